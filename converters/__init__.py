@@ -1,0 +1,1 @@
+"""libsvm → TFRecord (Example) / packed converters, and the inverse; no TensorFlow import here."""

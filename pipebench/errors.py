@@ -1,0 +1,30 @@
+"""The one error hierarchy: anything the user can fix is a PipebenchError, shown as one line."""
+from __future__ import annotations
+
+
+class PipebenchError(Exception):
+    """A user-facing error: the CLI prints its message on one line and exits non-zero."""
+
+    exit_code = 1
+
+
+class UsageError(PipebenchError):
+    """Arguments that contradict each other or name nothing usable."""
+
+    exit_code = 2
+
+
+class ConfigError(PipebenchError):
+    """An experiment file or option value is invalid; the message names the YAML path."""
+
+
+class DataError(PipebenchError):
+    """Input data is malformed; the message names FILE:LINE and the reason."""
+
+
+class TrialError(PipebenchError):
+    """A trial could not be set up or run."""
+
+
+class ResultsVersionError(PipebenchError):
+    """A results table was written by a different schema version."""
