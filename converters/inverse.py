@@ -44,7 +44,8 @@ def _text(numbers: np.ndarray) -> np.ndarray:
     """Give the shortest text that parses back to each float32 exactly ('1' for integral values)."""
     text = numbers.astype(str)
     integral = (numbers == np.round(numbers)) & (np.abs(numbers) < 2**24)
-    return np.where(integral, numbers.astype(np.int64).astype(str), text)
+    text[integral] = numbers[integral].astype(np.int64).astype(str)
+    return text
 
 
 def format_libsvm(labels: np.ndarray, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

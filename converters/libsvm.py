@@ -50,6 +50,7 @@ REASON_KEYS = {
 
 _POW10 = np.array([10.0**k for k in range(23)], dtype=np.float64)
 _MAX_EXACT_MANTISSA = 2**53
+_MAX_ID = np.uint64(2**63 - 1)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SP, _COLON, _DOT, _MINUS, _PLUS = 32, 58, 46, 45, 43
 
@@ -136,11 +137,15 @@ def _diagnose_pair(buf, i, end, start, k):
     if colon < 0:
         return MISSING_COLON, k + 1, False
     first_digit = i + 1 if buf[i] == _MINUS else i
-    if colon == first_digit or colon - first_digit > 18:
+    if colon == first_digit or colon - first_digit > 19:
         return BAD_ID, k + 1, False
+    digits = np.uint64(0)
     for j in range(first_digit, colon):
         if not 48 <= buf[j] <= 57:
             return BAD_ID, k + 1, False
+        digits = digits * np.uint64(10) + np.uint64(buf[j] - 48)
+    if digits > _MAX_ID:
+        return BAD_ID, k + 1, False
     if first_digit > i:
         return NEGATIVE_ID, k + 1, False
     return BAD_VALUE, k + 1, False
@@ -170,12 +175,13 @@ def _parse_line(buf, start, end, field_size, feature_size, labels, ids, values, 
         i += 1  # the single space before the pair
         # Fast path: digits ':' number, ending at a space or the line end; anything else is diagnosed.
         j = i
-        feature_id = 0
+        digits = np.uint64(0)
         while j < end and 48 <= buf[j] <= 57:
-            feature_id = feature_id * 10 + (buf[j] - 48)
+            digits = digits * np.uint64(10) + np.uint64(buf[j] - 48)
             j += 1
-        if j == i or j - i > 18 or j >= end or buf[j] != _COLON:
+        if j == i or j - i > 19 or digits > _MAX_ID or j >= end or buf[j] != _COLON:
             return _diagnose_pair(buf, i, end, start, k)
+        feature_id = np.int64(digits)
         stop, value, code = _number(buf, j + 1, end)
         if code == 1 or j + 1 == stop or (stop < end and buf[stop] != _SP):
             return _diagnose_pair(buf, i, end, start, k)
@@ -263,8 +269,9 @@ def parse_chunk(chunk: bytes, field_size: int, feature_size: int | None = None) 
     parsed = ParsedChunk(labels, ids, values, status, detail, starts, ends)
     for row in np.flatnonzero(needs_float):
         _convert_with_float(parsed, chunk, int(row))
-    parsed.labels = labels.astype(np.float32)
-    parsed.values = values.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # rejected rows hold garbage
+        parsed.labels = labels.astype(np.float32)
+        parsed.values = values.astype(np.float32)
     return parsed
 
 
@@ -278,7 +285,7 @@ def _convert_with_float(parsed: ParsedChunk, chunk: bytes, row: int) -> None:
     parsed.labels[row] = label
     for k, token in enumerate(tokens[1:]):
         value = float(token.split(b":", 1)[1])
-        if np.isinf(np.float32(value)):
+        if abs(value) > _FLOAT32_MAX and np.isinf(np.float32(value)):
             parsed.status[row], parsed.detail[row] = VALUE_RANGE, k + 1
             return
         parsed.values[row, k] = value

@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="reject ids at or above this (default: no check)")
     sharding = convert.add_mutually_exclusive_group()
     sharding.add_argument("--shards", type=_positive_int, help="exactly N output files of about equal rows")
-    sharding.add_argument("--shard-mb", type=_positive_float, help="start a new file past this many MiB (default 128)")
+    sharding.add_argument("--shard-mb", type=_positive_float, help="at most this many MiB per file, uncompressed (default 128)")
     convert.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none")
     convert.add_argument("--on-error", choices=("fail", "skip", "quarantine"), default="fail")
     convert.add_argument("--workers", type=_positive_int, default=None, help="threads (default: all CPUs)")

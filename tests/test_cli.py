@@ -1,0 +1,41 @@
+"""The command line as a user meets it: light --help, one-line errors, tracebacks only on request."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=120)
+
+
+def test_help_does_not_import_tensorflow_or_numba():
+    code = ("import sys\nfrom pipebench.cli import main\n"
+            "for argv in (['--help'], ['convert', '--help'], ['data', 'synth', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "heavy = sorted(m for m in ('tensorflow', 'numba', 'numpy') if m in sys.modules)\n"
+            "print('HEAVY', heavy)")
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr
+    assert "usage: pipebench" in result.stdout
+    assert result.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+def test_bad_data_exits_non_zero_with_one_line_and_no_traceback(tmp_path):
+    src = tmp_path / "in.libsvm"
+    src.write_text("1 1:1 2:1\n1 1:x 2:1\n")
+    result = run("-m", "pipebench.cli", "convert", str(src), "--out", str(tmp_path / "o"), "--field-size", "2")
+    assert result.returncode == 1
+    assert result.stderr == f"pipebench: error: {src}:2: pair 1 '1:x': value 'x' is not a number\n"
+    debug = run("-m", "pipebench.cli", "convert", str(src), "--out", str(tmp_path / "o"), "--field-size", "2",
+                env={"PIPEBENCH_DEBUG": "1"})
+    assert debug.returncode != 0 and "Traceback" in debug.stderr and "DataError" in debug.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_input_is_a_usage_error(tmp_path):
+    result = run("-m", "pipebench.cli", "convert", str(tmp_path / "nope.libsvm"), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert result.stderr == f"pipebench: error: {tmp_path / 'nope.libsvm'}: no such file\n"

@@ -1,0 +1,244 @@
+"""`pipebench convert`: exact numbers, strict errors, sharding, manifest, compression, inverse."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tfdata import read_examples, read_packed, write_sample_tfrecord
+
+from converters.convert import ConvertRequest, convert
+
+F = 4
+
+
+def libsvm_text(labels, ids, values) -> str:
+    return "".join(f"{l} " + " ".join(f"{i}:{v}" for i, v in zip(r, vs)) + "\n"
+                   for l, r, vs in zip(labels, ids, values))
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def expected(labels, ids, values):
+    return (np.array([np.float32(float(l)) for l in labels], np.float32), np.array(ids, np.int64),
+            np.array([[np.float32(float(v)) for v in row] for row in values], np.float32).reshape(len(ids), -1))
+
+
+def assert_rows(got, want):
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        assert np.array_equal(g, w), (g, w)
+
+
+value_text = st.one_of(st.floats(-1e30, 1e30, allow_nan=False).map(repr),
+                       st.floats(width=32, allow_nan=False, allow_infinity=False).map(lambda x: str(np.float32(x))),
+                       st.integers(0, 10**5).map(lambda k: f"{k / 1e5:.5f}"), st.just("1"))
+rows = st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from(["0", "1", "0.25", "1.0"]), min_size=n, max_size=n),
+    st.lists(st.lists(st.integers(0, 2**31 - 1), min_size=F, max_size=F), min_size=n, max_size=n),
+    st.lists(st.lists(value_text, min_size=F, max_size=F), min_size=n, max_size=n)))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=rows, fmt=st.sampled_from(["tfrecord", "packed"]), rows_per_record=st.sampled_from([1, 3, 16]))
+def test_libsvm_to_tensors_is_exact(tmp_path_factory, rows, fmt, rows_per_record):
+    tmp = tmp_path_factory.mktemp("exact")
+    src = write(tmp / "in.libsvm", libsvm_text(*rows))
+    convert(ConvertRequest(inputs=(src,), out=tmp / "out", format=fmt, field_size=F, workers=2,
+                           rows_per_record=rows_per_record, chunk_bytes=256))
+    got = read_examples(tmp / "out") if fmt == "tfrecord" else read_packed(tmp / "out")
+    assert_rows(got, expected(*rows))
+
+
+float32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.integers(1, 30).flatmap(lambda n: st.tuples(
+    st.lists(st.floats(0, 1, width=32), min_size=n, max_size=n),
+    st.lists(st.lists(st.integers(0, 2**62), min_size=F, max_size=F), min_size=n, max_size=n),
+    st.lists(st.lists(float32s, min_size=F, max_size=F), min_size=n, max_size=n))))
+def test_tfrecord_libsvm_tfrecord_round_trip(tmp_path_factory, data):
+    tmp = tmp_path_factory.mktemp("trip")
+    labels, ids, values = (np.array(data[0], np.float32), np.array(data[1], np.int64), np.array(data[2], np.float32))
+    write_sample_tfrecord(tmp / "sample.tfrecord", labels, ids, values)
+    convert(ConvertRequest(inputs=(tmp / "sample.tfrecord",), out=tmp / "text", format="libsvm", field_size=F))
+    texts = sorted((tmp / "text").glob("part-*.libsvm"))
+    convert(ConvertRequest(inputs=tuple(texts), out=tmp / "again", field_size=F))
+    assert_rows(read_examples(tmp / "again"), (labels, ids, values))
+
+
+MALFORMED = [
+    ("1 1:1 2:1 3:1", "expected 4 id:value pairs, found 3"),
+    ("", "empty line"),
+    ("x 1:1 2:1 3:1 4:1", "label 'x' is not a number"),
+    ("1 1:1 2 3:1 4:1", "pair 2 '2' has no ':'"),
+    ("1 1:1 b:1 3:1 4:1", "id 'b' is not a non-negative 64-bit integer"),
+    ("1 1:1 -2:1 3:1 4:1", "id is negative"),
+    ("1 1:1 2:1 3:1 99:1", "id 99 is not below feature_size 50"),
+    ("1 1:1 2:one 3:1 4:1", "value 'one' is not a number"),
+    ("1 1:1\t2:1 3:1 4:1", "a tab"),
+    ("1 1:1  2:1 3:1 4:1", "a repeated, leading or trailing space"),
+]
+
+
+@pytest.mark.parametrize("bad,reason", MALFORMED, ids=[r for _, r in MALFORMED])
+def test_malformed_line_names_file_line_and_reason_and_leaves_nothing(tmp_path, cli, bad, reason):
+    good = "1 1:1 2:0.5 3:1 4:1\n"
+    src = write(tmp_path / "in.libsvm", good * 5 + bad + "\n" + good * 3)
+    out = tmp_path / "out"
+    code, _, err = cli("convert", src, "--out", out, "--field-size", F, "--feature-size", 50)
+    assert code == 1
+    assert err.strip() == f"pipebench: error: {src}:6: {err.split(':6: ', 1)[1].strip()}"
+    assert reason in err and err.count("\n") == 1
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.libsvm"]
+
+
+def test_first_error_is_reported_even_across_chunks_and_workers(tmp_path, cli):
+    good = "1 1:1 2:0.5 3:1 4:1\n"
+    src = write(tmp_path / "in.libsvm", good * 3000 + "1 1:1\n" + good * 10 + "bad\n")
+    code, _, err = cli("convert", src, "--out", tmp_path / "out", "--field-size", F, "--workers", 2)
+    assert code == 1 and f"{src}:3001: expected 4 id:value pairs, found 1" in err
+
+
+def test_skip_and_quarantine_count_rejected_lines(tmp_path):
+    good = "1 1:1 2:0.5 3:1 4:1\n"
+    lines = [good] * 4 + ["1 1:1\n", good, "\n", "2 1:1 2:1 3:1 4:1\n", good]
+    src = write(tmp_path / "in.libsvm", "".join(lines))
+    skip = convert(ConvertRequest(inputs=(src,), out=tmp_path / "skip", field_size=F, on_error="skip"))
+    assert skip["rows"] == 6
+    assert skip["rejected"] == {"total": 3, "by_reason": {"empty_line": 1, "label_range": 1, "pair_count": 1}}
+    assert not (tmp_path / "skip" / "quarantine.jsonl").exists()
+    quarantine = convert(ConvertRequest(inputs=(src,), out=tmp_path / "q", field_size=F, on_error="quarantine"))
+    assert quarantine["rejected"] == skip["rejected"]
+    entries = [json.loads(l) for l in (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()]
+    assert [(e["line"], e["code"], e["text"]) for e in entries] == [
+        (5, "pair_count", "1 1:1"), (7, "empty_line", ""), (8, "label_range", "2 1:1 2:1 3:1 4:1")]
+    assert all(e["file"] == str(src) and e["reason"] for e in entries)
+    assert len(read_examples(tmp_path / "q")[0]) == 6
+
+
+def test_gzip_and_crlf_input(tmp_path):
+    text = "1 1:1 2:0.5 3:1 4:1\r\n0 5:1 6:0.25 7:1 8:2\r\n"
+    plain = convert(ConvertRequest(inputs=(write(tmp_path / "a.libsvm", text),), out=tmp_path / "a", field_size=F))
+    gz = write(tmp_path / "b.data", gzip.compress(text.encode()))
+    zipped = convert(ConvertRequest(inputs=(gz,), out=tmp_path / "b", field_size=F))
+    assert zipped["sources"][0]["compression"] == "gzip"
+    assert zipped["sources"][0]["sha256"] == hashlib.sha256(gz.read_bytes()).hexdigest()
+    assert plain["rows"] == zipped["rows"] == 2
+    labels, ids, values = read_examples(tmp_path / "b")
+    assert ids.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]] and values[1].tolist() == [1, 0.25, 1, 2]
+    assert (tmp_path / "a" / plain["shards"][0]["name"]).read_bytes() == \
+        (tmp_path / "b" / zipped["shards"][0]["name"]).read_bytes()
+
+
+def _rows_text(n: int) -> str:
+    return "".join(f"{i % 2} {i}:1 {i + 1}:0.5 {i + 2}:0.25 {i + 3}:1\n" for i in range(n))
+
+
+def test_shard_count_gives_exactly_n_balanced_files(tmp_path):
+    src = write(tmp_path / "in.libsvm", _rows_text(1001))
+    manifest = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shards=4))
+    assert [s["rows"] for s in manifest["shards"]] == [251, 251, 251, 248]
+    assert [s["name"] for s in manifest["shards"]] == [f"part-{i:05d}-of-00004.tfrecord" for i in range(4)]
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(
+        [s["name"] for s in manifest["shards"]] + ["manifest.json"])
+    packed = convert(ConvertRequest(inputs=(src,), out=tmp_path / "p", field_size=F, shards=3, format="packed",
+                                    rows_per_record=100))
+    assert [s["rows"] for s in packed["shards"]] == [400, 400, 201]
+    more = convert(ConvertRequest(inputs=(src,), out=tmp_path / "m", field_size=F, shards=1200))
+    assert len(more["shards"]) == 1200 and sum(s["rows"] for s in more["shards"]) == 1001
+
+
+def test_shard_mb_bounds_each_file(tmp_path):
+    src = write(tmp_path / "in.libsvm", _rows_text(3000))
+    budget_mb = 0.02
+    manifest = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shard_mb=budget_mb))
+    sizes = [s["bytes"] for s in manifest["shards"]]
+    record_bytes = sizes[0] / manifest["shards"][0]["rows"]
+    assert len(sizes) > 3
+    assert all(size <= budget_mb * 2**20 for size in sizes)
+    assert all(size > budget_mb * 2**20 - 2 * record_bytes for size in sizes[:-1])
+    assert sum(s["rows"] for s in manifest["shards"]) == 3000
+
+
+def test_manifest_describes_output_and_sources(tmp_path):
+    first = write(tmp_path / "a.libsvm", "1 1:1 2:0.5 3:1 4:1\n0 5:1 6:1 7:1 80:1\n")
+    second = write(tmp_path / "b.libsvm", "1 9:1 10:1 11:1 12:1\n")
+    m = convert(ConvertRequest(inputs=(first, second), out=tmp_path / "o", field_size=F, feature_size=100,
+                               compression="gzip"))
+    assert m["rows"] == 3 and m["field_size"] == F and m["feature_size"] == 100
+    assert m["feature_size_seen"] == 81
+    assert m["positive_rate"] == pytest.approx(2 / 3)
+    assert m["schema"] == {"label": {"dtype": "float32", "shape": [1]}, "ids": {"dtype": "int64", "shape": [F]},
+                           "values": {"dtype": "float32", "shape": [F]}}
+    assert m["format"] == "tfrecord" and m["compression"] == "gzip" and m["tf_compression_type"] == "GZIP"
+    assert m["rejected"] == {"total": 0, "by_reason": {}}
+    assert m["converter"]["version"]
+    assert [(s["path"], s["bytes"], s["lines"]) for s in m["sources"]] == [(str(first), first.stat().st_size, 2),
+                                                                           (str(second), second.stat().st_size, 1)]
+    for source in m["sources"]:
+        assert source["sha256"] == hashlib.sha256(Path(source["path"]).read_bytes()).hexdigest()
+    for shard in m["shards"]:
+        data = (tmp_path / "o" / shard["name"]).read_bytes()
+        assert shard["bytes"] == len(data) and shard["sha256"] == hashlib.sha256(data).hexdigest()
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text()) == m
+    assert read_examples(tmp_path / "o")[1][:, 3].tolist() == [4, 80, 12]
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
+def test_output_does_not_depend_on_worker_count(tmp_path, compression):
+    src = write(tmp_path / "in.libsvm", _rows_text(5000))
+    outputs = []
+    for workers in (1, 3):
+        out = tmp_path / f"w{workers}"
+        convert(ConvertRequest(inputs=(src,), out=out, field_size=F, workers=workers, chunk_bytes=4096,
+                               compression=compression))
+        outputs.append({p.name: p.read_bytes() for p in out.glob("part-*")})
+    assert outputs[0] == outputs[1]
+    assert len(read_examples(tmp_path / "w3")[0]) == 5000
+
+
+def test_existing_output_needs_force(tmp_path, cli):
+    src = write(tmp_path / "in.libsvm", _rows_text(3))
+    (tmp_path / "out").mkdir()
+    code, _, err = cli("convert", src, "--out", tmp_path / "out", "--field-size", F)
+    assert code == 2 and "already exists (use --force" in err
+    code, out, _ = cli("convert", src, "--out", tmp_path / "out", "--field-size", F, "--force")
+    assert code == 0 and "wrote 3 rows" in out
+    assert len(read_examples(tmp_path / "out")[0]) == 3
+
+
+def test_packed_refuses_ids_beyond_int32(tmp_path, cli):
+    src = write(tmp_path / "in.libsvm", f"1 1:1 2:1 3:1 {2**31}:1\n")
+    code, _, err = cli("convert", src, "--out", tmp_path / "o", "--field-size", F, "--format", "packed")
+    assert code == 1 and "does not fit the packed format's int32 id column" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_sample_tfrecords_convert_to_packed(tmp_path):
+    labels = np.array([1, 0, 1], np.float32)
+    ids = np.arange(12).reshape(3, F)
+    values = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, F)
+    write_sample_tfrecord(tmp_path / "s.tfrecord", labels, ids, values)
+    m = convert(ConvertRequest(inputs=(tmp_path / "s.tfrecord",), out=tmp_path / "p", field_size=F, format="packed",
+                               rows_per_record=2))
+    assert m["input_format"] == "tfrecord" and m["rows"] == 3
+    assert_rows(read_packed(tmp_path / "p"), (labels, ids, values))
+
+
+def test_tfrecord_of_another_schema_is_a_clear_error(tmp_path, cli):
+    write_sample_tfrecord(tmp_path / "s.tfrecord", [1.0], [[1, 2, 3]], [[1.0, 2.0, 3.0]])
+    code, _, err = cli("convert", tmp_path / "s.tfrecord", "--out", tmp_path / "o", "--format", "libsvm",
+                       "--field-size", F)
+    assert code == 1 and "do not match the schema" in err and err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
