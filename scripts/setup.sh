@@ -1,28 +1,43 @@
 #!/usr/bin/env bash
-# Create ./.venv with pipebench, TensorFlow (CPU) and the test tools; safe to run again.
+# Create a virtual environment with pipebench, TensorFlow (CPU) and the test tools; safe to rerun.
+#   ./scripts/setup.sh          ./.venv        newest Python 3.10-3.12 here + latest tensorflow-cpu
+#   ./scripts/setup.sh tf214    ./.venv-tf214  Python 3.10 + tensorflow-cpu 2.14.1 (scripts/tf214-requirements.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-  for candidate in python3.11 python3.12 python3.10 python3; do
-    if command -v "$candidate" >/dev/null 2>&1; then python=$candidate; break; fi
-  done
-fi
-[ -n "$python" ] || { echo "setup: no python3 found (pipebench needs Python 3.10-3.12)" >&2; exit 1; }
+flavour=${1:-latest}
+case "$flavour" in
+  latest) venv=.venv; candidates="python3.11 python3.12 python3.10 python3"; extras="tf,test"; pins="" ;;
+  tf214) venv=.venv-tf214; candidates="python3.10"; extras="test"; pins="-r scripts/tf214-requirements.txt" ;;
+  *) echo "setup: unknown environment '$flavour' (latest or tf214)" >&2; exit 2 ;;
+esac
 
-if [ ! -x .venv/bin/python ]; then
-  rm -rf .venv
-  if ! "$python" -m venv .venv >/dev/null 2>&1; then
-    rm -rf .venv
+# A candidate counts only if it runs: pyenv shims exist for versions the current folder does not select.
+works() { "$1" -c 'import sys; sys.exit(not (3, 10) <= sys.version_info[:2] <= (3, 12))' >/dev/null 2>&1; }
+python=""
+if [ -n "${PYTHON:-}" ] && [ "$flavour" = latest ] && works "$PYTHON"; then python=$PYTHON; fi
+for candidate in $candidates; do
+  [ -z "$python" ] || break
+  if works "$candidate"; then python=$candidate; continue; fi
+  for found in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"${candidate#python}"*/bin/"$candidate"; do
+    if [ -x "$found" ] && works "$found"; then python=$found; break; fi
+  done
+done
+[ -n "$python" ] || { echo "setup: none of $candidates runs here (pipebench needs Python 3.10-3.12)" >&2; exit 3; }
+
+if [ ! -x "$venv/bin/python" ]; then
+  rm -rf "$venv"
+  if ! "$python" -m venv "$venv" >/dev/null 2>&1; then
+    rm -rf "$venv"
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null
-      "$python" -m venv .venv
+      "$python" -m venv "$venv"
     else
       echo "setup: '$python -m venv' failed; install your distribution's python3-venv package" >&2
       exit 1
     fi
   fi
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[tf,test]"
-echo "setup: .venv ready ($(.venv/bin/python --version), $(.venv/bin/python -c 'import importlib.metadata as m; print("tensorflow-cpu", m.version("tensorflow-cpu"))'))"
+# shellcheck disable=SC2086
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[$extras]" $pins
+echo "setup: $venv ready ($("$venv/bin/python" -c 'import sys, importlib.metadata as m; print(f"Python {sys.version.split()[0]}, tensorflow-cpu", m.version("tensorflow-cpu"))'))"

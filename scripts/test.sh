@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Set up ./.venv and run the whole test suite.
+# Set up both environments and run the whole test suite in each: latest TensorFlow, then TF 2.14.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/setup.sh
 export TF_CPP_MIN_LOG_LEVEL=2
-exec .venv/bin/python -m pytest "$@"
+./scripts/setup.sh latest
+.venv/bin/python -m pytest "$@"
+status=0
+./scripts/setup.sh tf214 || status=$?
+if [ "$status" = 3 ]; then
+  echo "test: TF 2.14 environment not tested: no Python 3.10 on this machine" >&2
+elif [ "$status" != 0 ]; then
+  exit "$status"
+else
+  .venv-tf214/bin/python -m pytest "$@"
+fi
