@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
 import os
 import time
@@ -119,24 +118,26 @@ class _Source:
                 "compression": self.compression, "lines": self.lines}
 
 
-class _HashingReader(io.RawIOBase):
-    """A raw file that hashes every byte read through it, so checksums cost no second pass."""
+class _HashingReader:
+    """A file read through once, hashing every byte, so checksums cost no second pass."""
 
     def __init__(self, path: Path) -> None:
-        self._file = open(path, "rb")
+        self._file = open(path, "rb", buffering=0)
         self.digest = hashlib.sha256()
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = self._file.readinto(buffer)
-        self.digest.update(memoryview(buffer)[:n])
-        return n
+    def read(self, size: int = -1) -> bytes:
+        data = self._file.read(size) if size >= 0 else self._file.readall()
+        self.digest.update(data)
+        return data
 
     def close(self) -> None:
         self._file.close()
-        super().close()
+
+    def __enter__(self) -> _HashingReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _sha256(path: Path) -> str:
@@ -158,12 +159,12 @@ def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes
             block = stream.read(chunk_bytes)
             if not block:
                 break
-            block = carry + block
             cut = block.rfind(b"\n") + 1
             if cut == 0:
-                carry = block
+                carry += block
                 continue
-            chunk, carry = block[:cut], block[cut:]
+            chunk = b"".join((carry, memoryview(block)[:cut]))  # one copy, whatever the carry
+            carry = block[cut:]
             yield line, chunk
             line += chunk.count(b"\n")
         source.sha256 = raw.digest.hexdigest()
