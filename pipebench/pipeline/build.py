@@ -1,0 +1,233 @@
+"""spec → tf.data.Dataset of `({"feat_ids": int64[B, F], "feat_vals": float32[B, F]}, label float32[B])`.
+
+`decode` is scalar (one row per call: `parse_single_example`, one libsvm line) when it comes before
+`batch`, vectorized (`parse_example`, one `tf.strings.split` over a whole batch of lines) after.
+
+Packed records hold `rows_per_record` rows (the data set's last record may hold fewer). A batch
+placed before decode therefore groups ⌈batch_size / rows_per_record⌉ records, decode unpacks
+them with one `decode_raw`, and `rebatch` cuts exactly batch_size rows (drop_remainder as asked):
+any batch size works, and when batch_size is a multiple of rows_per_record the rebatch only copies.
+Scalar decode unpacks one record and unbatches its rows, so later stages see rows as in the other
+formats.
+
+The decoders and helpers use nothing but `tf` and their arguments: export.py copies their source
+into the modules it writes, so exported input_fns decode exactly as the builder does.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import tensorflow as tf
+
+from pipebench.errors import ConfigError
+from pipebench.pipeline.spec import AUTOTUNE, MEMORY, TF_COMPRESSION, PipelineSpec, Source, Tunable
+
+# Exported: export.py copies the functions from here to `Built` into the modules it writes; they
+# may use only `tf` and their arguments.
+
+
+def list_files(patterns):
+    """Give the files matching each path or glob (a str is one glob), in order, each glob's matches sorted."""
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    files = []
+    for pattern in patterns:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise FileNotFoundError(f"no file matches {pattern!r}")
+        files.extend(matches)
+    return files
+
+
+def libsvm_decoder(field_size):
+    """Give decode(lines string[N]) for `label id:value ...` lines: two splits for the whole batch."""
+    def decode(lines):
+        tokens = tf.strings.split(lines, " ")
+        check = tf.debugging.assert_equal(tokens.row_lengths(), tf.constant(field_size + 1, tf.int64),
+                                          message="a libsvm line does not hold field_size id:value pairs")
+        with tf.control_dependencies([check]):
+            columns = tf.reshape(tokens.flat_values, [-1, field_size + 1])
+        pairs = tf.reshape(tf.strings.split(columns[:, 1:], ":").flat_values, [-1, field_size, 2])
+        labels = tf.strings.to_number(columns[:, 0], tf.float32)
+        ids = tf.strings.to_number(pairs[:, :, 0], tf.int64)
+        values = tf.strings.to_number(pairs[:, :, 1], tf.float32)
+        labels.set_shape([lines.shape[0]])
+        ids.set_shape([lines.shape[0], field_size])
+        values.set_shape([lines.shape[0], field_size])
+        return {"feat_ids": ids, "feat_vals": values}, labels
+    return decode
+
+
+def example_decoder(field_size, single):
+    """Give decode(serialized Example) for the AWS sample's schema; `single`: one record, not a batch."""
+    features = {
+        "label": tf.io.FixedLenFeature([], tf.float32),
+        "ids": tf.io.FixedLenFeature([field_size], tf.int64),
+        "values": tf.io.FixedLenFeature([field_size], tf.float32),
+    }
+
+    def decode(serialized):
+        parse = tf.io.parse_single_example if single else tf.io.parse_example
+        parsed = parse(serialized, features)
+        return {"feat_ids": parsed["ids"], "feat_vals": parsed["values"]}, parsed["label"]
+    return decode
+
+
+def packed_decoder(field_size, rows_per_record):
+    """Give decode(records string[N]) → all their rows, with one decode_raw.
+
+    Row layout: word 0 label (float32 bits), words 1..F ids (int32), words F+1..2F values (float32
+    bits), little-endian. A short record (the data set's last) is zero-padded by decode_raw's
+    fixed_length and its padding rows masked away.
+    """
+    row_words = 1 + 2 * field_size
+    row_bytes = 4 * row_words
+    record_bytes = row_bytes * rows_per_record
+
+    def decode(records):
+        lengths = tf.strings.length(records)
+        checks = [
+            tf.debugging.assert_equal(lengths % row_bytes, 0,
+                                      message="packed record is not whole rows: is field_size right?"),
+            tf.debugging.assert_less_equal(lengths, record_bytes,
+                                           message="packed record holds more rows than rows_per_record"),
+        ]
+        with tf.control_dependencies(checks):
+            words = tf.io.decode_raw(records, tf.int32, fixed_length=record_bytes)
+        rows = tf.reshape(words, [-1, row_words])
+        rows = tf.cond(
+            tf.reduce_all(tf.equal(lengths, record_bytes)),
+            lambda: rows,
+            lambda: tf.boolean_mask(rows, tf.reshape(tf.sequence_mask(lengths // row_bytes, rows_per_record), [-1])),
+        )
+        labels = tf.bitcast(rows[:, 0], tf.float32)
+        ids = tf.cast(rows[:, 1:field_size + 1], tf.int64)
+        values = tf.bitcast(rows[:, field_size + 1:], tf.float32)
+        return {"feat_ids": ids, "feat_vals": values}, labels
+    return decode
+
+
+def scalar_decoder(decode):
+    """Give a one-row decoder from a batch decoder: the same parsing, called once per row."""
+    def decode_one(record):
+        features, label = decode(tf.expand_dims(record, 0))
+        return {name: column[0] for name, column in features.items()}, label[0]
+    return decode_one
+
+
+def apply_options(dataset, settings):
+    """Give (dataset with tf.data.Options set, names this TensorFlow lacks); probes, never fails."""
+    options = tf.data.Options()
+    unsupported = []
+    for path, value in settings.items():
+        *groups, name = path.split(".")
+        target = options
+        for group in groups:
+            target = getattr(target, group, None)
+        if target is None or not hasattr(target, name):
+            unsupported.append(path)
+            continue
+        setattr(target, name, value)
+    return dataset.with_options(options), unsupported
+
+
+@dataclass
+class Built:
+    """A built pipeline: the dataset, the files it reads, the options this TensorFlow could not set."""
+
+    dataset: tf.data.Dataset
+    files: list[str]
+    unsupported_options: list[str]
+
+
+def _tf(value: Tunable) -> int | None:
+    return tf.data.AUTOTUNE if value == AUTOTUNE else value
+
+
+def _reader(source: Source, files, parallel: bool) -> tf.data.Dataset:
+    reader = tf.data.TextLineDataset if source.format == "libsvm" else tf.data.TFRecordDataset
+    return reader(files, compression_type=TF_COMPRESSION[source.compression], buffer_size=source.buffer_size,
+                  num_parallel_reads=_tf(source.num_parallel_reads) if parallel else None)
+
+
+def _check_manifests(source: Source, files: list[str]) -> None:
+    """Raise ConfigError when a converter manifest beside the files contradicts the source."""
+    for folder in sorted({Path(f).parent for f in files}):
+        path = folder / "manifest.json"
+        if not path.is_file():
+            continue
+        manifest = json.loads(path.read_text())
+        stated = {"format": manifest.get("format"), "compression": manifest.get("compression"),
+                  "field_size": manifest.get("field_size"),
+                  "rows_per_record": (manifest.get("packed_layout") or {}).get("rows_per_record")}
+        for name, value in stated.items():
+            if value is not None and (name != "rows_per_record" or source.format == "packed") \
+                    and getattr(source, name) != value:
+                raise ConfigError(f"source.{name}: {getattr(source, name)!r}, but {path} says {value!r}")
+
+
+def build(spec: PipelineSpec) -> Built:
+    """Give the spec's dataset, in file mode (fastfile and pipe are completed in the SageMaker issue)."""
+    source = spec.source
+    if source.mode != "file":
+        raise ConfigError(f"source.mode: {source.mode} mode is completed in the SageMaker issue; only mode: file "
+                          "builds here (export writes code for all three)")
+    if not source.files:
+        raise ConfigError("source.files: no files given")
+    try:
+        files = list_files(source.files)
+    except FileNotFoundError as err:
+        raise ConfigError(f"source.files: {err}") from None
+    _check_manifests(source, files)
+
+    packed = source.format == "packed"
+    if source.format == "libsvm":
+        decode_batch = libsvm_decoder(source.field_size)
+        decode_one = scalar_decoder(decode_batch)
+    elif source.format == "tfrecord":
+        decode_batch = example_decoder(source.field_size, single=False)
+        decode_one = example_decoder(source.field_size, single=True)
+    else:
+        decode_batch = packed_decoder(source.field_size, source.rows_per_record)
+        decode_one = lambda record: decode_batch(tf.expand_dims(record, 0))  # noqa: E731 — rows of one record
+
+    interleaved = "interleave" in spec.kinds
+    dataset = tf.data.Dataset.from_tensor_slices(files) if interleaved else _reader(source, files, parallel=True)
+    batch = None
+    for stage in spec.stages:
+        kind = stage.kind
+        if kind == "interleave":
+            dataset = dataset.interleave(lambda f: _reader(source, f, parallel=False),
+                                         cycle_length=_tf(stage["cycle_length"]), block_length=stage["block_length"],
+                                         num_parallel_calls=_tf(stage["num_parallel_calls"]))
+        elif kind == "shard":
+            dataset = dataset.shard(stage["num_shards"], stage["index"])
+        elif kind == "shuffle":
+            dataset = dataset.shuffle(stage["buffer_size"], seed=stage["seed"],
+                                      reshuffle_each_iteration=stage["reshuffle_each_iteration"])
+        elif kind == "cache":
+            dataset = dataset.cache("" if stage["location"] == MEMORY else stage["location"])
+        elif kind == "batch":
+            batch = stage
+            if packed and spec.kinds.index("decode") > spec.kinds.index("batch"):
+                dataset = dataset.batch(-(-stage["batch_size"] // source.rows_per_record))
+            else:
+                dataset = dataset.batch(stage["batch_size"], drop_remainder=stage["drop_remainder"])
+        elif kind == "decode":
+            parallel = _tf(stage["num_parallel_calls"])
+            if batch is None:
+                dataset = dataset.map(decode_one, num_parallel_calls=parallel)
+                if packed:
+                    dataset = dataset.unbatch()
+            else:
+                dataset = dataset.map(decode_batch, num_parallel_calls=parallel)
+                if packed:
+                    dataset = dataset.rebatch(batch["batch_size"], drop_remainder=batch["drop_remainder"])
+        elif kind == "repeat":
+            dataset = dataset.repeat(stage["epochs"])
+        elif kind == "prefetch":
+            dataset = dataset.prefetch(_tf(stage["buffer_size"]))
+    dataset, unsupported = apply_options(dataset, dict(spec.options.settings))
+    return Built(dataset, files, unsupported)

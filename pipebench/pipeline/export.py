@@ -1,0 +1,150 @@
+"""spec → the text of a standalone Python module with `input_fn(files, batch_size, ...)`.
+
+The module needs only TensorFlow (and `sagemaker_tensorflow` for Pipe mode): users paste it into
+their training scripts. Decoders and helpers are copied verbatim from build.py's source (read as
+text, so exporting never imports TensorFlow), and the stage calls mirror `build`, so the exported
+input_fn yields the very batches the builder does.
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import pipebench
+from pipebench.pipeline.spec import AUTOTUNE, MEMORY, TF_COMPRESSION, PipelineSpec, Scalar
+
+_BUILD_MODULE = "pipebench.pipeline.build"
+
+
+def _function_sources(names: list[str]) -> list[str]:
+    """Give the source text of build.py's top-level functions `names`, in that order."""
+    path = Path(importlib.util.find_spec(_BUILD_MODULE).origin)
+    text = path.read_text()
+    found = {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
+             if isinstance(node, ast.FunctionDef)}
+    return [found[name] for name in names]
+
+
+def _code(value: Scalar) -> str:
+    return "AUTOTUNE" if value == AUTOTUNE else repr(value)
+
+
+def _decoder_lines(spec: PipelineSpec, scalar: bool) -> tuple[list[str], list[str]]:
+    """Give (helper function names, lines defining `decode`) for the spec's format and decode form."""
+    fmt = spec.source.format
+    if fmt == "libsvm":
+        if scalar:
+            return ["libsvm_decoder", "scalar_decoder"], ["decode = scalar_decoder(libsvm_decoder(FIELD_SIZE))"]
+        return ["libsvm_decoder"], ["decode = libsvm_decoder(FIELD_SIZE)"]
+    if fmt == "tfrecord":
+        return ["example_decoder"], [f"decode = example_decoder(FIELD_SIZE, single={scalar})"]
+    lines = ["decode = packed_decoder(FIELD_SIZE, ROWS_PER_RECORD)"]
+    if scalar:
+        lines = ["decode_records = packed_decoder(FIELD_SIZE, ROWS_PER_RECORD)",
+                 "decode = lambda record: decode_records(tf.expand_dims(record, 0))  # rows of one record"]
+    return ["packed_decoder"], lines
+
+
+def _stage_lines(spec: PipelineSpec) -> list[str]:
+    """Give the input_fn body lines that open the source and apply each stage, as `build` does."""
+    src = spec.source
+    kinds = spec.kinds
+    packed = src.format == "packed"
+    reader = "tf.data.TextLineDataset" if src.format == "libsvm" else "tf.data.TFRecordDataset"
+    read_args = f"compression_type={TF_COMPRESSION[src.compression]!r}, buffer_size={src.buffer_size!r}"
+    if src.mode == "pipe":
+        record_format = "TextLine" if src.format == "libsvm" else "TFRecord"
+        lines = [f"dataset = PipeModeDataset(channel, record_format={record_format!r})"]
+    elif "interleave" in kinds:
+        lines = ["dataset = tf.data.Dataset.from_tensor_slices(list_files(files))"]
+    else:
+        lines = [f"dataset = {reader}(list_files(files), {read_args},",
+                 f"    num_parallel_reads={_code(src.num_parallel_reads)})"]
+    batch = spec.stage("batch")
+    decode_after_batch = kinds.index("decode") > kinds.index("batch")
+    for stage in spec.stages:
+        kind = stage.kind
+        if kind == "interleave":
+            lines += [f"dataset = dataset.interleave(lambda f: {reader}(f, {read_args}),",
+                      f"    cycle_length={_code(stage['cycle_length'])}, block_length={stage['block_length']},"
+                      f" num_parallel_calls={_code(stage['num_parallel_calls'])})"]
+        elif kind == "shard":
+            lines.append("dataset = dataset.shard(num_shards, shard_index)")
+        elif kind == "shuffle":
+            lines.append(f"dataset = dataset.shuffle({stage['buffer_size']}, seed=seed, "
+                         f"reshuffle_each_iteration={stage['reshuffle_each_iteration']})")
+        elif kind == "cache":
+            lines.append(f"dataset = dataset.cache({'' if stage['location'] == MEMORY else stage['location']!r})")
+        elif kind == "batch":
+            if packed and decode_after_batch:
+                lines.append("dataset = dataset.batch(-(-batch_size // ROWS_PER_RECORD))  # whole records; "
+                             "decode re-batches their rows")
+            else:
+                lines.append(f"dataset = dataset.batch(batch_size, drop_remainder={stage['drop_remainder']})")
+        elif kind == "decode":
+            lines.append(f"dataset = dataset.map(decode, num_parallel_calls={_code(stage['num_parallel_calls'])})")
+            if packed and decode_after_batch:
+                lines.append(f"dataset = dataset.rebatch(batch_size, drop_remainder={batch['drop_remainder']})")
+            elif packed:
+                lines.append("dataset = dataset.unbatch()")
+        elif kind == "repeat":
+            lines.append("dataset = dataset.repeat(num_epochs)")
+        elif kind == "prefetch":
+            lines.append(f"dataset = dataset.prefetch({_code(stage['buffer_size'])})")
+    return lines
+
+
+def export(spec: PipelineSpec) -> str:
+    """Give the text of a standalone module whose input_fn builds `spec`'s pipeline."""
+    src = spec.source
+    kinds = spec.kinds
+    pipe = src.mode == "pipe"
+    helpers, decode_lines = _decoder_lines(spec, scalar=kinds.index("decode") < kinds.index("batch"))
+    if not pipe:
+        helpers = ["list_files", *helpers]
+    settings = dict(spec.options.settings)
+    if settings:
+        helpers.append("apply_options")
+
+    params = ([f"channel={src.channel!r}"] if pipe else ["files"]) + [f"batch_size={spec.stage('batch')['batch_size']}"]
+    if "repeat" in kinds:
+        params.append(f"num_epochs={spec.stage('repeat')['epochs']!r}")
+    if "shuffle" in kinds:
+        params.append(f"seed={spec.stage('shuffle')['seed']!r}")
+    if "shard" in kinds:
+        params += [f"num_shards={spec.stage('shard')['num_shards']}", f"shard_index={spec.stage('shard')['index']}"]
+
+    body = decode_lines + _stage_lines(spec)
+    if settings:
+        body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
+                 "if unsupported:",
+                 "    tf.get_logger().warning('tf.data options this TensorFlow lacks, left unset: %s', "
+                 "', '.join(unsupported))"]
+    body.append("return dataset")
+
+    where = {"file": "files: paths or globs (a str is one glob)",
+             "fastfile": f"files: paths or globs under /opt/ml/input/data/{src.channel} (FastFile mode)",
+             "pipe": "channel: the Pipe-mode channel whose FIFO streams the records"}[src.mode]
+    constants = ["AUTOTUNE = tf.data.AUTOTUNE", f"FIELD_SIZE = {src.field_size}"]
+    if src.format == "packed":
+        constants.append(f"ROWS_PER_RECORD = {src.rows_per_record}")
+    if settings:
+        constants.append(f"OPTIONS = {settings!r}")
+    spec_text = textwrap.indent(spec.to_yaml(), "    ")
+    parts = [
+        f'r"""DeepFM input pipeline exported by pipebench {pipebench.__version__}: {spec.ordering}.\n\n'
+        f"Format {src.format}, {src.mode} mode; spec fingerprint {spec.fingerprint()}.\n"
+        f"input_fn yields ({{\"feat_ids\": int64[B, {src.field_size}], \"feat_vals\": float32[B, {src.field_size}]}},"
+        f" label float32[B]).\n\nThe spec:\n\n{spec_text}"
+        '"""',
+        "import tensorflow as tf" + ("\nfrom sagemaker_tensorflow import PipeModeDataset" if pipe else ""),
+        "\n".join(constants),
+        *_function_sources(helpers),
+        f"def input_fn({', '.join(params)}):\n"
+        f'    """Give the tf.data.Dataset of ({{"feat_ids", "feat_vals"}}, label) batches.\n\n'
+        f'    {where}.\n    """\n'
+        + textwrap.indent("\n".join(body), "    "),
+    ]
+    return "\n\n\n".join(parts) + "\n"

@@ -1,0 +1,72 @@
+"""Small data sets in every format, and row helpers, for the tests/test_pipeline_*.py files.
+
+The same 600 synthetic rows are written as libsvm (2 files), converted to TFRecord and to packed
+(16 rows per record, so the last record is short), so every format must yield identical rows.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from converters.convert import ConvertRequest, convert
+from pipebench.synth import SynthSpec, synthesize
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+ROWS = 600
+ROWS_PER_RECORD = 16
+FORMATS = ("libsvm", "tfrecord", "packed")
+
+Row = tuple  # (label, ids tuple, values tuple), exact floats: hashable and comparable across formats
+
+
+@pytest.fixture(scope="session")
+def data(tmp_path_factory) -> dict[str, str]:
+    """Give {format: glob of its part files} for the same ROWS rows."""
+    root = tmp_path_factory.mktemp("pipeline-data")
+    synthesize(SynthSpec(rows=ROWS, out=root / "libsvm", files=2, seed=11))
+    libsvm = tuple(sorted((root / "libsvm").glob("part-*.libsvm")))
+    convert(ConvertRequest(inputs=libsvm, out=root / "tfrecord", format="tfrecord", shards=2, workers=1))
+    convert(ConvertRequest(inputs=libsvm, out=root / "packed", format="packed", shards=2, workers=1,
+                           rows_per_record=ROWS_PER_RECORD))
+    return {"libsvm": str(root / "libsvm" / "part-*.libsvm"), "tfrecord": str(root / "tfrecord" / "part-*.tfrecord"),
+            "packed": str(root / "packed" / "part-*.packed.tfrecord")}
+
+
+def source(data: dict[str, str], fmt: str, **extra) -> dict:
+    """Give a spec's `source:` mapping for the fixture data in `fmt`."""
+    out = {"format": fmt, "files": [data[fmt]], **extra}
+    if fmt == "packed":
+        out["rows_per_record"] = ROWS_PER_RECORD
+    return out
+
+
+def expected_rows(data: dict[str, str]) -> list[Row]:
+    """Give the rows in file order, parsed from the libsvm text in Python."""
+    rows = []
+    for path in sorted(Path(data["libsvm"]).parent.glob("part-*.libsvm")):
+        for line in path.read_text().splitlines():
+            label, *pairs = line.split(" ")
+            ids, values = zip(*(p.split(":") for p in pairs))
+            rows.append((float(np.float32(label)), tuple(int(i) for i in ids),
+                         tuple(float(np.float32(v)) for v in values)))
+    return rows
+
+
+def batch_rows(features: dict, labels) -> list[Row]:
+    """Give one batch's rows as hashable tuples."""
+    ids, values = np.asarray(features["feat_ids"]), np.asarray(features["feat_vals"])
+    return [(float(label), tuple(int(i) for i in row_ids), tuple(float(v) for v in row_values))
+            for label, row_ids, row_values in zip(np.asarray(labels), ids, values)]
+
+
+def batches(dataset) -> list[list[Row]]:
+    """Give every batch of a finite dataset as a list of rows."""
+    return [batch_rows(features, labels) for features, labels in dataset.as_numpy_iterator()]
+
+
+def flat(batch_list: list[list[Row]]) -> list[Row]:
+    return [row for batch in batch_list for row in batch]
