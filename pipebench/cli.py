@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pipebench
-from pipebench.errors import PipebenchError
+from pipebench.errors import PipebenchError, UsageError
 
 
 def _positive_int(text: str) -> int:
@@ -40,7 +40,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
     spec = SynthSpec(rows=args.rows, out=args.out, files=args.files, seed=args.seed, field_size=args.field_size,
                      feature_size=args.feature_size, positive_rate=args.positive_rate, format=args.format,
-                     compression=args.compression, force=args.force)
+                     compression=args.compression, force=args.force, stream=args.stream)
     described = synthesize(spec)
     print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
           f"(positive rate {described['positive_rate']:.3f}, oracle AUC {described['oracle_auc']:.4f})")
@@ -62,6 +62,64 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     print(f"wrote {manifest['rows']} rows as {manifest['format']} in {len(manifest['shards'])} shard(s) to "
           f"{args.out} in {seconds:.1f} s ({rate:,.0f} rows/s)"
           + (f"; rejected {rejected} line(s): {json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
+    return 0
+
+
+def _cmd_pipelines_list(args: argparse.Namespace) -> int:
+    from pipebench.pipeline.presets import resolve
+
+    enumeration = resolve(args.config, args.format)
+    orderings = enumeration.orderings(include_excluded=args.all)
+    rows = [(str(i), o.spec.ordering,
+             ("reference" if o.is_reference else o.label)
+             + (" [excluded]" if o.excluded else " [breaks semantics]" if o.breaks_semantics else ""), o.why)
+            for i, o in enumerate(orderings)]
+    widths = [max(len(r[c]) for r in rows + [("#", "ordering", "label", "")]) for c in range(3)]
+    for row in [("#", "ordering", "label", "why"), *rows]:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[3])
+    shown = [o for o in orderings if not o.excluded]
+    excluded = len(enumeration.orderings(include_excluded=True)) - len(shown)
+    allowed = sum(o.breaks_semantics for o in shown)
+    print(f"{len(shown)} ordering(s) of {enumeration.reference.source.format} data, "
+          f"{sum(not o.differences for o in shown)} equivalent to the reference"
+          + (f"; {allowed} break training semantics but are allowed" if allowed else "")
+          + (f"; {excluded} more break training semantics and are excluded (--all lists them; "
+             "enumerate.allow admits them)" if excluded else ""))
+    return 0
+
+
+def _cmd_pipelines_export(args: argparse.Namespace) -> int:
+    from pipebench.atomic import atomic_write_bytes
+    from pipebench.pipeline.export import export
+    from pipebench.pipeline.presets import resolve
+
+    spec = resolve(args.spec, args.format).reference
+    if args.out.exists() and not args.force:
+        raise UsageError(f"{args.out}: already exists (use --force to replace it)")
+    atomic_write_bytes(args.out, export(spec).encode())
+    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode) to {args.out}")
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from pipebench.config import load_experiment
+    from pipebench.runner import load_resumed, run
+
+    if args.resume:
+        experiment = load_resumed(args.resume)
+    else:
+        if args.experiment is None:
+            raise UsageError("run: give an experiment file, or --resume RUN_DIR")
+        experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
+    run(experiment, args.resume, log=lambda text: print(text, flush=True))
+    return 0
+
+
+def _cmd_env(args: argparse.Namespace) -> int:
+    from pipebench.measure.machine import format_facts, machine_facts
+
+    facts = machine_facts(args.instance_type)
+    print(json.dumps(facts, indent=2) if args.json else format_facts(facts))
     return 0
 
 
@@ -87,6 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--positive-rate", type=float, default=0.25)
     synth.add_argument("--format", choices=("libsvm", "tfrecord"), default="libsvm")
     synth.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none")
+    synth.add_argument("--stream", type=int, default=0,
+                       help="other rows from the same planted model, e.g. 1 for a held-out split")
     synth.add_argument("--force", action="store_true", help="replace --out if it exists")
     synth.set_defaults(func=_cmd_synth)
 
@@ -106,6 +166,35 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--rows-per-record", type=_positive_int, default=256, help="rows per packed record")
     convert.add_argument("--force", action="store_true", help="replace --out if it exists")
     convert.set_defaults(func=_cmd_convert)
+
+    pipelines = commands.add_parser("pipelines", help="list pipeline orderings, export one as an input_fn")
+    pipelines = pipelines.add_subparsers(dest="pipelines_command", required=True, metavar="PIPELINES_COMMAND")
+    listing = pipelines.add_parser("list", help="every legal ordering of the stages, labelled with its semantics")
+    listing.add_argument("config", metavar="CONFIG_OR_PRESET",
+                         help="a preset (aws-sample, lambdaji-libsvm, guide) or a YAML file with a `pipelines:` block")
+    listing.add_argument("--format", choices=("libsvm", "tfrecord", "packed"), help="override the source format")
+    listing.add_argument("--all", action="store_true", help="also list the excluded, semantics-breaking orderings")
+    listing.set_defaults(func=_cmd_pipelines_list)
+    exporting = pipelines.add_parser("export", help="write a standalone Python module with input_fn(files, ...)")
+    exporting.add_argument("spec", metavar="SPEC_OR_PRESET",
+                           help="a preset, or a YAML/JSON spec or experiment file (its reference ordering)")
+    exporting.add_argument("--out", type=Path, required=True, help="the .py file to write")
+    exporting.add_argument("--format", choices=("libsvm", "tfrecord", "packed"), help="override the source format")
+    exporting.add_argument("--force", action="store_true", help="replace --out if it exists")
+    exporting.set_defaults(func=_cmd_pipelines_export)
+
+    run = commands.add_parser("run", help="run an experiment: isolated trials, results in Parquet, a summary")
+    run.add_argument("experiment", nargs="?", type=Path, help="experiment YAML (e.g. experiments/deepfm.yaml)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="override a setting, e.g. --set grid.batch_size=[512,2048] (repeatable)")
+    run.add_argument("--quick", action="store_true", help="apply the experiment's `quick:` overrides")
+    run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping finished trials")
+    run.set_defaults(func=_cmd_run)
+
+    env = commands.add_parser("env", help="print this machine's facts (CPU, memory, TensorFlow build, GPU)")
+    env.add_argument("--instance-type", help="SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is not set")
+    env.add_argument("--json", action="store_true")
+    env.set_defaults(func=_cmd_env)
     return parser
 
 

@@ -54,6 +54,7 @@ class SynthSpec:
     format: str = "libsvm"
     compression: str = "none"
     force: bool = False
+    stream: int = 0  # another stream gives other rows of the same planted model (a held-out split)
 
     @property
     def numeric_fields(self) -> int:
@@ -232,7 +233,7 @@ def synthesize(spec: SynthSpec) -> dict:
         try:
             for block in range(math.ceil(spec.rows / BLOCK_ROWS)):
                 n = min(BLOCK_ROWS, spec.rows - block * BLOCK_ROWS)
-                rng = np.random.default_rng([spec.seed, 1, block])
+                rng = np.random.default_rng([spec.seed, 1, block] + ([spec.stream] if spec.stream else []))
                 ids, codes = model.features(rng, n)
                 prob = 1.0 / (1.0 + np.exp(-(model.logits(ids, codes) + model.bias)))
                 labels = (rng.random(n) < prob).astype(np.int64)

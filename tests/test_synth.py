@@ -55,8 +55,10 @@ def test_same_seed_same_rows_whatever_the_file_count(tmp_path):
     synthesize(SynthSpec(rows=20000, out=tmp_path / "one", seed=5))
     synthesize(SynthSpec(rows=20000, out=tmp_path / "three", seed=5, files=3, compression="gzip"))
     synthesize(SynthSpec(rows=20000, out=tmp_path / "other", seed=6))
-    one, three, other = (parse_folder(tmp_path / n)[1] for n in ("one", "three", "other"))
-    assert one == three and one != other
+    held_out = synthesize(SynthSpec(rows=20000, out=tmp_path / "held", seed=5, stream=1))
+    one, three, other, held = (parse_folder(tmp_path / n)[1] for n in ("one", "three", "other", "held"))
+    assert one == three and one != other and held not in (one, other)
+    assert held_out["bias"] == json.loads((tmp_path / "one" / "synth.json").read_text())["bias"], "same model"
     sizes = json.loads((tmp_path / "three" / "synth.json").read_text())["files"]
     assert [f["rows"] for f in sizes] == [6667, 6667, 6666]
 

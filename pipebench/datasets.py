@@ -1,0 +1,108 @@
+"""An experiment's data, materialised once: synthetic rows made and converted, cached by fingerprint.
+
+A synth spec becomes `<cache_dir>/<fingerprint>/` holding `libsvm/`, `tfrecord/`, `packed/` and a
+held-out split (`holdout-tfrecord/`, other rows of the same planted model) for the quality guard.
+Existing files are used as they are. Either way the data fingerprint hashes what the trials read.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipebench.atomic import atomic_dir
+from pipebench.config import Experiment
+from pipebench.errors import ConfigError
+
+_LAYOUT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """Files per format (and the held-out split), with what trials need to know about them."""
+
+    files: dict[str, list[str]]
+    holdout: dict[str, list[str]] = field(default_factory=dict)
+    field_size: int = 39
+    feature_size: int = 117581
+    rows: int | None = None
+    oracle_auc: float | None = None
+    fingerprint: str = ""
+    folder: Path | None = None
+
+
+def _digest(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _synth_key(experiment: Experiment) -> str:
+    data = experiment["data"]
+    return _digest({"layout": _LAYOUT_VERSION, "synth": data["synth"], "holdout_rows": data["holdout_rows"],
+                    "rows_per_record": data["rows_per_record"], "formats": sorted(data["formats"])})
+
+
+def _make(folder: Path, experiment: Experiment) -> None:
+    from converters.convert import ConvertRequest, convert
+    from pipebench.synth import SynthSpec, synthesize
+
+    synth = experiment["data"]["synth"]
+    rows_per_record = experiment["data"]["rows_per_record"]
+    common = dict(seed=synth["seed"], field_size=synth["field_size"], feature_size=synth["feature_size"],
+                  positive_rate=synth["positive_rate"])
+    synthesize(SynthSpec(rows=synth["rows"], out=folder / "libsvm", files=synth["files"], **common))
+    texts = tuple(sorted((folder / "libsvm").glob("part-*")))
+    for fmt in sorted(set(experiment["data"]["formats"]) - {"libsvm"}):
+        convert(ConvertRequest(inputs=texts, out=folder / fmt, format=fmt, field_size=synth["field_size"],
+                               feature_size=synth["feature_size"], shards=synth["files"],
+                               rows_per_record=rows_per_record))
+    holdout_rows = experiment["data"]["holdout_rows"]
+    if holdout_rows:
+        synthesize(SynthSpec(rows=holdout_rows, out=folder / "holdout-libsvm", stream=1, **common))
+        convert(ConvertRequest(inputs=tuple(sorted((folder / "holdout-libsvm").glob("part-*"))),
+                               out=folder / "holdout-tfrecord", field_size=synth["field_size"]))
+
+
+def _folder_files(folder: Path) -> list[str]:
+    return sorted(str(p) for p in folder.glob("part-*"))
+
+
+def _content_fingerprint(files: dict[str, list[str]]) -> str:
+    """Hash the manifests' shard checksums, or file names and sizes where there is no manifest."""
+    parts = []
+    for fmt in sorted(files):
+        for name in files[fmt]:
+            manifest = Path(name).parent / "manifest.json"
+            if manifest.exists():
+                shards = {s["name"]: s["sha256"] for s in json.loads(manifest.read_text())["shards"]}
+                parts.append((fmt, Path(name).name, shards.get(Path(name).name)))
+            else:
+                parts.append((fmt, name, Path(name).stat().st_size))
+    return _digest(parts)
+
+
+def materialise(experiment: Experiment, log=print) -> DataSet:
+    """Give the experiment's data set, making (once) and caching synthetic data when asked."""
+    data = experiment["data"]
+    given = {fmt: globs for fmt, globs in data["files"].items() if globs}
+    if given:
+        files = {}
+        for fmt, patterns in given.items():
+            found = sorted({f for p in patterns for f in glob.glob(p)})
+            if not found:
+                raise ConfigError(f"data.files.{fmt}: no file matches {patterns}")
+            files[fmt] = found
+        return DataSet(files, {}, data["synth"]["field_size"], data["synth"]["feature_size"],
+                       fingerprint=_content_fingerprint(files))
+    folder = Path(data["cache_dir"]) / _synth_key(experiment)
+    if not (folder / "libsvm" / "synth.json").exists():
+        log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")
+        with atomic_dir(folder, force=True) as tmp:
+            _make(tmp, experiment)
+    described = json.loads((folder / "libsvm" / "synth.json").read_text())
+    files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
+    holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}
+    synth = data["synth"]
+    return DataSet(files, holdout, synth["field_size"], synth["feature_size"], described["rows"],
+                   described["oracle_auc"], _content_fingerprint(files), folder)

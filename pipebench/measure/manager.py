@@ -1,0 +1,143 @@
+"""Run one trial in a fresh worker process: environment, timeout, memory cap, sampling, outcome.
+
+Failure is data (asv's TIMEOUT_RETCODE habit): a crash, a hang past the timeout or RSS past the
+memory cap becomes a record with `status` and `reason`, never an exception that stops the run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
+_POLL_SEC = 0.1
+_STDERR_TAIL_BYTES = 2000
+
+
+@dataclass
+class Limits:
+    """What a trial may use before the manager kills it."""
+
+    timeout_sec: float
+    memory_cap_bytes: int
+
+
+@dataclass
+class Outcome:
+    """A finished trial: the worker's record plus process facts, and the sampler's samples."""
+
+    record: dict
+    samples: list[dict] = field(default_factory=list)
+    sampler_summary: dict = field(default_factory=dict)
+
+
+def trial_environment(trial: dict, base: dict[str, str] | None = None) -> dict[str, str]:
+    """Give the worker's environment: the trial's variables set (or unset when null), thread pools."""
+    env = dict(os.environ if base is None else base)
+    for name, value in (trial.get("env") or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = str(value)
+    for key, name in THREAD_ENV.items():
+        value = (trial.get("threads") or {}).get(key)
+        if value:
+            env[name] = str(value)
+        else:
+            env.pop(name, None)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PIPEBENCH_MANAGER_PID"] = str(os.getpid())
+    return env
+
+
+def _tree_rss(proc: psutil.Process) -> int:
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _tail(path: Path) -> str:
+    if not path.exists():
+        return ""
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - _STDERR_TAIL_BYTES))
+        return f.read().decode("utf-8", "replace")
+
+
+def run_worker(trial: dict, trial_dir: Path, limits: Limits,
+               sampler_factory: Callable[[int], object] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> Outcome:
+    """Run `trial` in a new worker process and give its outcome, whatever happens to the worker."""
+    trial_dir.mkdir(parents=True, exist_ok=True)
+    trial_path, result_path, stderr_path = trial_dir / "trial.json", trial_dir / "result.json", trial_dir / "stderr.txt"
+    trial_path.write_text(json.dumps(trial, indent=2))
+    result_path.unlink(missing_ok=True)
+    started = clock()
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen([sys.executable, "-m", "pipebench.measure.worker", str(trial_path), str(result_path)],
+                                env=trial_environment(trial), stdin=subprocess.DEVNULL, stdout=stderr,
+                                stderr=stderr, start_new_session=True)
+    sampler = sampler_factory(proc.pid) if sampler_factory else None
+    if sampler is not None:
+        sampler.start()
+    killed_for = None
+    peak_rss = 0
+    try:
+        watched = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            elapsed = clock() - started
+            rss = _tree_rss(watched)
+            peak_rss = max(peak_rss, rss)
+            if rss > limits.memory_cap_bytes:
+                killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "
+                                            f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
+            elif elapsed > limits.timeout_sec:
+                killed_for = ("timeout", f"no result after {limits.timeout_sec:.0f} s (killed)")
+            if killed_for:
+                _kill_group(proc)
+                break
+            time.sleep(_POLL_SEC)
+    except BaseException:
+        _kill_group(proc)  # Ctrl-C or a manager error: never leave a worker behind
+        raise
+    finally:
+        samples = sampler.stop() if sampler is not None else []
+    duration = clock() - started
+    record = _outcome_record(proc.returncode, killed_for, result_path, stderr_path)
+    record.update(duration_sec=duration, exit_code=proc.returncode if proc.returncode >= 0 else None,
+                  signal=-proc.returncode if proc.returncode < 0 else None, stderr_tail=_tail(stderr_path) or None)
+    record.setdefault("rss_peak_bytes", peak_rss)
+    summary = sampler.summarize(samples) if sampler is not None and samples else {}
+    return Outcome(record, [s if isinstance(s, dict) else s.as_row() for s in samples], summary)
+
+
+def _outcome_record(returncode: int, killed_for, result_path: Path, stderr_path: Path) -> dict:
+    if killed_for:
+        return {"status": killed_for[0], "reason": killed_for[1]}
+    if result_path.exists():
+        return json.loads(result_path.read_text())
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        return {"status": "failed", "reason": f"worker killed by {name}"}
+    last = next((line for line in reversed(_tail(stderr_path).splitlines()) if line.strip()), "")
+    return {"status": "failed", "reason": f"worker exited with code {returncode} and no result: {last}"[:500]}

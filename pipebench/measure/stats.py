@@ -1,0 +1,68 @@
+"""Throughput statistics: medians and spread of windows, steadiness, the input-bound verdict."""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+#: TF Profiler's thresholds on the share of step time spent waiting for input.
+INPUT_BOUND_THRESHOLDS = ((0.05, "not input-bound"), (0.20, "moderately input-bound"), (1.01, "highly input-bound"))
+#: A result whose windows vary more than this is flagged unstable (pyperf-style check as output).
+UNSTABLE_CV_PCT = 10.0
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Give the q-quantile by linear interpolation (numpy's default method)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def cv_pct(values: Sequence[float]) -> float:
+    """Give the coefficient of variation in percent (0 for fewer than two values)."""
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    return 100.0 * statistics.stdev(values) / mean if mean else float("inf")
+
+
+def summarize_rates(rates: Sequence[float]) -> dict:
+    """Give median, p25, p75 and CV of per-window examples/sec, and whether it is stable."""
+    cv = cv_pct(rates)
+    return {
+        "examples_per_sec_median": statistics.median(rates),
+        "examples_per_sec_p25": quantile(rates, 0.25),
+        "examples_per_sec_p75": quantile(rates, 0.75),
+        "examples_per_sec_cv_pct": cv,
+        "windows": len(rates),
+        "stable": cv <= UNSTABLE_CV_PCT,
+    }
+
+
+def is_steady(rates: Sequence[float], tolerance_pct: float, last: int = 3) -> bool:
+    """Tell whether the last `last` rates agree within tolerance_pct (CV): warm-up is over."""
+    return len(rates) >= last and cv_pct(rates[-last:]) <= tolerance_pct
+
+
+def input_fraction(train_rate: float, synthetic_rate: float) -> float:
+    """Give the share of step time spent waiting for input: 1 − train / synthetic throughput.
+
+    Synthetic data costs the model nothing to fetch, so the extra time per example of the real
+    pipeline over it is time the step waited; negative noise is clamped to 0.
+    """
+    if not synthetic_rate or not train_rate:
+        raise ValueError("rates must be positive")
+    return max(0.0, 1.0 - train_rate / synthetic_rate)
+
+
+def input_bound_label(fraction: float) -> str:
+    """Classify an input fraction as the TF Profiler does (<5% not, 5–20% moderately, >20% highly)."""
+    return next(label for limit, label in INPUT_BOUND_THRESHOLDS if fraction < limit)
+
+
+def stall_pct(slow_rate: float, fast_rate: float) -> float:
+    """Give the share of the slow setting's time per example lost against the fast one (DS-Analyzer)."""
+    return max(0.0, 100.0 * (1.0 - slow_rate / fast_rate))

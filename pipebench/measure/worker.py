@@ -1,0 +1,245 @@
+"""The trial worker: a fresh process per trial, `python -m pipebench.measure.worker TRIAL RESULT`.
+
+The manager puts the trial's environment variables (OMP_*, KMP_*, TF_ENABLE_ONEDNN_OPTS,
+TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS) in this process's environment before it starts,
+so they are in place before TensorFlow initialises; the worker also sets the thread pools right
+after import and reports what TensorFlow says it uses. It then builds the pipeline, warms up until
+throughput is steady (capped), measures windows and writes one JSON record. Examples are counted
+inside a `tf.function` loop, so no per-batch Python work is timed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from pipebench.atomic import atomic_write_json
+from pipebench.errors import PipebenchError
+from pipebench.measure import stats
+
+#: Each timed call runs about this long; windows are made of whole calls.
+_CALL_SEC = 0.1
+_WARMUP_SLICE_SEC = 0.5
+
+
+def _inject(fault: str | None) -> None:
+    """Fail on purpose, for tests of the manager's failure handling (trial field `fault`)."""
+    if fault == "segfault":
+        import ctypes
+
+        ctypes.string_at(0)
+    elif fault == "hang":
+        time.sleep(3600)
+    elif fault == "memory":
+        hog = []
+        while True:
+            hog.append(bytearray(64 << 20))
+            for i in range(0, len(hog[-1]), 4096):
+                hog[-1][i] = 1
+    elif fault is not None:
+        raise PipebenchError(f"unknown fault {fault!r}")
+
+
+class _Counter:
+    """Calls a compiled `examples = run(iterator, steps)` loop, renewing the iterator at end of data."""
+
+    def __init__(self, tf, dataset, run) -> None:
+        self._tf = tf
+        self._dataset = dataset
+        self._run = run
+        self._iterator = iter(dataset)
+        self.steps = 1
+        self.epochs_renewed = 0
+
+    def call(self) -> int:
+        got = int(self._run(self._iterator, self._tf.constant(self.steps, self._tf.int64)))
+        if got == 0:  # end of data: a new iterator is a new epoch, as Keras fit makes one
+            self._iterator = iter(self._dataset)
+            self.epochs_renewed += 1
+            got = int(self._run(self._iterator, self._tf.constant(self.steps, self._tf.int64)))
+            if got == 0:
+                raise PipebenchError("the pipeline yields no examples (batch larger than the data with "
+                                     "drop_remainder, or an empty shard?)")
+        return got
+
+    def timed(self, seconds: float) -> tuple[int, float]:
+        """Run whole calls for at least `seconds`; give (examples, elapsed)."""
+        examples = 0
+        start = time.perf_counter()
+        while True:
+            examples += self.call()
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                return examples, elapsed
+
+
+def _measure(counter: _Counter, m: dict) -> dict:
+    """Calibrate steps per call, warm up until steady (capped), then time the windows."""
+    start = time.perf_counter()
+    while True:  # calibrate: one call should take about _CALL_SEC
+        t0 = time.perf_counter()
+        counter.call()
+        took = time.perf_counter() - t0
+        if took >= _CALL_SEC or time.perf_counter() - start > m["warmup_max_sec"]:
+            break
+        counter.steps = min(counter.steps * 2, 1 << 20)
+    rates: list[float] = []
+    steady = False
+    while time.perf_counter() - start < m["warmup_max_sec"]:
+        examples, elapsed = counter.timed(_WARMUP_SLICE_SEC)
+        rates.append(examples / elapsed)
+        if stats.is_steady(rates, m["steady_cv_pct"]):
+            steady = True
+            break
+    warmup_sec = time.perf_counter() - start
+    windows = [examples / elapsed for examples, elapsed in (counter.timed(m["window_sec"]) for _ in range(m["windows"]))]
+    return {**stats.summarize_rates(windows), "window_rates": windows, "warmup_sec": warmup_sec,
+            "warmup_steady": steady, "steps_per_call": counter.steps, "epochs_renewed": counter.epochs_renewed}
+
+
+def _input_loop(tf):
+    @tf.function
+    def run(iterator, steps):
+        examples = tf.constant(0, tf.int64)
+        for _ in tf.range(steps):
+            element = iterator.get_next_as_optional()
+            if not element.has_value():
+                break
+            examples += tf.shape(element.get_value()[1], out_type=tf.int64)[0]
+        return examples
+
+    return run
+
+
+def run_trial(trial: dict) -> dict:
+    """Measure one trial in this process; give its record (without process-level fields)."""
+    _inject(trial.get("fault"))
+    imported_before = "tensorflow" in sys.modules
+    env_at_start = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+    import tensorflow as tf
+
+    threads = trial.get("threads") or {}
+    if threads.get("intra"):
+        tf.config.threading.set_intra_op_parallelism_threads(threads["intra"])
+    if threads.get("inter"):
+        tf.config.threading.set_inter_op_parallelism_threads(threads["inter"])
+    from pipebench.pipeline.build import build
+    from pipebench.pipeline.spec import PipelineSpec
+
+    record: dict[str, Any] = {
+        "tf_version": tf.__version__,
+        "worker_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "worker_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+        "env_seen": {**{k: os.environ.get(k) for k in sorted(trial.get("env") or {})}, **env_at_start},
+        "tensorflow_imported_before_settings": imported_before,
+    }
+    spec = PipelineSpec.from_dict(trial["pipeline"])
+    built = build(spec)
+    record["unsupported_options"] = built.unsupported_options
+    mode = trial["mode"]
+    m = trial["measurement"]
+    if mode == "input":
+        counter = _Counter(tf, built.dataset, _input_loop(tf))
+    else:
+        from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step
+
+        model_cfg = trial["model"]
+        model = build_deepfm(spec.source.field_size, trial["feature_size"], model_cfg["embedding_size"],
+                             tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
+        step = make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"])
+        dataset = built.dataset
+        if mode == "synthetic":  # the compute ceiling: one real batch, served from memory forever
+            batch = next(iter(built.dataset))
+            dataset = tf.data.Dataset.from_tensors(batch).repeat()
+        counter = _Counter(tf, dataset, make_train_loop(step))
+    record.update(_measure(counter, m))
+    if mode == "train" and m.get("cold_cache"):
+        record.update(_cold_pass(tf, spec, built.files, make_train_loop(step), m, record["examples_per_sec_median"]))
+    if mode == "train" and (trial.get("quality") or {}).get("enabled"):
+        record["auc"] = _quality(tf, trial, spec)
+    return record
+
+
+def _cold_pass(tf, spec, files: list[str], loop, m: dict, warm_rate: float) -> dict:
+    """Time training on a fresh pipeline right after evicting its files from the page cache.
+
+    The fetch stall (DS-Analyzer) is the share of time per example lost to reading from storage:
+    cold page cache against warm, same pipeline, same model. Only the first pass is cold, so the
+    windows stop at the end of that epoch.
+    """
+    from pipebench.measure.sampler import evict_page_cache
+    from pipebench.pipeline.build import build
+
+    resident = evict_page_cache(files)
+    counter = _Counter(tf, build(spec).dataset, loop)
+    counter.steps = max(1, int(m["window_sec"] * warm_rate / _batch_size(spec) / 10))
+    examples, start = 0, time.perf_counter()
+    while counter.epochs_renewed == 0 and time.perf_counter() - start < m["window_sec"] * m["windows"]:
+        examples += counter.call()
+    cold_rate = examples / (time.perf_counter() - start)
+    return {"cold_examples_per_sec": cold_rate, "page_cache_resident_after_evict": resident,
+            "fetch_stall_pct": stats.stall_pct(cold_rate, warm_rate)}
+
+
+def _batch_size(spec) -> int:
+    return int(spec.stage("batch")["batch_size"])
+
+
+def _quality(tf, trial: dict, spec) -> float:
+    """Give held-out AUC of a fresh model after `train_examples` examples through this pipeline."""
+    from pipebench.model.deepfm import build_deepfm, evaluate_auc, make_train_loop, make_train_step
+    from pipebench.pipeline.build import build
+    from pipebench.pipeline.presets import preset
+
+    q, model_cfg = trial["quality"], trial["model"]
+    if not trial.get("holdout_files"):
+        raise PipebenchError("quality: no held-out files (data.holdout_rows is 0, or data.files gave none)")
+    model = build_deepfm(spec.source.field_size, trial["feature_size"], model_cfg["embedding_size"],
+                         tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
+    loop = make_train_loop(make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"]))
+    counter = _Counter(tf, build(spec).dataset, loop)
+    counter.steps = 16
+    seen = 0
+    while seen < q["train_examples"]:
+        seen += counter.call()
+    holdout = preset("aws-sample", files=tuple(trial["holdout_files"]), batch_size=4096, epochs=1,
+                     field_size=spec.source.field_size)
+    return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
+
+
+def _die_with_manager() -> None:
+    """Have Linux SIGKILL this worker when the manager dies, even by kill -9: no orphan trials."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    manager = os.environ.get("PIPEBENCH_MANAGER_PID")
+    if manager and os.getppid() != int(manager):  # it died before prctl took effect
+        os._exit(1)
+
+
+def main(argv: list[str]) -> int:
+    _die_with_manager()
+    trial_path, result_path = Path(argv[0]), Path(argv[1])
+    trial = json.loads(trial_path.read_text())
+    started = time.time()
+    try:
+        record = {"status": "ok", "reason": None, **run_trial(trial)}
+    except PipebenchError as err:
+        record = {"status": "invalid", "reason": str(err)}
+    except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run
+        lines = str(err).strip().splitlines()
+        record = {"status": "failed", "reason": f"{type(err).__name__}: {lines[0] if lines else ''}"[:500],
+                  "traceback": traceback.format_exc()[-4000:]}
+    record["worker_sec"] = time.time() - started
+    atomic_write_json(result_path, record)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,1 @@
+"""Turning results tables into decisions: run summaries (later: HTML reports, the checklist)."""

@@ -1,0 +1,81 @@
+"""`summary.md` of a run: best trials, the input-bound verdict per pipeline, failures, warnings."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipebench.atomic import atomic_write_bytes
+from pipebench.results import SUMMARY_FILE
+
+
+def _table(header: list[str], lines: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(line) + " |" for line in lines]
+    return "\n".join(out)
+
+
+def _threads(row: dict) -> str:
+    return f"{row['intra_op_threads'] or 'default'}/{row['inter_op_threads'] or 'default'}"
+
+
+def best_table(rows: list[dict], per_mode: int = 3) -> str:
+    """Give the fastest ok trials of each mode as a Markdown table."""
+    lines = []
+    for mode in ("input", "train", "synthetic"):
+        ok = sorted((r for r in rows if r["mode"] == mode and r["status"] == "ok"),
+                    key=lambda r: -r["examples_per_sec_median"])
+        for r in ok[:per_mode]:
+            flags = [] if r.get("stable", True) else ["unstable"]
+            if r.get("warmup_steady") is False:
+                flags.append("never steady")
+            if r.get("breaks_semantics"):
+                flags.append(f"breaks semantics: {r['semantics']}")
+            lines.append([mode, r["pipeline"], r["format"] or "", r["ordering"], str(r["batch_size"]), _threads(r),
+                          f"{r['examples_per_sec_median']:,.0f}", f"{r['examples_per_sec_cv_pct']:.1f}%",
+                          ", ".join(flags)])
+    return _table(["mode", "pipeline", "format", "ordering", "batch", "intra/inter", "examples/s", "CV", "notes"],
+                  lines)
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    """Give one sentence per train trial: its input fraction against the synthetic ceiling."""
+    ceilings = {r["config_key"]: r["examples_per_sec_median"] for r in rows
+                if r["mode"] == "synthetic" and r["status"] == "ok"}
+    out = []
+    for r in rows:
+        if r["mode"] != "train" or r["status"] != "ok" or r.get("input_fraction") is None:
+            continue
+        out.append(f"- **{r['pipeline']}** ({r['format']}, {r['ordering']}, batch {r['batch_size']}, threads "
+                   f"{_threads(r)}): train {r['examples_per_sec_median']:,.0f} ex/s vs synthetic "
+                   f"{ceilings[r['config_key']]:,.0f} ex/s → {100 * r['input_fraction']:.0f}% of step time "
+                   f"waiting for input: **{r['input_bound']}**")
+    return out
+
+
+def write_summary(run_dir: Path, rows: list[dict], machine: dict, data, stopped: str | None) -> str:
+    """Write summary.md into the run folder; give its text."""
+    failed = [r for r in rows if r["status"] != "ok"]
+    parts = [f"# Run {run_dir.name}", ""]
+    if stopped:
+        parts += [f"**Stopped early:** {stopped}.", ""]
+    parts += [f"{len(rows)} trials ({len(rows) - len(failed)} ok, {len(failed)} not). Machine: "
+              f"{machine.get('cpu_model', '?')}, {machine.get('vcpus', '?')} vCPUs / "
+              f"{machine.get('physical_cores', '?')} physical cores, TensorFlow {machine.get('tf_version', '?')}. "
+              f"Data: {data.rows or '?'} rows, fingerprint {data.fingerprint}"
+              + (f", oracle AUC {data.oracle_auc:.3f}" if data.oracle_auc else "") + ".", ""]
+    if machine.get("openmp_statement"):
+        parts += [machine["openmp_statement"], ""]
+    parts += ["## Best trials", "", best_table(rows), ""]
+    found = verdicts(rows)
+    parts += ["## Is the input pipeline the bottleneck?", "",
+              "Share of train-step time spent waiting for input = 1 − train / synthetic throughput "
+              "(TF Profiler thresholds: < 5% not, 5–20% moderately, > 20% highly input-bound).", ""]
+    parts += found or ["No train trial with a synthetic ceiling of the same batch size and threads."]
+    parts.append("")
+    if failed:
+        parts += ["## Trials that did not finish", "",
+                  _table(["mode", "pipeline", "format", "status", "reason"],
+                         [[r["mode"], r["pipeline"], r["format"] or "", r["status"], (r["reason"] or "")[:160]]
+                          for r in failed]), ""]
+    text = "\n".join(parts)
+    atomic_write_bytes(run_dir / SUMMARY_FILE, text.encode())
+    return text

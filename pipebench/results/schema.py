@@ -1,0 +1,50 @@
+"""The results tables' columns and version. Change a column → bump SCHEMA_VERSION (and upgrade)."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+VERSION_KEY = b"pipebench.schema_version"
+
+#: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
+TRIAL_FIELDS = [
+    ("run_id", pa.string()), ("trial_id", pa.string()), ("repeat", pa.int64()),
+    ("host", pa.string()), ("host_fingerprint", pa.string()), ("instance_type", pa.string()),
+    ("tf_version", pa.string()), ("started_utc", pa.string()), ("ended_utc", pa.string()),
+    ("duration_sec", pa.float64()),
+    ("status", pa.string()), ("reason", pa.string()),
+    ("mode", pa.string()), ("pipeline", pa.string()), ("ordering", pa.string()),
+    ("semantics", pa.string()), ("semantics_why", pa.string()), ("breaks_semantics", pa.bool_()),
+    ("format", pa.string()), ("source_mode", pa.string()),
+    ("pipeline_fingerprint", pa.string()), ("data_fingerprint", pa.string()), ("config_key", pa.string()),
+    ("batch_size", pa.int64()), ("intra_op_threads", pa.int64()), ("inter_op_threads", pa.int64()),
+    ("env_OMP_NUM_THREADS", pa.string()), ("env_KMP_AFFINITY", pa.string()), ("env_KMP_BLOCKTIME", pa.string()),
+    ("env_KMP_SETTINGS", pa.string()), ("env_TF_ENABLE_ONEDNN_OPTS", pa.string()),
+    ("params_json", pa.string()),
+    ("examples_per_sec_median", pa.float64()), ("examples_per_sec_p25", pa.float64()),
+    ("examples_per_sec_p75", pa.float64()), ("examples_per_sec_cv_pct", pa.float64()),
+    ("windows", pa.int64()), ("warmup_sec", pa.float64()), ("warmup_steady", pa.bool_()), ("stable", pa.bool_()),
+    ("input_fraction", pa.float64()), ("input_bound", pa.string()),
+    ("prep_stall_pct", pa.float64()), ("fetch_stall_pct", pa.float64()), ("auc", pa.float64()),
+    ("cold_examples_per_sec", pa.float64()),
+    ("cpu_pct_median", pa.float64()), ("cpu_pct_p95", pa.float64()), ("cpu_pct_of_vcpus_median", pa.float64()),
+    ("cpu_pct_of_physical_cores_median", pa.float64()), ("busiest_core_pct_median", pa.float64()),
+    ("rss_peak_bytes", pa.int64()),
+    ("gpu_util_pct_median", pa.float64()), ("gpu_mem_peak_bytes", pa.int64()),
+    ("worker_intra_op_threads", pa.int64()), ("worker_inter_op_threads", pa.int64()),
+    ("exit_code", pa.int64()), ("signal", pa.int64()), ("stderr_tail", pa.string()),
+]
+
+#: samples.parquet: the sampler's time series, one row per sample per trial.
+SAMPLE_FIELDS = [
+    ("run_id", pa.string()), ("trial_id", pa.string()), ("t_sec", pa.float64()), ("wall_time", pa.float64()),
+    ("processes", pa.int64()), ("threads", pa.int64()), ("cpu_pct", pa.float64()),
+    ("cpu_pct_of_vcpus", pa.float64()), ("cpu_pct_of_physical_cores", pa.float64()),
+    ("per_core_pct", pa.list_(pa.float64())), ("rss_bytes", pa.int64()), ("root_rss_peak_bytes", pa.int64()),
+    ("page_cache_resident_fraction", pa.float64()), ("gpu_util_pct", pa.float64()),
+    ("gpu_mem_used_bytes", pa.int64()), ("gpu_util_pct_per_device", pa.list_(pa.float64())),
+]
+
+TRIAL_SCHEMA = pa.schema(TRIAL_FIELDS)
+SAMPLE_SCHEMA = pa.schema(SAMPLE_FIELDS)
+STATUSES = ("ok", "failed", "timeout", "memory_cap", "invalid", "unavailable", "interrupted")

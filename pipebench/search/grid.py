@@ -1,0 +1,106 @@
+"""The grid driver: every combination of pipeline × format × batch size × threads × env × mode.
+
+For each compute setting (batch size, threads, env) one `synthetic` trial comes first — the model
+on in-memory batches, the ceiling the `train` trials of every pipeline are compared with — then
+each pipeline's `input` and `train` trials.
+"""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass
+
+from pipebench.config import ENV_KNOBS, Experiment
+from pipebench.datasets import DataSet
+from pipebench.errors import ConfigError
+from pipebench.pipeline.orderings import Enumeration, Ordering
+from pipebench.pipeline.presets import NATIVE_FORMAT, preset
+from pipebench.pipeline.spec import PipelineSpec
+
+
+def _key(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One pipeline to measure: its spec (files filled in) and how it relates to its reference."""
+
+    name: str
+    spec: PipelineSpec
+    ordering: Ordering | None = None
+
+    def describe(self) -> dict:
+        o = self.ordering
+        return {"pipeline": self.name, "ordering": self.spec.ordering, "format": self.spec.source.format,
+                "source_mode": self.spec.source.mode,
+                "semantics": o.label if o else "reference", "semantics_why": o.why if o else "preset",
+                "breaks_semantics": bool(o and o.breaks_semantics)}
+
+
+def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
+    """Give the pipelines to measure: presets in their formats, then enumerated orderings."""
+    cfg = experiment["pipelines"]
+    found: list[Candidate] = []
+    for i, name in enumerate(cfg["presets"]):
+        formats = cfg["formats"] or [NATIVE_FORMAT.get(name, "tfrecord")]
+        for fmt in formats:
+            if fmt not in data.files:
+                raise ConfigError(f"pipelines.presets[{i}]: format {fmt} is not in data.formats / data.files")
+            spec = preset(name, format=fmt, files=tuple(data.files[fmt]), epochs=None, field_size=data.field_size)
+            if fmt == "packed":
+                spec = spec.with_source(rows_per_record=experiment["data"]["rows_per_record"])
+            found.append(Candidate(name, spec))
+    if cfg["orderings"] is not None:
+        enumeration = Enumeration.from_dict(cfg["orderings"], "pipelines.orderings")
+        fmt = enumeration.reference.source.format
+        if fmt not in data.files:
+            raise ConfigError(f"pipelines.orderings.source.format: {fmt} is not in data.formats / data.files")
+        reference = enumeration.reference.with_source(files=list(data.files[fmt]), field_size=data.field_size)
+        enumeration = Enumeration(reference, enumeration.pins, enumeration.allow)
+        found += [Candidate("enumerated", o.spec, o) for o in enumeration.orderings()]
+    return found
+
+
+def _with_batch(spec: PipelineSpec, batch_size: int) -> PipelineSpec:
+    return spec.with_stage(spec.stage("batch").replace(batch_size=batch_size))
+
+
+def trials(experiment: Experiment, data: DataSet) -> list[dict]:
+    """Give every trial of the grid, in run order, each a plain dict the worker reads."""
+    pipelines = candidates(experiment, data)
+    if not pipelines:
+        raise ConfigError("pipelines: nothing to measure (no presets, no orderings)")
+    grid = experiment["grid"]
+    env_names = list(ENV_KNOBS)
+    env_values = [grid["env"][name] for name in env_names]
+    modes = experiment["modes"]
+    common = {"measurement": experiment["measurement"], "model": experiment["model"],
+              "feature_size": data.feature_size, "data_fingerprint": data.fingerprint,
+              "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", [])}
+    out = []
+    for batch_size, intra, inter, *env_combo in itertools.product(
+            grid["batch_size"], grid["intra_op_threads"], grid["inter_op_threads"], *env_values):
+        env = {name: value for name, value in zip(env_names, env_combo) if value is not None}
+        setting = {"batch_size": batch_size, "threads": {"intra": intra, "inter": inter}, "env": env}
+        compute_key = _key({**setting, "model": experiment["model"]})
+        planned = []
+        if "synthetic" in modes:
+            source = pipelines[0]
+            planned.append(("synthetic", Candidate(source.name, _with_batch(source.spec, batch_size), source.ordering)))
+        for candidate in pipelines:
+            sized = Candidate(candidate.name, _with_batch(candidate.spec, batch_size), candidate.ordering)
+            planned += [(mode, sized) for mode in ("input", "train") if mode in modes]
+        for mode, candidate in planned:
+            described = candidate.describe()
+            if mode == "synthetic":
+                described.update(pipeline="synthetic", ordering="in-memory batch", semantics="n/a",
+                                 semantics_why="the model alone: one real batch served from memory")
+            body = {"mode": mode, **setting, "pipeline_spec": candidate.spec.fingerprint(), **common}
+            for repeat in range(experiment["measurement"]["repeats"]):
+                out.append({"trial_id": _key({**body, "repeat": repeat}), "repeat": repeat, "mode": mode,
+                            "compute_key": compute_key, "pipeline": candidate.spec.to_dict(),
+                            "pipeline_fingerprint": candidate.spec.fingerprint(), "describe": described,
+                            **setting, **common})
+    return out

@@ -1,0 +1,102 @@
+"""`pipebench run` end to end on a tiny experiment: results folder, verdicts, kill -9 and --resume."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+import pipebench.results as results
+
+
+def _experiment(tmp_path, **extra) -> str:
+    doc = {
+        "name": "tiny",
+        "data": {"synth": {"rows": 4000, "files": 2}, "formats": ["libsvm", "tfrecord"], "holdout_rows": 0,
+                 "cache_dir": str(tmp_path / "cache")},
+        "model": {"embedding_size": 4, "deep_layers": [8]},
+        "pipelines": {"presets": ["lambdaji-libsvm", "aws-sample"]},
+        "grid": {"batch_size": [256]},
+        "modes": ["input", "train", "synthetic"],
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
+        "results": str(tmp_path / "results"),
+        **extra,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def _pipebench(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipebench", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def _run_dir(tmp_path):
+    (found,) = (tmp_path / "results" / "tiny").iterdir()
+    return found
+
+
+def test_run_writes_results_with_all_modes_and_a_verdict(tmp_path):
+    proc = _pipebench("run", _experiment(tmp_path))
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    run_dir = _run_dir(tmp_path)
+    for name in ("config.yaml", "machine.json", "trials.parquet", "samples.parquet", "summary.md"):
+        assert (run_dir / name).exists(), name
+    loaded = results.load(run_dir)
+    trials = loaded.trials
+    assert sorted(trials["mode"]) == ["input", "input", "synthetic", "train", "train"]
+    assert (trials["status"] == "ok").all(), trials[["mode", "status", "reason"]]
+    assert set(trials["pipeline"]) == {"synthetic", "lambdaji-libsvm", "aws-sample"}
+    train = trials[trials["mode"] == "train"]
+    assert train["input_fraction"].notna().all() and train["input_bound"].notna().all()
+    assert (trials["examples_per_sec_median"] > 0).all()
+    assert trials["trial_id"].is_unique and trials["data_fingerprint"].nunique() == 1
+    assert not loaded.samples.empty and set(loaded.samples["trial_id"]) <= set(trials["trial_id"])
+    summary = (run_dir / "summary.md").read_text()
+    assert "Is the input pipeline the bottleneck?" in summary and "input-bound" in summary
+    assert "results:" in out
+
+
+def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
+    experiment = _experiment(tmp_path)
+    proc = _pipebench("run", experiment, start_new_session=True)
+    deadline = time.monotonic() + 300
+    run_dir = None
+    while time.monotonic() < deadline:
+        dirs = list((tmp_path / "results" / "tiny").glob("*")) if (tmp_path / "results" / "tiny").exists() else []
+        if dirs and (dirs[0] / "trials.parquet").exists() and pq.read_table(dirs[0] / "trials.parquet").num_rows >= 2:
+            run_dir = dirs[0]
+            break
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.2)
+    assert run_dir is not None, "the run never wrote two rows"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(1.0)
+    orphans = [p for p in psutil.process_iter(["cmdline"]) if "pipebench.measure.worker" in " ".join(p.info["cmdline"] or [])
+               and str(run_dir) in " ".join(p.info["cmdline"] or [])]
+    assert not orphans, "a worker outlived its manager"
+    before = pq.read_table(run_dir / "trials.parquet").column("trial_id").to_pylist()
+    assert 2 <= len(before) < 5
+    resumed = _pipebench("run", "--resume", str(run_dir))
+    out, _ = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, out
+    after = pq.read_table(run_dir / "trials.parquet").column("trial_id").to_pylist()
+    assert after[: len(before)] == before and len(after) == 5 and len(set(after)) == 5
+    assert f"{len(before)} done before" in out
+
+
+def test_unknown_key_fails_before_any_work(tmp_path):
+    proc = _pipebench("run", _experiment(tmp_path, budgte={}))
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1 and "budgte: unknown key" in out and "Traceback" not in out
+    assert not (tmp_path / "results").exists()
