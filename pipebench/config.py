@@ -91,6 +91,7 @@ SCHEMA: dict[str, Any] = {
         "steady_cv_pct": Field(float, 5.0, minimum=0),
         "sample_hz": Field(float, 4.0, minimum=0.5),
         "cold_cache": Field(bool, False),  # train trials also time a pass after evicting the page cache
+        "page_cache": Field(bool, False),  # the sampler also reads page-cache residency of the data files
     },
     "quality": {
         "enabled": Field(bool, False),

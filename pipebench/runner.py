@@ -139,8 +139,9 @@ def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
             stopped = f"time budget of {budget['max_minutes']} min used up"
             break
         started = time.time()
+        files = trial["pipeline"]["source"]["files"] if experiment["measurement"]["page_cache"] else ()
         outcome = run_worker(trial, run_dir / "trials" / trial["trial_id"], limits,
-                             sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=()))
+                             sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=files))
         row = _row(trial, outcome.record, outcome.sampler_summary, run_id, machine, started)
         _attach_input_fraction(row, rows)
         rows.append(row)
