@@ -19,6 +19,8 @@ from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
 
 MODES = ("input", "train", "synthetic")
+#: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up.
+OBJECTIVES = ("examples_per_sec", "rss_peak_bytes", "auc")
 ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
 
 
@@ -83,6 +85,20 @@ SCHEMA: dict[str, Any] = {
         "env": {knob: _list(str, [None]) for knob in ENV_KNOBS},
     },
     "modes": _list(str, list(MODES), choices=MODES),
+    "search": {
+        "driver": Field(str, "grid", choices=("grid", "optuna")),
+        "n_trials": Field(int, 30, minimum=1),  # trials in the study, the enqueued reference ones included
+        "mode": Field(str, "input", choices=MODES),
+        "seed": Field(int, None),
+        "sampler": Field(str, "tpe", choices=("tpe", "random")),
+        "pruner": Field(str, "median", choices=("none", "median", "hyperband")),
+        "storage": Field(str, None),  # Optuna storage URL or journal file; default: study.journal in the run
+        "study_name": Field(str, None),  # default: the experiment's name
+        "objectives": _list(str, ["examples_per_sec"], choices=OBJECTIVES),
+        "space": Field(_Any),  # knob → list of choices or {low, high, log}; pipebench.search.space checks it
+        "pin_inert": Field(bool, True),  # pin knobs this machine cannot honour (KMP_* without OpenMP, ...)
+        "enqueue_reference": Field(bool, True),  # the deck's settings and TF defaults run first
+    },
     "measurement": {
         "warmup_max_sec": Field(float, 10.0, minimum=0),
         "window_sec": Field(float, 1.0, minimum=0.05),

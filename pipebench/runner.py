@@ -70,7 +70,8 @@ class _Progress:
               file=self.stream, flush=True)
 
 
-def _row(trial: dict, record: dict, sampler: dict, run_id: str, machine: dict, started: float) -> dict:
+def trial_row(trial: dict, record: dict, sampler: dict, run_id: str, machine: dict, started: float) -> dict:
+    """Give the results row of one finished trial (any driver)."""
     threads, env = trial["threads"], trial["env"]
     row = {
         "run_id": run_id, "trial_id": trial["trial_id"], "repeat": trial["repeat"],
@@ -107,6 +108,10 @@ def _attach_input_fraction(row: dict, rows: list[dict]) -> None:
 
 def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
     """Run (or resume, when run_dir is given) the experiment; give the run folder."""
+    if experiment["search"]["driver"] == "optuna":
+        from pipebench.search.study import search
+
+        return search(experiment, run_dir, log)
     from pipebench.datasets import materialise
     from pipebench.measure.machine import machine_facts
     from pipebench.measure.sampler import Sampler
@@ -142,7 +147,7 @@ def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
         files = trial["pipeline"]["source"]["files"] if experiment["measurement"]["page_cache"] else ()
         outcome = run_worker(trial, run_dir / "trials" / trial["trial_id"], limits,
                              sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=files))
-        row = _row(trial, outcome.record, outcome.sampler_summary, run_id, machine, started)
+        row = trial_row(trial, outcome.record, outcome.sampler_summary, run_id, machine, started)
         _attach_input_fraction(row, rows)
         rows.append(row)
         append_rows(run_dir / TRIALS_FILE, TRIAL_SCHEMA, [row])

@@ -68,3 +68,18 @@ def test_trial_files_are_kept_for_inspection(tmp_path):
     run_worker({"trial_id": "t", "fault": "segfault"}, tmp_path / "t", LIMITS)
     assert json.loads((tmp_path / "t" / "trial.json").read_text())["fault"] == "segfault"
     assert (tmp_path / "t" / "stderr.txt").exists()
+
+
+def test_each_window_is_heard_while_the_worker_runs(tmp_path, tfrecords):
+    heard: list[tuple[int, float]] = []
+    trial = _trial(tfrecords, measurement={**MEASURE, "windows": 3})
+    record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: heard.append((w, r)) or False).record
+    assert record["status"] == "ok", record
+    assert heard == list(enumerate(record["window_rates"]))
+
+
+def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
+    trial = _trial(tfrecords, measurement={**MEASURE, "windows": 50})
+    record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True).record
+    assert record["status"] == "pruned" and record["reason"].startswith("pruned after window 1:")
+    assert record["signal"] == 9

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import psutil
 
+from pipebench.measure.worker import PROGRESS_FILE
+
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
 _POLL_SEC = 0.1
 _STDERR_TAIL_BYTES = 2000
@@ -84,14 +86,39 @@ def _tail(path: Path) -> str:
         return f.read().decode("utf-8", "replace")
 
 
+class _WindowReader:
+    """Gives the windows the worker has reported since the last call (complete lines only)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def new_windows(self) -> list[tuple[int, float]]:
+        if not self.path.exists():
+            return []
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            text = f.read()
+        complete = text[: text.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        reports = [json.loads(line) for line in complete.splitlines() if line.strip()]
+        return [(r["window"], r["examples_per_sec"]) for r in reports]
+
+
 def run_worker(trial: dict, trial_dir: Path, limits: Limits,
                sampler_factory: Callable[[int], object] | None = None,
-               clock: Callable[[], float] = time.monotonic) -> Outcome:
-    """Run `trial` in a new worker process and give its outcome, whatever happens to the worker."""
+               clock: Callable[[], float] = time.monotonic,
+               on_progress: Callable[[int, float], bool] | None = None) -> Outcome:
+    """Run `trial` in a new worker process and give its outcome, whatever happens to the worker.
+
+    `on_progress(window, examples_per_sec)` hears each measured window while the worker runs;
+    returning True stops the worker and the outcome's status is `pruned`.
+    """
     trial_dir.mkdir(parents=True, exist_ok=True)
     trial_path, result_path, stderr_path = trial_dir / "trial.json", trial_dir / "result.json", trial_dir / "stderr.txt"
     trial_path.write_text(json.dumps(trial, indent=2))
     result_path.unlink(missing_ok=True)
+    (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)
+    windows = _WindowReader(trial_dir / PROGRESS_FILE)
     started = clock()
     with open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "pipebench.measure.worker", str(trial_path), str(result_path)],
@@ -113,6 +140,12 @@ def run_worker(trial: dict, trial_dir: Path, limits: Limits,
                                             f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
             elif elapsed > limits.timeout_sec:
                 killed_for = ("timeout", f"no result after {limits.timeout_sec:.0f} s (killed)")
+            elif on_progress is not None:
+                for window, rate in windows.new_windows():
+                    if on_progress(window, rate):
+                        killed_for = ("pruned", f"pruned after window {window + 1}: {rate:,.0f} examples/s "
+                                                "(stopped by the search's pruner)")
+                        break
             if killed_for:
                 _kill_group(proc)
                 break
@@ -122,6 +155,9 @@ def run_worker(trial: dict, trial_dir: Path, limits: Limits,
         raise
     finally:
         samples = sampler.stop() if sampler is not None else []
+    if on_progress is not None and not killed_for:
+        for window, rate in windows.new_windows():  # the last windows, written just before the worker exited
+            on_progress(window, rate)
     duration = clock() - started
     record = _outcome_record(proc.returncode, killed_for, result_path, stderr_path)
     record.update(duration_sec=duration, exit_code=proc.returncode if proc.returncode >= 0 else None,

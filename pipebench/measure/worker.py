@@ -14,6 +14,7 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from pipebench.measure import stats
 #: Each timed call runs about this long; windows are made of whole calls.
 _CALL_SEC = 0.1
 _WARMUP_SLICE_SEC = 0.5
+#: Beside the result file: one JSON line per finished window, read by the manager for pruning.
+PROGRESS_FILE = "progress.jsonl"
 
 
 def _inject(fault: str | None) -> None:
@@ -77,8 +80,12 @@ class _Counter:
                 return examples, elapsed
 
 
-def _measure(counter: _Counter, m: dict) -> dict:
-    """Calibrate steps per call, warm up until steady (capped), then time the windows."""
+def _measure(counter: _Counter, m: dict, on_window: Callable[[int, float], None] | None = None) -> dict:
+    """Calibrate steps per call, warm up until steady (capped), then time the windows.
+
+    `on_window(index, examples_per_sec)` hears each window as it ends, so a pruner can stop a hopeless
+    trial before its last window.
+    """
     start = time.perf_counter()
     while True:  # calibrate: one call should take about _CALL_SEC
         t0 = time.perf_counter()
@@ -96,7 +103,12 @@ def _measure(counter: _Counter, m: dict) -> dict:
             steady = True
             break
     warmup_sec = time.perf_counter() - start
-    windows = [examples / elapsed for examples, elapsed in (counter.timed(m["window_sec"]) for _ in range(m["windows"]))]
+    windows = []
+    for index in range(m["windows"]):
+        examples, elapsed = counter.timed(m["window_sec"])
+        windows.append(examples / elapsed)
+        if on_window is not None:
+            on_window(index, windows[-1])
     return {**stats.summarize_rates(windows), "window_rates": windows, "warmup_sec": warmup_sec,
             "warmup_steady": steady, "steps_per_call": counter.steps, "epochs_renewed": counter.epochs_renewed}
 
@@ -115,7 +127,7 @@ def _input_loop(tf):
     return run
 
 
-def run_trial(trial: dict) -> dict:
+def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None) -> dict:
     """Measure one trial in this process; give its record (without process-level fields)."""
     _inject(trial.get("fault"))
     imported_before = "tensorflow" in sys.modules
@@ -156,7 +168,7 @@ def run_trial(trial: dict) -> dict:
             batch = next(iter(built.dataset))
             dataset = tf.data.Dataset.from_tensors(batch).repeat()
         counter = _Counter(tf, dataset, make_train_loop(step))
-    record.update(_measure(counter, m))
+    record.update(_measure(counter, m, on_window))
     if mode == "train" and m.get("cold_cache"):
         record.update(_cold_pass(tf, spec, built.files, make_train_loop(step), m, record["examples_per_sec_median"]))
     if mode == "train" and (trial.get("quality") or {}).get("enabled"):
@@ -228,8 +240,14 @@ def main(argv: list[str]) -> int:
     trial_path, result_path = Path(argv[0]), Path(argv[1])
     trial = json.loads(trial_path.read_text())
     started = time.time()
+    progress_path = result_path.with_name(PROGRESS_FILE)
+
+    def report_window(index: int, examples_per_sec: float) -> None:
+        with open(progress_path, "a") as f:  # one whole line per write: the manager reads complete lines only
+            f.write(json.dumps({"window": index, "examples_per_sec": examples_per_sec}) + "\n")
+
     try:
-        record = {"status": "ok", "reason": None, **run_trial(trial)}
+        record = {"status": "ok", "reason": None, **run_trial(trial, report_window)}
     except PipebenchError as err:
         record = {"status": "invalid", "reason": str(err)}
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -33,6 +33,7 @@ TRIAL_FIELDS = [
     ("gpu_util_pct_median", pa.float64()), ("gpu_mem_peak_bytes", pa.int64()),
     ("worker_intra_op_threads", pa.int64()), ("worker_inter_op_threads", pa.int64()),
     ("exit_code", pa.int64()), ("signal", pa.int64()), ("stderr_tail", pa.string()),
+    ("study", pa.string()), ("optuna_trial_number", pa.int64()),  # v2: the Optuna driver's rows
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.
@@ -47,4 +48,4 @@ SAMPLE_FIELDS = [
 
 TRIAL_SCHEMA = pa.schema(TRIAL_FIELDS)
 SAMPLE_SCHEMA = pa.schema(SAMPLE_FIELDS)
-STATUSES = ("ok", "failed", "timeout", "memory_cap", "invalid", "unavailable", "interrupted")
+STATUSES = ("ok", "failed", "timeout", "memory_cap", "invalid", "unavailable", "interrupted", "pruned")

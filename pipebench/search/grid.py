@@ -31,6 +31,11 @@ class Candidate:
     spec: PipelineSpec
     ordering: Ordering | None = None
 
+    @property
+    def label(self) -> str:
+        """Give the name a search space uses for this pipeline: preset or ordering, and format."""
+        return f"{self.name}:{self.spec.source.format}" + (f":{self.spec.ordering}" if self.ordering else "")
+
     def describe(self) -> dict:
         o = self.ordering
         return {"pipeline": self.name, "ordering": self.spec.ordering, "format": self.spec.source.format,
@@ -67,6 +72,23 @@ def _with_batch(spec: PipelineSpec, batch_size: int) -> PipelineSpec:
     return spec.with_stage(spec.stage("batch").replace(batch_size=batch_size))
 
 
+def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Candidate, setting: dict,
+               repeat: int = 0) -> dict:
+    """Give one trial dict the worker reads: `candidate` in `mode` at `setting` (batch size, threads, env)."""
+    common = {"measurement": experiment["measurement"], "model": experiment["model"],
+              "feature_size": data.feature_size, "data_fingerprint": data.fingerprint,
+              "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", [])}
+    candidate = Candidate(candidate.name, _with_batch(candidate.spec, setting["batch_size"]), candidate.ordering)
+    described = candidate.describe()
+    if mode == "synthetic":
+        described.update(pipeline="synthetic", ordering="in-memory batch", semantics="n/a",
+                         semantics_why="the model alone: one real batch served from memory")
+    body = {"mode": mode, **setting, "pipeline_spec": candidate.spec.fingerprint(), **common}
+    return {"trial_id": _key({**body, "repeat": repeat}), "repeat": repeat, "mode": mode,
+            "compute_key": _key({**setting, "model": experiment["model"]}), "pipeline": candidate.spec.to_dict(),
+            "pipeline_fingerprint": candidate.spec.fingerprint(), "describe": described, **setting, **common}
+
+
 def trials(experiment: Experiment, data: DataSet) -> list[dict]:
     """Give every trial of the grid, in run order, each a plain dict the worker reads."""
     pipelines = candidates(experiment, data)
@@ -76,31 +98,15 @@ def trials(experiment: Experiment, data: DataSet) -> list[dict]:
     env_names = list(ENV_KNOBS)
     env_values = [grid["env"][name] for name in env_names]
     modes = experiment["modes"]
-    common = {"measurement": experiment["measurement"], "model": experiment["model"],
-              "feature_size": data.feature_size, "data_fingerprint": data.fingerprint,
-              "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", [])}
     out = []
     for batch_size, intra, inter, *env_combo in itertools.product(
             grid["batch_size"], grid["intra_op_threads"], grid["inter_op_threads"], *env_values):
         env = {name: value for name, value in zip(env_names, env_combo) if value is not None}
         setting = {"batch_size": batch_size, "threads": {"intra": intra, "inter": inter}, "env": env}
-        compute_key = _key({**setting, "model": experiment["model"]})
-        planned = []
-        if "synthetic" in modes:
-            source = pipelines[0]
-            planned.append(("synthetic", Candidate(source.name, _with_batch(source.spec, batch_size), source.ordering)))
+        planned = [("synthetic", pipelines[0])] if "synthetic" in modes else []
         for candidate in pipelines:
-            sized = Candidate(candidate.name, _with_batch(candidate.spec, batch_size), candidate.ordering)
-            planned += [(mode, sized) for mode in ("input", "train") if mode in modes]
+            planned += [(mode, candidate) for mode in ("input", "train") if mode in modes]
         for mode, candidate in planned:
-            described = candidate.describe()
-            if mode == "synthetic":
-                described.update(pipeline="synthetic", ordering="in-memory batch", semantics="n/a",
-                                 semantics_why="the model alone: one real batch served from memory")
-            body = {"mode": mode, **setting, "pipeline_spec": candidate.spec.fingerprint(), **common}
-            for repeat in range(experiment["measurement"]["repeats"]):
-                out.append({"trial_id": _key({**body, "repeat": repeat}), "repeat": repeat, "mode": mode,
-                            "compute_key": compute_key, "pipeline": candidate.spec.to_dict(),
-                            "pipeline_fingerprint": candidate.spec.fingerprint(), "describe": described,
-                            **setting, **common})
+            out += [make_trial(experiment, data, mode, candidate, setting, repeat)
+                    for repeat in range(experiment["measurement"]["repeats"])]
     return out

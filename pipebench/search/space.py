@@ -1,0 +1,136 @@
+"""The Optuna search space: knobs, their ranges, pinning of knobs this machine cannot honour.
+
+A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `inter_op_threads`
+(0 = TensorFlow's default), `env.<VAR>` for the variables in `config.ENV_KNOBS` (null = unset), or
+`stage.<kind>.<param>` (e.g. `stage.prefetch.buffer_size`), set on every candidate that has that stage.
+A dimension is a list of choices or `{low, high, log}` integers. No Optuna import here: the study
+module turns dimensions into `suggest_*` calls.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pipebench.config import ENV_KNOBS
+from pipebench.errors import ConfigError
+
+_FIXED_KNOBS = ("pipeline", "batch_size", "intra_op_threads", "inter_op_threads")
+_OPENMP_KNOBS = tuple(f"env.{name}" for name in ENV_KNOBS if name.startswith(("KMP_", "OMP_")))
+KMP_AFFINITY_CHOICES = ("disabled", "granularity=fine,compact,1,0", "granularity=fine,scatter,1,0", None)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One searched knob: categorical `choices`, or integers from `low` to `high` (log-spaced if `log`)."""
+
+    name: str
+    choices: tuple | None = None
+    low: int | None = None
+    high: int | None = None
+    log: bool = False
+
+    @property
+    def pinned(self) -> bool:
+        return self.choices is not None and len(self.choices) == 1
+
+    def contains(self, value: Any) -> bool:
+        if self.choices is not None:
+            return value in self.choices
+        return isinstance(value, int) and self.low <= value <= self.high
+
+    def pin(self, value: Any) -> Dimension:
+        return Dimension(self.name, (value,))
+
+
+def _knob_ok(name: str) -> bool:
+    if name in _FIXED_KNOBS:
+        return True
+    if name.startswith("env."):
+        return name[4:] in ENV_KNOBS
+    return name.startswith("stage.") and len(name.split(".")) == 3
+
+
+def parse_space(raw: Any, where: str = "search.space") -> dict[str, Dimension]:
+    """Give the dimensions of a `search.space` mapping; errors name the YAML path."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: must be a mapping of knob → choices or {{low, high, log}}")
+    space = {}
+    for name, value in raw.items():
+        path = f"{where}.{name}"
+        if not _knob_ok(str(name)):
+            raise ConfigError(f"{path}: unknown knob (pipeline, batch_size, intra_op_threads, inter_op_threads, "
+                              f"env.<{'|'.join(ENV_KNOBS)}>, stage.<kind>.<param>)")
+        if isinstance(value, list):
+            if not value:
+                raise ConfigError(f"{path}: at least one choice")
+            if name.startswith("env."):
+                value = [None if v is None else str(v) for v in value]
+            space[name] = Dimension(name, tuple(value))
+        elif isinstance(value, Mapping) and set(value) <= {"low", "high", "log"} and {"low", "high"} <= set(value):
+            low, high = value["low"], value["high"]
+            if not (isinstance(low, int) and isinstance(high, int) and low <= high):
+                raise ConfigError(f"{path}: low and high must be integers with low <= high")
+            space[name] = Dimension(name, None, low, high, bool(value.get("log", False)))
+        else:
+            raise ConfigError(f"{path}: must be a list of choices or {{low: INT, high: INT, log: BOOL}}")
+    return space
+
+
+def thread_choices(vcpus: int) -> tuple[int, ...]:
+    """Give 0 (TF's default), powers of two below the vCPU count, and the vCPU count."""
+    powers = [1 << i for i in range(vcpus.bit_length()) if 1 << i < vcpus]
+    return (0, *powers, vcpus)
+
+
+def default_space(pipeline_labels: list[str], batch_sizes: list[int], vcpus: int) -> dict[str, Dimension]:
+    """Give the space searched when `search.space` is not set: the issue's knobs at common values."""
+    threads = thread_choices(vcpus)
+    return {
+        "pipeline": Dimension("pipeline", tuple(pipeline_labels)),
+        "batch_size": Dimension("batch_size", tuple(batch_sizes)),
+        "intra_op_threads": Dimension("intra_op_threads", threads),
+        "inter_op_threads": Dimension("inter_op_threads", threads),
+        "env.OMP_NUM_THREADS": Dimension("env.OMP_NUM_THREADS", (None, *(str(t) for t in threads[1:]))),
+        "env.KMP_AFFINITY": Dimension("env.KMP_AFFINITY", KMP_AFFINITY_CHOICES),
+        "env.KMP_BLOCKTIME": Dimension("env.KMP_BLOCKTIME", (None, "0", "1", "200")),
+        "env.TF_ENABLE_ONEDNN_OPTS": Dimension("env.TF_ENABLE_ONEDNN_OPTS", (None, "0", "1")),
+    }
+
+
+def pin_inert(space: dict[str, Dimension], machine: dict,
+              preferred: Mapping[str, Any]) -> tuple[dict[str, Dimension], list[str]]:
+    """Give the space with knobs that cannot matter on `machine` pinned, and one line per pin saying why.
+
+    A pinned knob takes its `preferred` value (the reference settings') when it has one in range,
+    else its first choice.
+    """
+    out, notes = dict(space), []
+    openmp = machine.get("tensorflow", {}).get("openmp", {})
+    vcpus = machine.get("cpu", {}).get("vcpus")
+
+    def pin(name: str, value: Any, why: str) -> None:
+        out[name] = out[name].pin(value)
+        notes.append(f"{name[4:] if name.startswith('env.') else name} pinned to "
+                     f"{'unset' if value is None else value}: {why}")
+
+    if openmp.get("linked") is False:
+        for name in _OPENMP_KNOBS:
+            dim = out.get(name)
+            if dim is not None and not dim.pinned:
+                value = preferred.get(name) if dim.contains(preferred.get(name)) else (
+                    dim.choices[0] if dim.choices else dim.low)
+                pin(name, value, f"{openmp.get('statement', 'no OpenMP runtime linked')} (search.pin_inert: false "
+                                 "keeps it searchable)")
+    dim = out.get("inter_op_threads")
+    if vcpus and dim is not None and not dim.pinned:
+        if dim.choices is not None:
+            kept = tuple(c for c in dim.choices if c is None or c <= vcpus)
+            if len(kept) < len(dim.choices):
+                out["inter_op_threads"] = Dimension(dim.name, kept or (vcpus,))
+                notes.append(f"inter_op_threads above the {vcpus} vCPUs dropped: more inter-op threads than "
+                             "vCPUs only time-share the same cores")
+        elif dim.high > vcpus:
+            out["inter_op_threads"] = Dimension(dim.name, None, min(dim.low, vcpus), vcpus, dim.log)
+            notes.append(f"inter_op_threads capped at the {vcpus} vCPUs: more only time-share the same cores")
+    return out, notes

@@ -1,0 +1,364 @@
+"""The Optuna driver: ask in this process, run the trial in a worker process, tell the result.
+
+A study holds exactly `search.n_trials` slots, enqueued when it is created: the reference deck's
+settings and TensorFlow's defaults first, then empty ones the sampler fills in when a slot is asked
+for. Every process (`pipebench run`, any number of `pipebench worker`s on any host) pops waiting
+slots until none is left, so the study ends at its size whoever runs it. A slot whose worker died
+(kill -9, a lost host) is failed and enqueued again with the same settings by the next process on
+that host, so no slot is lost and none is measured twice.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from pipebench.config import ENV_KNOBS, Experiment
+from pipebench.datasets import DataSet
+from pipebench.errors import ConfigError
+from pipebench.search.grid import Candidate, candidates, make_trial
+from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
+
+STUDY_FILE = "study.journal"
+IMPORTANCES_FILE = "importances.json"
+_DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize"}
+_RECORD_KEYS = {"examples_per_sec": "examples_per_sec_median", "rss_peak_bytes": "rss_peak_bytes", "auc": "auc"}
+_MIN_TRIALS_FOR_FAILURE_BUDGET = 4
+
+
+@dataclass
+class Plan:
+    """What turns an Optuna trial into a worker trial: the space and the pipelines it names."""
+
+    experiment: Experiment
+    data: DataSet
+    pipelines: dict[str, Candidate]
+    space: dict[str, Dimension]
+    pinned: list[str]
+    references: list[tuple[str, dict, dict]]  # name, searched knobs' values, fixed knobs' values
+
+
+def _match_pipeline(choice: str, pipelines: dict[str, Candidate], where: str) -> str:
+    if choice in pipelines:
+        return choice
+    named = [label for label, c in pipelines.items() if c.name == choice]
+    if len(named) == 1:
+        return named[0]
+    raise ConfigError(f"{where}: {choice!r} names no single pipeline (one of {', '.join(pipelines)})")
+
+
+def make_plan(experiment: Experiment, data: DataSet, machine: dict) -> Plan:
+    """Give the search plan: space (defaults filled in, inert knobs pinned), pipelines, reference settings."""
+    cfg = experiment["search"]
+    pipelines = {c.label: c for c in candidates(experiment, data)}
+    if not pipelines:
+        raise ConfigError("pipelines: nothing to search (no presets, no orderings)")
+    vcpus = machine["cpu"]["vcpus"]
+    defaults = default_space(list(pipelines), experiment["grid"]["batch_size"], vcpus)
+    if cfg["space"] is None:
+        space = defaults
+    else:
+        space = parse_space(cfg["space"])
+        for name in ("pipeline", "batch_size", "intra_op_threads", "inter_op_threads"):
+            space.setdefault(name, defaults[name].pin(defaults[name].choices[0]))
+    pipeline = space["pipeline"]
+    if pipeline.choices is None:
+        raise ConfigError("search.space.pipeline: must be a list of pipelines")
+    space["pipeline"] = Dimension("pipeline", tuple(
+        _match_pipeline(str(c), pipelines, "search.space.pipeline") for c in pipeline.choices))
+    reference = next((label for label, c in pipelines.items() if c.name == "aws-sample"), None)
+    batch = experiment["grid"]["batch_size"][0]
+    deck = {"pipeline": reference, "batch_size": batch, "intra_op_threads": vcpus, "inter_op_threads": vcpus,
+            "env.KMP_AFFINITY": "disabled"}
+    tf_defaults = {"pipeline": reference, "batch_size": batch, "intra_op_threads": 0, "inter_op_threads": 0,
+                   **{f"env.{name}": None for name in ENV_KNOBS}}
+    pinned: list[str] = []
+    fixed = {name for name, dim in space.items() if dim.pinned}  # pinned by the user or left out of the space
+    if cfg["pin_inert"]:
+        space, pinned = pin_inert(space, machine, deck)
+    references = []
+    for name, params in (("reference deck", deck), ("TF defaults", tf_defaults)):
+        searched = {k: v for k, v in params.items() if k in space and not space[k].pinned and space[k].contains(v)}
+        # A knob the space does not search still takes the reference's value in the reference trial.
+        overrides = {k: v for k, v in params.items()
+                     if (k in fixed or k not in space) and (v is not None or k.startswith("env."))}
+        references.append((name, searched, overrides))
+    return Plan(experiment, data, pipelines, space, pinned, references if cfg["enqueue_reference"] else [])
+
+
+def worker_trial(plan: Plan, params: dict[str, Any]) -> dict:
+    """Give the worker's trial dict for a full set of knob values."""
+    candidate = plan.pipelines[params["pipeline"]]
+    spec = candidate.spec
+    for name, value in params.items():
+        if name.startswith("stage."):
+            _, kind, param = name.split(".")
+            stage = spec.stage(kind)
+            if stage is not None:
+                spec = spec.with_stage(stage.replace(**{param: value}))
+    setting = {"batch_size": params["batch_size"],
+               "threads": {"intra": params["intra_op_threads"] or None, "inter": params["inter_op_threads"] or None},
+               "env": {name[4:]: value for name, value in params.items()
+                       if name.startswith("env.") and value is not None}}
+    return make_trial(plan.experiment, plan.data, plan.experiment["search"]["mode"],
+                      Candidate(candidate.name, spec, candidate.ordering), setting)
+
+
+def open_storage(url: str | None, run_dir: Path):
+    """Give an Optuna storage: an RDB URL as is, else a journal file (default: study.journal in the run)."""
+    if url is not None and "://" in url:
+        if url.startswith("postgresql://"):  # SQLAlchemy 2.1 reads this as psycopg 3; we ship psycopg2
+            url = "postgresql+psycopg2://" + url[len("postgresql://"):]
+        return url
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    return JournalStorage(JournalFileBackend(str(Path(url) if url else run_dir / STUDY_FILE)))
+
+
+def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | None = None, log=print):
+    """Give the study (created, with its slots enqueued, when it does not exist yet)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    cfg = experiment["search"]
+    seed = cfg["seed"]
+    sampler = (optuna.samplers.RandomSampler(seed=seed) if cfg["sampler"] == "random" else
+               optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(2, min(10, cfg["n_trials"] // 3))))
+    pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
+    if len(cfg["objectives"]) > 1 and cfg["pruner"] != "none":
+        log(f"search.pruner {cfg['pruner']} ignored: Optuna prunes single-objective studies only")
+    elif cfg["pruner"] == "median":
+        pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    elif cfg["pruner"] == "hyperband":
+        pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=experiment["measurement"]["windows"])
+    study = optuna.create_study(storage=storage, study_name=study_name or cfg["study_name"] or experiment.name,
+                                sampler=sampler, pruner=pruner, load_if_exists=True,
+                                directions=[_DIRECTIONS[o] for o in cfg["objectives"]])
+    if "pipebench_slots" not in study.user_attrs:
+        for slot in range(cfg["n_trials"]):
+            name, params, overrides = plan.references[slot] if slot < len(plan.references) else ("sampled", {}, {})
+            study.enqueue_trial(params, user_attrs={"slot": slot, "enqueued_as": name, "overrides": overrides})
+        study.set_user_attr("pipebench_slots", cfg["n_trials"])
+        study.set_user_attr("objectives", cfg["objectives"])
+    return study
+
+
+def _worker_id() -> str:
+    me = psutil.Process()
+    return f"{socket.gethostname()}:{me.pid}:{me.create_time():.3f}"
+
+
+def _died_here(worker: str) -> bool:
+    host, pid, created = worker.rsplit(":", 2)
+    if host != socket.gethostname():
+        return False  # another host's worker: only that host can tell whether it is alive
+    try:
+        return f"{psutil.Process(int(pid)).create_time():.3f}" != created
+    except psutil.NoSuchProcess:
+        return True
+
+
+def reclaim_dead_slots(study, log=print) -> int:
+    """Fail the running trials whose worker on this host died and enqueue their settings again; give how many."""
+    from optuna.trial import TrialState
+
+    reclaimed = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        worker = trial.user_attrs.get("worker")
+        if worker is None or not _died_here(worker):
+            continue
+        try:
+            study.tell(trial.number, state=TrialState.FAIL)
+        except (RuntimeError, ValueError):
+            continue  # another process reclaimed it first
+        study.enqueue_trial(trial.params, user_attrs={**trial.user_attrs, "retry_of": trial.number, "worker": None})
+        log(f"trial {trial.number}: its worker {worker} died; its settings are enqueued again")
+        reclaimed += 1
+    return reclaimed
+
+
+def _suggest(trial, dim: Dimension) -> Any:
+    if dim.pinned:
+        return dim.choices[0]
+    if dim.choices is not None:
+        return trial.suggest_categorical(dim.name, list(dim.choices))
+    return trial.suggest_int(dim.name, dim.low, dim.high, log=dim.log)
+
+
+def _failures(study) -> tuple[int, int]:
+    """Give (failed, finished) trials, leaving out reclaimed and surplus ones (they measured nothing)."""
+    from optuna.trial import TrialState
+
+    failed = finished = 0
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)):
+        if trial.state == TrialState.FAIL and "status" not in trial.user_attrs:
+            continue
+        finished += 1
+        failed += trial.state == TrialState.FAIL
+    return failed, finished
+
+
+def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tuple[list[dict], str | None]:
+    """Run waiting slots one at a time until none is left or the failure budget is spent; give rows and why stopped."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from pipebench.measure.manager import Limits, run_worker
+    from pipebench.measure.sampler import Sampler
+    from pipebench.results import SAMPLES_FILE, TRIALS_FILE
+    from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
+    from pipebench.results.store import append_rows
+    from pipebench.runner import trial_row
+
+    experiment = plan.experiment
+    budget, objectives = experiment["budget"], study.user_attrs.get("objectives", experiment["search"]["objectives"])
+    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
+    hz = experiment["measurement"]["sample_hz"]
+    prunable = len(objectives) == 1 and not isinstance(study.pruner, optuna.pruners.NopPruner)
+    deadline = time.monotonic() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
+    rows: list[dict] = []
+    while True:
+        if deadline is not None and time.monotonic() > deadline:
+            return rows, f"time budget of {budget['max_minutes']} min used up"
+        failed, finished = _failures(study)
+        if finished >= _MIN_TRIALS_FOR_FAILURE_BUDGET and failed / finished > budget["max_failure_rate"]:
+            return rows, f"{failed} of {finished} trials failed, past max_failure_rate {budget['max_failure_rate']}"
+        if not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+            return rows, None
+        trial = study.ask()
+        if "slot" not in trial.user_attrs:  # another process took the last slot between the check and the ask
+            trial.set_user_attr("surplus", True)
+            study.tell(trial, state=TrialState.FAIL)
+            return rows, None
+        trial.set_user_attr("worker", _worker_id())
+        trial.set_user_attr("host", socket.gethostname())
+        params = {name: _suggest(trial, dim) for name, dim in plan.space.items()}
+        params.update(trial.user_attrs.get("overrides") or {})
+        spec = {**worker_trial(plan, params), "trial_id": f"{study.study_name}-{trial.number}"}
+
+        def on_progress(window: int, examples_per_sec: float) -> bool:
+            trial.report(examples_per_sec, window)
+            return trial.should_prune()
+
+        started = time.time()
+        outcome = run_worker(spec, run_dir / "trials" / spec["trial_id"], limits,
+                             sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=()),
+                             on_progress=on_progress if prunable else None)
+        row = {**trial_row(spec, outcome.record, outcome.sampler_summary, run_dir.name, machine, started),
+               "study": study.study_name, "optuna_trial_number": trial.number}
+        append_rows(run_dir / TRIALS_FILE, TRIAL_SCHEMA, [row])
+        if outcome.samples:
+            append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA,
+                        [{**s, "run_id": run_dir.name, "trial_id": spec["trial_id"]} for s in outcome.samples])
+        rows.append(row)
+        values = [row.get(_RECORD_KEYS[o]) for o in objectives]
+        if row["status"] == "ok" and None in values:
+            row["status"], row["reason"] = "invalid", f"no value for objective(s) {objectives} (auc needs quality.enabled)"
+        trial.set_user_attr("status", row["status"])
+        if row["status"] == "ok":
+            study.tell(trial, values)
+        elif row["status"] == "pruned":
+            study.tell(trial, state=TrialState.PRUNED)
+        else:
+            trial.set_user_attr("reason", row["reason"])
+            study.tell(trial, state=TrialState.FAIL)
+        rate = row.get("examples_per_sec_median")
+        log(f"[trial {trial.number}, slot {trial.user_attrs['slot']}] {params['pipeline']} b{params['batch_size']} "
+            f"intra {params['intra_op_threads']} inter {params['inter_op_threads']}: "
+            + (f"{rate:,.0f} ex/s" if row["status"] == "ok" and rate else f"{row['status']}: {row['reason']}"))
+
+
+def importances(study) -> dict:
+    """Give each objective's parameter importances (Optuna's default evaluator), or why there are none."""
+    import optuna
+
+    out = {}
+    for i, objective in enumerate(study.user_attrs.get("objectives", ["examples_per_sec"])):
+        # Optuna 5's default evaluator (PED-ANOVA) explains low target values: negate what is maximised.
+        sign = -1.0 if study.directions[i] == optuna.study.StudyDirection.MAXIMIZE else 1.0
+        try:
+            with warnings.catch_warnings():  # the direction warning: the sign above already answers it
+                warnings.simplefilter("ignore", UserWarning)
+                found = optuna.importance.get_param_importances(study, target=lambda t, i=i, s=sign: s * t.values[i])
+            out[objective] = {name: float(value) for name, value in found.items()}
+        except (RuntimeError, ValueError) as err:
+            out[objective] = {"unavailable": str(err)}
+    return out
+
+
+def finish(study, run_dir: Path, pinned: list[str], log=print) -> dict:
+    """Save and print importances, how the best trial compares with the enqueued references; give the saved dict."""
+    from optuna.trial import TrialState
+
+    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    found = {"study": study.study_name, "importances": importances(study), "pinned": pinned,
+             "references": {t.user_attrs["enqueued_as"]: t.values for t in done
+                            if t.user_attrs.get("enqueued_as", "sampled") != "sampled"}}
+    if done and len(study.directions) == 1:
+        best = study.best_trial
+        found["best"] = {"number": best.number, "values": best.values, "params": best.params}
+    (run_dir / IMPORTANCES_FILE).write_text(json.dumps(found, indent=2, default=str))
+    for objective, values in found["importances"].items():
+        log(f"importances ({objective}): " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}"
+                                                      for k, v in values.items()))
+    if "best" in found:
+        beats = ", ".join(f"{name} {values[0]:,.0f}" for name, values in found["references"].items())
+        log(f"best: trial {found['best']['number']} {found['best']['values'][0]:,.0f}"
+            + (f" (references: {beats})" if beats else ""))
+    return found
+
+
+def _prepare(experiment: Experiment, run_dir: Path | None, log) -> tuple[Path, dict, Plan]:
+    from pipebench.atomic import atomic_write_bytes, atomic_write_json
+    from pipebench.datasets import materialise
+    from pipebench.measure.machine import machine_facts
+    from pipebench.results import CONFIG_FILE, MACHINE_FILE
+    from pipebench.runner import new_run_dir
+
+    data = materialise(experiment, log=log)
+    if run_dir is None:
+        run_dir = new_run_dir(experiment)
+    if not (run_dir / MACHINE_FILE).exists():  # a new run, or a worker's own --run-dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(run_dir / CONFIG_FILE, experiment.to_yaml().encode())
+        atomic_write_json(run_dir / MACHINE_FILE, machine_facts())
+    machine = json.loads((run_dir / MACHINE_FILE).read_text())
+    plan = make_plan(experiment, data, machine)
+    for note in plan.pinned:
+        log(note)
+    return run_dir, machine, plan
+
+
+def search(experiment: Experiment, run_dir: Path | None = None, log: Callable[[str], None] = print) -> Path:
+    """Run (or resume, when run_dir is given) the experiment's Optuna study in this process; give the run folder."""
+    resumed = run_dir is not None
+    run_dir, machine, plan = _prepare(experiment, run_dir, log)
+    study = open_study(experiment, plan, open_storage(experiment["search"]["storage"], run_dir), log=log)
+    if resumed:
+        reclaim_dead_slots(study, log)
+    log(f"study {study.study_name} in {run_dir}: {len(study.trials)} trial(s) so far")
+    _, stopped = run_study(study, plan, run_dir, machine, log)
+    finish(study, run_dir, plan.pinned, log)
+    log(f"results: {run_dir}" + (f"; stopped early: {stopped}" if stopped else ""))
+    return run_dir
+
+
+def join(experiment: Experiment, storage: str, study_name: str, run_dir: Path | None = None,
+         log: Callable[[str], None] = print) -> Path:
+    """Join a shared study as one worker: run its waiting slots one at a time; give this worker's run folder."""
+    run_dir, machine, plan = _prepare(experiment, run_dir, log)
+    study = open_study(experiment, plan, open_storage(storage, run_dir), study_name, log)
+    reclaim_dead_slots(study, log)
+    log(f"worker {os.getpid()} joined study {study.study_name}; rows go to {run_dir}")
+    _, stopped = run_study(study, plan, run_dir, machine, log)
+    log(f"worker done: no waiting trials left" + (f"; stopped early: {stopped}" if stopped else ""))
+    return run_dir

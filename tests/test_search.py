@@ -1,0 +1,261 @@
+"""The Optuna driver: reference trials first, resume, shared workers (journal file, PostgreSQL), pruning, pinning."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipebench.config import parse_experiment
+from pipebench.search.space import Dimension, default_space, pin_inert
+
+optuna = pytest.importorskip("optuna")
+from optuna.trial import TrialState  # noqa: E402
+
+NO_OPENMP = {"cpu": {"vcpus": 2}, "tensorflow": {"openmp": {
+    "linked": False, "statement": "no OpenMP runtime linked: KMP_* and OMP_NUM_THREADS cannot affect TF ops"}}}
+
+
+def _doc(tmp_path: Path, cache: Path, **search) -> dict:
+    return {
+        "name": "tiny",
+        "data": {"synth": {"rows": 3000, "files": 2}, "formats": ["tfrecord"], "holdout_rows": 0,
+                 "cache_dir": str(cache)},
+        "model": {"embedding_size": 4, "deep_layers": [8]},
+        "pipelines": {"presets": ["aws-sample"]},
+        "grid": {"batch_size": [256]},
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
+        "search": {"driver": "optuna", "n_trials": 4, "seed": 1,
+                   "space": {"batch_size": [128, 256], "intra_op_threads": [0, 1, 2],
+                             "inter_op_threads": [0, 1, 2, 4], "env.KMP_AFFINITY": ["disabled", "compact", None]},
+                   **search},
+        "results": str(tmp_path / "results"),
+    }
+
+
+def _write(tmp_path: Path, doc: dict) -> str:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def _pipebench(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pipebench", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+def _rows(results: Path) -> list[dict]:
+    return [r for path in sorted(results.rglob("trials.parquet")) for r in pq.read_table(path).to_pylist()]
+
+
+def _journal(path: Path):
+    from pipebench.search.study import open_storage
+
+    return open_storage(str(path), path.parent)
+
+
+def _assert_every_slot_once(study, n_trials: int) -> None:
+    complete = study.get_trials(states=(TrialState.COMPLETE,))
+    assert sorted(t.user_attrs["slot"] for t in complete) == list(range(n_trials))
+    assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
+
+
+# --- inert knobs (no TensorFlow, no Optuna study) ---
+
+def test_kmp_affinity_is_pinned_without_openmp_and_the_log_says_why():
+    space = {"env.KMP_AFFINITY": Dimension("env.KMP_AFFINITY", ("compact", "disabled")),
+             "inter_op_threads": Dimension("inter_op_threads", (0, 1, 2, 4))}
+    pinned, notes = pin_inert(space, NO_OPENMP, {"env.KMP_AFFINITY": "disabled"})
+    assert pinned["env.KMP_AFFINITY"].choices == ("disabled",)
+    assert pinned["inter_op_threads"].choices == (0, 1, 2)
+    assert any(n.startswith("KMP_AFFINITY pinned to disabled: no OpenMP runtime linked") for n in notes), notes
+    assert any("inter_op_threads above the 2 vCPUs dropped" in n for n in notes), notes
+
+
+def test_this_build_links_no_openmp_so_a_search_pins_kmp_affinity(tmp_path, cache):
+    from pipebench.datasets import materialise
+    from pipebench.measure.machine import machine_facts
+    from pipebench.search.study import make_plan
+
+    machine = machine_facts()
+    assert machine["tensorflow"]["openmp"]["linked"] is False, "this test expects a TF build without OpenMP"
+    experiment = parse_experiment(_doc(tmp_path, cache))
+    plan = make_plan(experiment, materialise(experiment, log=lambda _: None), machine)
+    assert plan.space["env.KMP_AFFINITY"].pinned and any("KMP_AFFINITY pinned" in n for n in plan.pinned)
+    kept = make_plan(parse_experiment(_doc(tmp_path, cache, pin_inert=False)),
+                     materialise(experiment, log=lambda _: None), machine)
+    assert not kept.space["env.KMP_AFFINITY"].pinned and not kept.pinned
+
+
+def test_default_space_covers_the_issue_knobs():
+    space = default_space(["aws-sample:tfrecord"], [1024], vcpus=8)
+    assert space["intra_op_threads"].choices == (0, 1, 2, 4, 8)
+    assert "granularity=fine,compact,1,0" in space["env.KMP_AFFINITY"].choices
+
+
+# --- studies ---
+
+def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(tmp_path, cache):
+    experiment = _write(tmp_path, _doc(tmp_path, cache, pruner="none"))  # pruning has its own test
+    proc = _pipebench("run", experiment, start_new_session=True)
+    deadline, run_dir = time.monotonic() + 240, None
+    while time.monotonic() < deadline and run_dir is None:
+        found = list((tmp_path / "results" / "tiny").glob("*/trials.parquet"))
+        if found and pq.read_table(found[0]).num_rows >= 2:
+            run_dir = found[0].parent
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.2)
+    assert run_dir is not None, "the study never finished two trials"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    resumed = _pipebench("run", "--resume", str(run_dir))
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out
+    study = optuna.load_study(study_name="tiny", storage=_journal(run_dir / "study.journal"))
+    _assert_every_slot_once(study, 4)
+    first = sorted(study.get_trials(states=(TrialState.COMPLETE,)), key=lambda t: t.user_attrs["slot"])[:2]
+    assert [t.user_attrs["enqueued_as"] for t in first] == ["reference deck", "TF defaults"]
+    assert first[0].params["intra_op_threads"] == first[0].params["inter_op_threads"] == 2
+    assert first[1].params["intra_op_threads"] == first[1].params["inter_op_threads"] == 0
+    rows = sorted((r for r in _rows(run_dir) if r["status"] == "ok"), key=lambda r: r["optuna_trial_number"])
+    assert rows[0]["env_KMP_AFFINITY"] == "disabled" and rows[0]["intra_op_threads"] == 2
+    assert rows[1]["intra_op_threads"] is None and rows[1]["inter_op_threads"] is None
+    assert rows[1]["env_KMP_AFFINITY"] == "disabled", "pinned on this build (no OpenMP), so every trial has it"
+    assert len(rows) == 4 and len({r["optuna_trial_number"] for r in rows}) == 4
+    assert all(r["study"] == "tiny" and r["host"] == socket.gethostname() for r in rows)
+    assert "KMP_AFFINITY pinned to disabled" in out and "importances (examples_per_sec)" in out
+    assert (run_dir / "importances.json").exists()
+
+
+def test_a_slow_trial_is_pruned(tmp_path, cache):
+    from pipebench.search.study import search
+
+    journal = tmp_path / "pruning.journal"
+    doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="median",
+               space={"batch_size": [1, 512]})
+    doc["measurement"]["windows"] = 8
+    experiment = parse_experiment(doc)
+    study = optuna.create_study(storage=_journal(journal), study_name="tiny", direction="maximize")
+    for slot, batch_size in enumerate([512, 512, 1]):  # the third is hopeless: one example per batch
+        study.enqueue_trial({"batch_size": batch_size}, user_attrs={"slot": slot, "enqueued_as": "test"})
+    study.set_user_attr("pipebench_slots", 3)
+    search(experiment, log=lambda _: None)
+    trials = optuna.load_study(study_name="tiny", storage=_journal(journal)).get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.PRUNED]
+    (row,) = [r for r in _rows(tmp_path / "results") if r["status"] == "pruned"]
+    assert row["batch_size"] == 1 and "pruned after window 1" in row["reason"]
+
+
+def test_failed_trials_are_told_fail_with_the_reason_and_stop_the_study_past_the_budget(tmp_path, cache):
+    from pipebench.search.study import search
+
+    journal = tmp_path / "failing.journal"
+    doc = _doc(tmp_path, cache, storage=str(journal), n_trials=6, enqueue_reference=False,
+               space={"batch_size": [100_000]})  # larger than the data with drop_remainder: no examples
+    doc["budget"]["max_failure_rate"] = 0.5
+    logged: list[str] = []
+    search(parse_experiment(doc), log=logged.append)
+    study = optuna.load_study(study_name="tiny", storage=_journal(journal))
+    failed = study.get_trials(states=(TrialState.FAIL,))
+    assert len(failed) == 4 and len(study.get_trials(states=(TrialState.WAITING,))) == 2
+    assert all("yields no examples" in t.user_attrs["reason"] for t in failed)
+    rows = _rows(tmp_path / "results")
+    assert [r["status"] for r in rows] == ["invalid"] * 4
+    assert any("stopped early: 4 of 4 trials failed, past max_failure_rate 0.5" in line for line in logged), logged
+
+
+def _two_workers_finish_with_one_killed(tmp_path: Path, cache: Path, storage: str) -> None:
+    experiment = _write(tmp_path, _doc(tmp_path, cache, n_trials=4, pruner="none"))
+    args = ("worker", experiment, "--storage", storage, "--study", "shared")
+    first = _pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"), start_new_session=True)
+    (tmp_path / "results").mkdir(exist_ok=True)
+    deadline = time.monotonic() + 180
+    while not list((tmp_path / "results" / "a").glob("trials/*/trial.json")):  # a trial is running: kill it
+        assert time.monotonic() < deadline and first.poll() is None, first.stdout.read()
+        time.sleep(0.1)
+    second = _pipebench(*args, "--run-dir", str(tmp_path / "results" / "b"))
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    restarted = _pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"))
+    for proc in (second, restarted):
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+    from pipebench.search.study import open_storage
+
+    study = optuna.load_study(study_name="shared", storage=open_storage(storage, tmp_path))
+    _assert_every_slot_once(study, 4)
+    assert any("retry_of" in t.user_attrs for t in study.get_trials(states=(TrialState.COMPLETE,))), \
+        "the killed worker's trial was run again"
+    ok = [r for r in _rows(tmp_path / "results") if r["status"] == "ok"]
+    assert len(ok) == 4 and len({r["optuna_trial_number"] for r in ok}) == 4
+    assert {r["run_id"] for r in ok} <= {"a", "b"}
+
+
+def test_two_workers_share_a_journal_study_and_survive_a_kill(tmp_path, cache):
+    _two_workers_finish_with_one_killed(tmp_path, cache, str(tmp_path / "shared.journal"))
+
+
+# --- PostgreSQL: a private server per test session ---
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pg_bin(name: str) -> str | None:
+    found = shutil.which(name) or next(iter(sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))), None)
+    return str(found) if found else None
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL server could not be started: {reason}")
+    pytest.skip(f"PostgreSQL server could not be started: {reason} (scripts/ensure-postgres.sh installs it)")
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    pytest.importorskip("psycopg2")
+    pg_ctl, initdb = _pg_bin("pg_ctl"), _pg_bin("initdb")
+    if not (pg_ctl and initdb):
+        _unavailable("pg_ctl / initdb not found")
+    if shutil.which("runuser") is None or os.geteuid() != 0:
+        _unavailable("needs root and runuser to run the server as the postgres user")
+    folder = Path(tempfile.mkdtemp(prefix="pipebench-pg-"))
+    shutil.chown(folder, "postgres")
+    data, port = folder / "data", _free_port()
+    as_postgres = ["runuser", "-u", "postgres", "--"]
+    steps = [[initdb, "-D", str(data), "--auth=trust", "-U", "postgres"],
+             [pg_ctl, "-D", str(data), "-l", str(folder / "server.log"), "-w", "-t", "60",
+              "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1", "start"],
+             [_pg_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "pipebench"]]
+    try:
+        for step in steps:
+            done = subprocess.run(as_postgres + step, capture_output=True, text=True, timeout=120)
+            if done.returncode != 0:
+                log = (folder / "server.log").read_text() if (folder / "server.log").exists() else ""
+                _unavailable(f"{Path(step[0]).name} failed: {(done.stderr or done.stdout).strip()[-500:]} {log[-500:]}")
+        yield f"postgresql://postgres@127.0.0.1:{port}/pipebench"
+    finally:
+        subprocess.run(as_postgres + [pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_two_workers_share_a_postgresql_study_and_survive_a_kill(tmp_path, cache, postgres_url):
+    _two_workers_finish_with_one_killed(tmp_path, cache, postgres_url)
