@@ -115,11 +115,42 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_worker(args: argparse.Namespace) -> int:
+    from pipebench.config import load_experiment
+    from pipebench.search.study import join
+
+    experiment = load_experiment(args.experiment, tuple(args.set))
+    join(experiment, args.storage, args.study, args.run_dir, log=lambda text: print(text, flush=True))
+    return 0
+
+
 def _cmd_env(args: argparse.Namespace) -> int:
     from pipebench.measure.machine import format_facts, machine_facts
 
     facts = machine_facts(args.instance_type)
     print(json.dumps(facts, indent=2) if args.json else format_facts(facts))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pipebench.report.page import write_report
+
+    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial)
+    print(f"wrote {html_path} and {md_path}")
+    return 0
+
+
+def _cmd_checklist(args: argparse.Namespace) -> int:
+    from pipebench.report.catalog import load_catalog
+    from pipebench.report.checklist import checklist, epoch_examples_of, to_markdown
+    from pipebench.results import load_many
+
+    runs = load_many(args.run_dirs, allow_mixed=True)  # runs from several instance types are the point here
+    epoch_examples = args.epoch_examples or epoch_examples_of(runs)
+    if not epoch_examples:
+        raise UsageError("checklist: the runs do not record their data set's rows; pass --epoch-examples")
+    result = checklist(runs, load_catalog(args.catalog), epoch_examples)
+    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 
@@ -191,10 +222,34 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping finished trials")
     run.set_defaults(func=_cmd_run)
 
+    worker = commands.add_parser("worker", help="join a shared Optuna study: run its trials one at a time here")
+    worker.add_argument("experiment", type=Path, help="the experiment YAML the study was started from")
+    worker.add_argument("--storage", required=True, metavar="URL",
+                        help="Optuna storage: a journal file path, or sqlite:///..., postgresql://...")
+    worker.add_argument("--study", required=True, metavar="NAME", help="the study's name")
+    worker.add_argument("--run-dir", type=Path, help="this worker's results folder (default: a new run folder)")
+    worker.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+    worker.set_defaults(func=_cmd_worker)
+
     env = commands.add_parser("env", help="print this machine's facts (CPU, memory, TensorFlow build, GPU)")
     env.add_argument("--instance-type", help="SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is not set")
     env.add_argument("--json", action="store_true")
     env.set_defaults(func=_cmd_env)
+
+    report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
+    report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run)")
+    report.add_argument("--allow-mixed", action="store_true", help="combine runs from different hosts or data")
+    report.add_argument("--trial", action="append", metavar="TRIAL_ID",
+                        help="plot this trial's CPU / GPU utilization (repeatable; default: the fastest of each mode)")
+    report.set_defaults(func=_cmd_report)
+
+    check = commands.add_parser("checklist", help="pre-migration checklist and instance cost ranking from runs")
+    check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    check.add_argument("--catalog", type=Path, help="instance catalog YAML (default: the shipped SageMaker one)")
+    check.add_argument("--format", choices=("md", "json"), default="md")
+    check.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
+    check.set_defaults(func=_cmd_checklist)
     return parser
 
 

@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
+./scripts/ensure-chromium.sh || echo "test: chromium could not be installed; the browser test says why" >&2
+./scripts/ensure-postgres.sh || echo "test: postgresql could not be installed; the storage test says why" >&2
 ./scripts/setup.sh latest
 .venv/bin/python -m pytest "$@"
 status=0

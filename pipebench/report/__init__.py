@@ -1,1 +1,1 @@
-"""Turning results tables into decisions: run summaries (later: HTML reports, the checklist)."""
+"""Turning results tables into decisions: run summaries, the HTML/Markdown report, the pre-migration checklist."""

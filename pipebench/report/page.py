@@ -1,0 +1,186 @@
+"""`pipebench report`: one self-contained HTML page (figures inlined as base64) and its Markdown twin.
+
+Both are rendered from one list of blocks, so they always say the same thing; the Markdown links the
+PNGs written beside it under figures/.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from pipebench.atomic import atomic_write_bytes
+from pipebench.errors import PipebenchError, UsageError
+from pipebench.report.figures import Figure, render
+from pipebench.report.summary import best_table, verdicts
+from pipebench.report.tables import ENV_COLUMNS, best_row, gains
+from pipebench.results import RunResults, load_many
+
+HTML_FILE, MARKDOWN_FILE, FIGURES_DIR = "report.html", "report.md", "figures"
+_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+          "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
+          "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}img{max-width:100%;display:block}"
+          ".card{border:2px solid #4a7;border-radius:8px;padding:0 1em;margin:1em 0}")
+
+
+_INT_COLUMNS = ("batch_size", "intra_op_threads", "inter_op_threads")
+
+
+def _records(trials: pd.DataFrame) -> list[dict]:
+    """Give the rows as dicts with None for missing values and whole numbers as int (pandas made them float)."""
+    def clean(key: str, value):
+        if isinstance(value, float) and pd.isna(value):
+            return None
+        return int(value) if key in _INT_COLUMNS else value
+    return [{k: clean(k, v) for k, v in row.items()} for row in trials.to_dict("records")]
+
+
+def _machine_rows(run: RunResults) -> list[list[str]]:
+    m = run.machine
+    cpu, tf_facts = m.get("cpu", {}), m.get("tensorflow", {})
+    memory = m.get("memory_bytes")
+    return [[run.run_dir.name, f"{cpu.get('model', '?')}", f"{cpu.get('vcpus', '?')} / {cpu.get('physical_cores', '?')}",
+             f"{memory / 2**30:.1f} GiB" if memory else "?", str(tf_facts.get("version", "?")),
+             tf_facts.get("openmp", {}).get("statement", "?"), str(m.get("gpu", {}).get("count", "?")),
+             str(m.get("sagemaker", {}).get("instance_type") or "-"), str(m.get("host_fingerprint", "?"))]]
+
+
+def _card(trials: pd.DataFrame) -> list[tuple]:
+    best = best_row(trials)
+    if best is None:
+        return [("p", "No finished train or input trial: no best configuration.")]
+    env = {c[4:]: best[c] for c in ENV_COLUMNS if isinstance(best[c], str)}
+    threads = [best["intra_op_threads"], best["inter_op_threads"]]
+    settings = [["mode", best["mode"]], ["pipeline", best["pipeline"]], ["format", str(best["format"])],
+                ["source mode", str(best["source_mode"])], ["ordering", best["ordering"]],
+                ["batch size", str(best["batch_size"])],
+                ["intra / inter-op threads", " / ".join("default" if pd.isna(t) else str(int(t)) for t in threads)],
+                ["environment", ", ".join(f"{k}={v}" for k, v in env.items()) or "none set"],
+                ["examples/sec (median)", f"{best['examples_per_sec_median']:,.0f}"]]
+    blocks: list[tuple] = [("table", ["setting", "value"], settings)]
+    found = gains(trials, best)
+    lines = [[g["against"], f"{g['examples_per_sec']:,.0f}", f"{g['speedup']:.2f}×"] for g in found.values()]
+    blocks.append(("table", ["compared with", "examples/sec", "best is"], lines) if lines else
+                  ("p", "No trial with the deck's recommended pipeline or TF default settings to compare with."))
+    try:
+        from pipebench.pipeline.export import export
+        from pipebench.pipeline.spec import PipelineSpec
+
+        code = export(PipelineSpec.from_dict(json.loads(best["params_json"])["pipeline"]))
+        blocks.append(("code", code))
+    except (PipebenchError, KeyError, TypeError, ValueError) as error:
+        blocks.append(("p", f"Pipeline code not exported: {error}"))
+    return [("card", blocks)]
+
+
+def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
+    """Give the report as blocks: ('h', text), ('p', text), ('table', header, rows), ('code', text),
+    ('figure', Figure), ('card', blocks)."""
+    trials = pd.concat([r.trials for r in runs], ignore_index=True)
+    records = _records(trials)
+    ok = int((trials["status"] == "ok").sum())
+    blocks: list[tuple] = [
+        ("h1", "pipebench report"),
+        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok."),
+        ("h", "Best configuration"), *_card(trials),
+        ("h", "Best trials per mode"), ("md", best_table(records)),
+        ("h", "Is the input pipeline the bottleneck?"),
+        *[("p", line.removeprefix("- ").replace("**", "")) for line in verdicts(records)],
+        ("h", "Figures"), *[("figure", f) for f in figures],
+        ("h", "Machine facts"),
+        ("table", ["run", "CPU", "vCPUs / physical cores", "memory", "TensorFlow", "OpenMP", "GPUs", "instance type",
+                   "host fingerprint"], [row for r in runs for row in _machine_rows(r)]),
+    ]
+    return blocks
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    return "\n".join(["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(map(cell, row)) + " |" for row in rows])
+
+
+def to_markdown(blocks: list[tuple]) -> str:
+    """Give the blocks as Markdown; figures link to figures/<id>.png."""
+    out = []
+    for kind, *rest in blocks:
+        if kind in ("h1", "h"):
+            out.append(("# " if kind == "h1" else "## ") + rest[0])
+        elif kind in ("p", "md"):
+            out.append(rest[0])
+        elif kind == "table":
+            out.append(_md_table(*rest))
+        elif kind == "code":
+            out.append("```python\n" + rest[0].rstrip() + "\n```")
+        elif kind == "figure":
+            out.append(f"### {rest[0].title}\n\n![{rest[0].title}]({FIGURES_DIR}/{rest[0].id}.png)")
+        elif kind == "card":
+            out.append(to_markdown(rest[0]).rstrip())
+    return "\n\n".join(out) + "\n"
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _md_to_table(text: str) -> str:
+    lines = [line.strip().strip("|").split(" | ") for line in text.splitlines() if not line.startswith("|---")]
+    return _html_table(lines[0], lines[1:])
+
+
+def to_html(blocks: list[tuple]) -> str:
+    """Give the blocks as one HTML page with every figure inlined (works offline)."""
+    parts = []
+    for kind, *rest in blocks:
+        if kind == "h1":
+            parts.append(f"<h1>{html.escape(rest[0])}</h1>")
+        elif kind == "h":
+            parts.append(f"<h2>{html.escape(rest[0])}</h2>")
+        elif kind == "p":
+            parts.append(f"<p>{html.escape(rest[0])}</p>")
+        elif kind == "md":
+            parts.append(_md_to_table(rest[0]))
+        elif kind == "table":
+            parts.append(_html_table(*rest))
+        elif kind == "code":
+            # Folded, so the figures stay on the first screen; one click shows the whole input_fn.
+            parts.append(f"<details><summary>Exported pipeline code (input_fn)</summary>"
+                         f"<pre><code>{html.escape(rest[0])}</code></pre></details>")
+        elif kind == "figure":
+            figure = rest[0]
+            data = base64.b64encode(figure.png).decode()
+            parts.append(f'<figure id="fig-{figure.id}"><figcaption>{html.escape(figure.title)}</figcaption>'
+                         f'<img alt="{html.escape(figure.title)}" src="data:image/png;base64,{data}"></figure>')
+        elif kind == "card":
+            parts.append('<div class="card">' + to_html(rest[0]) + "</div>")
+    return "\n".join(parts)
+
+
+def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: bool = False,
+                 trial_ids: list[str] | None = None) -> tuple[Path, Path]:
+    """Write report.html, report.md and figures/*.png into `out` (default: the first run's report/); give both paths.
+
+    `trial_ids` choose the trials whose CPU / GPU utilization is plotted (default: the fastest of each mode).
+    """
+    runs = load_many(run_dirs, allow_mixed=allow_mixed)
+    out = Path(out) if out else runs[0].run_dir / "report"
+    trials = pd.concat([r.trials for r in runs], ignore_index=True)
+    samples = pd.concat([r.samples for r in runs], ignore_index=True)
+    unknown = sorted(set(trial_ids or ()) - set(trials["trial_id"]))
+    if unknown:
+        raise UsageError(f"report: no trial {', '.join(unknown)} in these runs")
+    figures = render(trials, samples, trial_ids)
+    blocks = build_blocks(runs, figures)
+    (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
+    for figure in figures:
+        atomic_write_bytes(out / FIGURES_DIR / f"{figure.id}.png", figure.png)
+    page = (f'<!doctype html><html><head><meta charset="utf-8"><title>pipebench report</title>'
+            f"<style>{_STYLE}</style></head><body>{to_html(blocks)}</body></html>")
+    atomic_write_bytes(out / HTML_FILE, page.encode())
+    atomic_write_bytes(out / MARKDOWN_FILE, to_markdown(blocks).encode())
+    return out / HTML_FILE, out / MARKDOWN_FILE

@@ -1,0 +1,216 @@
+"""The pre-migration checklist: each rule PASSes and FAILs on hand-made runs (golden JSON), the cost
+ranking's arithmetic, projections kept apart from measurements, catalog validation, the CLI."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import pipebench.results as results
+from pipebench.errors import ConfigError
+from pipebench.report.catalog import DEFAULT_CATALOG, load_catalog
+from pipebench.report.checklist import RULES, checklist, ranking
+from report_fixtures import SCALAR, data_files, machine, make_run, passing_rows
+
+GOLDEN = Path(__file__).parent / "golden" / "checklist_rules.json"
+
+
+def _set(rows, trial_id, **values):
+    for row in rows:
+        if row["trial_id"] == trial_id:
+            row.update(values)
+
+
+def _stages(rows, trial_id, stages):
+    for row in rows:
+        if row["trial_id"] == trial_id:
+            params = json.loads(row["params_json"])
+            params["pipeline"]["stages"] = stages
+            row["params_json"] = json.dumps(params)
+            row["ordering"] = " > ".join(next(iter(s)) for s in stages)
+
+
+def _pipe_mode(rows, files):
+    for row in rows:
+        params = json.loads(row["params_json"])
+        params["pipeline"]["source"]["mode"] = "pipe"
+        row.update(source_mode="pipe", params_json=json.dumps(params))
+
+
+#: rule id → how to turn the passing run into one on which that rule FAILs: (rows, facts, files) → None.
+FAILING = {
+    "input_bound": lambda rows, facts, files: _set(rows, "t-train-tfr", input_fraction=0.5),
+    "gpu_utilization": lambda rows, facts, files: _set(rows, "t-train-tfr", gpu_util_pct_median=30.0),
+    "cpu_utilization": lambda rows, facts, files: _set(rows, "t-train-tfr", cpu_pct_of_physical_cores_median=30.0),
+    "cache_fits_ram": lambda rows, facts, files: facts.update(memory_bytes=4500),
+    "stage_order": lambda rows, facts, files: _stages(rows, "t-train-tfr", SCALAR[1:3] + SCALAR[:1]
+                                                      + [{"repeat": {"epochs": None}}, {"cache": "memory"},
+                                                         {"prefetch": "AUTOTUNE"}]),
+    "file_layout": lambda rows, facts, files: _pipe_mode(rows, files),
+    "tfrecord_gain": lambda rows, facts, files: _set(rows, "t-train-svm", examples_per_sec_median=39000.0),
+    "vectorized_map": lambda rows, facts, files: _set(rows, "t-train-svm", examples_per_sec_median=50000.0),
+    "openmp_knobs": lambda rows, facts, files: _set(rows, "t-train-tfr", env_KMP_AFFINITY="granularity=fine,compact,1,0"),
+    "threads_vs_cores": lambda rows, facts, files: [r.update(intra_op_threads=None) for r in rows],
+    "batch_auc": lambda rows, facts, files: _set(rows, "t-train-big", auc=0.80),
+    "scale_up_first": lambda rows, facts, files: facts["sagemaker"].update(hosts=["algo-1", "algo-2"]),
+}
+
+
+def _run(tmp_path, fail: str | None = None, **facts):
+    files = data_files(tmp_path / "data")
+    rows, found = passing_rows(files), machine(**facts)
+    if fail:
+        FAILING[fail](rows, found, files)
+    return results.load(make_run(tmp_path / "run", rows, found))
+
+
+def _item(run, rule_id):
+    (item,) = [rule(run) for rule in RULES if rule.__name__ == rule_id]
+    return item
+
+
+def test_every_rule_has_a_failing_case():
+    assert sorted(FAILING) == sorted(rule.__name__ for rule in RULES)
+
+
+@pytest.mark.parametrize("status", ["PASS", "FAIL"])
+@pytest.mark.parametrize("rule_id", sorted(FAILING))
+def test_rule_fires_as_golden(tmp_path, rule_id, status):
+    item = _item([_run(tmp_path, None if status == "PASS" else rule_id)], rule_id)
+    golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    key = f"{rule_id}:{status}"
+    if os.environ.get("PIPEBENCH_UPDATE_GOLDEN"):
+        golden[key] = item
+        GOLDEN.write_text(json.dumps(golden, indent=2, sort_keys=True) + "\n")
+    assert item["status"] == status, item
+    assert item == golden[key]
+
+
+def test_passing_run_passes_every_item(tmp_path):
+    result = checklist([_run(tmp_path)], load_catalog(), 100000)
+    assert [(i["id"], i["status"]) for i in result["items"]] == [(r.__name__, "PASS") for r in RULES]
+    for item in result["items"]:
+        assert set(item) == {"id", "title", "status", "evidence", "advice"} and item["advice"]
+
+
+def test_rules_without_evidence_say_not_applicable(tmp_path):
+    rows = [r for r in passing_rows([]) if r["mode"] == "synthetic"]
+    run = results.load(make_run(tmp_path / "run", rows, machine(vcpus=2, physical_cores=2)))
+    statuses = {rule.__name__: rule([run])["status"] for rule in RULES}
+    assert statuses.pop("openmp_knobs") == "PASS"  # a build fact, true with or without trials
+    assert set(statuses.values()) == {"N/A"}, statuses
+
+
+CATALOG = """
+region: us-east-1
+prices_as_of: "2024-06"
+currency: USD
+instances:
+  ml.c5.xlarge:   {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, price_per_hour: 0.2}
+  ml.c5.2xlarge:  {family: c5, vcpus: 8, physical_cores: 4, memory_gib: 16, gpus: 0, price_per_hour: 0.4}
+  ml.c5.4xlarge:  {family: c5, vcpus: 16, physical_cores: 8, memory_gib: 32, gpus: 0, price_per_hour: 0.8}
+  ml.m5.xlarge:   {family: m5, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 0, price_per_hour: 0.25}
+  ml.g4dn.xlarge: {family: g4dn, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 1, price_per_hour: 0.75}
+"""
+
+
+def _instance_runs(tmp_path):
+    runs = []
+    for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0), ("ml.g4dn.xlarge", 50000.0)):
+        rows = [r | {"instance_type": name} for r in passing_rows([])]
+        _set(rows, "t-train-tfr", examples_per_sec_median=speed)
+        runs.append(results.load(make_run(tmp_path / name, rows, machine(instance_type=name))))
+    return runs
+
+
+def test_ranking_arithmetic_and_order(tmp_path):
+    (tmp_path / "catalog.yaml").write_text(CATALOG)
+    rank = ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000)
+    by_name = {e["instance_type"]: e for e in rank["measured"]}
+    assert by_name["ml.c5.xlarge"]["epoch_sec"] == 25.0  # 1e6 examples / 40k ex/s
+    assert by_name["ml.c5.xlarge"]["cost_per_epoch"] == pytest.approx(25.0 / 3600 * 0.2, abs=1e-6)
+    assert by_name["ml.c5.2xlarge"]["cost_per_epoch"] == pytest.approx(10.0 / 3600 * 0.4, abs=1e-6)
+    assert by_name["ml.g4dn.xlarge"]["cost_per_epoch"] == pytest.approx(20.0 / 3600 * 0.75, abs=1e-6)
+    costs = [e["cost_per_epoch"] for e in rank["measured"]]
+    assert costs == sorted(costs)
+    assert (rank["region"], rank["prices_as_of"]) == ("us-east-1", "2024-06")
+
+
+def test_projections_are_never_mixed_with_measured_rows(tmp_path):
+    (tmp_path / "catalog.yaml").write_text(CATALOG)
+    rank = ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000)
+    measured = {e["instance_type"] for e in rank["measured"]}
+    projected = {e["instance_type"] for e in rank["projected"]}
+    assert measured == {"ml.c5.xlarge", "ml.c5.2xlarge", "ml.g4dn.xlarge"}
+    assert projected == {"ml.c5.4xlarge", "ml.m5.xlarge"}  # CPU types only; GPUs are not projected from cores
+    assert all(e["basis"] == "measured" and "assumption" not in e for e in rank["measured"])
+    assert all(e["basis"] == "projected" and "linear" in e["assumption"] for e in rank["projected"])
+    c5_4x = next(e for e in rank["projected"] if e["instance_type"] == "ml.c5.4xlarge")
+    assert c5_4x["examples_per_sec"] == pytest.approx(100000.0 / 4 * 8)  # from the nearest c5 size, per core
+    m5 = next(e for e in rank["projected"] if e["instance_type"] == "ml.m5.xlarge")
+    assert m5["examples_per_sec"] == pytest.approx(40000.0) and "ml.c5.xlarge" in m5["assumption"]
+
+
+def test_runs_on_different_data_are_refused(tmp_path, cli):
+    first = make_run(tmp_path / "a", passing_rows([]), machine())
+    second = make_run(tmp_path / "b", [r | {"data_fingerprint": "other"} for r in passing_rows([])], machine())
+    code, _, err = cli("checklist", first, second)
+    assert code == 1 and "different data sets" in err
+
+
+def test_measured_type_missing_from_catalog_has_no_cost(tmp_path):
+    (tmp_path / "catalog.yaml").write_text(CATALOG)
+    rows = [r | {"instance_type": "ml.x9.huge"} for r in passing_rows([])]
+    run = results.load(make_run(tmp_path / "run", rows, machine()))
+    rank = ranking([run], load_catalog(tmp_path / "catalog.yaml"), 1000)
+    assert rank["measured"][0]["cost_per_epoch"] is None and rank["projected"] == []
+
+
+def test_shipped_catalog_is_valid_and_covers_the_families():
+    catalog = load_catalog()
+    assert {i.family for i in catalog.instances.values()} >= {"c5", "m5", "p3", "g4dn", "g5", "p4d"}
+    assert catalog.region and catalog.prices_as_of and DEFAULT_CATALOG.exists()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("instances: {}\n", "missing region, prices_as_of, currency"),
+    ("region: r\nprices_as_of: x\ncurrency: USD\ninstances: []\n", "instances: expected a non-empty mapping"),
+    ("region: r\nprices_as_of: x\ncurrency: USD\ninstances:\n  ml.a: {family: a, vcpus: 2, physical_cores: 4, "
+     "memory_gib: 1, gpus: 0, price_per_hour: 1}\n", "instances.ml.a: physical_cores (4) exceeds vcpus (2)"),
+    ("region: r\nprices_as_of: x\ncurrency: USD\ninstances:\n  ml.a: {family: a, vcpus: 2, physical_cores: 1, "
+     "memory_gib: 1, gpus: 0, price_per_hour: cheap}\n", "instances.ml.a.price_per_hour: expected a non-negative number"),
+    ("region: r\nprices_as_of: x\ncurrency: USD\ninstances:\n  ml.a: {family: a, vcpus: 2}\n",
+     "instances.ml.a: missing physical_cores, memory_gib, gpus, price_per_hour"),
+    ("region: r\nprices_as_of: x\ncurrency: USD\ninstances:\n  ml.a: {family: a, vcpus: 2, physical_cores: 1, "
+     "memory_gib: 1, gpus: 0, price_per_hour: 1, colour: red}\n", "unknown key(s) colour"),
+    ("region: [unclosed\n", "not valid YAML"),
+])
+def test_catalog_errors_name_the_problem(tmp_path, text, message):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=None) as error:
+        load_catalog(path)
+    assert message in str(error.value) and str(path) in str(error.value)
+
+
+def test_cli_json_is_the_documented_shape(tmp_path, cli):
+    run = _run(tmp_path)
+    code, out, _ = cli("checklist", run.run_dir, "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == {"version", "items", "ranking", "migration"}
+    assert set(doc["ranking"]) >= {"measured", "projected", "epoch_examples", "region", "prices_as_of"}
+    assert doc["ranking"]["epoch_examples"] == 100000
+    assert {m["id"] for m in doc["migration"]} >= {"tf_config_chief", "shared_checkpoints", "estimator_removed",
+                                                   "strategy_scope"}
+
+
+def test_cli_markdown_separates_projections_and_reports_bad_catalog(tmp_path, cli):
+    run = _run(tmp_path)
+    code, out, _ = cli("checklist", run.run_dir)
+    assert code == 0 and "## Projections (not measured)" in out and "TF1 → TF2" in out
+    (tmp_path / "bad.yaml").write_text("region: x\n")
+    code, _, err = cli("checklist", run.run_dir, "--catalog", tmp_path / "bad.yaml")
+    assert code == 1 and "missing prices_as_of, currency, instances" in err

@@ -1,0 +1,162 @@
+"""`pipebench report`: figures, the self-contained HTML and its Markdown twin, checked in headless Chromium."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipebench.report.tables import ENV_COLUMNS
+from report_fixtures import data_files, machine, make_run, passing_rows
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+FIGURE_IDS = ["throughput", "format_and_map", "threads", "batch_size", "utilization", "input_bound"]
+#: Appended to a copy of the page: records what the browser made of each image, for --dump-dom to show.
+PROBE = ('<script>window.addEventListener("load", () => document.body.setAttribute("data-images", JSON.stringify('
+         '[...document.images].map(i => { const box = i.getBoundingClientRect(), style = getComputedStyle(i); '
+         'return {complete: i.complete, natural_width: i.naturalWidth, natural_height: i.naturalHeight, '
+         'width: box.width, height: box.height, visibility: style.visibility, display: style.display}; }))));'
+         '</script>')
+
+
+@pytest.fixture
+def report(tmp_path, cli):
+    run = make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
+    code, out, err = cli("report", run, "--out", tmp_path / "report")
+    assert code == 0, err
+    return tmp_path / "report"
+
+
+def test_report_inlines_every_figure_and_writes_a_markdown_twin(report):
+    page = (report / "report.html").read_text()
+    images = re.findall(r'<img alt="[^"]+" src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == len(FIGURE_IDS)  # no study in this run: no study figure
+    assert all(base64.b64decode(data).startswith(b"\x89PNG") for data in images)
+    assert "http://" not in page and "https://" not in page  # works offline: nothing to fetch
+    markdown = (report / "report.md").read_text()
+    for figure_id in FIGURE_IDS:
+        assert f"(figures/{figure_id}.png)" in markdown and (report / "figures" / f"{figure_id}.png").exists()
+    for text in ("Best configuration", "def input_fn", "Machine facts", "Test CPU", "highly input-bound"):
+        assert text in markdown and html.escape(text) in page
+
+
+def test_card_reports_gain_over_the_deck_and_tf_defaults(tmp_path, cli):
+    rows = passing_rows(data_files(tmp_path / "data"))
+    rows.append(rows[0] | {"trial_id": "t-default", "intra_op_threads": None, "examples_per_sec_median": 32000.0})
+    run = make_run(tmp_path / "run", rows, machine())
+    code, _, err = cli("report", run, "--out", tmp_path / "out")
+    assert code == 0, err
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "| the deck's recommended pipeline (aws-sample, TFRecord, TF default threads) | 32,000 | 1.25× |" in markdown
+    assert "| the same pipeline with TF default threads and no env knobs | 32,000 | 1.25× |" in markdown
+
+
+def test_study_figures_appear_only_when_a_study_exists(tmp_path, cli):
+    rows = [r | {"study": "s1", "optuna_trial_number": i, "rss_peak_bytes": (i + 1) * 2**20}
+            for i, r in enumerate(passing_rows([]))]
+    run = make_run(tmp_path / "run", rows, machine())
+    code, _, err = cli("report", run, "--out", tmp_path / "out")
+    assert code == 0, err
+    for figure_id in ("study_history", "study_importance", "study_pareto"):
+        assert (tmp_path / "out" / "figures" / f"{figure_id}.png").exists(), figure_id
+
+
+def test_parameter_importance_and_pareto_front():
+    import pandas as pd
+
+    from pipebench.report.figures import parameter_importance, pareto_front
+
+    rows = pd.DataFrame({"examples_per_sec_median": [10.0, 10.0, 30.0, 30.0], "batch_size": [256, 256, 1024, 1024],
+                         "intra_op_threads": [1, 2, 1, 2], "inter_op_threads": [None] * 4,
+                         "ordering": ["a"] * 4, "format": ["tfrecord"] * 4,
+                         **{c: [None] * 4 for c in ENV_COLUMNS}})
+    importance = parameter_importance(rows)
+    assert importance.to_dict() == {"intra_op_threads": 0.0, "batch_size": 1.0}  # batch explains it all
+    points = pd.DataFrame({"rss_peak_bytes": [1, 2, 3, 4], "examples_per_sec_median": [5.0, 4.0, 9.0, 8.0]})
+    assert pareto_front(points)["rss_peak_bytes"].tolist() == [1, 3]
+
+
+def test_chosen_trials_get_the_utilization_plot(tmp_path, cli):
+    run = make_run(tmp_path / "run", passing_rows([]), machine())
+    code, _, err = cli("report", run, "--out", tmp_path / "out", "--trial", "t-train-svm", "--trial", "t-input-svm")
+    assert code == 0, err
+    code, _, err = cli("report", run, "--out", tmp_path / "out", "--trial", "nope")
+    assert code == 2 and "no trial nope" in err
+
+
+def test_report_refuses_mixed_hosts_unless_asked(tmp_path, cli):
+    first = make_run(tmp_path / "a", passing_rows([]), machine())
+    second = make_run(tmp_path / "b", [r | {"host_fingerprint": "other"} for r in passing_rows([])], machine())
+    code, _, err = cli("report", first, second, "--out", tmp_path / "out")
+    assert code == 1 and "host_fingerprint" in err
+    code, _, err = cli("report", first, second, "--out", tmp_path / "out", "--allow-mixed")
+    assert code == 0, err
+
+
+def test_help_imports_neither_matplotlib_nor_tensorflow():
+    code = ("import sys, pipebench.cli as c\ntry: c.main(['--help'])\nexcept SystemExit: pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'tensorflow', 'pandas')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    reason = "chromium is not installed (scripts/ensure-chromium.sh installs Debian's package)"
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def test_missing_chromium_fails_under_ci(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", "1")
+    with pytest.raises(pytest.fail.Exception, match="chromium is not installed"):
+        _chromium()
+
+
+def _browser(chromium: str, profile: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_figures_render_visibly_in_headless_chromium(report, tmp_path):
+    from PIL import Image
+
+    chromium = _chromium()
+    probe = report / "probe.html"
+    probe.write_text((report / "report.html").read_text().replace("</body>", PROBE + "</body>"))
+    dom = _browser(chromium, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    found = re.search(r'data-images="([^"]*)"', dom.stdout)
+    assert found, f"no image report in the DOM (chromium said: {dom.stderr[-500:]})"
+    images = json.loads(html.unescape(found.group(1)))
+    assert len(images) == len(FIGURE_IDS)
+    for image in images:
+        assert image["complete"] and image["natural_width"] > 100 and image["natural_height"] > 100, image
+        assert image["width"] > 100 and image["height"] > 100, image
+        assert image["visibility"] == "visible" and image["display"] != "none", image
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    screenshot = ARTIFACTS / "report-screenshot.png"
+    screenshot.unlink(missing_ok=True)
+    shot = _browser(chromium, tmp_path / "profile", f"--screenshot={screenshot}", "--window-size=1280,2400",
+                    (report / "report.html").as_uri())
+    assert screenshot.exists(), shot.stderr[-500:]
+    picture = Image.open(io.BytesIO(screenshot.read_bytes())).convert("RGB")
+    colours = picture.getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 50, "the screenshot is (nearly) blank"
+    # The figures' coloured bars (not only black text on white) reached the screen.
+    coloured = sum(count for count, (r, g, b) in colours if max(r, g, b) - min(r, g, b) > 60)
+    assert coloured > 0.01 * picture.width * picture.height
