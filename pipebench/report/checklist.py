@@ -20,14 +20,15 @@ from pathlib import Path
 import pandas as pd
 
 from pipebench.errors import PipebenchError
+from pipebench.measure.stats import INPUT_BOUND_THRESHOLDS
 from pipebench.report.catalog import Catalog
 from pipebench.report.tables import ENV_COLUMNS, best_row, decode_style, ok_rows, stage_kinds
 from pipebench.results import RunResults
 
 JSON_VERSION = 1
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
-#: TF Profiler's input-bound thresholds, as fractions of step time.
-INPUT_BOUND_LOW, INPUT_BOUND_HIGH = 0.05, 0.20
+#: TF Profiler's input-bound thresholds, as fractions of step time (the ones summaries use).
+INPUT_BOUND_LOW, INPUT_BOUND_HIGH = (limit for limit, _ in INPUT_BOUND_THRESHOLDS[:2])
 
 
 def _item(id_: str, title: str, status: str, evidence: dict, advice: str) -> dict:
