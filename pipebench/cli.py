@@ -111,6 +111,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
+    if args.instance_type:  # the variable SageMaker sets: machine facts and the checklist's ranking read it
+        os.environ["SM_CURRENT_INSTANCE_TYPE"] = args.instance_type
     run(experiment, args.resume, log=lambda text: print(text, flush=True))
     return 0
 
@@ -220,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="override a setting, e.g. --set grid.batch_size=[512,2048] (repeatable)")
     run.add_argument("--quick", action="store_true", help="apply the experiment's `quick:` overrides")
     run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping finished trials")
+    run.add_argument("--instance-type", help="the instance this runs on (e.g. ml.c5.9xlarge), for the checklist's "
+                     "cost ranking; SageMaker sets SM_CURRENT_INSTANCE_TYPE itself")
     run.set_defaults(func=_cmd_run)
 
     worker = commands.add_parser("worker", help="join a shared Optuna study: run its trials one at a time here")
