@@ -1,1 +1,8 @@
-"""libsvm → TFRecord (Example) / packed converters, and the inverse; no TensorFlow import here."""
+"""libsvm → TFRecord (Example) / packed converters, and the inverse; no TensorFlow import here.
+
+This module stays import-light (no numba, no numpy): the pipeline spec reads its tables too.
+"""
+
+COMPRESSIONS = ("none", "gzip", "zlib")
+#: tf.data's `compression_type` value for each compression.
+TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}

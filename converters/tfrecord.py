@@ -15,11 +15,9 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from converters import COMPRESSIONS, TF_COMPRESSION  # noqa: F401 (re-exported for callers)
 from pipebench.errors import DataError
 
-COMPRESSIONS = ("none", "gzip", "zlib")
-#: tf.data's `compression_type` value for each compression.
-TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 _MASK_DELTA = np.uint64(0xA282EAD8)
 
 

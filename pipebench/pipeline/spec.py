@@ -36,14 +36,12 @@ from typing import Any, Union
 
 import yaml
 
+from converters import COMPRESSIONS, TF_COMPRESSION
 from pipebench.errors import ConfigError
 
 AUTOTUNE = "AUTOTUNE"
 FORMATS = ("libsvm", "tfrecord", "packed")
 MODES = ("file", "fastfile", "pipe")
-COMPRESSIONS = ("none", "gzip", "zlib")
-#: tf.data's `compression_type` per compression (as converters.tfrecord, kept here to stay numba-free).
-TF_COMPRESSION = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
 MEMORY = "memory"
 
 Tunable = Union[int, str, None]
