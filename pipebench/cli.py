@@ -122,6 +122,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.search.study import join
 
     experiment = load_experiment(args.experiment, tuple(args.set))
+    if args.instance_type:
+        os.environ["SM_CURRENT_INSTANCE_TYPE"] = args.instance_type
     join(experiment, args.storage, args.study, args.run_dir, log=lambda text: print(text, flush=True))
     return 0
 
@@ -233,6 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--study", required=True, metavar="NAME", help="the study's name")
     worker.add_argument("--run-dir", type=Path, help="this worker's results folder (default: a new run folder)")
     worker.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+    worker.add_argument("--instance-type", help="the instance this worker runs on (e.g. ml.c5.9xlarge): rows say "
+                        "so, and the cost objective prices its trials")
     worker.set_defaults(func=_cmd_worker)
 
     env = commands.add_parser("env", help="print this machine's facts (CPU, memory, TensorFlow build, GPU)")

@@ -19,8 +19,9 @@ from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
 
 MODES = ("input", "train", "synthetic")
-#: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up.
-OBJECTIVES = ("examples_per_sec", "rss_peak_bytes", "auc")
+#: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
+#: instance's price per million examples down (from the checklist's catalog).
+OBJECTIVES = ("examples_per_sec", "rss_peak_bytes", "auc", "cost_per_million_examples")
 ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
 
 
@@ -98,6 +99,7 @@ SCHEMA: dict[str, Any] = {
         "space": Field(_Any),  # knob → list of choices or {low, high, log}; pipebench.search.space checks it
         "pin_inert": Field(bool, True),  # pin knobs this machine cannot honour (KMP_* without OpenMP, ...)
         "enqueue_reference": Field(bool, True),  # the deck's settings and TF defaults run first
+        "catalog": Field(str, None),  # instance catalog for the cost objective; default: the shipped one
     },
     "measurement": {
         "warmup_max_sec": Field(float, 10.0, minimum=0),

@@ -76,7 +76,7 @@ def trial_row(trial: dict, record: dict, sampler: dict, run_id: str, machine: di
     row = {
         "run_id": run_id, "trial_id": trial["trial_id"], "repeat": trial["repeat"],
         "host": socket.gethostname(), "host_fingerprint": machine.get("host_fingerprint"),
-        "instance_type": machine.get("instance_type"), "tf_version": record.get("tf_version"),
+        "instance_type": (machine.get("sagemaker") or {}).get("instance_type"), "tf_version": record.get("tf_version"),
         "started_utc": _utc(started), "ended_utc": _utc(time.time()),
         "mode": trial["mode"], **trial["describe"], "pipeline_fingerprint": trial["pipeline_fingerprint"],
         "data_fingerprint": trial["data_fingerprint"], "config_key": trial["compute_key"],

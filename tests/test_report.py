@@ -86,6 +86,20 @@ def test_parameter_importance_and_pareto_front():
     assert pareto_front(points)["rss_peak_bytes"].tolist() == [1, 3]
 
 
+def test_importance_figure_reads_the_importances_the_study_saved(tmp_path):
+    import json
+
+    from pipebench.report.figures import optuna_importance
+    from pipebench.results import IMPORTANCES_FILE, load
+
+    assert optuna_importance([{"study": "s", "importances": {"examples_per_sec": {"unavailable": "one trial"}}}])[1].empty
+    run = make_run(tmp_path / "run", passing_rows([]), machine())
+    saved = {"study": "s1", "importances": {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}}
+    (run / IMPORTANCES_FILE).write_text(json.dumps(saved))
+    name, importance = optuna_importance([load(run).study])
+    assert name == "s1" and importance.to_dict() == {"intra_op_threads": 0.3, "batch_size": 0.7}
+
+
 def test_chosen_trials_get_the_utilization_plot(tmp_path, cli):
     run = make_run(tmp_path / "run", passing_rows([]), machine())
     code, _, err = cli("report", run, "--out", tmp_path / "out", "--trial", "t-train-svm", "--trial", "t-input-svm")

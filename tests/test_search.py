@@ -70,7 +70,7 @@ def _journal(path: Path):
 
 
 def _assert_every_slot_once(study, n_trials: int) -> None:
-    complete = study.get_trials(states=(TrialState.COMPLETE,))
+    complete = [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if "duplicate_of" not in t.user_attrs]
     assert sorted(t.user_attrs["slot"] for t in complete) == list(range(n_trials))
     assert not study.get_trials(states=(TrialState.RUNNING, TrialState.WAITING))
 
@@ -147,11 +147,11 @@ def test_a_slow_trial_is_pruned(tmp_path, cache):
 
     journal = tmp_path / "pruning.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="median",
-               space={"batch_size": [1, 512]})
+               space={"batch_size": [1, 256, 512]})
     doc["measurement"]["windows"] = 8
     experiment = parse_experiment(doc)
     study = optuna.create_study(storage=_journal(journal), study_name="tiny", direction="maximize")
-    for slot, batch_size in enumerate([512, 512, 1]):  # the third is hopeless: one example per batch
+    for slot, batch_size in enumerate([512, 256, 1]):  # the third is hopeless: one example per batch
         study.enqueue_trial({"batch_size": batch_size}, user_attrs={"slot": slot, "enqueued_as": "test"})
     study.set_user_attr("pipebench_slots", 3)
     search(experiment, log=lambda _: None)
@@ -259,3 +259,112 @@ def postgres_url():
 
 def test_two_workers_share_a_postgresql_study_and_survive_a_kill(tmp_path, cache, postgres_url):
     _two_workers_finish_with_one_killed(tmp_path, cache, postgres_url)
+
+
+# --- knobs beyond threads: stages, source fields, tf.data options ---
+
+def test_space_takes_stage_source_and_option_knobs_and_refuses_dropping_a_meaningful_stage():
+    from pipebench.errors import ConfigError
+    from pipebench.search.space import parse_space
+
+    space = parse_space({"stage.cache.enabled": [True, False], "source.num_parallel_reads": [None, 2],
+                         "option.threading.private_threadpool_size": {"low": 0, "high": 4}})
+    assert space["stage.cache.enabled"].choices == (True, False) and space["option.threading.private_threadpool_size"].high == 4
+    with pytest.raises(ConfigError, match=r"search.space.stage.shuffle.enabled: only cache and prefetch can be switched off"):
+        parse_space({"stage.shuffle.enabled": [False]})
+    with pytest.raises(ConfigError, match=r"search.space.source.files: unknown knob"):
+        parse_space({"source.files": [["a"]]})
+
+
+def test_worker_trial_applies_pipeline_knobs_and_lists_those_a_pipeline_cannot_take(tmp_path, cache):
+    from pipebench.datasets import materialise
+    from pipebench.pipeline.spec import PipelineSpec
+    from pipebench.search.study import make_plan, worker_trial
+
+    doc = _doc(tmp_path, cache, space={"stage.prefetch.enabled": [False], "source.num_parallel_reads": [2],
+                                       "option.threading.private_threadpool_size": [3],
+                                       "stage.interleave.cycle_length": [4]})
+    experiment = parse_experiment(doc)
+    plan = make_plan(experiment, materialise(experiment, log=lambda _: None), NO_OPENMP)
+    params = {name: dim.choices[0] for name, dim in plan.space.items()}
+    trial = worker_trial(plan, params)
+    spec = PipelineSpec.from_dict(trial["pipeline"])
+    reference = plan.pipelines[params["pipeline"]].spec
+    assert "prefetch" in reference.kinds and "prefetch" not in spec.kinds
+    assert spec.source.num_parallel_reads == 2
+    assert dict(spec.options.settings)["threading.private_threadpool_size"] == 3
+    assert trial["knobs_not_applied"] == [f"stage.interleave.cycle_length: {reference.ordering} has no interleave stage"]
+
+
+# --- study creation, duplicates, objectives ---
+
+_OPEN_STUDY = """
+import sys, time
+from pipebench.config import parse_experiment
+from pipebench.search.study import Plan, open_storage, open_study
+from pathlib import Path
+experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6}})
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+study = open_study(experiment, Plan(experiment, None, {}, {}, [], []), open_storage(sys.argv[1], Path(".")))
+print(study.user_attrs["pipebench_slots"])
+"""
+
+
+def test_two_processes_creating_one_study_at_once_enqueue_its_slots_once(tmp_path):
+    journal = tmp_path / "race.journal"
+    start = time.time() + 3  # both processes have imported Optuna by then and call open_study together
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_STUDY, str(journal), str(start)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [o.strip() for o, _ in outs] == ["6", "6"]
+    study = optuna.load_study(study_name="race", storage=_journal(journal))
+    assert sorted(t.user_attrs["slot"] for t in study.get_trials(states=(TrialState.WAITING,))) == list(range(6))
+
+
+def test_settings_measured_before_are_told_not_measured_again(tmp_path, cache):
+    from pipebench.search.study import search
+
+    journal = tmp_path / "dups.journal"
+    doc = _doc(tmp_path, cache, storage=str(journal), n_trials=5, pruner="none", seed=3,
+               space={"batch_size": [128, 256]})  # two settings, three sampled slots: duplicates are certain
+    search(parse_experiment(doc), log=lambda _: None)
+    study = optuna.load_study(study_name="tiny", storage=_journal(journal))
+    complete = study.get_trials(states=(TrialState.COMPLETE,))
+    duplicates = [t for t in complete if "duplicate_of" in t.user_attrs]
+    assert duplicates and not study.get_trials(states=(TrialState.WAITING, TrialState.RUNNING))
+    for trial in duplicates:
+        assert trial.values == study.trials[trial.user_attrs["duplicate_of"]].values
+    rows = _rows(tmp_path / "results")
+    assert len(rows) == len(complete) - len(duplicates), "each measured trial is one row, duplicates none"
+    keys = [(r["batch_size"], r["intra_op_threads"], r["inter_op_threads"], r["env_KMP_AFFINITY"]) for r in rows]
+    assert len(keys) == len(set(keys)), f"a setting was measured twice: {keys}"
+
+
+def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_catalog(tmp_path, cache, monkeypatch):
+    from pipebench.errors import ConfigError
+    from pipebench.report.catalog import load_catalog
+    from pipebench.search.study import search
+
+    objectives = ["examples_per_sec", "rss_peak_bytes", "cost_per_million_examples"]
+    doc = _doc(tmp_path, cache, storage=str(tmp_path / "multi.journal"), n_trials=3, objectives=objectives,
+               space={"batch_size": [128, 256]})
+    monkeypatch.delenv("SM_CURRENT_INSTANCE_TYPE", raising=False)
+    with pytest.raises(ConfigError, match="cost_per_million_examples needs this machine's instance type"):
+        search(parse_experiment(doc), log=lambda _: None)
+    monkeypatch.setenv("SM_CURRENT_INSTANCE_TYPE", "ml.c5.xlarge")
+    doc["results"] = str(tmp_path / "results-priced")
+    search(parse_experiment(doc), log=lambda _: None)
+    study = optuna.load_study(study_name="tiny", storage=_journal(tmp_path / "multi.journal"))
+    assert [d.name for d in study.directions] == ["MAXIMIZE", "MINIMIZE", "MINIMIZE"]
+    price = load_catalog().instances["ml.c5.xlarge"].price_per_hour
+    rows = {r["optuna_trial_number"]: r for r in _rows(tmp_path / "results-priced")}
+    complete = [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if "duplicate_of" not in t.user_attrs]
+    assert len(complete) == 3 and study.best_trials
+    for trial in complete:
+        row = rows[trial.number]
+        assert trial.values[0] == row["examples_per_sec_median"] and trial.values[1] == row["rss_peak_bytes"]
+        assert trial.values[2] == pytest.approx(price / (row["examples_per_sec_median"] * 3600) * 1e6)
+        assert row["instance_type"] == "ml.c5.xlarge"

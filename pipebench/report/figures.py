@@ -184,14 +184,28 @@ def parameter_importance(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(shares, dtype=float).sort_values()
 
 
-def study_importance(trials: pd.DataFrame, ax) -> bool:
-    rows = _study_rows(trials)
-    importance = parameter_importance(rows) if len(rows) > 2 else pd.Series(dtype=float)
+def optuna_importance(studies: list[dict]) -> tuple[str, pd.Series]:
+    """Give (study name, importances for examples/sec) from the first study whose Optuna evaluator gave them."""
+    for study in studies:
+        found = (study.get("importances") or {}).get("examples_per_sec") or {}
+        if found and "unavailable" not in found:
+            return study.get("study", "study"), pd.Series(found, dtype=float).sort_values()
+    return "", pd.Series(dtype=float)
+
+
+def study_importance(trials: pd.DataFrame, studies: list[dict], ax) -> bool:
+    """Bar chart of Optuna's importances as the study saved them; η² over the rows when it saved none."""
+    name, importance = optuna_importance(studies)
+    label = f"Optuna parameter importance for examples/sec (study {name}, Optuna's default evaluator)"
+    if importance.empty:
+        rows = _study_rows(trials)
+        importance = parameter_importance(rows) if len(rows) > 2 else importance
+        label = "share of throughput variance explained (η², no interactions; no importances.json)"
     if importance.empty:
         return False
     ax.barh(list(importance.index), importance.values)
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of throughput variance explained (η², no interactions)")
+    ax.set_xlabel(label, fontsize=8)
     return True
 
 
@@ -241,8 +255,12 @@ def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
         plt.close(figure)
 
 
-def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None = None) -> list[Figure]:
-    """Give every figure the tables support, in report order; `chosen` trials get the utilization plot."""
+def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None = None,
+           studies: list[dict] | None = None) -> list[Figure]:
+    """Give every figure the tables support, in report order; `chosen` trials get the utilization plot.
+
+    `studies`: the runs' importances.json contents (RunResults.study), for Optuna's importances.
+    """
     chosen = chosen or fastest_per_mode(trials)
     plans = [
         ("throughput", "Examples/sec by pipeline, format, source mode, ordering and mode",
@@ -255,7 +273,7 @@ def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None
         ("input_bound", "Input-bound fraction and stall decomposition", lambda ax: input_bound(trials, ax),
          (11, max(3.0, 0.4 * len(ok_rows(trials, "train"))))),
         ("study_history", "Optuna study history", lambda ax: study_history(trials, ax), (8, 4)),
-        ("study_importance", "Optuna study: parameter importance", lambda ax: study_importance(trials, ax), (8, 4)),
+        ("study_importance", "Optuna study: parameter importance", lambda ax: study_importance(trials, studies or [], ax), (8, 4)),
         ("study_pareto", "Optuna study: throughput vs peak memory, Pareto front", lambda ax: study_pareto(trials, ax),
          (8, 4)),
     ]

@@ -174,7 +174,7 @@ def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: boo
     unknown = sorted(set(trial_ids or ()) - set(trials["trial_id"]))
     if unknown:
         raise UsageError(f"report: no trial {', '.join(unknown)} in these runs")
-    figures = render(trials, samples, trial_ids)
+    figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study])
     blocks = build_blocks(runs, figures)
     (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
     for figure in figures:

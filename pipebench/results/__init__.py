@@ -20,6 +20,8 @@ SAMPLES_FILE = "samples.parquet"
 MACHINE_FILE = "machine.json"
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.md"
+#: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
+IMPORTANCES_FILE = "importances.json"
 
 
 @dataclass
@@ -31,6 +33,7 @@ class RunResults:
     samples: "pandas.DataFrame"  # noqa: F821
     machine: dict
     config: dict
+    study: dict | None = None  # importances.json, when the run was an Optuna study
 
 
 def load(run_dir: Path) -> RunResults:
@@ -42,7 +45,8 @@ def load(run_dir: Path) -> RunResults:
     samples = read_table(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA).to_pandas()
     machine = json.loads((run_dir / MACHINE_FILE).read_text()) if (run_dir / MACHINE_FILE).exists() else {}
     config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).exists() else {}
-    return RunResults(run_dir, trials, samples, machine, config)
+    study = json.loads((run_dir / IMPORTANCES_FILE).read_text()) if (run_dir / IMPORTANCES_FILE).exists() else None
+    return RunResults(run_dir, trials, samples, machine, config, study)
 
 
 def load_many(run_dirs: list[Path], allow_mixed: bool = False) -> list[RunResults]:

@@ -2,7 +2,10 @@
 
 A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `inter_op_threads`
 (0 = TensorFlow's default), `env.<VAR>` for the variables in `config.ENV_KNOBS` (null = unset), or
-`stage.<kind>.<param>` (e.g. `stage.prefetch.buffer_size`), set on every candidate that has that stage.
+`stage.<kind>.<param>` (e.g. `stage.prefetch.buffer_size`; `stage.cache.enabled: [true, false]`
+switches cache or prefetch off), `source.<field>` (e.g. `source.num_parallel_reads`) or
+`option.<group>.<name>` (a tf.data option, e.g. `option.threading.private_threadpool_size`), set on
+every candidate that can take it.
 A dimension is a list of choices or `{low, high, log}` integers. No Optuna import here: the study
 module turns dimensions into `suggest_*` calls.
 """
@@ -16,6 +19,9 @@ from pipebench.config import ENV_KNOBS
 from pipebench.errors import ConfigError
 
 _FIXED_KNOBS = ("pipeline", "batch_size", "intra_op_threads", "inter_op_threads")
+#: Stages a search may switch off: without them the pipeline is slower or faster, never different.
+DROPPABLE_STAGES = ("cache", "prefetch")
+_SOURCE_KNOBS = ("num_parallel_reads", "buffer_size", "compression")
 _OPENMP_KNOBS = tuple(f"env.{name}" for name in ENV_KNOBS if name.startswith(("KMP_", "OMP_")))
 KMP_AFFINITY_CHOICES = ("disabled", "granularity=fine,compact,1,0", "granularity=fine,scatter,1,0", None)
 
@@ -43,12 +49,21 @@ class Dimension:
         return Dimension(self.name, (value,))
 
 
-def _knob_ok(name: str) -> bool:
-    if name in _FIXED_KNOBS:
-        return True
-    if name.startswith("env."):
-        return name[4:] in ENV_KNOBS
-    return name.startswith("stage.") and len(name.split(".")) == 3
+def _knob_problem(name: str) -> str | None:
+    """Give why `name` is not a knob, or None."""
+    if name in _FIXED_KNOBS or (name.startswith("env.") and name[4:] in ENV_KNOBS):
+        return None
+    parts = name.split(".")
+    if parts[0] == "stage" and len(parts) == 3:
+        if parts[2] == "enabled" and parts[1] not in DROPPABLE_STAGES:
+            return f"only {' and '.join(DROPPABLE_STAGES)} can be switched off without changing the examples"
+        return None
+    if parts[0] == "source" and len(parts) == 2 and parts[1] in _SOURCE_KNOBS:
+        return None
+    if parts[0] == "option" and len(parts) in (2, 3):
+        return None
+    return (f"unknown knob (pipeline, batch_size, intra_op_threads, inter_op_threads, env.<{'|'.join(ENV_KNOBS)}>, "
+            f"stage.<kind>.<param>, source.<{'|'.join(_SOURCE_KNOBS)}>, option.<group>.<name>)")
 
 
 def parse_space(raw: Any, where: str = "search.space") -> dict[str, Dimension]:
@@ -58,9 +73,9 @@ def parse_space(raw: Any, where: str = "search.space") -> dict[str, Dimension]:
     space = {}
     for name, value in raw.items():
         path = f"{where}.{name}"
-        if not _knob_ok(str(name)):
-            raise ConfigError(f"{path}: unknown knob (pipeline, batch_size, intra_op_threads, inter_op_threads, "
-                              f"env.<{'|'.join(ENV_KNOBS)}>, stage.<kind>.<param>)")
+        problem = _knob_problem(str(name))
+        if problem:
+            raise ConfigError(f"{path}: {problem}")
         if isinstance(value, list):
             if not value:
                 raise ConfigError(f"{path}: at least one choice")

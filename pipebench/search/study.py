@@ -5,10 +5,12 @@ settings and TensorFlow's defaults first, then empty ones the sampler fills in w
 for. Every process (`pipebench run`, any number of `pipebench worker`s on any host) pops waiting
 slots until none is left, so the study ends at its size whoever runs it. A slot whose worker died
 (kill -9, a lost host) is failed and enqueued again with the same settings by the next process on
-that host, so no slot is lost and none is measured twice.
+that host, so no slot is lost and none is measured twice. Settings this host already measured are
+not measured again: the earlier values are told and the slot goes back to the sampler.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -24,12 +26,13 @@ import psutil
 from pipebench.config import ENV_KNOBS, Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
+from pipebench.pipeline.spec import PipelineSpec
 from pipebench.search.grid import Candidate, candidates, make_trial
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
 
 STUDY_FILE = "study.journal"
-IMPORTANCES_FILE = "importances.json"
-_DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize"}
+_DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize",
+               "cost_per_million_examples": "minimize"}
 _RECORD_KEYS = {"examples_per_sec": "examples_per_sec_median", "rss_peak_bytes": "rss_peak_bytes", "auc": "auc"}
 _MIN_TRIALS_FOR_FAILURE_BUDGET = 4
 
@@ -44,6 +47,36 @@ class Plan:
     space: dict[str, Dimension]
     pinned: list[str]
     references: list[tuple[str, dict, dict]]  # name, searched knobs' values, fixed knobs' values
+    price_per_hour: float | None = None  # this host's instance price, for the cost objective
+
+
+def instance_price(experiment: Experiment, machine: dict) -> float | None:
+    """Give this host's hourly price from the catalog when the cost objective needs it; ConfigError if unknown."""
+    if "cost_per_million_examples" not in experiment["search"]["objectives"]:
+        return None
+    from pipebench.report.catalog import load_catalog
+
+    catalog = load_catalog(experiment["search"]["catalog"])
+    instance_type = (machine.get("sagemaker") or {}).get("instance_type")
+    if instance_type is None:
+        raise ConfigError("search.objectives: cost_per_million_examples needs this machine's instance type "
+                          "(pipebench run/worker --instance-type T, or SageMaker's SM_CURRENT_INSTANCE_TYPE)")
+    if instance_type not in catalog.instances:
+        raise ConfigError(f"search.objectives: cost_per_million_examples: {instance_type} has no price in the "
+                          f"catalog (search.catalog: a YAML file like pipebench/report/catalog.yaml)")
+    return catalog.instances[instance_type].price_per_hour
+
+
+def objective_values(row: dict, objectives: list[str], price_per_hour: float | None) -> list[float | None]:
+    """Give the row's value for each objective; cost is the price of a million examples at its rate."""
+    values = []
+    for objective in objectives:
+        if objective == "cost_per_million_examples":
+            rate = row.get("examples_per_sec_median")
+            values.append(price_per_hour / (rate * 3600) * 1e6 if rate and price_per_hour else None)
+        else:
+            values.append(row.get(_RECORD_KEYS[objective]))
+    return values
 
 
 def _match_pipeline(choice: str, pipelines: dict[str, Candidate], where: str) -> str:
@@ -91,25 +124,47 @@ def make_plan(experiment: Experiment, data: DataSet, machine: dict) -> Plan:
         overrides = {k: v for k, v in params.items()
                      if (k in fixed or k not in space) and (v is not None or k.startswith("env."))}
         references.append((name, searched, overrides))
-    return Plan(experiment, data, pipelines, space, pinned, references if cfg["enqueue_reference"] else [])
+    return Plan(experiment, data, pipelines, space, pinned, references if cfg["enqueue_reference"] else [],
+                instance_price(experiment, machine))
+
+
+def _apply_knob(spec: PipelineSpec, name: str, value: Any) -> PipelineSpec:
+    """Give `spec` with one `stage.*`, `source.*` or `option.*` knob set; ConfigError if this spec cannot take it."""
+    group, _, rest = name.partition(".")
+    if group == "source":
+        return spec.with_source(**{rest: value})
+    if group == "option":
+        return spec.with_option(rest, value)
+    kind, param = rest.split(".")
+    stage = spec.stage(kind)
+    if stage is None:
+        raise ConfigError(f"{spec.ordering} has no {kind} stage")
+    if param == "enabled":  # space.py allows it only for stages that change speed, never the examples
+        return spec if value else dataclasses.replace(spec, stages=tuple(s for s in spec.stages if s.kind != kind))
+    return spec.with_stage(stage.replace(**{param: value}))
 
 
 def worker_trial(plan: Plan, params: dict[str, Any]) -> dict:
-    """Give the worker's trial dict for a full set of knob values."""
+    """Give the worker's trial dict for a full set of knob values.
+
+    A pipeline knob that a chosen pipeline cannot take (no such stage, an option Pipe mode lacks)
+    is left out for that trial and listed under `knobs_not_applied`.
+    """
     candidate = plan.pipelines[params["pipeline"]]
-    spec = candidate.spec
-    for name, value in params.items():
-        if name.startswith("stage."):
-            _, kind, param = name.split(".")
-            stage = spec.stage(kind)
-            if stage is not None:
-                spec = spec.with_stage(stage.replace(**{param: value}))
+    spec, not_applied = candidate.spec, []
+    for name, value in sorted(params.items()):
+        if name.startswith(("stage.", "source.", "option.")):
+            try:
+                spec = _apply_knob(spec, name, value)
+            except ConfigError as err:
+                not_applied.append(f"{name}: {err}")
     setting = {"batch_size": params["batch_size"],
                "threads": {"intra": params["intra_op_threads"] or None, "inter": params["inter_op_threads"] or None},
                "env": {name[4:]: value for name, value in params.items()
                        if name.startswith("env.") and value is not None}}
-    return make_trial(plan.experiment, plan.data, plan.experiment["search"]["mode"],
-                      Candidate(candidate.name, spec, candidate.ordering), setting)
+    trial = make_trial(plan.experiment, plan.data, plan.experiment["search"]["mode"],
+                       Candidate(candidate.name, spec, candidate.ordering), setting)
+    return {**trial, "knobs_not_applied": not_applied}
 
 
 def open_storage(url: str | None, run_dir: Path):
@@ -124,31 +179,67 @@ def open_storage(url: str | None, run_dir: Path):
     return JournalStorage(JournalFileBackend(str(Path(url) if url else run_dir / STUDY_FILE)))
 
 
-def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | None = None, log=print):
-    """Give the study (created, with its slots enqueued, when it does not exist yet)."""
+def _sampler(cfg: dict):
+    import optuna
+
+    if cfg["sampler"] == "random":
+        return optuna.samplers.RandomSampler(seed=cfg["seed"])
+    with warnings.catch_warnings():  # multivariate is "experimental" in Optuna 4; the 5.x default
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # Multivariate: batch size, threads and pipeline interact. Constant liar: workers sharing a
+        # study see each other's running trials as bad, so they do not all try the same settings.
+        return optuna.samplers.TPESampler(seed=cfg["seed"], multivariate=True, constant_liar=True,
+                                          n_startup_trials=max(2, min(10, cfg["n_trials"] // 3)))
+
+
+def _pruner(experiment: Experiment, log):
+    import optuna
+
+    cfg = experiment["search"]
+    if len(cfg["objectives"]) > 1 and cfg["pruner"] != "none":
+        log(f"search.pruner {cfg['pruner']} ignored: Optuna prunes single-objective studies only")
+    elif cfg["pruner"] == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+    elif cfg["pruner"] == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=experiment["measurement"]["windows"])
+    return optuna.pruners.NopPruner()
+
+
+def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | None = None, log=print,
+               wait_sec: float = 120.0):
+    """Give the study; the one process that creates it enqueues its slots, the others wait for them.
+
+    Creating is atomic in every Optuna storage (a second create of the same name raises
+    DuplicatedStudyError), so two workers starting together cannot both enqueue slots.
+    """
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     cfg = experiment["search"]
-    seed = cfg["seed"]
-    sampler = (optuna.samplers.RandomSampler(seed=seed) if cfg["sampler"] == "random" else
-               optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(2, min(10, cfg["n_trials"] // 3))))
-    pruner: optuna.pruners.BasePruner = optuna.pruners.NopPruner()
-    if len(cfg["objectives"]) > 1 and cfg["pruner"] != "none":
-        log(f"search.pruner {cfg['pruner']} ignored: Optuna prunes single-objective studies only")
-    elif cfg["pruner"] == "median":
-        pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
-    elif cfg["pruner"] == "hyperband":
-        pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=experiment["measurement"]["windows"])
-    study = optuna.create_study(storage=storage, study_name=study_name or cfg["study_name"] or experiment.name,
-                                sampler=sampler, pruner=pruner, load_if_exists=True,
-                                directions=[_DIRECTIONS[o] for o in cfg["objectives"]])
-    if "pipebench_slots" not in study.user_attrs:
-        for slot in range(cfg["n_trials"]):
-            name, params, overrides = plan.references[slot] if slot < len(plan.references) else ("sampled", {}, {})
-            study.enqueue_trial(params, user_attrs={"slot": slot, "enqueued_as": name, "overrides": overrides})
-        study.set_user_attr("pipebench_slots", cfg["n_trials"])
-        study.set_user_attr("objectives", cfg["objectives"])
+    name = study_name or cfg["study_name"] or experiment.name
+    directions = [_DIRECTIONS[o] for o in cfg["objectives"]]
+    sampler, pruner = _sampler(cfg), _pruner(experiment, log)
+    try:
+        study = optuna.create_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner,
+                                    directions=directions)
+    except optuna.exceptions.DuplicatedStudyError:
+        study = optuna.load_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner)
+        if [d.name.lower() for d in study.directions] != directions:
+            raise ConfigError(f"search.objectives: {cfg['objectives']} do not match study {name!r}, which "
+                              f"{'maximizes' if len(study.directions) == 1 else 'optimizes'} "
+                              f"{study.user_attrs.get('objectives', [d.name.lower() for d in study.directions])}")
+        deadline = time.monotonic() + wait_sec
+        while "pipebench_slots" not in study.user_attrs:  # its creator is still enqueuing
+            if time.monotonic() > deadline:
+                raise ConfigError(f"search.study_name: study {name!r} exists but its slots were never all "
+                                  f"enqueued (its creator died?); delete it or choose another name")
+            time.sleep(0.5)
+        return study
+    for slot in range(cfg["n_trials"]):
+        enqueued_as, params, overrides = plan.references[slot] if slot < len(plan.references) else ("sampled", {}, {})
+        study.enqueue_trial(params, user_attrs={"slot": slot, "enqueued_as": enqueued_as, "overrides": overrides})
+    study.set_user_attr("objectives", cfg["objectives"])
+    study.set_user_attr("pipebench_slots", cfg["n_trials"])  # last: the sign for waiting workers
     return study
 
 
@@ -243,7 +334,12 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
         trial.set_user_attr("host", socket.gethostname())
         params = {name: _suggest(trial, dim) for name, dim in plan.space.items()}
         params.update(trial.user_attrs.get("overrides") or {})
-        spec = {**worker_trial(plan, params), "trial_id": f"{study.study_name}-{trial.number}"}
+        spec = worker_trial(plan, params)
+        if _tell_duplicate(study, trial, f"{socket.gethostname()}:{spec['trial_id']}", plan, log):
+            continue
+        spec["trial_id"] = f"{study.study_name}-{trial.number}"
+        if spec["knobs_not_applied"]:
+            trial.set_user_attr("knobs_not_applied", spec["knobs_not_applied"])
 
         def on_progress(window: int, examples_per_sec: float) -> bool:
             trial.report(examples_per_sec, window)
@@ -260,7 +356,7 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
             append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA,
                         [{**s, "run_id": run_dir.name, "trial_id": spec["trial_id"]} for s in outcome.samples])
         rows.append(row)
-        values = [row.get(_RECORD_KEYS[o]) for o in objectives]
+        values = objective_values(row, objectives, plan.price_per_hour)
         if row["status"] == "ok" and None in values:
             row["status"], row["reason"] = "invalid", f"no value for objective(s) {objectives} (auc needs quality.enabled)"
         trial.set_user_attr("status", row["status"])
@@ -275,6 +371,46 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
         log(f"[trial {trial.number}, slot {trial.user_attrs['slot']}] {params['pipeline']} b{params['batch_size']} "
             f"intra {params['intra_op_threads']} inter {params['inter_op_threads']}: "
             + (f"{rate:,.0f} ex/s" if row["status"] == "ok" and rate else f"{row['status']}: {row['reason']}"))
+
+
+def _space_size(space: dict[str, Dimension]) -> int | None:
+    """Give how many settings the space holds, or None when it is too large to exhaust."""
+    size = 1
+    for dim in space.values():
+        size *= len(dim.choices) if dim.choices is not None else dim.high - dim.low + 1
+    return size if size < 100_000 else None
+
+
+def _tell_duplicate(study, trial, key: str, plan: Plan, log) -> bool:
+    """Tell a trial whose settings this host measured before with those values, and give True.
+
+    `key` is host and the grid's trial id, a hash of everything the worker is given.
+
+    A small categorical space makes TPE propose the same settings again; measuring them again
+    spends a slot on nothing new, so the earlier values are told and the slot is enqueued again
+    (while the space has settings not yet measured here).
+    """
+    from optuna.trial import TrialState
+
+    trial.set_user_attr("settings_key", key)
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    earlier = next((t for t in complete if t.user_attrs.get("settings_key") == key), None)
+    if earlier is None:
+        return False
+    trial.set_user_attr("duplicate_of", earlier.number)
+    study.tell(trial, earlier.values)
+    # Enqueue again while sampled settings remain unmeasured; the cap ends a study whose sampler
+    # keeps proposing measured settings however large the space.
+    size = _space_size(plan.space)
+    sampled = {t.user_attrs.get("settings_key") for t in complete
+               if "duplicate_of" not in t.user_attrs and t.user_attrs.get("enqueued_as") == "sampled"}
+    duplicates = sum("duplicate_of" in t.user_attrs for t in complete)
+    if duplicates <= study.user_attrs.get("pipebench_slots", 0) and (size is None or len(sampled) < size):
+        study.enqueue_trial({}, user_attrs={"slot": trial.user_attrs["slot"], "enqueued_as": "sampled",
+                                            "overrides": {}, "replaces_duplicate": trial.number})
+    log(f"[trial {trial.number}, slot {trial.user_attrs['slot']}] same settings as trial {earlier.number}: "
+        "told its values, not measured again")
+    return True
 
 
 def importances(study) -> dict:
@@ -306,7 +442,10 @@ def finish(study, run_dir: Path, pinned: list[str], log=print) -> dict:
     if done and len(study.directions) == 1:
         best = study.best_trial
         found["best"] = {"number": best.number, "values": best.values, "params": best.params}
-    (run_dir / IMPORTANCES_FILE).write_text(json.dumps(found, indent=2, default=str))
+    from pipebench.atomic import atomic_write_json
+    from pipebench.results import IMPORTANCES_FILE
+
+    atomic_write_json(run_dir / IMPORTANCES_FILE, json.loads(json.dumps(found, default=str)))
     for objective, values in found["importances"].items():
         log(f"importances ({objective}): " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}"
                                                       for k, v in values.items()))
