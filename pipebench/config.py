@@ -100,6 +100,7 @@ SCHEMA: dict[str, Any] = {
         "pin_inert": Field(bool, True),  # pin knobs this machine cannot honour (KMP_* without OpenMP, ...)
         "enqueue_reference": Field(bool, True),  # the deck's settings and TF defaults run first
         "catalog": Field(str, None),  # instance catalog for the cost objective; default: the shipped one
+        "heartbeat_sec": Field(float, 30.0, minimum=0.5),  # a trial silent for 4 heartbeats is run again
     },
     "measurement": {
         "warmup_max_sec": Field(float, 10.0, minimum=0),

@@ -368,3 +368,26 @@ def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_ca
         assert trial.values[0] == row["examples_per_sec_median"] and trial.values[1] == row["rss_peak_bytes"]
         assert trial.values[2] == pytest.approx(price / (row["examples_per_sec_median"] * 3600) * 1e6)
         assert row["instance_type"] == "ml.c5.xlarge"
+
+
+def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker(tmp_path, cache):
+    from pipebench.search.study import search
+
+    journal = tmp_path / "remote.journal"
+    doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="none", heartbeat_sec=1,
+               space={"batch_size": [128, 256, 512]})
+    study = optuna.create_study(storage=_journal(journal), study_name="tiny", direction="maximize")
+    for slot, batch_size in enumerate([128, 256, 512]):
+        study.enqueue_trial({"batch_size": batch_size}, user_attrs={"slot": slot, "enqueued_as": "test"})
+    study.set_user_attr("pipebench_slots", 3)
+    remote = study.ask()  # slot 0, taken by a worker on another host that then falls silent
+    remote.suggest_categorical("batch_size", [128, 256, 512])
+    for key, value in {"worker": "elsewhere:4242:1.000", "host": "elsewhere", "heartbeat": time.time()}.items():
+        remote.set_user_attr(key, value)
+    logged: list[str] = []
+    search(parse_experiment(doc), log=logged.append)
+    study = optuna.load_study(study_name="tiny", storage=_journal(journal))
+    _assert_every_slot_once(study, 3)
+    (retry,) = [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if "retry_of" in t.user_attrs]
+    assert retry.user_attrs["retry_of"] == remote.number and retry.params == {"batch_size": 128}
+    assert any("no heartbeat from its worker elsewhere:4242:1.000" in line for line in logged), logged

@@ -4,8 +4,9 @@ A study holds exactly `search.n_trials` slots, enqueued when it is created: the 
 settings and TensorFlow's defaults first, then empty ones the sampler fills in when a slot is asked
 for. Every process (`pipebench run`, any number of `pipebench worker`s on any host) pops waiting
 slots until none is left, so the study ends at its size whoever runs it. A slot whose worker died
-(kill -9, a lost host) is failed and enqueued again with the same settings by the next process on
-that host, so no slot is lost and none is measured twice. Settings this host already measured are
+(kill -9, a lost host) is failed and enqueued again with the same settings — by the next process on
+that host, or by any worker once the trial's heartbeat stops — so no slot is lost and none is
+measured twice; the last worker standing waits for the others' running trials before it ends. Settings this host already measured are
 not measured again: the earlier values are told and the slot goes back to the sampler.
 """
 from __future__ import annotations
@@ -258,23 +259,69 @@ def _died_here(worker: str) -> bool:
         return True
 
 
-def reclaim_dead_slots(study, log=print) -> int:
-    """Fail the running trials whose worker on this host died and enqueue their settings again; give how many."""
+#: A running trial whose heartbeat is older than this many heartbeat intervals is taken as lost.
+_MISSED_HEARTBEATS = 4
+
+
+def _lost(trial, heartbeat_sec: float) -> str | None:
+    """Give why a running trial's worker is gone (died on this host, or silent on another), or None."""
+    worker = trial.user_attrs.get("worker")
+    if worker is None:
+        return None
+    host = worker.rsplit(":", 2)[0]
+    if host == socket.gethostname():
+        return f"its worker {worker} died" if _died_here(worker) else None
+    last = trial.user_attrs.get("heartbeat") or trial.datetime_start.timestamp()
+    silent = time.time() - last
+    if silent > _MISSED_HEARTBEATS * heartbeat_sec:
+        return f"no heartbeat from its worker {worker} for {silent:.0f} s"
+    return None
+
+
+def reclaim_dead_slots(study, log=print, heartbeat_sec: float = 30.0) -> int:
+    """Fail the running trials whose worker is gone and enqueue their settings again; give how many.
+
+    A worker on this host is gone when its process is; one on another host when its heartbeat
+    (a timestamp it stamps on the trial every `heartbeat_sec`) is `_MISSED_HEARTBEATS` intervals old.
+    """
     from optuna.trial import TrialState
 
     reclaimed = 0
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = trial.user_attrs.get("worker")
-        if worker is None or not _died_here(worker):
+        why = _lost(trial, heartbeat_sec)
+        if why is None:
             continue
         try:
             study.tell(trial.number, state=TrialState.FAIL)
         except (RuntimeError, ValueError):
             continue  # another process reclaimed it first
-        study.enqueue_trial(trial.params, user_attrs={**trial.user_attrs, "retry_of": trial.number, "worker": None})
-        log(f"trial {trial.number}: its worker {worker} died; its settings are enqueued again")
+        study.enqueue_trial(trial.params, user_attrs={**trial.user_attrs, "retry_of": trial.number, "worker": None,
+                                                      "heartbeat": None})
+        log(f"trial {trial.number}: {why}; its settings are enqueued again")
         reclaimed += 1
     return reclaimed
+
+
+class _Heartbeat:
+    """Stamps the running trial every `interval` seconds, so workers on other hosts can tell it is alive."""
+
+    def __init__(self, trial, interval: float) -> None:
+        import threading
+
+        self._trial, self._interval, self._stop = trial, interval, threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="pipebench-heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._trial.set_user_attr("heartbeat", time.time())
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _suggest(trial, dim: Dimension) -> Any:
@@ -314,6 +361,7 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
     budget, objectives = experiment["budget"], study.user_attrs.get("objectives", experiment["search"]["objectives"])
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     hz = experiment["measurement"]["sample_hz"]
+    heartbeat_sec = experiment["search"]["heartbeat_sec"]
     prunable = len(objectives) == 1 and not isinstance(study.pruner, optuna.pruners.NopPruner)
     deadline = time.monotonic() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows: list[dict] = []
@@ -324,7 +372,13 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
         if finished >= _MIN_TRIALS_FOR_FAILURE_BUDGET and failed / finished > budget["max_failure_rate"]:
             return rows, f"{failed} of {finished} trials failed, past max_failure_rate {budget['max_failure_rate']}"
         if not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-            return rows, None
+            # The last worker standing sees the study through: it waits for the others' running
+            # trials and runs again any whose worker is gone.
+            if not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                return rows, None
+            if not reclaim_dead_slots(study, log, heartbeat_sec):
+                time.sleep(min(heartbeat_sec, 2.0))
+            continue
         trial = study.ask()
         if "slot" not in trial.user_attrs:  # another process took the last slot between the check and the ask
             trial.set_user_attr("surplus", True)
@@ -332,6 +386,7 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
             return rows, None
         trial.set_user_attr("worker", _worker_id())
         trial.set_user_attr("host", socket.gethostname())
+        trial.set_user_attr("heartbeat", time.time())
         params = {name: _suggest(trial, dim) for name, dim in plan.space.items()}
         params.update(trial.user_attrs.get("overrides") or {})
         spec = worker_trial(plan, params)
@@ -346,27 +401,24 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
             return trial.should_prune()
 
         started = time.time()
-        outcome = run_worker(spec, run_dir / "trials" / spec["trial_id"], limits,
-                             sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=()),
-                             on_progress=on_progress if prunable else None)
+        with _Heartbeat(trial, heartbeat_sec):
+            outcome = run_worker(spec, run_dir / "trials" / spec["trial_id"], limits,
+                                 sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=()),
+                                 on_progress=on_progress if prunable else None)
         row = {**trial_row(spec, outcome.record, outcome.sampler_summary, run_dir.name, machine, started),
                "study": study.study_name, "optuna_trial_number": trial.number}
+        values = objective_values(row, objectives, plan.price_per_hour)
+        if row["status"] == "ok" and None in values:
+            row["status"], row["reason"] = "invalid", f"no value for objective(s) {objectives} (auc needs quality.enabled)"
         append_rows(run_dir / TRIALS_FILE, TRIAL_SCHEMA, [row])
         if outcome.samples:
             append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA,
                         [{**s, "run_id": run_dir.name, "trial_id": spec["trial_id"]} for s in outcome.samples])
         rows.append(row)
-        values = objective_values(row, objectives, plan.price_per_hour)
-        if row["status"] == "ok" and None in values:
-            row["status"], row["reason"] = "invalid", f"no value for objective(s) {objectives} (auc needs quality.enabled)"
-        trial.set_user_attr("status", row["status"])
-        if row["status"] == "ok":
-            study.tell(trial, values)
-        elif row["status"] == "pruned":
-            study.tell(trial, state=TrialState.PRUNED)
-        else:
-            trial.set_user_attr("reason", row["reason"])
-            study.tell(trial, state=TrialState.FAIL)
+        try:
+            _tell(study, trial, row, values)
+        except (RuntimeError, ValueError) as err:  # taken as lost and reclaimed meanwhile (a stalled host)
+            log(f"trial {trial.number}: could not be told ({err}); its row is kept, its slot was run again")
         rate = row.get("examples_per_sec_median")
         log(f"[trial {trial.number}, slot {trial.user_attrs['slot']}] {params['pipeline']} b{params['batch_size']} "
             f"intra {params['intra_op_threads']} inter {params['inter_op_threads']}: "
@@ -411,6 +463,19 @@ def _tell_duplicate(study, trial, key: str, plan: Plan, log) -> bool:
     log(f"[trial {trial.number}, slot {trial.user_attrs['slot']}] same settings as trial {earlier.number}: "
         "told its values, not measured again")
     return True
+
+
+def _tell(study, trial, row: dict, values: list) -> None:
+    from optuna.trial import TrialState
+
+    trial.set_user_attr("status", row["status"])
+    if row["status"] == "ok":
+        study.tell(trial, values)
+    elif row["status"] == "pruned":
+        study.tell(trial, state=TrialState.PRUNED)
+    else:
+        trial.set_user_attr("reason", row["reason"])
+        study.tell(trial, state=TrialState.FAIL)
 
 
 def importances(study) -> dict:
@@ -483,7 +548,7 @@ def search(experiment: Experiment, run_dir: Path | None = None, log: Callable[[s
     run_dir, machine, plan = _prepare(experiment, run_dir, log)
     study = open_study(experiment, plan, open_storage(experiment["search"]["storage"], run_dir), log=log)
     if resumed:
-        reclaim_dead_slots(study, log)
+        reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
     log(f"study {study.study_name} in {run_dir}: {len(study.trials)} trial(s) so far")
     _, stopped = run_study(study, plan, run_dir, machine, log)
     finish(study, run_dir, plan.pinned, log)
@@ -496,7 +561,7 @@ def join(experiment: Experiment, storage: str, study_name: str, run_dir: Path | 
     """Join a shared study as one worker: run its waiting slots one at a time; give this worker's run folder."""
     run_dir, machine, plan = _prepare(experiment, run_dir, log)
     study = open_study(experiment, plan, open_storage(storage, run_dir), study_name, log)
-    reclaim_dead_slots(study, log)
+    reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
     log(f"worker {os.getpid()} joined study {study.study_name}; rows go to {run_dir}")
     _, stopped = run_study(study, plan, run_dir, machine, log)
     log(f"worker done: no waiting trials left" + (f"; stopped early: {stopped}" if stopped else ""))
