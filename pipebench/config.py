@@ -17,6 +17,7 @@ import yaml
 
 from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
+from pipebench.pipeline.spec import MODES as SOURCE_MODES
 
 MODES = ("input", "train", "synthetic")
 #: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
@@ -78,6 +79,8 @@ SCHEMA: dict[str, Any] = {
         "presets": _list(str, ["lambdaji-libsvm", "aws-sample"]),
         "formats": _list(str, None, choices=("libsvm", "tfrecord", "packed")),
         "orderings": Field(_Any),  # an Enumeration block: source, stages, options, enumerate
+        # every pipeline is measured reading its data each way (pipebench/sources); pipe drops interleave
+        "source_modes": _list(str, ["file"], choices=SOURCE_MODES),
     },
     "grid": {
         "batch_size": _list(int, [1024], minimum=1),
@@ -123,6 +126,24 @@ SCHEMA: dict[str, Any] = {
         "max_failure_rate": Field(float, 0.5, minimum=0),
         "trial_timeout_sec": Field(float, 300.0, minimum=1),
         "memory_cap_mb": Field(int, 8192, minimum=64),
+    },
+    "sources": {  # how each source mode reads; see pipebench/sources and README "Source modes"
+        "file": {"cold": Field(bool, False, nullable=False)},  # evict each file from the page cache as it opens
+        "fastfile": {  # emulate: false reads the files as they are (on SageMaker, /opt/ml/input/data/<channel>)
+            "emulate": Field(bool, True, nullable=False),
+            "first_read_latency_ms": Field(float, 20.0, nullable=False, minimum=0),
+            "bandwidth_mb_per_sec": Field(float, 200.0, minimum=0.001),  # MB = 10^6 bytes; null: no cap
+        },
+        "pipe": {  # emulate: false reads SageMaker's own FIFOs; the dirs default to PipeModeDataset's
+            "emulate": Field(bool, True, nullable=False),
+            # op: SageMaker's PipeModeDataset (TF 2.14 env only); python: pipebench's labelled pure-Python fallback
+            "reader": Field(str, "op", choices=("op", "python"), nullable=False),
+            "pipe_dir": Field(str, None),
+            "config_dir": Field(str, None),
+            "state_dir": Field(str, None),
+            "shuffle_seed": Field(int, None),  # emulated ShuffleConfig: the file order changes every epoch
+            "bandwidth_mb_per_sec": Field(float, None, minimum=0.001),  # emulated channel cap; null: none
+        },
     },
     "results": Field(str, "results"),
 }
@@ -171,6 +192,11 @@ def _resolve(obj: Any, schema: dict, where: str) -> dict:
         else:
             out[key] = _check(obj[key] if key in obj else copy.deepcopy(sub.default), sub, path)
     return out
+
+
+def resolve_block(name: str, obj: Any) -> dict:
+    """Give the validated top-level block `name` of `obj` with defaults filled in (e.g. a trial's `sources`)."""
+    return _resolve(obj, SCHEMA[name], name)
 
 
 def _apply_override(raw: dict, assignment: str) -> None:
@@ -237,6 +263,8 @@ def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
         raise ConfigError(f"{where}: {err}" if where else str(err)) from None
     if not resolved["data"]["formats"]:
         raise ConfigError(f"{where}: data.formats: at least one format")
+    if not resolved["pipelines"]["source_modes"]:
+        raise ConfigError(f"{where}: pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
     return Experiment(resolved, source)
 
 

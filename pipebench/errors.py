@@ -26,5 +26,12 @@ class TrialError(PipebenchError):
     """A trial could not be set up or run."""
 
 
+class UnavailableError(TrialError):
+    """What a trial needs does not exist in this environment (e.g. PipeModeDataset outside TF 2.14).
+
+    The worker records it as status `unavailable`, which the run's failure budget does not count.
+    """
+
+
 class ResultsVersionError(PipebenchError):
     """A results table was written by a different schema version."""

@@ -60,7 +60,8 @@ class _Progress:
         self.done += 1
         self.ran += 1
         rate = row.get("examples_per_sec_median")
-        label = f"{row['pipeline']} {row['format']} {row['mode']} b{row['batch_size']}"
+        source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
+        label = f"{row['pipeline']} {row['format']}{source} {row['mode']} b{row['batch_size']}"
         if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
             self.best = (rate, label)
         eta = (time.monotonic() - self.started) / self.ran * (self.total - self.done)
@@ -82,7 +83,7 @@ def trial_row(trial: dict, record: dict, sampler: dict, run_id: str, machine: di
         "data_fingerprint": trial["data_fingerprint"], "config_key": trial["compute_key"],
         "batch_size": trial["batch_size"], "intra_op_threads": threads["intra"], "inter_op_threads": threads["inter"],
         "params_json": json.dumps({k: trial[k] for k in ("pipeline", "batch_size", "threads", "env", "model",
-                                                         "measurement")}, sort_keys=True),
+                                                         "measurement", "sources") if k in trial}, sort_keys=True),
         **{f"env_{name}": env.get(name) for name in ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME",
                                                      "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")},
     }

@@ -113,11 +113,10 @@ def test_options_are_set_and_missing_ones_reported(data):
     assert len(flat(batches(built.dataset))) == ROWS
 
 
-@pytest.mark.parametrize("mode", ["fastfile", "pipe"])
-def test_fastfile_and_pipe_say_where_they_are_completed(data, mode):
-    spec = _spec(data, "tfrecord", [{"batch": 64}, "decode"]).with_source(mode=mode)
-    with pytest.raises(ConfigError, match=f"source.mode: {mode} mode is completed in the SageMaker issue"):
-        build(spec)
+def test_fastfile_builds_emulated_unless_told_otherwise(data):
+    spec = _spec(data, "tfrecord", [{"batch": 64}, "decode"]).with_source(mode="fastfile")
+    assert build(spec).source_note.startswith("EMULATED FastFile: 20 ms first-read latency per file")
+    assert build(spec, {"fastfile": {"emulate": False}}).source_note is None  # tests/test_sources_* read them
 
 
 def test_missing_files_are_a_config_error(tmp_path):

@@ -65,8 +65,11 @@ def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tm
     jobs, expected, channels = [], [], {}
     cases = [(name, fmt, "file") for name in PRESETS for fmt in FORMATS]
     cases += [("aws-sample", fmt, "pipe") for fmt in FORMATS]
+    cases += [("guide", fmt, "fastfile") for fmt in ("libsvm", "tfrecord")]  # the builder emulates, export reads
     for name, fmt, mode in cases:
         spec = _spec(name, fmt, data)
+        if mode == "fastfile":
+            spec = spec.with_source(mode="fastfile")
         built = build(spec)
         expected.append((f"{name}/{fmt}/{mode}", built, _arrays(built.dataset)))
         stem = str(tmp_path / f"{name}-{fmt}-{mode}")

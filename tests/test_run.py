@@ -1,6 +1,8 @@
 """`pipebench run` end to end on a tiny experiment: results folder, verdicts, kill -9 and --resume."""
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -100,3 +102,39 @@ def test_unknown_key_fails_before_any_work(tmp_path):
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "budgte: unknown key" in out and "Traceback" not in out
     assert not (tmp_path / "results").exists()
+
+
+HAVE_PIPE = importlib.util.find_spec("sagemaker_tensorflow") is not None
+
+
+def _source_modes_run(tmp_path):
+    """Run aws-sample on TFRecord, input only, read as file, FastFile (emulated) and Pipe; give the rows."""
+    experiment = _experiment(
+        tmp_path, pipelines={"presets": ["aws-sample"], "formats": ["tfrecord"],
+                             "source_modes": ["file", "fastfile", "pipe"]},
+        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1, "windows": 2, "steady_cv_pct": 50})
+    proc = _pipebench("run", experiment)
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    run_dir = _run_dir(tmp_path)
+    assert not list(run_dir.glob("trials/*/scratch")), "a trial left its emulated FIFOs behind"
+    trials = results.load(run_dir).trials.set_index("source_mode")
+    assert sorted(trials.index) == ["fastfile", "file", "pipe"]
+    assert (trials.loc[["file", "fastfile"], "status"] == "ok").all(), trials[["status", "reason"]]
+    assert json.loads(trials.loc["fastfile", "params_json"])["sources"]["fastfile"]["emulate"] is True
+    return trials
+
+
+@pytest.mark.skipif(HAVE_PIPE, reason="checks an environment without sagemaker_tensorflow (the latest TF)")
+def test_pipe_trial_is_an_unavailable_row_where_sagemaker_tensorflow_is_missing(tmp_path):
+    pipe = _source_modes_run(tmp_path).loc["pipe"]
+    assert pipe["status"] == "unavailable"
+    assert pipe["reason"].startswith("unavailable: sagemaker_tensorflow is not importable in this environment")
+
+
+@pytest.mark.skipif(not HAVE_PIPE, reason="sagemaker_tensorflow exists only in the TF 2.14 env "
+                                          "(scripts/setup.sh tf214)")
+def test_pipe_trial_through_the_emulator_is_a_row_beside_file_and_fastfile(tmp_path):
+    trials = _source_modes_run(tmp_path)
+    assert trials.loc["pipe", "status"] == "ok", trials.loc["pipe", "reason"]
+    assert (trials["examples_per_sec_median"] > 0).all()

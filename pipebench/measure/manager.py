@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from pipebench.measure.worker import PROGRESS_FILE
+from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
 
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
 _POLL_SEC = 0.1
@@ -155,6 +156,7 @@ def run_worker(trial: dict, trial_dir: Path, limits: Limits,
         raise
     finally:
         samples = sampler.stop() if sampler is not None else []
+        shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)  # FIFOs a killed worker could not remove
     if on_progress is not None and not killed_for:
         for window, rate in windows.new_windows():  # the last windows, written just before the worker exited
             on_progress(window, rate)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
-from pipebench.errors import PipebenchError
+from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
 
 #: Each timed call runs about this long; windows are made of whole calls.
@@ -27,6 +27,8 @@ _CALL_SEC = 0.1
 _WARMUP_SLICE_SEC = 0.5
 #: Beside the result file: one JSON line per finished window, read by the manager for pruning.
 PROGRESS_FILE = "progress.jsonl"
+#: Beside the result file: the trial's scratch folder (emulated Pipe FIFOs); the manager removes it.
+SCRATCH_DIR = "scratch"
 
 
 def _inject(fault: str | None) -> None:
@@ -127,8 +129,12 @@ def _input_loop(tf):
     return run
 
 
-def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None) -> dict:
-    """Measure one trial in this process; give its record (without process-level fields)."""
+def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None,
+              scratch: Path | None = None) -> dict:
+    """Measure one trial in this process; give its record (without process-level fields).
+
+    Its sources (an emulated Pipe channel) live in `scratch` (a temp folder when None) while it runs.
+    """
     _inject(trial.get("fault"))
     imported_before = "tensorflow" in sys.modules
     env_at_start = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
@@ -139,8 +145,8 @@ def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None
         tf.config.threading.set_intra_op_parallelism_threads(threads["intra"])
     if threads.get("inter"):
         tf.config.threading.set_inter_op_parallelism_threads(threads["inter"])
-    from pipebench.pipeline.build import build
     from pipebench.pipeline.spec import PipelineSpec
+    from pipebench.sources.session import trial_sources
 
     record: dict[str, Any] = {
         "tf_version": tf.__version__,
@@ -150,8 +156,17 @@ def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None
         "tensorflow_imported_before_settings": imported_before,
     }
     spec = PipelineSpec.from_dict(trial["pipeline"])
-    built = build(spec)
-    record["unsupported_options"] = built.unsupported_options
+    with trial_sources(spec, trial.get("sources"), scratch) as sources:
+        record.update(_run_measured(tf, trial, spec, sources, on_window))
+    return record
+
+
+def _run_measured(tf, trial: dict, spec, sources: dict, on_window) -> dict:
+    """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
+    from pipebench.pipeline.build import build
+
+    built = build(spec, sources)
+    record: dict[str, Any] = {"unsupported_options": built.unsupported_options, "source_note": built.source_note}
     mode = trial["mode"]
     m = trial["measurement"]
     if mode == "input":
@@ -170,13 +185,14 @@ def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None
         counter = _Counter(tf, dataset, make_train_loop(step))
     record.update(_measure(counter, m, on_window))
     if mode == "train" and m.get("cold_cache"):
-        record.update(_cold_pass(tf, spec, built.files, make_train_loop(step), m, record["examples_per_sec_median"]))
+        record.update(_cold_pass(tf, spec, sources, built.files, make_train_loop(step), m,
+                                 record["examples_per_sec_median"]))
     if mode == "train" and (trial.get("quality") or {}).get("enabled"):
-        record["auc"] = _quality(tf, trial, spec)
+        record["auc"] = _quality(tf, trial, spec, sources)
     return record
 
 
-def _cold_pass(tf, spec, files: list[str], loop, m: dict, warm_rate: float) -> dict:
+def _cold_pass(tf, spec, sources: dict, files: list[str], loop, m: dict, warm_rate: float) -> dict:
     """Time training on a fresh pipeline right after evicting its files from the page cache.
 
     The fetch stall (DS-Analyzer) is the share of time per example lost to reading from storage:
@@ -187,7 +203,7 @@ def _cold_pass(tf, spec, files: list[str], loop, m: dict, warm_rate: float) -> d
     from pipebench.pipeline.build import build
 
     resident = evict_page_cache(files)
-    counter = _Counter(tf, build(spec).dataset, loop)
+    counter = _Counter(tf, build(spec, sources).dataset, loop)
     counter.steps = max(1, int(m["window_sec"] * warm_rate / _batch_size(spec) / 10))
     examples, start = 0, time.perf_counter()
     while counter.epochs_renewed == 0 and time.perf_counter() - start < m["window_sec"] * m["windows"]:
@@ -201,7 +217,7 @@ def _batch_size(spec) -> int:
     return int(spec.stage("batch")["batch_size"])
 
 
-def _quality(tf, trial: dict, spec) -> float:
+def _quality(tf, trial: dict, spec, sources: dict) -> float:
     """Give held-out AUC of a fresh model after `train_examples` examples through this pipeline."""
     from pipebench.model.deepfm import build_deepfm, evaluate_auc, make_train_loop, make_train_step
     from pipebench.pipeline.build import build
@@ -213,7 +229,7 @@ def _quality(tf, trial: dict, spec) -> float:
     model = build_deepfm(spec.source.field_size, trial["feature_size"], model_cfg["embedding_size"],
                          tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
     loop = make_train_loop(make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"]))
-    counter = _Counter(tf, build(spec).dataset, loop)
+    counter = _Counter(tf, build(spec, sources).dataset, loop)
     counter.steps = 16
     seen = 0
     while seen < q["train_examples"]:
@@ -247,7 +263,9 @@ def main(argv: list[str]) -> int:
             f.write(json.dumps({"window": index, "examples_per_sec": examples_per_sec}) + "\n")
 
     try:
-        record = {"status": "ok", "reason": None, **run_trial(trial, report_window)}
+        record = {"status": "ok", "reason": None, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR))}
+    except UnavailableError as err:  # e.g. Pipe mode without sagemaker_tensorflow: a row, not a failure
+        record = {"status": "unavailable", "reason": str(err)}
     except PipebenchError as err:
         record = {"status": "invalid", "reason": str(err)}
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run

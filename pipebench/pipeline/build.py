@@ -10,19 +10,28 @@ any batch size works, and when batch_size is a multiple of rows_per_record the r
 Scalar decode unpacks one record and unbatches its rows, so later stages see rows as in the other
 formats.
 
+Source modes (pipebench.sources): `file` reads the files (optionally evicting each from the page
+cache as it opens), `fastfile` reads them behind an emulated remote link (a wait per file opened)
+unless `sources.fastfile.emulate` is false, and `pipe` reads a channel through SageMaker's
+PipeModeDataset (TextLine for libsvm, TFRecord otherwise). Without emulation all three read exactly
+as the exported input_fn does.
+
 The decoders and helpers use nothing but `tf` and their arguments: export.py copies their source
 into the modules it writes, so exported input_fns decode exactly as the builder does.
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import tensorflow as tf
 
+from pipebench.config import resolve_block
 from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, TF_COMPRESSION, PipelineSpec, Source, Tunable
+from pipebench.sources.readers import hooked_reader, open_hook, pipe_records
 
 # Exported: export.py copies the functions from here to `Built` into the modules it writes; they
 # may use only `tf` and their arguments.
@@ -135,21 +144,31 @@ def apply_options(dataset, settings):
 
 @dataclass
 class Built:
-    """A built pipeline: the dataset, the files it reads, the options this TensorFlow could not set."""
+    """A built pipeline: the dataset, the files it reads, the options this TensorFlow could not set.
+
+    `open_hook` runs as each file opens (a FastFile FetchLink, whose `fetches` log them, or a page-cache
+    eviction); `source_note` labels what the source emulates, if anything.
+    """
 
     dataset: tf.data.Dataset
     files: list[str]
     unsupported_options: list[str]
+    open_hook: Callable[[str], float] | None = None
+    source_note: str | None = None
 
 
 def _tf(value: Tunable) -> int | None:
     return tf.data.AUTOTUNE if value == AUTOTUNE else value
 
 
-def _reader(source: Source, files, parallel: bool) -> tf.data.Dataset:
+def _reader(source: Source, files, parallel: bool, hook=None) -> tf.data.Dataset:
+    """Give the records of `files` (paths, or one filename tensor in an interleave); `hook` runs per file opened."""
     reader = tf.data.TextLineDataset if source.format == "libsvm" else tf.data.TFRecordDataset
-    return reader(files, compression_type=TF_COMPRESSION[source.compression], buffer_size=source.buffer_size,
-                  num_parallel_reads=_tf(source.num_parallel_reads) if parallel else None)
+    read_args = {"compression_type": TF_COMPRESSION[source.compression], "buffer_size": source.buffer_size}
+    parallel_reads = source.num_parallel_reads if parallel else None
+    if hook is not None:
+        return hooked_reader(reader, files, parallel_reads, hook, **read_args)
+    return reader(files, num_parallel_reads=_tf(parallel_reads), **read_args)
 
 
 def _check_manifests(source: Source, files: list[str]) -> None:
@@ -168,19 +187,26 @@ def _check_manifests(source: Source, files: list[str]) -> None:
                 raise ConfigError(f"source.{name}: {getattr(source, name)!r}, but {path} says {value!r}")
 
 
-def build(spec: PipelineSpec) -> Built:
-    """Give the spec's dataset, in file mode (fastfile and pipe are completed in the SageMaker issue)."""
+def build(spec: PipelineSpec, sources: dict | None = None) -> Built:
+    """Give the spec's dataset, reading as its source mode says, with the `sources:` settings of an experiment.
+
+    Pipe mode reads the channel's FIFOs (the folders in `sources.pipe`; pipebench.sources.session
+    starts an emulator and fills them in), never the files: they are what the channel streams (on
+    SageMaker, S3 objects), so `Built.files` is empty. Raises UnavailableError when
+    PipeModeDataset cannot be imported here.
+    """
     source = spec.source
-    if source.mode != "file":
-        raise ConfigError(f"source.mode: {source.mode} mode is completed in the SageMaker issue; only mode: file "
-                          "builds here (export writes code for all three)")
-    if not source.files:
-        raise ConfigError("source.files: no files given")
-    try:
-        files = list_files(source.files)
-    except FileNotFoundError as err:
-        raise ConfigError(f"source.files: {err}") from None
-    _check_manifests(source, files)
+    settings = resolve_block("sources", sources)
+    files: list[str] = []
+    if source.mode != "pipe":
+        if not source.files:
+            raise ConfigError("source.files: no files given")
+        try:
+            files = list_files(source.files)
+        except FileNotFoundError as err:
+            raise ConfigError(f"source.files: {err}") from None
+        _check_manifests(source, files)
+    hook, source_note = open_hook(source.mode, settings)
 
     packed = source.format == "packed"
     if source.format == "libsvm":
@@ -194,12 +220,17 @@ def build(spec: PipelineSpec) -> Built:
         decode_one = lambda record: decode_batch(tf.expand_dims(record, 0))  # noqa: E731 — rows of one record
 
     interleaved = "interleave" in spec.kinds
-    dataset = tf.data.Dataset.from_tensor_slices(files) if interleaved else _reader(source, files, parallel=True)
+    if source.mode == "pipe":
+        dataset = pipe_records(source, settings["pipe"])
+    elif interleaved:
+        dataset = tf.data.Dataset.from_tensor_slices(files)
+    else:
+        dataset = _reader(source, files, parallel=True, hook=hook)
     batch = None
     for stage in spec.stages:
         kind = stage.kind
         if kind == "interleave":
-            dataset = dataset.interleave(lambda f: _reader(source, f, parallel=False),
+            dataset = dataset.interleave(lambda f: _reader(source, f, parallel=False, hook=hook),
                                          cycle_length=_tf(stage["cycle_length"]), block_length=stage["block_length"],
                                          num_parallel_calls=_tf(stage["num_parallel_calls"]))
         elif kind == "shard":
@@ -230,4 +261,4 @@ def build(spec: PipelineSpec) -> Built:
         elif kind == "prefetch":
             dataset = dataset.prefetch(_tf(stage["buffer_size"]))
     dataset, unsupported = apply_options(dataset, dict(spec.options.settings))
-    return Built(dataset, files, unsupported)
+    return Built(dataset, files, unsupported, hook, source_note)

@@ -16,7 +16,9 @@ from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.pipeline.orderings import Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
+from pipebench.pipeline.spec import MODES as SOURCE_MODES
 from pipebench.pipeline.spec import PipelineSpec
+from pipebench.sources.modes import in_source_mode
 
 
 def _key(obj: object) -> str:
@@ -25,22 +27,29 @@ def _key(obj: object) -> str:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One pipeline to measure: its spec (files filled in) and how it relates to its reference."""
+    """One pipeline to measure: its spec (files filled in), how it relates to its reference, and
+    what its source mode changed (`note`)."""
 
     name: str
     spec: PipelineSpec
     ordering: Ordering | None = None
+    note: str | None = None
 
     @property
     def label(self) -> str:
-        """Give the name a search space uses for this pipeline: preset or ordering, and format."""
-        return f"{self.name}:{self.spec.source.format}" + (f":{self.spec.ordering}" if self.ordering else "")
+        """Give the name a search space uses for this pipeline: preset or ordering, format, source mode."""
+        mode = self.spec.source.mode
+        return (f"{self.name}:{self.spec.source.format}" + (f"@{mode}" if mode != "file" else "")
+                + (f":{self.spec.ordering}" if self.ordering else ""))
 
     def describe(self) -> dict:
         o = self.ordering
+        why = o.why if o else "preset"
+        if self.note:
+            why = f"{why}; {self.note}"
         return {"pipeline": self.name, "ordering": self.spec.ordering, "format": self.spec.source.format,
-                "source_mode": self.spec.source.mode,
-                "semantics": o.label if o else "reference", "semantics_why": o.why if o else "preset",
+                "source_mode": self.spec.source.mode, "semantics": o.label if o else "reference",
+                "semantics_why": why,
                 "breaks_semantics": bool(o and o.breaks_semantics)}
 
 
@@ -65,7 +74,14 @@ def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
         reference = enumeration.reference.with_source(files=list(data.files[fmt]), field_size=data.field_size)
         enumeration = Enumeration(reference, enumeration.pins, enumeration.allow)
         found += [Candidate("enumerated", o.spec, o) for o in enumeration.orderings()]
-    return found
+    # each pipeline in each source mode, file mode first (the synthetic ceiling uses the first candidate)
+    modes = [m for m in SOURCE_MODES if m in cfg["source_modes"]]
+    moded = []
+    for mode in modes:
+        for c in found:
+            spec, note = in_source_mode(c.spec, mode)
+            moded.append(Candidate(c.name, spec, c.ordering, note))
+    return moded
 
 
 def _with_batch(spec: PipelineSpec, batch_size: int) -> PipelineSpec:
@@ -77,8 +93,10 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
     """Give one trial dict the worker reads: `candidate` in `mode` at `setting` (batch size, threads, env)."""
     common = {"measurement": experiment["measurement"], "model": experiment["model"],
               "feature_size": data.feature_size, "data_fingerprint": data.fingerprint,
-              "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", [])}
-    candidate = Candidate(candidate.name, _with_batch(candidate.spec, setting["batch_size"]), candidate.ordering)
+              "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", []),
+              "sources": experiment["sources"]}
+    candidate = Candidate(candidate.name, _with_batch(candidate.spec, setting["batch_size"]), candidate.ordering,
+                          candidate.note)
     described = candidate.describe()
     if mode == "synthetic":
         described.update(pipeline="synthetic", ordering="in-memory batch", semantics="n/a",

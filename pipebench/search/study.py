@@ -164,7 +164,7 @@ def worker_trial(plan: Plan, params: dict[str, Any]) -> dict:
                "env": {name[4:]: value for name, value in params.items()
                        if name.startswith("env.") and value is not None}}
     trial = make_trial(plan.experiment, plan.data, plan.experiment["search"]["mode"],
-                       Candidate(candidate.name, spec, candidate.ordering), setting)
+                       Candidate(candidate.name, spec, candidate.ordering, candidate.note), setting)
     return {**trial, "knobs_not_applied": not_applied}
 
 

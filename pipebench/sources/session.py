@@ -1,0 +1,57 @@
+"""A trial's sources for as long as it runs: the emulated Pipe channel, started and always stopped.
+
+The worker process starts the emulator around its trial, not the manager: the writers are then in
+the trial's process tree, so the manager's sampler counts their CPU (on one host they compete
+with the pipeline, as SageMaker's agent does on the instance), its timeout and memory cap cover
+them, and its process-group kill ends them with the trial.
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from pipebench.config import resolve_block
+from pipebench.errors import ConfigError
+from pipebench.pipeline.spec import PipelineSpec
+from pipebench.sources.pipe_emulator import PipeEmulator, channel_feed
+
+
+def _expand(patterns: tuple[str, ...]) -> list[str]:
+    """Give the files of each path or glob in order, each glob's matches sorted (as build.list_files)."""
+    files = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(pattern))
+        if not matches:
+            raise ConfigError(f"source.files: no file matches {pattern!r}")
+        files.extend(matches)
+    return files
+
+
+@contextlib.contextmanager
+def trial_sources(spec: PipelineSpec, sources: Mapping | None, scratch: Path | None = None) -> Iterator[dict]:
+    """Yield the resolved `sources` settings to build `spec` with, an emulated channel running if it needs one.
+
+    In emulated Pipe mode the spec's files are streamed on its channel, and the emulator's folders
+    (under `scratch`, or a temp folder) replace `sources.pipe`'s; they are gone when the block ends.
+    PipeModeDataset is imported first (unless the pure-Python fallback reads), so an unavailable
+    trial starts no writer.
+    """
+    settings = resolve_block("sources", sources)
+    pipe = settings["pipe"]
+    if spec.source.mode != "pipe" or not pipe["emulate"]:
+        yield settings
+        return
+    from pipebench.sources.readers import pipe_mode_dataset_class
+
+    if pipe["reader"] == "op":
+        pipe_mode_dataset_class()
+    if not spec.source.files:
+        raise ConfigError("source.files: an emulated Pipe channel streams files; none given "
+                          "(or set sources.pipe.emulate: false to read SageMaker's FIFOs)")
+    bandwidth = pipe["bandwidth_mb_per_sec"]
+    feed = channel_feed(_expand(spec.source.files), pipe["shuffle_seed"], bandwidth * 1e6 if bandwidth else None)
+    with PipeEmulator(scratch / "pipe" if scratch else None, {spec.source.channel: feed}) as emulator:
+        yield {**settings, "pipe": {**pipe, "pipe_dir": str(emulator.pipe_dir), "config_dir": str(emulator.config_dir),
+                                    "state_dir": str(emulator.state_dir)}}
