@@ -2,7 +2,8 @@
 
 A synth spec becomes `<cache_dir>/<fingerprint>/` holding `libsvm/`, `tfrecord/`, `packed/` and a
 held-out split (`holdout-tfrecord/`, other rows of the same planted model) for the quality guard.
-Existing files are used as they are. Either way the data fingerprint hashes what the trials read.
+Existing files are used as they are (`s3://` URIs too: a SageMaker Pipe-mode job has no local copy).
+Either way the data fingerprint hashes what the trials read.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pipebench.config import Experiment
 from pipebench.errors import ConfigError
 
 _LAYOUT_VERSION = 1
+MANIFEST = "manifest.json"  # the converter's (converters/convert.py): shard names and sha256
+REMOTE_PREFIX = "s3://"
 
 
 @dataclass(frozen=True)
@@ -68,15 +71,21 @@ def _folder_files(folder: Path) -> list[str]:
     return sorted(str(p) for p in folder.glob("part-*"))
 
 
-def _content_fingerprint(files: dict[str, list[str]]) -> str:
-    """Hash the manifests' shard checksums, or file names and sizes where there is no manifest."""
+def _content_fingerprint(files: dict[str, list[str]], manifests: dict[str, str] | None = None) -> str:
+    """Hash the manifests' shard checksums, or file names and sizes where there is no manifest.
+
+    A manifest named in `manifests` (per format) stands for files that have none beside them; an
+    `s3://` file with no manifest at all contributes its name only (there is nothing local to stat).
+    """
     parts = []
     for fmt in sorted(files):
         for name in files[fmt]:
-            manifest = Path(name).parent / "manifest.json"
+            manifest = Path((manifests or {}).get(fmt) or Path(name).parent / MANIFEST)
             if manifest.exists():
                 shards = {s["name"]: s["sha256"] for s in json.loads(manifest.read_text())["shards"]}
                 parts.append((fmt, Path(name).name, shards.get(Path(name).name)))
+            elif name.startswith(REMOTE_PREFIX):
+                parts.append((fmt, name, None))
             else:
                 parts.append((fmt, name, Path(name).stat().st_size))
     return _digest(parts)
@@ -87,14 +96,20 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     data = experiment["data"]
     given = {fmt: globs for fmt, globs in data["files"].items() if globs}
     if given:
-        files = {}
+        files, manifests = {}, {}
         for fmt, patterns in given.items():
-            found = sorted({f for p in patterns for f in glob.glob(p)})
+            # s3:// entries are taken as they are: in SageMaker Pipe mode the job streams them, with no local copy.
+            found = sorted({f for p in patterns for f in ([p] if p.startswith(REMOTE_PREFIX) else glob.glob(p))})
+            named = [f for f in found if Path(f).name == MANIFEST]  # the converter's manifest is never data
+            if len(named) > 1:
+                raise ConfigError(f"data.files.{fmt}: {len(named)} {MANIFEST} files match {patterns}; give one")
+            found = [f for f in found if Path(f).name != MANIFEST]
             if not found:
                 raise ConfigError(f"data.files.{fmt}: no file matches {patterns}")
             files[fmt] = found
+            manifests.update({fmt: named[0]} if named else {})
         return DataSet(files, {}, data["synth"]["field_size"], data["synth"]["feature_size"],
-                       fingerprint=_content_fingerprint(files))
+                       fingerprint=_content_fingerprint(files, manifests))
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
     if not (folder / "libsvm" / "synth.json").exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")

@@ -214,3 +214,31 @@ def test_cli_markdown_separates_projections_and_reports_bad_catalog(tmp_path, cl
     (tmp_path / "bad.yaml").write_text("region: x\n")
     code, _, err = cli("checklist", run.run_dir, "--catalog", tmp_path / "bad.yaml")
     assert code == 1 and "missing prices_as_of, currency, instances" in err
+
+
+def test_every_migration_item_names_a_helper_that_exists():
+    import importlib
+    from pathlib import Path
+
+    from pipebench.report.checklist import MIGRATION
+
+    root = Path(__file__).resolve().parents[1]
+    for item in MIGRATION:
+        target = item["helper"].split()[0]
+        if target == "pipebench" or "/" in target:  # a command (`pipebench pipelines export`) or a file
+            assert target == "pipebench" or (root / target).exists(), item
+            continue
+        module, _, name = target.rpartition(".")
+        assert hasattr(importlib.import_module(module), name), item
+
+
+def test_file_layout_ranks_source_modes_measured_side_by_side(tmp_path):
+    files = data_files(tmp_path / "data")
+    rows = passing_rows(files)
+    (train,) = [r for r in rows if r["trial_id"] == "t-train-tfr"]
+    rows.append(train | {"trial_id": "t-train-tfr-pipe", "source_mode": "pipe",
+                         "examples_per_sec_median": train["examples_per_sec_median"] / 2})
+    item = _item([results.load(make_run(tmp_path / "run", rows, machine()))], "file_layout")
+    assert item["status"] == "PASS"
+    assert item["evidence"]["examples_per_sec_by_source_mode"]["pipe"] == train["examples_per_sec_median"] / 2
+    assert "file mode is fastest (pipe 50% of it)" in item["advice"]

@@ -174,6 +174,17 @@ def file_layout(runs: list[RunResults]) -> dict:
     mode = best["source_mode"] or source.get("mode")
     evidence = {"files": len(files), "mean_file_mib": _num(mean_mib), "source_mode": mode,
                 "num_parallel_reads": source.get("num_parallel_reads")}
+    trials = _all_trials(runs)
+    for trial_mode in ("train", "input"):
+        by_source = _best_by(ok_rows(trials, trial_mode), "source_mode")
+        if len(by_source) > 1:  # the modes were measured side by side: the numbers decide, not the rule of thumb
+            ranked = sorted(by_source, key=by_source.get, reverse=True)
+            evidence["examples_per_sec_by_source_mode"] = {k: _num(v) for k, v in by_source.items()}
+            behind = ", ".join(f"{m} {by_source[m] / by_source[ranked[0]]:.0%} of it" for m in ranked[1:])
+            return _item("file_layout", title, "PASS", evidence,
+                         f"Measured side by side on this layout ({trial_mode} trials): {ranked[0]} mode is fastest "
+                         f"({behind}). Local FastFile figures are emulated (latency and bandwidth assumed); "
+                         "confirm on SageMaker with `pipebench sagemaker launch --input-mode ...`.")
     many_small = len(files) >= 8 or (mean_mib is not None and mean_mib < 100)
     if mode == "pipe" and many_small:
         return _item("file_layout", title, "FAIL", evidence,
@@ -325,10 +336,11 @@ MIGRATION = [
     {"id": "tf_config_chief", "title": "TF_CONFIG `master` → `chief` for ParameterServerStrategy",
      "advice": "SageMaker's parameter-server distribution writes a `master` task; TF2's ParameterServerStrategy "
                "needs it renamed `chief` before the strategy is built.",
-     "helper": "pipebench.sagemaker — planned (issue 6), not yet built"},
+     "helper": "pipebench.sagemaker.tf_config.chief_rewrite (parameter_server_tf_config builds the toolkit's "
+               "layout from SM_HOSTS)"},
     {"id": "shared_checkpoints", "title": "A shared file system for checkpoints with parameter servers",
      "advice": "TF2 PS training needs every worker to reach the checkpoint directory: mount EFS (or FSx).",
-     "helper": "pipebench.sagemaker — planned (issue 6), not yet built"},
+     "helper": "pipebench.sagemaker.tf_config.checkpoint_dir_problem"},
     {"id": "estimator_removed", "title": "Estimator is removed in TF 2.16",
      "advice": "Port the Estimator model_fn to Keras (pipebench/model/deepfm.py is a Keras DeepFM) and pin TF < 2.16 "
                "until then.", "helper": "pipebench/model/deepfm.py"},

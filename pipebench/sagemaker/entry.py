@@ -1,0 +1,109 @@
+"""`python -m pipebench.sagemaker.entry`: run the launched experiment inside a SageMaker training job.
+
+Reads the container's environment (pipebench.sagemaker.environment), maps the data channel's input
+mode to pipebench's source (File → file on the channel folder; FastFile → fastfile on the mounted
+prefix, no emulation; Pipe → pipe on the channel's FIFOs, no emulation), runs the experiment with
+`pipebench run`'s machinery and writes the run folder and `job.json` under
+`/opt/ml/output/data/<host>/`, which SageMaker uploads as output.tar.gz. A user error is written to
+`/opt/ml/output/failure`, which SageMaker reports as the job's FailureReason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from pipebench.errors import PipebenchError
+from pipebench.sagemaker.environment import SageMakerEnvironment, read_environment
+from pipebench.sagemaker.launch import CONVERTER_MANIFEST, DATA_LIST, EXPERIMENT_FILE
+from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
+
+SOURCE_MODES = {"File": "file", "FastFile": "fastfile", "Pipe": "pipe"}
+JOB_FILE = "job.json"
+
+
+def host_output_dir(env: SageMakerEnvironment) -> Path:
+    """Give this host's folder in /opt/ml/output/data (hosts of one job must not write the same names)."""
+    return env.output_data_dir / env.current_host
+
+
+def overrides(env: SageMakerEnvironment, data_list: dict) -> tuple[str, ...]:
+    """Give the `--set` overrides that point the experiment at this job's data channel and output folder."""
+    channel = env.channel(DATA_CHANNEL)
+    mode = SOURCE_MODES[channel.input_mode]
+    fmt = data_list["format"]
+    if mode == "pipe":
+        # Nothing to glob: the bytes arrive through FIFOs; the S3 URIs name what is streamed.
+        files = list(data_list["files"])
+    else:
+        # A glob, not the launched names: with ShardedByS3Key this host holds only its share.
+        files = [str(channel.path / "*")]
+    manifest = env.channel(CONFIG_CHANNEL).path / CONVERTER_MANIFEST
+    if manifest.exists():
+        files.append(str(manifest))  # the shards' checksums: the same data fingerprint as a local run
+    # One source mode, whatever the experiment lists: the job measures the mode its channel really has.
+    out = [f"data.files={json.dumps({fmt: files})}", f"results={host_output_dir(env)}",
+           f"pipelines.source_modes=[{mode}]"]
+    if mode == "fastfile":
+        out.append("sources.fastfile.emulate=false")
+    elif mode == "pipe":
+        # PipeModeDataset's own defaults are these under /opt/ml; the root may be elsewhere (SAGEMAKER_BASE_DIR).
+        out += ["sources.pipe.emulate=false",
+                f"sources.pipe.pipe_dir={env.input_data_dir}", f"sources.pipe.config_dir={env.input_config_dir}",
+                f"sources.pipe.state_dir={env.root / 'pipe_state'}"]
+    return tuple(out)
+
+
+def job_facts(env: SageMakerEnvironment, data_list: dict) -> dict:
+    """Give job.json: which job, instance and input mode produced the results beside it."""
+    channel = env.channel(DATA_CHANNEL)
+    return {"job_name": env.hyperparameters.get("pipebench_job_name"), "instance_type": env.instance_type,
+            "input_mode": channel.input_mode, "source_mode": SOURCE_MODES[channel.input_mode],
+            "distribution": channel.distribution, "hosts": list(env.hosts), "current_host": env.current_host,
+            "num_cpus": env.num_cpus, "num_gpus": env.num_gpus, "data_format": data_list["format"]}
+
+
+def run_job(env: SageMakerEnvironment, log=print) -> Path:
+    """Run the experiment of this job; give the run folder."""
+    from pipebench.atomic import atomic_write_json
+    from pipebench.config import load_experiment
+    from pipebench.runner import run
+
+    config_dir = env.channel(CONFIG_CHANNEL).path
+    data_path = config_dir / DATA_LIST
+    try:
+        data_list = json.loads(data_path.read_text())
+    except (OSError, ValueError) as err:
+        raise PipebenchError(f"{data_path}: cannot read the launch's data list: {err}") from None
+    experiment = load_experiment(config_dir / EXPERIMENT_FILE, overrides(env, data_list))
+    # Without the toolkit nothing has set SM_*: machine facts (instance type, hosts, CPUs) read them there.
+    os.environ.update(env.toolkit_variables())
+    out = host_output_dir(env)
+    out.mkdir(parents=True, exist_ok=True)
+    facts = job_facts(env, data_list)
+    log(f"pipebench on SageMaker: {facts['job_name']} ({env.instance_type}, {facts['input_mode']} mode, "
+        f"host {env.current_host} of {len(env.hosts)})")
+    run_dir = run(experiment, log=log)
+    atomic_write_json(out / JOB_FILE, {**facts, "run_dir": str(run_dir.relative_to(out))})
+    return run_dir
+
+
+def main() -> int:
+    """Run the job; on a user error write SageMaker's failure file and exit 1."""
+    env = None
+    try:
+        env = read_environment()
+        run_job(env, log=lambda text: print(text, flush=True))
+    except PipebenchError as err:
+        print(f"pipebench: error: {err}", file=sys.stderr)
+        if env is not None:
+            failure = env.root / "output" / "failure"
+            failure.parent.mkdir(parents=True, exist_ok=True)
+            failure.write_text(f"{err}\n")
+        return err.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The SageMaker training container's environment, read once into a frozen `SageMakerEnvironment`.
+
+SageMaker itself writes `/opt/ml/input/config/{hyperparameters,resourceconfig,inputdataconfig}.json`;
+the SM_* variables (`SM_CHANNELS`, `SM_CHANNEL_<NAME>`, `SM_HOSTS`, ...) come from the
+sagemaker-training toolkit, which a custom container entry point may not run. So each fact is taken
+from its SM_* variable when set and from the JSON files otherwise. The root is `/opt/ml`, or
+`SAGEMAKER_BASE_DIR` (the toolkit's own variable for running outside SageMaker; tests use it).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipebench.errors import PipebenchError
+
+DEFAULT_ROOT = Path("/opt/ml")
+ROOT_ENV = "SAGEMAKER_BASE_DIR"
+INPUT_MODES = ("File", "FastFile", "Pipe")
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One input channel: where it is mounted and how SageMaker delivers it."""
+
+    name: str
+    path: Path  # the folder (File, FastFile) or the FIFO prefix (Pipe: <path>_<epoch>)
+    input_mode: str  # File | FastFile | Pipe
+    distribution: str | None  # FullyReplicated | ShardedByS3Key
+
+
+@dataclass(frozen=True)
+class SageMakerEnvironment:
+    """What a training job's container is told: hyperparameters, channels, hosts, output folders."""
+
+    root: Path
+    hyperparameters: Mapping[str, str]
+    channels: Mapping[str, Channel]
+    hosts: tuple[str, ...]
+    current_host: str
+    instance_type: str | None
+    num_cpus: int
+    num_gpus: int
+    model_dir: Path
+    output_data_dir: Path
+
+    @property
+    def input_config_dir(self) -> Path:
+        return self.root / "input" / "config"
+
+    @property
+    def input_data_dir(self) -> Path:
+        return self.root / "input" / "data"
+
+    def toolkit_variables(self) -> dict[str, str]:
+        """Give the SM_* variables the sagemaker-training toolkit would set, for code reading them (machine facts)."""
+        out = {"SM_HOSTS": json.dumps(list(self.hosts)), "SM_CURRENT_HOST": self.current_host,
+               "SM_NUM_CPUS": str(self.num_cpus), "SM_NUM_GPUS": str(self.num_gpus),
+               "SM_CHANNELS": json.dumps(sorted(self.channels)), "SM_MODEL_DIR": str(self.model_dir),
+               "SM_OUTPUT_DATA_DIR": str(self.output_data_dir),
+               **{f"SM_CHANNEL_{name.upper()}": str(c.path) for name, c in self.channels.items()}}
+        if self.instance_type:
+            out["SM_CURRENT_INSTANCE_TYPE"] = self.instance_type
+        return out
+
+    def channel(self, name: str) -> Channel:
+        """Give the named channel; PipebenchError naming the ones there are if it is missing."""
+        if name not in self.channels:
+            raise PipebenchError(f"SageMaker channel {name!r}: not in this job (channels: "
+                                 f"{', '.join(sorted(self.channels)) or 'none'})")
+        return self.channels[name]
+
+
+def _read_json(path: Path, required: bool) -> dict:
+    if not path.exists():
+        if required:
+            raise PipebenchError(f"{path}: missing; not a SageMaker training container (set {ROOT_ENV} "
+                                 "to the folder that plays /opt/ml)")
+        return {}
+    try:
+        value = json.loads(path.read_text())
+    except ValueError as err:
+        raise PipebenchError(f"{path}: not valid JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise PipebenchError(f"{path}: must hold a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _json_env(env: Mapping[str, str], name: str) -> object | None:
+    if name not in env:
+        return None
+    try:
+        return json.loads(env[name])
+    except ValueError:
+        raise PipebenchError(f"{name}: not valid JSON: {env[name]!r}") from None
+
+
+def _int_env(env: Mapping[str, str], name: str, fallback: int) -> int:
+    text = env.get(name)
+    if text is None:
+        return fallback
+    if not text.strip().isdigit():
+        raise PipebenchError(f"{name}: not a count: {text!r}")
+    return int(text)
+
+
+def read_environment(env: Mapping[str, str] | None = None) -> SageMakerEnvironment:
+    """Give the container's environment: SM_* variables first, the /opt/ml config files otherwise."""
+    env = os.environ if env is None else env
+    root = Path(env.get(ROOT_ENV) or DEFAULT_ROOT)
+    config_dir = root / "input" / "config"
+    resources = _read_json(config_dir / "resourceconfig.json", required=True)
+    data_config = _read_json(config_dir / "inputdataconfig.json", required=True)
+    # SageMaker passes every hyperparameter value as a string.
+    hyperparameters = {str(k): str(v) for k, v in _read_json(config_dir / "hyperparameters.json", False).items()}
+
+    hosts = _json_env(env, "SM_HOSTS") or resources.get("hosts")
+    current_host = env.get("SM_CURRENT_HOST") or resources.get("current_host")
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
+        raise PipebenchError(f"{config_dir / 'resourceconfig.json'}: hosts must be a non-empty list of names")
+    if current_host not in hosts:
+        raise PipebenchError(f"current host {current_host!r} is not one of the hosts {hosts}")
+
+    names = _json_env(env, "SM_CHANNELS") or sorted(data_config)
+    channels = {}
+    for name in names:
+        described = data_config.get(name, {})
+        mode = described.get("TrainingInputMode", "File")
+        if mode not in INPUT_MODES:
+            raise PipebenchError(f"inputdataconfig.json: channel {name}: TrainingInputMode {mode!r} is not one of "
+                                 f"{', '.join(INPUT_MODES)}")
+        path = Path(env.get(f"SM_CHANNEL_{name.upper()}") or root / "input" / "data" / name)
+        channels[name] = Channel(name, path, mode, described.get("S3DistributionType"))
+
+    return SageMakerEnvironment(
+        root=root, hyperparameters=hyperparameters, channels=channels, hosts=tuple(hosts),
+        current_host=current_host,
+        instance_type=env.get("SM_CURRENT_INSTANCE_TYPE") or resources.get("current_instance_type"),
+        num_cpus=_int_env(env, "SM_NUM_CPUS", os.cpu_count() or 1),
+        num_gpus=_int_env(env, "SM_NUM_GPUS", 0),
+        model_dir=Path(env.get("SM_MODEL_DIR") or root / "model"),
+        output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR") or root / "output" / "data"),
+    )

@@ -1,0 +1,169 @@
+"""`pipebench sagemaker launch`: one training job per instance type × input mode, on the same data.
+
+The launch folder on S3 (`--s3 s3://bucket/prefix`) holds:
+  config/experiment.yaml   the resolved experiment the jobs run (one data format)
+  config/data.json         the format and the data files' S3 URIs (in Pipe mode the job has no files to list)
+  config/manifest.json     the converter's manifest of those files, when there is one: the job's data
+                           fingerprint then equals a local run's on the same files
+  data/<format>/part-*     the data files, and nothing else: Pipe mode streams every object under the prefix
+  output/<job>/output/output.tar.gz   what each job wrote to /opt/ml/output/data (SageMaker uploads it)
+  pipebench-launch.json    the jobs launched, for `pipebench sagemaker collect`
+boto3 is imported only when something is uploaded or submitted.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipebench.config import Experiment, parse_experiment
+from pipebench.errors import ConfigError, PipebenchError, UsageError
+from pipebench.sagemaker.requests import INPUT_MODES, job_name, training_job_request, validate
+
+LAUNCH_MANIFEST = "pipebench-launch.json"
+DATA_LIST = "data.json"
+EXPERIMENT_FILE = "experiment.yaml"
+CONVERTER_MANIFEST = "manifest.json"
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    """Give (bucket, key prefix without slashes at either end) of an s3://bucket/prefix URI."""
+    if not uri.startswith("s3://"):
+        raise UsageError(f"{uri}: not an S3 URI (expected s3://bucket/prefix)")
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    if not bucket or "/" in bucket:
+        raise UsageError(f"{uri}: no bucket name (expected s3://bucket/prefix)")
+    return bucket, key.strip("/")
+
+
+def s3_key(*parts: str) -> str:
+    """Give the key a/b/c from the non-empty parts (an empty launch prefix is the bucket's root)."""
+    return "/".join(p.strip("/") for p in parts if p.strip("/"))
+
+
+def s3_join(bucket: str, *parts: str) -> str:
+    """Give s3://bucket/a/b from the non-empty parts."""
+    return f"s3://{bucket}/{s3_key(*parts)}".rstrip("/")
+
+
+def client(service: str):
+    """Give a boto3 client; AWS_ENDPOINT_URL (boto3's own variable) points it at another endpoint, e.g. moto."""
+    try:
+        import boto3
+    except ImportError:
+        raise UsageError("talking to AWS needs boto3: pip install 'pipebench[aws]'") from None
+    return boto3.client(service)
+
+
+def job_experiment(experiment: Experiment, data_format: str) -> Experiment:
+    """Give the experiment narrowed to the one data format the jobs receive."""
+    if data_format not in experiment["data"]["formats"]:
+        raise UsageError(f"--format {data_format}: not in the experiment's data.formats "
+                         f"({', '.join(experiment['data']['formats'])})")
+    orderings = experiment["pipelines"]["orderings"]
+    if orderings is not None and (orderings.get("source") or {}).get("format") != data_format:
+        raise UsageError(f"--format {data_format}: pipelines.orderings reads "
+                         f"{(orderings.get('source') or {}).get('format')}; launch with that format or "
+                         "--set pipelines.orderings=null")
+    return parse_experiment(experiment.resolved, experiment.name, experiment.source,
+                            (f"data.formats=[{data_format}]", f"pipelines.formats=[{data_format}]"))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What `launch` submits: the requests (validated) and where the launch folder is.
+
+    `given` is the experiment as the user gave it: its data (every format) is made and cached exactly
+    as a local run makes it; `experiment`, narrowed to one format, is what the jobs run.
+    """
+
+    given: Experiment
+    experiment: Experiment
+    requests: list[dict]
+    bucket: str
+    prefix: str
+    data_format: str
+
+    @property
+    def uri(self) -> str:
+        return s3_join(self.bucket, self.prefix)
+
+    def manifest(self) -> dict:
+        """Give pipebench-launch.json: the jobs and what each measures."""
+        jobs = []
+        for request in self.requests:
+            train = request["InputDataConfig"][1]
+            jobs.append({"name": request["TrainingJobName"], "instance_type": request["ResourceConfig"]["InstanceType"],
+                         "input_mode": train["InputMode"],
+                         "distribution": train["DataSource"]["S3DataSource"]["S3DataDistributionType"]})
+        return {"experiment": self.experiment.name, "data_format": self.data_format, "jobs": jobs}
+
+
+def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list[str], role_arn: str, s3_uri: str,
+         image_uri: str, data_format: str = "tfrecord", sharded: bool = False, instance_count: int = 1,
+         now: dt.datetime | None = None) -> Launch:
+    """Give the launch: one validated CreateTrainingJob request per instance type × input mode."""
+    bad = [m for m in input_modes if m not in INPUT_MODES]
+    if bad:
+        raise UsageError(f"--input-mode {bad[0]}: must be one of {', '.join(INPUT_MODES)}")
+    given, experiment = experiment, job_experiment(experiment, data_format)
+    bucket, prefix = parse_s3_uri(s3_uri)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    budget_min = experiment["budget"]["max_minutes"]
+    # The budget bounds the measuring; data copy, image pull and TF start-up come on top.
+    max_runtime = int(budget_min * 60 + 1800) if budget_min else 86_400
+    requests = []
+    for instance_type in dict.fromkeys(instance_types):
+        for mode in dict.fromkeys(input_modes):
+            request = training_job_request(
+                name=job_name(experiment.name, instance_type, mode, now), role_arn=role_arn, image_uri=image_uri,
+                instance_type=instance_type, input_mode=mode, prefix=s3_join(bucket, prefix), data_format=data_format,
+                sharded=sharded, instance_count=instance_count, max_runtime_sec=max_runtime)
+            validate(request)
+            requests.append(request)
+    return Launch(given, experiment, requests, bucket, prefix, data_format)
+
+
+def submit(launch: Launch, log=print) -> dict:
+    """Upload the experiment and its data, create the jobs, write the launch manifest; give the manifest."""
+    from pipebench.datasets import materialise
+
+    data = materialise(launch.given, log=log)
+    files = data.files.get(launch.data_format)
+    if not files:
+        raise ConfigError(f"data: no {launch.data_format} files to upload")
+    s3 = client("s3")
+    names = [Path(f).name for f in files]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"data.files.{launch.data_format}: two files share a name; SageMaker's channel is one folder")
+    log(f"uploading {len(files)} {launch.data_format} file(s) to {s3_join(launch.bucket, launch.prefix, 'data')}")
+    try:
+        for path, name in zip(files, names):
+            s3.upload_file(str(path), launch.bucket, s3_key(launch.prefix, "data", launch.data_format, name))
+        config = {EXPERIMENT_FILE: launch.experiment.to_yaml().encode(),
+                  DATA_LIST: json.dumps({"format": launch.data_format, "files": [
+                      s3_join(launch.bucket, launch.prefix, "data", launch.data_format, n) for n in names]}).encode()}
+        converter_manifest = Path(files[0]).parent / CONVERTER_MANIFEST
+        if converter_manifest.exists():
+            config[CONVERTER_MANIFEST] = converter_manifest.read_bytes()
+        for name, body in config.items():
+            s3.put_object(Bucket=launch.bucket, Key=s3_key(launch.prefix, "config", name), Body=body)
+        sagemaker = client("sagemaker")
+        for request in launch.requests:
+            sagemaker.create_training_job(**request)
+            log(f"created {request['TrainingJobName']}")
+        manifest = launch.manifest()
+        s3.put_object(Bucket=launch.bucket, Key=s3_key(launch.prefix, LAUNCH_MANIFEST),
+                      Body=json.dumps(manifest, indent=2).encode())
+    except aws_errors() as err:
+        raise PipebenchError(f"{launch.uri}: {err}") from None
+    return manifest
+
+
+def aws_errors() -> tuple[type[Exception], ...]:
+    """Give the exception types boto3 raises for AWS-side failures (to turn into one-line errors)."""
+    import boto3.exceptions
+    import botocore.exceptions
+
+    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, boto3.exceptions.Boto3Error)

@@ -1,0 +1,144 @@
+"""CreateTrainingJob requests as plain data, checked against botocore's SageMaker service model.
+
+botocore's own parameter validator checks required members and types but not enums, lengths,
+value ranges or patterns, so `validate` walks the operation's input shape and checks those too:
+a request that passes here is one the service's documented constraints accept. Only botocore is
+imported (for its bundled model), and only when validating.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+from functools import lru_cache
+from typing import Any
+
+from pipebench.errors import UsageError
+
+#: The job runs pipebench's entry point in any image that has pipebench installed.
+ENTRYPOINT = ["python3", "-m", "pipebench.sagemaker.entry"]
+DATA_CHANNEL = "train"
+CONFIG_CHANNEL = "config"
+INPUT_MODES = ("File", "FastFile", "Pipe")
+
+
+def job_name(experiment: str, instance_type: str, input_mode: str, when: dt.datetime) -> str:
+    """Give a job name that fits SageMaker's pattern and 63 characters: experiment, instance, mode, time."""
+    kind = instance_type.removeprefix("ml.").replace(".", "-")
+    tail = f"-{kind}-{input_mode.lower()}-{when:%Y%m%d-%H%M%S}"
+    stem = re.sub(r"[^A-Za-z0-9]+", "-", experiment).strip("-") or "pipebench"
+    return f"{stem[: 63 - len(tail)].rstrip('-')}{tail}"
+
+
+def _channel(name: str, s3_uri: str, input_mode: str, distribution: str) -> dict:
+    return {"ChannelName": name, "InputMode": input_mode,
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": s3_uri,
+                                            "S3DataDistributionType": distribution}}}
+
+
+def training_job_request(*, name: str, role_arn: str, image_uri: str, instance_type: str, input_mode: str,
+                         prefix: str, data_format: str, sharded: bool = False, instance_count: int = 1,
+                         volume_gb: int = 30, max_runtime_sec: int = 86_400) -> dict:
+    """Give one CreateTrainingJob request: config channel (File), data channel `train` in `input_mode`.
+
+    `prefix` is the launch's S3 folder (no trailing slash): `config/` holds the resolved experiment
+    and the data list, `data/<format>/` the data files, and outputs go to `output/<job>/output/`.
+    """
+    distribution = "ShardedByS3Key" if sharded else "FullyReplicated"
+    return {
+        "TrainingJobName": name,
+        "RoleArn": role_arn,
+        "AlgorithmSpecification": {"TrainingImage": image_uri, "TrainingInputMode": input_mode,
+                                   "ContainerEntrypoint": list(ENTRYPOINT)},
+        # SageMaker tells a custom entry point its job name only through what the request passes on.
+        "HyperParameters": {"pipebench_job_name": name},
+        "InputDataConfig": [
+            # The experiment is a file the job reads: the resolved YAML outgrows a hyperparameter (2500 chars).
+            _channel(CONFIG_CHANNEL, f"{prefix}/config/", "File", "FullyReplicated"),
+            _channel(DATA_CHANNEL, f"{prefix}/data/{data_format}/", input_mode, distribution),
+        ],
+        "OutputDataConfig": {"S3OutputPath": f"{prefix}/output"},
+        "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": instance_count, "VolumeSizeInGB": volume_gb},
+        "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime_sec},
+    }
+
+
+@lru_cache(maxsize=1)
+def _service_model():
+    import botocore.session
+
+    return botocore.session.get_session().get_service_model("sagemaker")
+
+
+def _fail(where: str, reason: str) -> None:
+    raise UsageError(f"{where}: {reason}")
+
+
+def _check_size(value: Any, size: int, meta: dict, where: str, unit: str) -> None:
+    if "min" in meta and size < meta["min"]:
+        _fail(where, f"{size} {unit}, at least {meta['min']} needed")
+    if "max" in meta and size > meta["max"]:
+        _fail(where, f"{size} {unit}, at most {meta['max']} allowed")
+
+
+def _check(value: Any, shape, where: str) -> None:
+    meta, kind = shape.metadata, shape.type_name
+    if kind == "structure":
+        if not isinstance(value, dict):
+            _fail(where, f"must be an object, not {type(value).__name__}")
+        for name in shape.required_members:
+            if name not in value:
+                _fail(f"{where}.{name}", "required")
+        for name, item in value.items():
+            if name not in shape.members:
+                _fail(f"{where}.{name}", f"unknown member (expected one of {', '.join(shape.members)})")
+            _check(item, shape.members[name], f"{where}.{name}")
+    elif kind == "list":
+        if not isinstance(value, list):
+            _fail(where, f"must be a list, not {type(value).__name__}")
+        _check_size(value, len(value), meta, where, "items")
+        for i, item in enumerate(value):
+            _check(item, shape.member, f"{where}[{i}]")
+    elif kind == "map":
+        if not isinstance(value, dict):
+            _fail(where, f"must be an object, not {type(value).__name__}")
+        _check_size(value, len(value), meta, where, "entries")
+        for key, item in value.items():
+            _check(key, shape.key, f"{where} key {key!r}")
+            _check(item, shape.value, f"{where}.{key}")
+    elif kind == "string":
+        if not isinstance(value, str):
+            _fail(where, f"must be a string, not {type(value).__name__} {value!r}")
+        if shape.enum and value not in shape.enum:
+            allowed = ", ".join(shape.enum) if len(shape.enum) <= 10 else f"one of {len(shape.enum)} values"
+            _fail(where, f"{value!r} is not allowed ({allowed})")
+        _check_size(value, len(value), meta, where, "characters")
+        pattern = _compiled(meta.get("pattern"))
+        if pattern is not None and not pattern.fullmatch(value):
+            _fail(where, f"{value!r} does not match {meta['pattern']}")
+    elif kind in ("integer", "long"):
+        if not isinstance(value, int) or isinstance(value, bool):
+            _fail(where, f"must be an integer, not {type(value).__name__} {value!r}")
+        if "min" in meta and value < meta["min"]:
+            _fail(where, f"{value} is below the minimum {meta['min']}")
+        if "max" in meta and value > meta["max"]:
+            _fail(where, f"{value} is above the maximum {meta['max']}")
+    elif kind == "boolean" and not isinstance(value, bool):
+        _fail(where, f"must be true or false, not {value!r}")
+    elif kind in ("float", "double") and (not isinstance(value, (int, float)) or isinstance(value, bool)):
+        _fail(where, f"must be a number, not {value!r}")
+
+
+@lru_cache(maxsize=None)
+def _compiled(pattern: str | None) -> re.Pattern | None:
+    """Give the model's pattern compiled, or None when Python's re cannot read it (Java's \\p{...} classes)."""
+    if pattern is None:
+        return None
+    try:
+        return re.compile(pattern, re.DOTALL)
+    except re.error:
+        return None
+
+
+def validate(request: dict, operation: str = "CreateTrainingJob") -> None:
+    """Check `request` against the operation's input shape; UsageError naming the member and the rule broken."""
+    _check(request, _service_model().operation_model(operation).input_shape, operation)

@@ -1,0 +1,122 @@
+"""The container entry point on a laid-out /opt/ml tree: channels mapped to sources, results where SageMaker uploads."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import pipebench.results as results
+from pipebench.config import parse_experiment
+from pipebench.datasets import materialise
+from pipebench.errors import PipebenchError
+from pipebench.sagemaker.entry import overrides
+from pipebench.sagemaker.environment import read_environment
+from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator
+from sagemaker_fixtures import opt_ml, run_entry, tiny_launch
+
+
+@pytest.fixture(scope="module")
+def launch(tmp_path_factory):
+    return tiny_launch(tmp_path_factory.mktemp("cache"))
+
+
+def _job_results(root):
+    out = root / "output" / "data" / "algo-1"
+    job = json.loads((out / "job.json").read_text())
+    return job, results.load(out / job["run_dir"])
+
+
+@pytest.mark.parametrize("input_mode, source_mode", [("File", "file"), ("FastFile", "fastfile")])
+def test_file_and_fastfile_channels_run_end_to_end(tmp_path, launch, input_mode, source_mode):
+    root = opt_ml(tmp_path / "opt-ml", launch, input_mode, f"tiny-c5-xlarge-{source_mode}")
+    result = run_entry(root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    job, run = _job_results(root)
+    assert job["job_name"] == f"tiny-c5-xlarge-{source_mode}" and job["instance_type"] == "ml.c5.xlarge"
+    assert (job["input_mode"], job["source_mode"], job["hosts"]) == (input_mode, source_mode, ["algo-1"])
+    trials = run.trials
+    assert len(trials) == 1 and (trials["status"] == "ok").all(), trials[["status", "reason"]]
+    assert set(trials["source_mode"]) == {source_mode} and set(trials["instance_type"]) == {"ml.c5.xlarge"}
+    assert (trials["examples_per_sec_median"] > 0).all()
+    # The same data fingerprint a local run of the launched data has: the manifest came along.
+    assert set(trials["data_fingerprint"]) == {launch.local_fingerprint()}
+    sagemaker = run.machine["sagemaker"]
+    assert (sagemaker["instance_type"], sagemaker["current_host"], sagemaker["hosts"]) == ("ml.c5.xlarge", "algo-1", 1)
+    assert not (root / "output" / "failure").exists()
+
+
+def test_pipe_channel_reads_sagemakers_fifos_without_emulation(tmp_path, launch):
+    root = tmp_path / "opt-ml"
+    files = launch.data.files["tfrecord"]
+    if importlib.util.find_spec("sagemaker_tensorflow") is None:
+        run_pipe_job = contextlib.nullcontext()
+    else:  # SageMaker's part: one FIFO per epoch, <root>/input/data/train_<epoch>, fed with the files
+        run_pipe_job = PipeEmulator(root / "input", {"train": ChannelFeed(tuple(files))})
+    with run_pipe_job:
+        opt_ml(root, launch, "Pipe", "tiny-c5-xlarge-pipe")
+        env = read_environment({"SAGEMAKER_BASE_DIR": str(root)})
+        data_list = json.loads((root / "input" / "data" / "config" / "data.json").read_text())
+        assert overrides(env, data_list) == (
+            'data.files={"tfrecord": ["s3://bucket/prefix/data/tfrecord/part-00000-of-00002.tfrecord", '
+            '"s3://bucket/prefix/data/tfrecord/part-00001-of-00002.tfrecord", '
+            f'"{root}/input/data/config/manifest.json"]}}',
+            f"results={root}/output/data/algo-1", "pipelines.source_modes=[pipe]", "sources.pipe.emulate=false",
+            f"sources.pipe.pipe_dir={root}/input/data", f"sources.pipe.config_dir={root}/input/config",
+            f"sources.pipe.state_dir={root}/pipe_state")
+        result = run_entry(root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    job, run = _job_results(root)
+    assert (job["input_mode"], job["source_mode"]) == ("Pipe", "pipe")
+    trials = run.trials
+    assert list(trials["source_mode"]) == ["pipe"]
+    if isinstance(run_pipe_job, PipeEmulator):
+        assert list(trials["status"]) == ["ok"], trials[["status", "reason"]]
+        assert (trials["examples_per_sec_median"] > 0).all()
+    else:
+        assert list(trials["status"]) == ["unavailable"], trials[["status", "reason"]]
+        assert "sagemaker_tensorflow" in trials["reason"].iloc[0]
+    assert set(trials["data_fingerprint"]) == {launch.local_fingerprint()}
+
+
+def test_environment_prefers_sm_variables_and_falls_back_to_the_config_files(tmp_path, launch):
+    root = opt_ml(tmp_path / "opt-ml", launch, "File", "job")
+    from_files = read_environment({"SAGEMAKER_BASE_DIR": str(root)})
+    assert (from_files.hosts, from_files.current_host, from_files.instance_type) == (("algo-1",), "algo-1",
+                                                                                      "ml.c5.xlarge")
+    assert from_files.channel("train").path == root / "input" / "data" / "train"
+    assert from_files.output_data_dir == root / "output" / "data" and from_files.num_gpus == 0
+    from_env = read_environment({"SAGEMAKER_BASE_DIR": str(root), "SM_HOSTS": '["algo-1", "algo-2"]',
+                                 "SM_CURRENT_HOST": "algo-2", "SM_CURRENT_INSTANCE_TYPE": "ml.c5.9xlarge",
+                                 "SM_CHANNELS": '["train"]', "SM_CHANNEL_TRAIN": "/mnt/train", "SM_NUM_CPUS": "36",
+                                 "SM_NUM_GPUS": "1", "SM_OUTPUT_DATA_DIR": "/mnt/out", "SM_MODEL_DIR": "/mnt/model"})
+    assert (from_env.hosts, from_env.current_host, from_env.instance_type) == (("algo-1", "algo-2"), "algo-2",
+                                                                                "ml.c5.9xlarge")
+    assert list(from_env.channels) == ["train"] and str(from_env.channel("train").path) == "/mnt/train"
+    assert (from_env.num_cpus, from_env.num_gpus, str(from_env.output_data_dir), str(from_env.model_dir)) == (
+        36, 1, "/mnt/out", "/mnt/model")
+    with pytest.raises(PipebenchError, match="channel 'config': not in this job"):
+        from_env.channel("config")
+    assert read_environment({"SAGEMAKER_BASE_DIR": str(root), **from_env.toolkit_variables()}) == from_env
+
+
+def test_outside_a_container_the_entry_fails_on_one_line(tmp_path):
+    result = run_entry(tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr == (f"pipebench: error: {tmp_path}/input/config/resourceconfig.json: missing; not a SageMaker "
+                             "training container (set SAGEMAKER_BASE_DIR to the folder that plays /opt/ml)\n")
+
+
+def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_them(launch):
+    names = [Path(f).name for f in launch.data.files["tfrecord"]]
+    manifest = str(Path(launch.data.files["tfrecord"][0]).parent / "manifest.json")
+    remote = [f"s3://bucket/prefix/data/tfrecord/{n}" for n in names]
+    experiment = parse_experiment({"name": "remote", "data": {"files": {"tfrecord": [*remote, manifest]}}})
+    data = materialise(experiment, log=lambda _: None)
+    assert data.files == {"tfrecord": remote}
+    assert data.fingerprint == launch.local_fingerprint()
+    without = materialise(parse_experiment({"name": "remote", "data": {"files": {"tfrecord": remote}}}),
+                          log=lambda _: None)
+    assert without.files == {"tfrecord": remote} and without.fingerprint != data.fingerprint

@@ -1,0 +1,157 @@
+"""Launch and collect against moto in server mode on loopback: upload, create, describe, collect.
+
+moto creates jobs but runs nothing, so the test plays SageMaker's part for each job: it lays out
+/opt/ml from the job's description and the uploaded channels, runs the real entry point, and
+uploads /opt/ml/output/data as `<S3OutputPath>/<job>/output/output.tar.gz`.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import boto3
+import pytest
+import yaml
+from moto.server import ThreadedMotoServer
+
+import pipebench.results as results
+from sagemaker_fixtures import TINY
+
+ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
+
+
+@pytest.fixture
+def aws(monkeypatch):
+    """Give the moto server's environment (fake credentials, loopback endpoint), also set for this process."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    boto3.client("s3").create_bucket(Bucket="bench")
+    yield env
+    server.stop()
+
+
+def _pipebench(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipebench", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **env})
+
+
+def _download_prefix(s3, uri: str, into: Path) -> None:
+    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    into.mkdir(parents=True)
+    for item in s3.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]:
+        s3.download_file(bucket, item["Key"], str(into / item["Key"][len(prefix):]))
+
+
+def _play_sagemaker(job: dict, root: Path) -> subprocess.Popen:
+    """Lay out /opt/ml for the described job under `root` and start its entry point (as SageMaker would)."""
+    s3 = boto3.client("s3")
+    config = root / "input" / "config"
+    config.mkdir(parents=True)
+    (config / "hyperparameters.json").write_text(json.dumps(job["HyperParameters"]))
+    instance_type = job["ResourceConfig"]["InstanceType"]
+    (config / "resourceconfig.json").write_text(json.dumps(
+        {"current_host": "algo-1", "hosts": ["algo-1"], "current_instance_type": instance_type}))
+    (config / "inputdataconfig.json").write_text(json.dumps({
+        c["ChannelName"]: {"TrainingInputMode": c["InputMode"], "RecordWrapperType": "None",
+                           "S3DistributionType": c["DataSource"]["S3DataSource"]["S3DataDistributionType"]}
+        for c in job["InputDataConfig"]}))
+    for channel in job["InputDataConfig"]:  # File and FastFile both show the prefix as a folder
+        uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
+        _download_prefix(s3, uri, root / "input" / "data" / channel["ChannelName"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "AWS_"))}
+    return subprocess.Popen([sys.executable, "-m", "pipebench.sagemaker.entry"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env={**env, "SAGEMAKER_BASE_DIR": str(root)})
+
+
+def _upload_output(job: dict, root: Path) -> None:
+    """Upload /opt/ml/output/data as SageMaker does: one output.tar.gz under <S3OutputPath>/<job>/output/."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for path in sorted((root / "output" / "data").iterdir()):
+            tar.add(path, arcname=path.name)
+    bucket, _, prefix = job["OutputDataConfig"]["S3OutputPath"][len("s3://"):].partition("/")
+    boto3.client("s3").put_object(Bucket=bucket, Key=f"{prefix}/{job['TrainingJobName']}/output/output.tar.gz",
+                                  Body=buffer.getvalue())
+
+
+def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws):
+    experiment = tmp_path / "tiny.yaml"
+    experiment.write_text(yaml.safe_dump({**TINY, "data": {**TINY["data"], "cache_dir": str(tmp_path / "cache")}}))
+    launched = _pipebench("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge",
+                          "--input-mode", "File", "--input-mode", "FastFile", "--sharded", "--role", ROLE,
+                          "--s3", "s3://bench/launch", "--image-uri", IMAGE, env=aws)
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    assert "pipebench sagemaker collect s3://bench/launch --out DIR" in launched.stdout
+
+    s3, sagemaker = boto3.client("s3"), boto3.client("sagemaker")
+    keys = {o["Key"] for o in s3.list_objects_v2(Bucket="bench", Prefix="launch/")["Contents"]}
+    assert {"launch/config/experiment.yaml", "launch/config/data.json", "launch/config/manifest.json",
+            "launch/data/tfrecord/part-00000-of-00002.tfrecord", "launch/data/tfrecord/part-00001-of-00002.tfrecord",
+            "launch/pipebench-launch.json"} == keys
+    manifest = json.loads(s3.get_object(Bucket="bench", Key="launch/pipebench-launch.json")["Body"].read())
+    assert [(j["instance_type"], j["input_mode"], j["distribution"]) for j in manifest["jobs"]] == [
+        ("ml.c5.xlarge", "File", "ShardedByS3Key"), ("ml.c5.xlarge", "FastFile", "ShardedByS3Key")]
+
+    jobs = [sagemaker.describe_training_job(TrainingJobName=j["name"]) for j in manifest["jobs"]]
+    for job, mode in zip(jobs, ("File", "FastFile")):
+        assert job["InputDataConfig"] == [
+            {"ChannelName": "config", "InputMode": "File",
+             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bench/launch/config/",
+                                             "S3DataDistributionType": "FullyReplicated"}}},
+            {"ChannelName": "train", "InputMode": mode,
+             "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bench/launch/data/tfrecord/",
+                                             "S3DataDistributionType": "ShardedByS3Key"}}}]
+        assert job["AlgorithmSpecification"]["TrainingInputMode"] == mode
+        assert job["ResourceConfig"]["InstanceType"] == "ml.c5.xlarge"
+
+    not_yet = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "early"), env=aws)
+    assert not_yet.returncode == 1 and "output.tar.gz: missing, though job" in not_yet.stderr
+    assert not (tmp_path / "early").exists()
+
+    roots = [tmp_path / f"job-{i}" for i in range(len(jobs))]
+    running = [_play_sagemaker(job, root) for job, root in zip(jobs, roots)]
+    for proc in running:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out
+    for job, root in zip(jobs, roots):
+        _upload_output(job, root)
+
+    collected = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"), env=aws)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    merged = results.load(tmp_path / "merged")
+    trials = merged.trials
+    assert sorted(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
+        ("ml.c5.xlarge", "fastfile", "ok"), ("ml.c5.xlarge", "file", "ok")]
+    assert trials["trial_id"].is_unique and trials["run_id"].nunique() == 2
+    assert set(merged.samples["trial_id"]) <= set(trials["trial_id"])
+    assert merged.config["name"] == "tiny"
+    listed = json.loads((tmp_path / "merged" / "jobs.json").read_text())
+    assert sorted((j["input_mode"], j["job_name"]) for j in listed) == sorted(
+        (j["input_mode"], j["name"]) for j in manifest["jobs"])
+    for mode in ("File", "FastFile"):  # each job's run folder, as `pipebench run` wrote it
+        assert len(results.load(tmp_path / "merged" / "ml.c5.xlarge" / mode / "algo-1").trials) == 1
+
+
+def test_collect_errors_are_one_line(tmp_path, aws):
+    missing = _pipebench("sagemaker", "collect", "s3://bench/nothing", "--out", str(tmp_path / "o"), env=aws)
+    assert missing.returncode == 1
+    assert missing.stderr == ("pipebench: error: s3://bench/nothing/pipebench-launch.json: missing; not a folder "
+                              "`pipebench sagemaker launch` wrote to\n")
+    bad = _pipebench("sagemaker", "collect", "bench/nothing", "--out", str(tmp_path / "o"), env=aws)
+    assert bad.returncode == 2
+    assert bad.stderr == "pipebench: error: bench/nothing: not an S3 URI (expected s3://bucket/prefix)\n"
+    no_bucket = _pipebench("sagemaker", "collect", "s3://no-such-bucket/x", "--out", str(tmp_path / "o"), env=aws)
+    assert no_bucket.returncode == 1 and "NoSuchBucket" in no_bucket.stderr and "Traceback" not in no_bucket.stderr
+    assert not (tmp_path / "o").exists()
