@@ -2,8 +2,8 @@
 
 On a fixed space small enough to grid exhaustively on a 2-core machine (pipeline × batch size ×
 intra/inter-op threads × decode parallelism = 48 configurations, input mode), it runs the grid once,
-then the Optuna driver (enqueued references, TPE, median pruning) with `--budget-pct` of the grid's
-trials for each of `--seeds` seeds, and prints the best-found / grid-best ratio and the share of the
+then the Optuna driver (enqueued references, median pruning, TPE; `--sampler random` adds random
+search beside it) with `--budget-pct` of the grid's trials for each of `--seeds` seeds, and prints the best-found / grid-best ratio and the share of the
 grid's trials each search measured. Goal: within 5% of the grid best using ≤ 15% of its trials
 (median over seeds).
 
@@ -35,7 +35,7 @@ SPACE = {"pipeline": ["aws-sample", "lambdaji-libsvm"], "batch_size": [128, 512,
 LIMITS = Limits(timeout_sec=120, memory_cap_bytes=8 << 30)
 
 
-def _experiment(folder: Path, rows: int, n_trials: int, seed: int) -> dict:
+def _experiment(folder: Path, rows: int, n_trials: int, seed: int, sampler: str = "tpe") -> dict:
     return {
         "name": "search-efficiency",
         "data": {"synth": {"rows": rows, "files": 2}, "formats": ["libsvm", "tfrecord"], "holdout_rows": 0,
@@ -43,7 +43,8 @@ def _experiment(folder: Path, rows: int, n_trials: int, seed: int) -> dict:
         "pipelines": {"presets": ["aws-sample", "lambdaji-libsvm"]},
         "grid": {"batch_size": [512]},
         "measurement": {"warmup_max_sec": 2.0, "window_sec": 0.5, "windows": 3, "steady_cv_pct": 10},
-        "search": {"driver": "optuna", "n_trials": n_trials, "seed": seed, "space": SPACE, "pruner": "median"},
+        "search": {"driver": "optuna", "n_trials": n_trials, "seed": seed, "space": SPACE, "pruner": "median",
+                   "sampler": sampler},
         "results": str(folder / "results"),
     }
 
@@ -64,7 +65,9 @@ def main() -> None:
     parser.add_argument("--budget-pct", type=float, default=15.0)
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--confirm-top", type=int, default=5, help="grid configurations measured again")
-    parser.add_argument("--confirm", type=int, default=2, help="fresh measurements per confirmed configuration")
+    parser.add_argument("--confirm", type=int, default=3, help="fresh measurements per confirmed configuration")
+    parser.add_argument("--sampler", action="append", choices=("tpe", "random"),
+                        help="search.sampler to compare (repeatable; default: tpe)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="pipebench-search-"))
     machine = machine_facts()
@@ -89,32 +92,34 @@ def main() -> None:
           f"{grid_best:,.0f} ex/s; top {len(top)} confirmed within "
           f"{1 - min(confirmed.values()) / grid_best:.1%} of each other", flush=True)
 
-    ratios, raw_ratios, shares = [], [], []
-    for seed in range(args.seeds):
-        seeded = parse_experiment(_experiment(folder, args.rows, n_trials, seed))
-        run_dir = folder / f"optuna-{seed}"
-        run_dir.mkdir()
-        seeded_plan = make_plan(seeded, data, machine)
-        study = open_study(seeded, seeded_plan, open_storage(str(run_dir / "study.journal"), run_dir),
-                           study_name=f"seed-{seed}")
-        run_study(study, seeded_plan, run_dir, machine, log=lambda _: None)
-        best = study.best_trial
-        params = {name: best.params.get(name, dim.choices[0] if dim.choices else dim.low)
-                  for name, dim in seeded_plan.space.items()}
-        params.update(best.user_attrs.get("overrides") or {})
-        found = _confirmed(seeded_plan, params, folder / "confirm", f"seed-{seed}", args.confirm)
-        measured = sum("duplicate_of" not in t.user_attrs for t in study.trials)
-        ratios.append(found / grid_best)
-        raw_ratios.append(best.values[0] / grid_max)
-        shares.append(measured / grid_size)
-        print(f"optuna seed {seed}: best {({k: params[k] for k in names})} measured again {found:,.0f} ex/s = "
-              f"{ratios[-1]:.1%} of the grid best (raw: {best.values[0]:,.0f} = {raw_ratios[-1]:.1%} of the grid "
-              f"maximum {grid_max:,.0f}); {measured} trials measured ({len(study.trials) - measured} duplicates "
-              f"told) = {shares[-1]:.0%} of the grid", flush=True)
-    ratio, share = statistics.median(ratios), statistics.median(shares)
-    verdict = "MET" if ratio >= 0.95 and share <= 0.15 else "NOT MET"
-    print(f"median over {args.seeds} seeds: best-found / grid-best {ratio:.1%} (raw {statistics.median(raw_ratios):.1%})"
-          f" using {share:.0%} of the grid's {grid_size} trials — goal (≥ 95% using ≤ 15%): {verdict}")
+    for sampler in args.sampler or ["tpe"]:
+        ratios, raw_ratios, shares = [], [], []
+        for seed in range(args.seeds):
+            seeded = parse_experiment(_experiment(folder, args.rows, n_trials, seed, sampler))
+            run_dir = folder / f"{sampler}-{seed}"
+            run_dir.mkdir()
+            seeded_plan = make_plan(seeded, data, machine)
+            study = open_study(seeded, seeded_plan, open_storage(str(run_dir / "study.journal"), run_dir),
+                               study_name=f"{sampler}-{seed}")
+            run_study(study, seeded_plan, run_dir, machine, log=lambda _: None)
+            best = study.best_trial
+            params = {name: best.params.get(name, dim.choices[0] if dim.choices else dim.low)
+                      for name, dim in seeded_plan.space.items()}
+            params.update(best.user_attrs.get("overrides") or {})
+            found = _confirmed(seeded_plan, params, folder / "confirm", f"{sampler}-{seed}", args.confirm)
+            measured = sum("duplicate_of" not in t.user_attrs for t in study.trials)
+            ratios.append(found / grid_best)
+            raw_ratios.append(best.values[0] / grid_max)
+            shares.append(measured / grid_size)
+            print(f"{sampler} seed {seed}: best {({k: params[k] for k in names})} measured again {found:,.0f} ex/s = "
+                  f"{ratios[-1]:.1%} of the grid best (raw: {best.values[0]:,.0f} = {raw_ratios[-1]:.1%} of the "
+                  f"grid maximum {grid_max:,.0f}); {measured} trials measured ({len(study.trials) - measured} "
+                  f"duplicates told) = {shares[-1]:.0%} of the grid", flush=True)
+        ratio, share = statistics.median(ratios), statistics.median(shares)
+        verdict = "MET" if ratio >= 0.95 and share <= 0.15 else "NOT MET"
+        print(f"{sampler}: median over {args.seeds} seeds: best-found / grid-best {ratio:.1%} "
+              f"(raw {statistics.median(raw_ratios):.1%}) using {share:.0%} of the grid's {grid_size} trials — "
+              f"goal (≥ 95% using ≤ 15%): {verdict}", flush=True)
 
 
 if __name__ == "__main__":
