@@ -333,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pipebench: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `pipebench checklist ... | head`: the reader left, which is no error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 141
 
 
 if __name__ == "__main__":
