@@ -325,6 +325,10 @@ class PipelineSpec:
         """Give this spec with the stage of the same kind replaced."""
         return dataclasses.replace(self, stages=tuple(stage if s.kind == stage.kind else s for s in self.stages))
 
+    def without_stage(self, kind: str) -> PipelineSpec:
+        """Give this spec with the stage of that kind removed (unchanged if it has none)."""
+        return dataclasses.replace(self, stages=tuple(s for s in self.stages if s.kind != kind))
+
     def with_source(self, **changes: Any) -> PipelineSpec:
         """Give this spec with source fields changed (files, format, compression, ...)."""
         return dataclasses.replace(self, source=Source.from_dict({**self.source.to_dict(), **changes}))

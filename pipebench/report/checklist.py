@@ -67,14 +67,19 @@ def input_bound(runs: list[RunResults]) -> dict:
                  "bigger or different instance: it is waiting for data, not computing.")
 
 
+def _fastest_train_with(runs: list[RunResults], column: str) -> pd.Series | None:
+    """Give the first finished train row (ok_rows' order: fastest first) that has `column`, or None."""
+    rows = ok_rows(_all_trials(runs), "train")
+    rows = rows[rows[column].notna()]
+    return None if rows.empty else rows.iloc[0]
+
+
 def gpu_utilization(runs: list[RunResults]) -> dict:
     """Give the GPU item: a GPU idle while input keeps up means a small model (try CPU instances)."""
     title = "GPU utilization after input tuning"
-    rows = ok_rows(_all_trials(runs), "train")
-    rows = rows[rows["gpu_util_pct_median"].notna()]
-    if rows.empty:
+    row = _fastest_train_with(runs, "gpu_util_pct_median")
+    if row is None:
         return _item("gpu_utilization", title, "N/A", {}, "No GPU was sampled: nothing to judge.")
-    row = rows.iloc[0]
     util = float(row["gpu_util_pct_median"])
     fraction = row["input_fraction"]
     evidence = {"trial_id": row["trial_id"], "gpu_util_pct_median": _num(util), "input_fraction": _num(fraction)}
@@ -91,11 +96,9 @@ def gpu_utilization(runs: list[RunResults]) -> dict:
 def cpu_utilization(runs: list[RunResults]) -> dict:
     """Give the CPU item: utilization of physical cores during the fastest train trial."""
     title = "CPU utilization against physical cores"
-    rows = ok_rows(_all_trials(runs), "train")
-    rows = rows[rows["cpu_pct_of_physical_cores_median"].notna()]
-    if rows.empty:
+    row = _fastest_train_with(runs, "cpu_pct_of_physical_cores_median")
+    if row is None:
         return _item("cpu_utilization", title, "N/A", {}, "No train trial with CPU samples.")
-    row = rows.iloc[0]
     util = float(row["cpu_pct_of_physical_cores_median"])
     machine = _machine(runs).get("cpu", {})
     evidence = {"trial_id": row["trial_id"], "cpu_pct_of_physical_cores_median": _num(util),

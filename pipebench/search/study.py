@@ -11,7 +11,6 @@ not measured again: the earlier values are told and the slot goes back to the sa
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import socket
@@ -141,7 +140,7 @@ def _apply_knob(spec: PipelineSpec, name: str, value: Any) -> PipelineSpec:
     if stage is None:
         raise ConfigError(f"{spec.ordering} has no {kind} stage")
     if param == "enabled":  # space.py allows it only for stages that change speed, never the examples
-        return spec if value else dataclasses.replace(spec, stages=tuple(s for s in spec.stages if s.kind != kind))
+        return spec if value else spec.without_stage(kind)
     return spec.with_stage(stage.replace(**{param: value}))
 
 

@@ -1,8 +1,6 @@
 """A pipeline read in another source mode, and what that mode forces on it (no TensorFlow here)."""
 from __future__ import annotations
 
-import dataclasses
-
 from pipebench.pipeline.spec import PipelineSpec
 
 
@@ -19,10 +17,9 @@ def in_source_mode(spec: PipelineSpec, mode: str) -> tuple[PipelineSpec, str | N
         return spec.with_source(mode=mode), None
     dropped = [f"{name}={getattr(spec.source, name)}" for name in ("num_parallel_reads", "buffer_size")
                if getattr(spec.source, name) is not None]
-    stages = tuple(s for s in spec.stages if s.kind != "interleave")
-    if len(stages) < len(spec.stages):
+    if "interleave" in spec.kinds:
         dropped.insert(0, "interleave")
-    spec = dataclasses.replace(spec, stages=stages)
+    spec = spec.without_stage("interleave")
     spec = spec.with_source(mode="pipe", num_parallel_reads=None, buffer_size=None, compression="none")
     note = f"pipe mode: {', '.join(dropped)} dropped (one FIFO stream per channel)" if dropped else None
     return spec, note
