@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,6 +37,27 @@ def test_append_keeps_rows_types_and_version(tmp_path):
     assert table.column("trial_id").to_pylist() == ["a", "b"]
     assert table.column("examples_per_sec_median").to_pylist() == [10.5, None]
     assert [p.name for p in tmp_path.iterdir()] == ["trials.parquet"], "no temp file left behind"
+
+
+def _append_many(path: Path, count: int) -> None:
+    for i in range(count):
+        append_rows(path, TRIAL_SCHEMA, [{"trial_id": f"t{i:04d}" * 40, "status": "ok"}])
+
+
+def test_reading_while_another_process_appends_gives_whole_tables(tmp_path):
+    # A report read during a run: each read must see one whole table, never the footer of one file
+    # and the pages of the file renamed over it.
+    path = tmp_path / "trials.parquet"
+    append_rows(path, TRIAL_SCHEMA, [{"trial_id": "first", "status": "ok"}])
+    writer = multiprocessing.get_context("spawn").Process(target=_append_many, args=(path, 300))
+    writer.start()
+    counts = []
+    while writer.is_alive():
+        counts.append(read_table(path, TRIAL_SCHEMA).num_rows)
+    writer.join()
+    assert writer.exitcode == 0
+    assert len(counts) > 10, "the reader never overlapped the writer"
+    assert counts == sorted(counts) and read_table(path, TRIAL_SCHEMA).num_rows == 301
 
 
 def _write_version(path: Path, version: int) -> None:

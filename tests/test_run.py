@@ -10,11 +10,12 @@ import sys
 import time
 
 import psutil
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
 import pipebench.results as results
+from pipebench.results.schema import TRIAL_SCHEMA
+from pipebench.results.store import read_table
 
 
 def _experiment(tmp_path, **extra) -> str:
@@ -75,7 +76,7 @@ def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
     run_dir = None
     while time.monotonic() < deadline:
         dirs = list((tmp_path / "results" / "tiny").glob("*")) if (tmp_path / "results" / "tiny").exists() else []
-        if dirs and (dirs[0] / "trials.parquet").exists() and pq.read_table(dirs[0] / "trials.parquet").num_rows >= 2:
+        if dirs and read_table(dirs[0] / "trials.parquet", TRIAL_SCHEMA).num_rows >= 2:
             run_dir = dirs[0]
             break
         assert proc.poll() is None, proc.stdout.read()
@@ -87,12 +88,12 @@ def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
     orphans = [p for p in psutil.process_iter(["cmdline"]) if "pipebench.measure.worker" in " ".join(p.info["cmdline"] or [])
                and str(run_dir) in " ".join(p.info["cmdline"] or [])]
     assert not orphans, "a worker outlived its manager"
-    before = pq.read_table(run_dir / "trials.parquet").column("trial_id").to_pylist()
+    before = read_table(run_dir / "trials.parquet", TRIAL_SCHEMA).column("trial_id").to_pylist()
     assert 2 <= len(before) < 5
     resumed = _pipebench("run", "--resume", str(run_dir))
     out, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, out
-    after = pq.read_table(run_dir / "trials.parquet").column("trial_id").to_pylist()
+    after = read_table(run_dir / "trials.parquet", TRIAL_SCHEMA).column("trial_id").to_pylist()
     assert after[: len(before)] == before and len(after) == 5 and len(set(after)) == 5
     assert f"{len(before)} done before" in out
 

@@ -11,11 +11,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from pipebench.config import parse_experiment
+from pipebench.results.schema import TRIAL_SCHEMA
+from pipebench.results.store import read_table
 from pipebench.search.space import Dimension, default_space, pin_inert
 
 optuna = pytest.importorskip("optuna")
@@ -60,7 +61,7 @@ def _pipebench(*args: str, **kwargs) -> subprocess.Popen:
 
 
 def _rows(results: Path) -> list[dict]:
-    return [r for path in sorted(results.rglob("trials.parquet")) for r in pq.read_table(path).to_pylist()]
+    return [r for path in sorted(results.rglob("trials.parquet")) for r in read_table(path, TRIAL_SCHEMA).to_pylist()]
 
 
 def _journal(path: Path):
@@ -116,7 +117,7 @@ def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(
     deadline, run_dir = time.monotonic() + 240, None
     while time.monotonic() < deadline and run_dir is None:
         found = list((tmp_path / "results" / "tiny").glob("*/trials.parquet"))
-        if found and pq.read_table(found[0]).num_rows >= 2:
+        if found and read_table(found[0], TRIAL_SCHEMA).num_rows >= 2:
             run_dir = found[0].parent
         assert proc.poll() is None, proc.stdout.read()
         time.sleep(0.2)

@@ -1,7 +1,8 @@
 """Append rows to versioned Parquet tables atomically; read them back refusing unknown versions.
 
 Each append rewrites the table to a temp file and renames it over the old one, so a crash at any
-moment leaves the previous complete table (tables hold hundreds of trials: the rewrite is cheap).
+moment leaves the previous complete table (tables hold hundreds of trials: the rewrite is cheap),
+and a reader (a report while a run goes on) sees one whole table or the next.
 """
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ def read_table(path: Path, schema: pa.Schema) -> pa.Table:
     path = Path(path)
     if not path.exists():
         return schema.empty_table()
-    table = pq.read_table(path)
+    # One open file: a path read opens the file again for its pages, and an append renaming a new
+    # table over it in between gives a torn read (pages of one file, footer of the other).
+    with open(path, "rb") as file:
+        table = pq.read_table(file)
     raw = (table.schema.metadata or {}).get(VERSION_KEY)
     version = int(raw) if raw is not None else 0
     if version > SCHEMA_VERSION:
