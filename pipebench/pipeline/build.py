@@ -28,9 +28,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from converters import TF_COMPRESSION
 from pipebench.config import resolve_block
 from pipebench.errors import ConfigError
-from pipebench.pipeline.spec import AUTOTUNE, MEMORY, TF_COMPRESSION, PipelineSpec, Source, Tunable
+from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Source, Tunable
 from pipebench.sources.readers import hooked_reader, open_hook, pipe_records
 
 # Exported: export.py copies the functions from here to `Built` into the modules it writes; they

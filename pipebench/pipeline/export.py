@@ -13,7 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pipebench
-from pipebench.pipeline.spec import AUTOTUNE, MEMORY, TF_COMPRESSION, PipelineSpec, Scalar
+from converters import TF_COMPRESSION
+from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Scalar
 
 _BUILD_MODULE = "pipebench.pipeline.build"
 

@@ -36,7 +36,7 @@ from typing import Any, Union
 
 import yaml
 
-from converters import COMPRESSIONS, TF_COMPRESSION
+from converters import COMPRESSIONS
 from pipebench.errors import ConfigError
 
 AUTOTUNE = "AUTOTUNE"
