@@ -14,13 +14,20 @@ best are measured `--confirm` times in turns (the machine's speed drifts over mi
 make the drift hit both alike), and the ratio compares those means. The raw ratio (the study's
 best value / the grid's maximum, both single draws) is printed beside it.
 
-    python benchmarks/search_efficiency.py [--seeds 3] [--budget-pct 15] [--rows 20000]
+`--save-grid FILE` writes every fresh measurement of every configuration (grid, confirmations,
+paired checks) and the study's enqueued references as JSON, for `benchmarks/search_replay.py`.
+
+    python benchmarks/search_efficiency.py [--seeds 3] [--budget-pct 15] [--rows 20000] [--save-grid FILE]
 """
 from __future__ import annotations
 
 import argparse
+import datetime
 import itertools
+import json
 import math
+import os
+import platform
 import statistics
 import tempfile
 from pathlib import Path
@@ -50,18 +57,41 @@ def _experiment(folder: Path, rows: int, n_trials: int, seed: int, sampler: str 
     }
 
 
-def _rate(plan: Plan, params: dict, folder: Path, tag: str) -> float:
+def _key(params: dict) -> str:
+    return json.dumps({name: params[name] for name in SPACE}, sort_keys=True)
+
+
+def _rate(plan: Plan, params: dict, folder: Path, tag: str, draws: dict[str, list[float]]) -> float:
+    """Measure one configuration in a fresh worker; the rate is also added to `draws`."""
     trial = {**worker_trial(plan, params), "trial_id": tag}
-    return run_worker(trial, folder / tag, LIMITS).record.get("examples_per_sec_median") or 0.0
+    rate = run_worker(trial, folder / tag, LIMITS).record.get("examples_per_sec_median") or 0.0
+    draws.setdefault(_key(params), []).append(rate)
+    return rate
 
 
-def _round_robin(plan: Plan, configs: list[dict], folder: Path, tag: str, times: int) -> list[float]:
+def _round_robin(plan: Plan, configs: list[dict], folder: Path, tag: str, times: int,
+                 draws: dict[str, list[float]]) -> list[float]:
     """Give each configuration's mean of `times` fresh measurements, taken in turns so drift hits all alike."""
     rates: list[list[float]] = [[] for _ in configs]
     for i in range(times):
         for j, params in enumerate(configs):
-            rates[j].append(_rate(plan, params, folder, f"{tag}-{j}-{i}"))
+            rates[j].append(_rate(plan, params, folder, f"{tag}-{j}-{i}", draws))
     return [statistics.fmean(r) for r in rates]
+
+
+def _save_grid(path: Path, plan: Plan, machine: dict, draws: dict[str, list[float]]) -> None:
+    """Write the space, the enqueued references and every measurement per configuration (temp name, then rename)."""
+    recorded = {
+        "recorded": datetime.date.today().isoformat(),
+        "machine": {"vcpus": machine["cpu"]["vcpus"], "tensorflow": machine.get("tensorflow", {}).get("version"),
+                    "python": platform.python_version()},
+        "space": {name: list(dim.choices) for name, dim in plan.space.items()},
+        "references": [searched for _, searched, _ in plan.references],
+        "configurations": [{"params": json.loads(key), "examples_per_sec": rates} for key, rates in draws.items()],
+    }
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(recorded, indent=1) + "\n")
+    os.replace(tmp, path)
 
 
 def main() -> None:
@@ -73,6 +103,7 @@ def main() -> None:
     parser.add_argument("--confirm", type=int, default=3, help="fresh measurements per confirmed configuration")
     parser.add_argument("--sampler", action="append", choices=("tpe", "random"),
                         help="search.sampler to compare (repeatable; default: tpe)")
+    parser.add_argument("--save-grid", type=Path, help="write every measurement as JSON (for search_replay.py)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="pipebench-search-"))
     machine = machine_facts()
@@ -83,19 +114,23 @@ def main() -> None:
     plan = make_plan(experiment, data, machine)
 
     names = list(plan.space)
+    draws: dict[str, list[float]] = {}
     grid: dict[tuple, float] = {}
     for i, values in enumerate(itertools.product(*(plan.space[n].choices for n in names))):
-        grid[values] = _rate(plan, dict(zip(names, values)), folder / "grid", f"grid-{i}")
+        grid[values] = _rate(plan, dict(zip(names, values)), folder / "grid", f"grid-{i}", draws)
         print(f"grid {i + 1}/{grid_size}: {dict(zip(names, values))}: {grid[values]:,.0f} ex/s", flush=True)
     grid_max = max(grid.values())
     top = sorted(grid, key=grid.get, reverse=True)[:args.confirm_top]
-    means = _round_robin(plan, [dict(zip(names, values)) for values in top], folder / "confirm", "top", args.confirm)
+    means = _round_robin(plan, [dict(zip(names, values)) for values in top], folder / "confirm", "top", args.confirm,
+                         draws)
     confirmed = dict(zip(top, means))
     best_values = max(confirmed, key=confirmed.get)
     grid_best = confirmed[best_values]
     print(f"grid best (top {len(top)} measured {args.confirm}× again): {dict(zip(names, best_values))}: "
           f"{grid_best:,.0f} ex/s; top {len(top)} confirmed within "
           f"{1 - min(confirmed.values()) / grid_best:.1%} of each other", flush=True)
+    if args.save_grid:
+        _save_grid(args.save_grid, plan, machine, draws)
 
     for sampler in args.sampler or ["tpe"]:
         ratios, raw_ratios, shares = [], [], []
@@ -113,7 +148,7 @@ def main() -> None:
             params.update(best.user_attrs.get("overrides") or {})
             # found and grid best measured in turns, now: the machine's drift since the grid cancels out
             found, best_now = _round_robin(seeded_plan, [params, dict(zip(names, best_values))], folder / "confirm",
-                                           f"{sampler}-{seed}", args.confirm)
+                                           f"{sampler}-{seed}", args.confirm, draws)
             measured = sum("duplicate_of" not in t.user_attrs for t in study.trials)
             ratios.append(found / best_now)
             raw_ratios.append(best.values[0] / grid_max)
@@ -127,6 +162,9 @@ def main() -> None:
         print(f"{sampler}: median over {args.seeds} seeds: best-found / grid-best {ratio:.1%} "
               f"(raw {statistics.median(raw_ratios):.1%}) using {share:.0%} of the grid's {grid_size} trials — "
               f"goal (≥ 95% using ≤ 15%): {verdict}", flush=True)
+    if args.save_grid:
+        _save_grid(args.save_grid, plan, machine, draws)
+        print(f"every measurement: {args.save_grid}")
 
 
 if __name__ == "__main__":

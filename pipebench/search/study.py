@@ -179,7 +179,8 @@ def open_storage(url: str | None, run_dir: Path):
     return JournalStorage(JournalFileBackend(str(Path(url) if url else run_dir / STUDY_FILE)))
 
 
-def _sampler(cfg: dict):
+def make_sampler(cfg: dict):
+    """Give the Optuna sampler `search.sampler` names, seeded with `search.seed`."""
     import optuna
 
     if cfg["sampler"] == "random":
@@ -218,7 +219,7 @@ def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | No
     cfg = experiment["search"]
     name = study_name or cfg["study_name"] or experiment.name
     directions = [_DIRECTIONS[o] for o in cfg["objectives"]]
-    sampler, pruner = _sampler(cfg), _pruner(experiment, log)
+    sampler, pruner = make_sampler(cfg), _pruner(experiment, log)
     try:
         study = optuna.create_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner,
                                     directions=directions)
@@ -323,7 +324,8 @@ class _Heartbeat:
         self._thread.join()
 
 
-def _suggest(trial, dim: Dimension) -> Any:
+def suggest(trial, dim: Dimension) -> Any:
+    """Give the trial's value of one knob (a pinned knob's only value is not asked for)."""
     if dim.pinned:
         return dim.choices[0]
     if dim.choices is not None:
@@ -386,7 +388,7 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
         trial.set_user_attr("worker", _worker_id())
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("heartbeat", time.time())
-        params = {name: _suggest(trial, dim) for name, dim in plan.space.items()}
+        params = {name: suggest(trial, dim) for name, dim in plan.space.items()}
         params.update(trial.user_attrs.get("overrides") or {})
         spec = worker_trial(plan, params)
         if _tell_duplicate(study, trial, f"{socket.gethostname()}:{spec['trial_id']}", plan, log):
@@ -563,5 +565,5 @@ def join(experiment: Experiment, storage: str, study_name: str, run_dir: Path | 
     reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
     log(f"worker {os.getpid()} joined study {study.study_name}; rows go to {run_dir}")
     _, stopped = run_study(study, plan, run_dir, machine, log)
-    log(f"worker done: no waiting trials left" + (f"; stopped early: {stopped}" if stopped else ""))
+    log("worker done: no waiting trials left" + (f"; stopped early: {stopped}" if stopped else ""))
     return run_dir
