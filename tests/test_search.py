@@ -1,6 +1,7 @@
 """The Optuna driver: reference trials first, resume, shared workers (journal file, PostgreSQL), pruning, pinning."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -141,6 +143,35 @@ def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(
     assert all(r["study"] == "tiny" and r["host"] == socket.gethostname() for r in rows)
     assert "KMP_AFFINITY pinned to disabled" in out and "importances (examples_per_sec)" in out
     assert (run_dir / "importances.json").exists()
+    served = _dashboard_study(run_dir / "study.journal")
+    assert served["name"] == "tiny"
+    assert {t["number"]: t["state"] for t in served["trials"]} == {t.number: t.state.name.title() for t in study.trials}
+
+
+def _dashboard_study(journal: Path) -> dict:
+    """Serve `journal` with optuna-dashboard (README's command) and give its one study as the dashboard sends it."""
+    port = _free_port()
+    dashboard = subprocess.Popen([str(Path(sys.executable).with_name("optuna-dashboard")), str(journal),
+                                  "--host", "127.0.0.1", "--port", str(port)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert dashboard.poll() is None, dashboard.stdout.read()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies", timeout=5) as response:
+                    studies = json.load(response)["study_summaries"]
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "optuna-dashboard did not answer within 60 s"
+                time.sleep(0.3)
+        assert len(studies) == 1
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/studies/{studies[0]['study_id']}?after=0",
+                                    timeout=30) as response:
+            return json.load(response)
+    finally:
+        dashboard.terminate()
+        dashboard.wait(timeout=30)
 
 
 def test_a_slow_trial_is_pruned(tmp_path, cache):
