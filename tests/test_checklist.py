@@ -10,6 +10,7 @@ import pytest
 
 import pipebench.results as results
 from pipebench.errors import ConfigError
+from pipebench.measure.machine import sagemaker_facts
 from pipebench.report.catalog import DEFAULT_CATALOG, load_catalog
 from pipebench.report.checklist import RULES, checklist, ranking
 from report_fixtures import SCALAR, data_files, machine, make_run, passing_rows
@@ -54,7 +55,9 @@ FAILING = {
     "openmp_knobs": lambda rows, facts, files: _set(rows, "t-train-tfr", env_KMP_AFFINITY="granularity=fine,compact,1,0"),
     "threads_vs_cores": lambda rows, facts, files: [r.update(intra_op_threads=None) for r in rows],
     "batch_auc": lambda rows, facts, files: _set(rows, "t-train-big", auc=0.80),
-    "scale_up_first": lambda rows, facts, files: facts["sagemaker"].update(hosts=["algo-1", "algo-2"]),
+    # two hosts, as machine facts record them from SageMaker's SM_HOSTS
+    "scale_up_first": lambda rows, facts, files: facts["sagemaker"].update(
+        hosts=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["hosts"]),
 }
 
 

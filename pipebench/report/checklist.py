@@ -315,14 +315,14 @@ def scale_up_first(runs: list[RunResults]) -> dict:
     if rows.empty:
         return _item("scale_up_first", title, "N/A", {}, "No train trial.")
     row = rows.iloc[0]
-    hosts = _machine(runs).get("sagemaker", {}).get("hosts") or []
+    hosts = _machine(runs).get("sagemaker", {}).get("hosts") or 1  # a count (machine.sagemaker_facts)
     util = row["cpu_pct_of_physical_cores_median"]
     gpu = row["gpu_util_pct_median"]
     busy = gpu if gpu is not None and not pd.isna(gpu) else util
     fraction = row["input_fraction"]
-    evidence = {"hosts": len(hosts) or 1, "utilization_pct": _num(busy), "input_fraction": _num(fraction)}
+    evidence = {"hosts": hosts, "utilization_pct": _num(busy), "input_fraction": _num(fraction)}
     saturated = busy is not None and not pd.isna(busy) and busy >= 90
-    if len(hosts) > 1 and not saturated:
+    if hosts > 1 and not saturated:
         return _item("scale_up_first", title, "FAIL", evidence,
                      "Several hosts while one is not busy: go back to one machine, tune it, then scale up.")
     if fraction is not None and not pd.isna(fraction) and fraction > INPUT_BOUND_LOW:
