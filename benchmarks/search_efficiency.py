@@ -26,17 +26,19 @@ import datetime
 import itertools
 import json
 import math
-import os
 import platform
 import statistics
 import tempfile
 from pathlib import Path
 
+import optuna
+
+from pipebench.atomic import atomic_write_json
 from pipebench.config import parse_experiment
 from pipebench.datasets import materialise
 from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.search.study import Plan, make_plan, open_storage, open_study, run_study, worker_trial
+from pipebench.search.study import Plan, make_plan, open_storage, open_study, run_study, suggest, worker_trial
 
 SPACE = {"pipeline": ["aws-sample", "lambdaji-libsvm"], "batch_size": [128, 512, 2048],
          "intra_op_threads": [1, 2], "inter_op_threads": [1, 2], "stage.decode.num_parallel_calls": [1, 2]}
@@ -89,9 +91,7 @@ def _save_grid(path: Path, plan: Plan, machine: dict, draws: dict[str, list[floa
         "references": [searched for _, searched, _ in plan.references],
         "configurations": [{"params": json.loads(key), "examples_per_sec": rates} for key, rates in draws.items()],
     }
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(recorded, indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic_write_json(path, recorded)
 
 
 def main() -> None:
@@ -143,7 +143,7 @@ def main() -> None:
                                study_name=f"{sampler}-{seed}")
             run_study(study, seeded_plan, run_dir, machine, log=lambda _: None)
             best = study.best_trial
-            params = {name: best.params.get(name, dim.choices[0] if dim.choices else dim.low)
+            params = {name: suggest(optuna.trial.FixedTrial(best.params), dim)
                       for name, dim in seeded_plan.space.items()}
             params.update(best.user_attrs.get("overrides") or {})
             # found and grid best measured in turns, now: the machine's drift since the grid cancels out

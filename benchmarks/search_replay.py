@@ -32,7 +32,7 @@ from pathlib import Path
 import optuna
 
 from pipebench.search.space import Dimension
-from pipebench.search.study import make_sampler, suggest
+from pipebench.search.study import gives_slot_back, make_sampler, suggest
 
 GOAL = 0.95
 
@@ -66,20 +66,24 @@ def _replay(sampler: str, seed: int, n_trials: int, space: dict[str, Dimension],
     rng = random.Random(seed)
     study = optuna.create_study(direction="maximize",
                                 sampler=make_sampler({"sampler": sampler, "seed": seed, "n_trials": n_trials}))
-    for params in references[:n_trials]:
+    enqueued = references[:n_trials]
+    for params in enqueued:
         study.enqueue_trial(params)
     told: dict[str, float] = {}
+    sampled: set[str] = set()
     slots, duplicates = n_trials, 0
     while slots:
         trial = study.ask()
         key = json.dumps({name: suggest(trial, dim) for name, dim in space.items()}, sort_keys=True)
         if key in told:  # as the driver does: tell the earlier value, give the slot back (capped)
             study.tell(trial, told[key])
-            duplicates += 1
-            if duplicates > n_trials or len(told) == len(draws):
+            if not gives_slot_back(duplicates, n_trials, len(sampled), len(draws)):
                 slots -= 1
+            duplicates += 1
             continue
         told[key] = statistics.fmean(draws[key]) if noise_free else rng.choice(draws[key])
+        if trial.number >= len(enqueued):
+            sampled.add(key)
         study.tell(trial, told[key])
         slots -= 1
     return max(told, key=told.get)

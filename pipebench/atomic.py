@@ -6,8 +6,9 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from pipebench.errors import UsageError
 
@@ -56,6 +57,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def atomic_write_json(path: Path, obj: object) -> None:
-    """Write `obj` as indented JSON to `path` atomically."""
-    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False) + "\n").encode())
+def atomic_write_json(path: Path, obj: object, default: Callable[[Any], Any] | None = None) -> None:
+    """Write `obj` as indented JSON to `path` atomically (`default` as in json.dumps)."""
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=False, default=default) + "\n").encode())

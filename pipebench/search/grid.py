@@ -6,6 +6,7 @@ each pipeline's `input` and `train` trials.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -80,7 +81,7 @@ def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
     for mode in modes:
         for c in found:
             spec, note = in_source_mode(c.spec, mode)
-            moded.append(Candidate(c.name, spec, c.ordering, note))
+            moded.append(dataclasses.replace(c, spec=spec, note=note))
     return moded
 
 
@@ -95,8 +96,7 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
               "feature_size": data.feature_size, "data_fingerprint": data.fingerprint,
               "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", []),
               "sources": experiment["sources"]}
-    candidate = Candidate(candidate.name, _with_batch(candidate.spec, setting["batch_size"]), candidate.ordering,
-                          candidate.note)
+    candidate = dataclasses.replace(candidate, spec=_with_batch(candidate.spec, setting["batch_size"]))
     described = candidate.describe()
     if mode == "synthetic":
         described.update(pipeline="synthetic", ordering="in-memory batch", semantics="n/a",

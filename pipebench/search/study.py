@@ -11,6 +11,7 @@ not measured again: the earlier values are told and the slot goes back to the sa
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -163,7 +164,7 @@ def worker_trial(plan: Plan, params: dict[str, Any]) -> dict:
                "env": {name[4:]: value for name, value in params.items()
                        if name.startswith("env.") and value is not None}}
     trial = make_trial(plan.experiment, plan.data, plan.experiment["search"]["mode"],
-                       Candidate(candidate.name, spec, candidate.ordering, candidate.note), setting)
+                       dataclasses.replace(candidate, spec=spec), setting)
     return {**trial, "knobs_not_applied": not_applied}
 
 
@@ -249,10 +250,8 @@ def _worker_id() -> str:
     return f"{socket.gethostname()}:{me.pid}:{me.create_time():.3f}"
 
 
-def _died_here(worker: str) -> bool:
-    host, pid, created = worker.rsplit(":", 2)
-    if host != socket.gethostname():
-        return False  # another host's worker: only that host can tell whether it is alive
+def _died_here(pid: str, created: str) -> bool:
+    """Whether this host's process `pid`, started at `created`, is gone (a new process may reuse the pid)."""
     try:
         return f"{psutil.Process(int(pid)).create_time():.3f}" != created
     except psutil.NoSuchProcess:
@@ -268,9 +267,9 @@ def _lost(trial, heartbeat_sec: float) -> str | None:
     worker = trial.user_attrs.get("worker")
     if worker is None:
         return None
-    host = worker.rsplit(":", 2)[0]
-    if host == socket.gethostname():
-        return f"its worker {worker} died" if _died_here(worker) else None
+    host, pid, created = worker.rsplit(":", 2)
+    if host == socket.gethostname():  # only this host can tell whether its process is alive
+        return f"its worker {worker} died" if _died_here(pid, created) else None
     last = trial.user_attrs.get("heartbeat") or trial.datetime_start.timestamp()
     silent = time.time() - last
     if silent > _MISSED_HEARTBEATS * heartbeat_sec:
@@ -434,6 +433,13 @@ def _space_size(space: dict[str, Dimension]) -> int | None:
     return size if size < 100_000 else None
 
 
+def gives_slot_back(earlier_duplicates: int, slots: int, sampled_measured: int, space_size: int | None) -> bool:
+    """Whether a slot told a duplicate goes back to the sampler: while sampled settings remain
+    unmeasured, and no more often than the study has slots, so a sampler that keeps proposing
+    measured settings cannot keep a study going however large its space."""
+    return earlier_duplicates <= slots and (space_size is None or sampled_measured < space_size)
+
+
 def _tell_duplicate(study, trial, key: str, plan: Plan, log) -> bool:
     """Tell a trial whose settings this host measured before with those values, and give True.
 
@@ -452,13 +458,10 @@ def _tell_duplicate(study, trial, key: str, plan: Plan, log) -> bool:
         return False
     trial.set_user_attr("duplicate_of", earlier.number)
     study.tell(trial, earlier.values)
-    # Enqueue again while sampled settings remain unmeasured; the cap ends a study whose sampler
-    # keeps proposing measured settings however large the space.
-    size = _space_size(plan.space)
     sampled = {t.user_attrs.get("settings_key") for t in complete
                if "duplicate_of" not in t.user_attrs and t.user_attrs.get("enqueued_as") == "sampled"}
     duplicates = sum("duplicate_of" in t.user_attrs for t in complete)
-    if duplicates <= study.user_attrs.get("pipebench_slots", 0) and (size is None or len(sampled) < size):
+    if gives_slot_back(duplicates, study.user_attrs.get("pipebench_slots", 0), len(sampled), _space_size(plan.space)):
         study.enqueue_trial({}, user_attrs={"slot": trial.user_attrs["slot"], "enqueued_as": "sampled",
                                             "overrides": {}, "replaces_duplicate": trial.number})
     log(f"[trial {trial.number}, slot {trial.user_attrs['slot']}] same settings as trial {earlier.number}: "
@@ -511,7 +514,7 @@ def finish(study, run_dir: Path, pinned: list[str], log=print) -> dict:
     from pipebench.atomic import atomic_write_json
     from pipebench.results import IMPORTANCES_FILE
 
-    atomic_write_json(run_dir / IMPORTANCES_FILE, json.loads(json.dumps(found, default=str)))
+    atomic_write_json(run_dir / IMPORTANCES_FILE, found, default=str)
     for objective, values in found["importances"].items():
         log(f"importances ({objective}): " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}"
                                                       for k, v in values.items()))
