@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import pipebench
-from converters import libsvm, packed, tfrecord
+from converters import MANIFEST, libsvm, packed, tfrecord
 from converters.example import SCHEMA, encode_examples
 from converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
@@ -34,7 +34,6 @@ COMPRESSED_SUFFIX = {"none": "", "gzip": ".gz", "zlib": ".zz"}
 DEFAULT_SHARD_MB = 128.0
 CHUNK_BYTES = 4 << 20
 QUARANTINE_FILE = "quarantine.jsonl"
-MANIFEST_FILE = "manifest.json"
 
 
 def default_workers() -> int:
@@ -220,7 +219,7 @@ class _Converter:
                 if quarantine is not None:
                     quarantine.close()
             manifest = self._manifest(shards, time.perf_counter() - started)
-            atomic_write_json(tmp / MANIFEST_FILE, manifest)
+            atomic_write_json(tmp / MANIFEST, manifest)
         return manifest
 
     def _writer(self, folder: Path) -> ShardWriter:

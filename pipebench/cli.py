@@ -111,10 +111,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    if args.instance_type:  # the variable SageMaker sets: machine facts and the checklist's ranking read it
-        os.environ["SM_CURRENT_INSTANCE_TYPE"] = args.instance_type
+    _set_instance_type(args)
     run(experiment, args.resume, log=lambda text: print(text, flush=True))
     return 0
+
+
+def _set_instance_type(args: argparse.Namespace) -> None:
+    """--instance-type sets the variable SageMaker sets: machine facts and the checklist's ranking read it."""
+    if args.instance_type:
+        os.environ["SM_CURRENT_INSTANCE_TYPE"] = args.instance_type
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
@@ -122,8 +127,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.search.study import join
 
     experiment = load_experiment(args.experiment, tuple(args.set))
-    if args.instance_type:
-        os.environ["SM_CURRENT_INSTANCE_TYPE"] = args.instance_type
+    _set_instance_type(args)
     join(experiment, args.storage, args.study, args.run_dir, log=lambda text: print(text, flush=True))
     return 0
 

@@ -13,12 +13,12 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
 from pipebench.errors import ConfigError
 
 _LAYOUT_VERSION = 1
-MANIFEST = "manifest.json"  # the converter's (converters/convert.py): shard names and sha256
 REMOTE_PREFIX = "s3://"
 
 
@@ -78,11 +78,15 @@ def _content_fingerprint(files: dict[str, list[str]], manifests: dict[str, str] 
     `s3://` file with no manifest at all contributes its name only (there is nothing local to stat).
     """
     parts = []
+    read: dict[Path, dict[str, str] | None] = {}  # one manifest covers a whole folder: read it once
     for fmt in sorted(files):
         for name in files[fmt]:
             manifest = Path((manifests or {}).get(fmt) or Path(name).parent / MANIFEST)
-            if manifest.exists():
-                shards = {s["name"]: s["sha256"] for s in json.loads(manifest.read_text())["shards"]}
+            if manifest not in read:
+                read[manifest] = ({s["name"]: s["sha256"] for s in json.loads(manifest.read_text())["shards"]}
+                                  if manifest.exists() else None)
+            shards = read[manifest]
+            if shards is not None:
                 parts.append((fmt, Path(name).name, shards.get(Path(name).name)))
             elif name.startswith(REMOTE_PREFIX):
                 parts.append((fmt, name, None))

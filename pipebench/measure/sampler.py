@@ -344,13 +344,9 @@ def resident_fraction(path: str | Path) -> float:
     return _resident_fraction_of([path])
 
 
-def evict_page_cache(paths: Iterable[str | Path]) -> float:
-    """Drop the files' pages from the page cache (no root needed); give the share still resident.
-
-    Dirty pages are written back first, since the kernel drops only clean ones. Pages another
-    process has mapped stay, which is why the result is worth checking before a "cold" trial.
-    """
-    paths = list(paths)
+def drop_page_cache(paths: Iterable[str | Path]) -> None:
+    """Drop the files' pages from the page cache (no root needed); dirty pages are written back
+    first, since the kernel drops only clean ones."""
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -358,4 +354,14 @@ def evict_page_cache(paths: Iterable[str | Path]) -> float:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def evict_page_cache(paths: Iterable[str | Path]) -> float:
+    """Drop the files' pages from the page cache; give the share still resident.
+
+    Pages another process has mapped stay, which is why the result is worth checking before a
+    "cold" trial.
+    """
+    paths = list(paths)
+    drop_page_cache(paths)
     return _resident_fraction_of(paths)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.errors import PipebenchError, UnavailableError
+from pipebench.parent_death import die_with_parent
 from pipebench.measure import stats
 
 #: Each timed call runs about this long; windows are made of whole calls.
@@ -239,20 +240,9 @@ def _quality(tf, trial: dict, spec, sources: dict) -> float:
     return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
 
 
-def _die_with_manager() -> None:
-    """Have Linux SIGKILL this worker when the manager dies, even by kill -9: no orphan trials."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    manager = os.environ.get("PIPEBENCH_MANAGER_PID")
-    if manager and os.getppid() != int(manager):  # it died before prctl took effect
-        os._exit(1)
-
-
 def main(argv: list[str]) -> int:
-    _die_with_manager()
+    manager = os.environ.get("PIPEBENCH_MANAGER_PID")
+    die_with_parent(int(manager) if manager else None)  # no orphan trials when the manager dies, even by kill -9
     trial_path, result_path = Path(argv[0]), Path(argv[1])
     trial = json.loads(trial_path.read_text())
     started = time.time()

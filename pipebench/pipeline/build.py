@@ -28,7 +28,7 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from converters import TF_COMPRESSION
+from converters import MANIFEST, TF_COMPRESSION
 from pipebench.config import resolve_block
 from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Source, Tunable
@@ -166,16 +166,16 @@ def _reader(source: Source, files, parallel: bool, hook=None) -> tf.data.Dataset
     """Give the records of `files` (paths, or one filename tensor in an interleave); `hook` runs per file opened."""
     reader = tf.data.TextLineDataset if source.format == "libsvm" else tf.data.TFRecordDataset
     read_args = {"compression_type": TF_COMPRESSION[source.compression], "buffer_size": source.buffer_size}
-    parallel_reads = source.num_parallel_reads if parallel else None
+    parallel_reads = _tf(source.num_parallel_reads) if parallel else None
     if hook is not None:
         return hooked_reader(reader, files, parallel_reads, hook, **read_args)
-    return reader(files, num_parallel_reads=_tf(parallel_reads), **read_args)
+    return reader(files, num_parallel_reads=parallel_reads, **read_args)
 
 
 def _check_manifests(source: Source, files: list[str]) -> None:
     """Raise ConfigError when a converter manifest beside the files contradicts the source."""
     for folder in sorted({Path(f).parent for f in files}):
-        path = folder / "manifest.json"
+        path = folder / MANIFEST
         if not path.is_file():
             continue
         manifest = json.loads(path.read_text())

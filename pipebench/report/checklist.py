@@ -50,11 +50,9 @@ def _machine(runs: list[RunResults]) -> dict:
 def input_bound(runs: list[RunResults]) -> dict:
     """Give the input-bound item: the fastest train trial's share of step time spent waiting for input."""
     title = "Is training input-bound? (TF Profiler: <5% not, 5–20% moderately, >20% highly)"
-    best = ok_rows(_all_trials(runs), "train")
-    best = best[best["input_fraction"].notna()]
-    if best.empty:
+    row = _fastest_train_with(runs, "input_fraction")
+    if row is None:
         return _item("input_bound", title, "N/A", {}, "Run the train and synthetic modes to measure input waiting.")
-    row = best.iloc[0]
     fraction = float(row["input_fraction"])
     evidence = {"trial_id": row["trial_id"], "pipeline": row["pipeline"], "format": row["format"],
                 "input_fraction": _num(fraction), "prep_stall_pct": _num(row["prep_stall_pct"]),
@@ -167,7 +165,8 @@ def stage_order(runs: list[RunResults]) -> dict:
 def file_layout(runs: list[RunResults]) -> dict:
     """Give the file-layout item: file count and size against the source mode used."""
     title = "File count and size against Pipe / FastFile / File mode"
-    best = best_row(_all_trials(runs))
+    trials = _all_trials(runs)
+    best = best_row(trials)
     files = _data_files(runs)
     if best is None or not files:
         return _item("file_layout", title, "N/A", {}, "No finished trial names its data files.")
@@ -177,7 +176,6 @@ def file_layout(runs: list[RunResults]) -> dict:
     mode = best["source_mode"] or source.get("mode")
     evidence = {"files": len(files), "mean_file_mib": _num(mean_mib), "source_mode": mode,
                 "num_parallel_reads": source.get("num_parallel_reads")}
-    trials = _all_trials(runs)
     for trial_mode in ("train", "input"):
         by_source = _best_by(ok_rows(trials, trial_mode), "source_mode")
         if len(by_source) > 1:  # the modes were measured side by side: the numbers decide, not the rule of thumb

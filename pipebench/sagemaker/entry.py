@@ -14,9 +14,12 @@ import os
 import sys
 from pathlib import Path
 
+from converters import MANIFEST
+from pipebench.atomic import atomic_write_json
+from pipebench.config import load_experiment
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.environment import SageMakerEnvironment, read_environment
-from pipebench.sagemaker.launch import CONVERTER_MANIFEST, DATA_LIST, EXPERIMENT_FILE
+from pipebench.sagemaker.launch import DATA_LIST, EXPERIMENT_FILE
 from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
 
 SOURCE_MODES = {"File": "file", "FastFile": "fastfile", "Pipe": "pipe"}
@@ -39,7 +42,7 @@ def overrides(env: SageMakerEnvironment, data_list: dict) -> tuple[str, ...]:
     else:
         # A glob, not the launched names: with ShardedByS3Key this host holds only its share.
         files = [str(channel.path / "*")]
-    manifest = env.channel(CONFIG_CHANNEL).path / CONVERTER_MANIFEST
+    manifest = env.channel(CONFIG_CHANNEL).path / MANIFEST
     if manifest.exists():
         files.append(str(manifest))  # the shards' checksums: the same data fingerprint as a local run
     # One source mode, whatever the experiment lists: the job measures the mode its channel really has.
@@ -66,9 +69,7 @@ def job_facts(env: SageMakerEnvironment, data_list: dict) -> dict:
 
 def run_job(env: SageMakerEnvironment, log=print) -> Path:
     """Run the experiment of this job; give the run folder."""
-    from pipebench.atomic import atomic_write_json
-    from pipebench.config import load_experiment
-    from pipebench.runner import run
+    from pipebench.runner import run  # TensorFlow-side modules: only when a job runs
 
     config_dir = env.channel(CONFIG_CHANNEL).path
     data_path = config_dir / DATA_LIST

@@ -17,14 +17,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from converters import MANIFEST
 from pipebench.config import Experiment, parse_experiment
 from pipebench.errors import ConfigError, PipebenchError, UsageError
-from pipebench.sagemaker.requests import INPUT_MODES, job_name, training_job_request, validate
+from pipebench.sagemaker.environment import INPUT_MODES
+from pipebench.sagemaker.requests import job_name, training_job_request, validate
 
 LAUNCH_MANIFEST = "pipebench-launch.json"
 DATA_LIST = "data.json"
 EXPERIMENT_FILE = "experiment.yaml"
-CONVERTER_MANIFEST = "manifest.json"
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -144,9 +145,9 @@ def submit(launch: Launch, log=print) -> dict:
         config = {EXPERIMENT_FILE: launch.experiment.to_yaml().encode(),
                   DATA_LIST: json.dumps({"format": launch.data_format, "files": [
                       s3_join(launch.bucket, launch.prefix, "data", launch.data_format, n) for n in names]}).encode()}
-        converter_manifest = Path(files[0]).parent / CONVERTER_MANIFEST
+        converter_manifest = Path(files[0]).parent / MANIFEST
         if converter_manifest.exists():
-            config[CONVERTER_MANIFEST] = converter_manifest.read_bytes()
+            config[MANIFEST] = converter_manifest.read_bytes()
         for name, body in config.items():
             s3.put_object(Bucket=launch.bucket, Key=s3_key(launch.prefix, "config", name), Body=body)
         sagemaker = client("sagemaker")

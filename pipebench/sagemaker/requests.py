@@ -18,7 +18,6 @@ from pipebench.errors import UsageError
 ENTRYPOINT = ["python3", "-m", "pipebench.sagemaker.entry"]
 DATA_CHANNEL = "train"
 CONFIG_CHANNEL = "config"
-INPUT_MODES = ("File", "FastFile", "Pipe")
 
 
 def job_name(experiment: str, instance_type: str, input_mode: str, when: dt.datetime) -> str:
@@ -73,7 +72,7 @@ def _fail(where: str, reason: str) -> None:
     raise UsageError(f"{where}: {reason}")
 
 
-def _check_size(value: Any, size: int, meta: dict, where: str, unit: str) -> None:
+def _check_size(size: int, meta: dict, where: str, unit: str) -> None:
     if "min" in meta and size < meta["min"]:
         _fail(where, f"{size} {unit}, at least {meta['min']} needed")
     if "max" in meta and size > meta["max"]:
@@ -95,13 +94,13 @@ def _check(value: Any, shape, where: str) -> None:
     elif kind == "list":
         if not isinstance(value, list):
             _fail(where, f"must be a list, not {type(value).__name__}")
-        _check_size(value, len(value), meta, where, "items")
+        _check_size(len(value), meta, where, "items")
         for i, item in enumerate(value):
             _check(item, shape.member, f"{where}[{i}]")
     elif kind == "map":
         if not isinstance(value, dict):
             _fail(where, f"must be an object, not {type(value).__name__}")
-        _check_size(value, len(value), meta, where, "entries")
+        _check_size(len(value), meta, where, "entries")
         for key, item in value.items():
             _check(key, shape.key, f"{where} key {key!r}")
             _check(item, shape.value, f"{where}.{key}")
@@ -111,7 +110,7 @@ def _check(value: Any, shape, where: str) -> None:
         if shape.enum and value not in shape.enum:
             allowed = ", ".join(shape.enum) if len(shape.enum) <= 10 else f"one of {len(shape.enum)} values"
             _fail(where, f"{value!r} is not allowed ({allowed})")
-        _check_size(value, len(value), meta, where, "characters")
+        _check_size(len(value), meta, where, "characters")
         pattern = _compiled(meta.get("pattern"))
         if pattern is not None and not pattern.fullmatch(value):
             _fail(where, f"{value!r} does not match {meta['pattern']}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 from pipebench.errors import UsageError
 
@@ -94,8 +95,6 @@ def checkpoint_dir_problem(path: str, hosts: list[str], mounts: str = "/proc/mou
     """
     if len(hosts) < 2:
         return None
-    import os
-
     resolved = os.path.realpath(path)
     best, fs_type = "", None
     with open(mounts) as table:

@@ -11,6 +11,7 @@ It is its own process so its CPU and the pipe's hand-off are real, and it dies w
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -18,17 +19,9 @@ import signal
 import sys
 import time
 
+from pipebench.parent_death import die_with_parent
+
 _CHUNK_BYTES = 1 << 20
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Have Linux SIGKILL this writer when the emulator's thread that started it goes away."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent_pid:  # it died before prctl took effect
-        os._exit(1)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -56,12 +49,10 @@ def stream(fifo: str, files: list[str], gzipped: bool, bandwidth_bytes_per_sec: 
 
 def main(argv: list[str]) -> int:
     job = json.loads(argv[0])
-    _die_with_parent(job["parent_pid"])
+    die_with_parent(job["parent_pid"])  # the emulator's thread that started it
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C on the terminal: end quietly, like dd
-    try:
+    with contextlib.suppress(BrokenPipeError):  # the reader closed the epoch early: the trial is over
         stream(job["fifo"], job["files"], job["gzip"], job["bandwidth_bytes_per_sec"])
-    except BrokenPipeError:  # the reader closed the epoch early: the trial is over
-        return 0
     return 0
 
 

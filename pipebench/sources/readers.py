@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from pipebench.errors import UnavailableError
-from pipebench.pipeline.spec import AUTOTUNE, Source
+from pipebench.pipeline.spec import Source
 from pipebench.sources.fastfile import FetchLink
 from pipebench.sources.pipe_fallback import FifoChannel
 
@@ -67,17 +67,19 @@ def open_hook(mode: str, sources: Mapping) -> tuple[Callable[[str], float] | Non
         link = FetchLink(settings["first_read_latency_ms"] / 1e3, bandwidth * 1e6 if bandwidth else None)
         return link, link.describe()
     if mode == "file" and sources["file"]["cold"]:
-        from pipebench.measure.sampler import evict_page_cache
+        from pipebench.measure.sampler import drop_page_cache
 
-        def evict(path: str) -> float:
-            evict_page_cache([path])
+        def evict(path: str) -> float:  # inside the timed windows: drop only, no residency check
+            drop_page_cache([path])
             return 0.0
         return evict, "cold page cache: each file evicted (posix_fadvise DONTNEED) as it is opened"
     return None, None
 
 
-def hooked_reader(reader, files, parallel_reads, hook: Callable[[str], float], **read_args) -> tf.data.Dataset:
-    """Give `reader(files, num_parallel_reads=parallel_reads, **read_args)`'s records, `hook` run per file opened.
+def hooked_reader(reader, files, parallel_reads: int | None, hook: Callable[[str], float],
+                  **read_args) -> tf.data.Dataset:
+    """Give `reader(files, num_parallel_reads=parallel_reads, **read_args)`'s records, `hook` run per file opened
+    (`parallel_reads` as tf.data takes it: tf.data.AUTOTUNE, not pipebench's "AUTOTUNE").
 
     `files` is a list of paths or one filename tensor (inside an interleave). The hook runs (in
     Python) as each file's dataset is made, and the wait it asks for happens in the thread that
@@ -96,5 +98,4 @@ def hooked_reader(reader, files, parallel_reads, hook: Callable[[str], float], *
 
     if isinstance(files, tf.Tensor):
         return open_one(files)
-    parallel = tf.data.AUTOTUNE if parallel_reads == AUTOTUNE else parallel_reads
-    return _create_dataset_reader(open_one, tf.data.Dataset.from_tensor_slices(files), parallel)
+    return _create_dataset_reader(open_one, tf.data.Dataset.from_tensor_slices(files), parallel_reads)
