@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -83,3 +84,21 @@ def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True).record
     assert record["status"] == "pruned" and record["reason"].startswith("pruned after window 1:")
     assert record["signal"] == 9
+
+
+def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error(tmp_path, tfrecords):
+    """TF's graph errors open with "Graph execution error:"; the cause follows the op's stack.
+
+    The records hold 39 fields and the spec says 10 (the files are copied away from their manifest,
+    which pipebench would otherwise check first), so parsing fails inside the compiled loop."""
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in tfrecords:
+        shutil.copy(name, bare)
+    spec = preset("aws-sample", files=(str(bare / "part-*"),), batch_size=256, epochs=None, field_size=10)
+    trial = {"trial_id": "t", "mode": "input", "pipeline": spec.to_dict(), "threads": {}, "env": {},
+             "measurement": MEASURE, "feature_size": 117581}
+    record = run_worker(trial, tmp_path / "t", LIMITS).record
+    assert record["status"] == "failed"
+    assert record["reason"].startswith("InvalidArgumentError: ") and "Graph execution error" not in record["reason"]
+    assert "Values size: 39" in record["reason"] and len(record["reason"]) <= 500, record["reason"]

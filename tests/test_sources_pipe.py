@@ -311,3 +311,22 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
     writers = spotted[0].writers
     assert outcome.record["status"] == "timeout" and len(writers) >= 2
     assert _gone(writers, trial_dir / "scratch"), "the killed trial left a writer or its FIFOs"
+
+
+def test_a_pipe_trial_rerun_after_its_manager_was_killed_finds_no_stale_fifo_folder(data, tmp_path):
+    """kill -9 of `pipebench run` skips the manager's cleanup: the resumed trial must not trip over
+    the scratch/pipe folder (with its FIFOs) the killed one left (it failed with FileExistsError)."""
+    from pipebench.measure.manager import Limits, run_worker
+
+    spec, _ = in_source_mode(preset("aws-sample", format="tfrecord", files=(data["tfrecord"],), batch_size=64,
+                                     epochs=None), "pipe")
+    trial = {"trial_id": "resumed", "mode": "input", "pipeline": spec.to_dict(), "threads": {}, "env": {},
+             "sources": {"pipe": {"reader": "python"}},
+             "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50.0}}
+    trial_dir = tmp_path / "trial"
+    stale = trial_dir / "scratch" / "pipe" / "data"
+    stale.mkdir(parents=True)
+    os.mkfifo(stale / "train_0")
+    outcome = run_worker(trial, trial_dir, Limits(timeout_sec=120, memory_cap_bytes=4 << 30))
+    assert outcome.record["status"] == "ok", outcome.record.get("reason")
+    assert not (trial_dir / "scratch").exists()

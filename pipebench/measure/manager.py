@@ -119,6 +119,8 @@ def run_worker(trial: dict, trial_dir: Path, limits: Limits,
     trial_path.write_text(json.dumps(trial, indent=2))
     result_path.unlink(missing_ok=True)
     (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)
+    # A manager killed by SIGKILL never reached the cleanup below: its worker's FIFOs are still here.
+    shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)
     windows = _WindowReader(trial_dir / PROGRESS_FILE)
     started = clock()
     with open(stderr_path, "wb") as stderr:

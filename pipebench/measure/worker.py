@@ -240,6 +240,22 @@ def _quality(tf, trial: dict, spec, sources: dict) -> float:
     return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
 
 
+def failure_reason(err: BaseException, limit: int = 500) -> str:
+    """Give one line saying why a trial failed: the error's type and the text that names the cause.
+
+    TensorFlow's errors from compiled functions open with "Graph execution error:" and the Python
+    stack of the op that failed; the cause comes after that stack, before the `[[node]]` markers,
+    so the first line alone says nothing a user can act on.
+    """
+    text = getattr(err, "message", None) or str(err)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("Graph execution error"):
+        lines = [line.strip() for line in lines[1:]
+                 if not line.startswith((" ", "\t", "Detected at node", "<stack traces unavailable>"))]
+    reason = f"{type(err).__name__}: {' '.join(lines)}"
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+
+
 def main(argv: list[str]) -> int:
     manager = os.environ.get("PIPEBENCH_MANAGER_PID")
     die_with_parent(int(manager) if manager else None)  # no orphan trials when the manager dies, even by kill -9
@@ -259,9 +275,7 @@ def main(argv: list[str]) -> int:
     except PipebenchError as err:
         record = {"status": "invalid", "reason": str(err)}
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run
-        lines = str(err).strip().splitlines()
-        record = {"status": "failed", "reason": f"{type(err).__name__}: {lines[0] if lines else ''}"[:500],
-                  "traceback": traceback.format_exc()[-4000:]}
+        record = {"status": "failed", "reason": failure_reason(err), "traceback": traceback.format_exc()[-4000:]}
     record["worker_sec"] = time.time() - started
     atomic_write_json(result_path, record)
     return 0
