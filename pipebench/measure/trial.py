@@ -1,0 +1,146 @@
+"""What crosses the manager / worker boundary, typed: `TrialSpec` in, `TrialRecord` out, `TrialStatus`.
+
+The manager writes a TrialSpec as trial.json and the worker loads it strictly; the worker writes a
+TrialRecord as result.json, every key present, and the manager loads it strictly. A key read
+under the wrong name is then an error in tests, not a `None` in a results row (Optuna's
+FrozenTrial + TrialState, Hydra's JobReturn + JobStatus).
+"""
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipebench.errors import DataError
+from pipebench.typed import from_json, to_json
+
+#: What a trial measures: the pipeline alone, the DeepFM step on it, or the step on one in-memory batch.
+TRIAL_MODES = ("input", "train", "synthetic")
+
+
+class TrialStatus(str, enum.Enum):
+    """How a trial ended. Which endings spend the failure budget, and what Optuna is told, live here once."""
+
+    OK = "ok"
+    FAILED = "failed"  # the worker raised or crashed
+    TIMEOUT = "timeout"  # killed at budget.trial_timeout_sec
+    MEMORY_CAP = "memory_cap"  # killed past budget.memory_cap_mb
+    INVALID = "invalid"  # a setting this pipeline or data cannot take
+    UNAVAILABLE = "unavailable"  # what it needs does not exist here (PipeModeDataset outside TF 2.14)
+    INTERRUPTED = "interrupted"  # Ctrl-C while it ran
+    PRUNED = "pruned"  # stopped by the search's pruner between windows
+
+    @property
+    def counts_as_failure(self) -> bool:
+        """Whether it spends budget.max_failure_rate: a trial that broke, not one that could not or need not run."""
+        return self in (TrialStatus.FAILED, TrialStatus.TIMEOUT, TrialStatus.MEMORY_CAP, TrialStatus.INVALID)
+
+    @property
+    def optuna_state(self) -> str:
+        """Give the name of the optuna.trial.TrialState a study is told for this ending."""
+        return {TrialStatus.OK: "COMPLETE", TrialStatus.PRUNED: "PRUNED"}.get(self, "FAIL")
+
+
+@dataclass(frozen=True)
+class Threads:
+    """TF's thread pools for the trial; None leaves TensorFlow's default."""
+
+    intra: int | None
+    inter: int | None
+
+
+@dataclass(frozen=True)
+class PipelineLabel:
+    """How a results row names the pipeline a trial measured, and how it relates to its reference ordering."""
+
+    pipeline: str  # preset name, "enumerated", or "synthetic"
+    ordering: str
+    format: str | None  # None for a synthetic trial: the model alone, on a batch in memory
+    source_mode: str
+    semantics: str
+    semantics_why: str
+    breaks_semantics: bool
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """Everything a worker needs to run one trial; `trial_id` hashes it (with the repeat index)."""
+
+    trial_id: str
+    repeat: int
+    mode: str
+    config_key: str  # the compute setting (batch, threads, env, model) train rows share with their ceiling
+    pipeline_spec: dict[str, Any]  # PipelineSpec.to_dict(), files filled in
+    pipeline_fingerprint: str
+    label: PipelineLabel
+    batch_size: int
+    threads: Threads
+    env: dict[str, str]
+    measurement: dict[str, Any]
+    model: dict[str, Any]
+    feature_size: int
+    data_fingerprint: str
+    quality: dict[str, Any]
+    holdout_files: tuple[str, ...]
+    sources: dict[str, Any]
+    knobs_not_applied: tuple[str, ...] = ()  # search knobs this pipeline could not take
+    fault: str | None = None  # tests only: make the worker fail this way
+
+    def to_json(self) -> dict:
+        return to_json(self)
+
+    @classmethod
+    def load(cls, path: Path) -> TrialSpec:
+        return _load(cls, path)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """What the worker measured (or why it could not); written whole, every key present."""
+
+    status: TrialStatus
+    reason: str | None = None
+    traceback: str | None = None
+    tf_version: str | None = None
+    worker_intra_op_threads: int | None = None
+    worker_inter_op_threads: int | None = None
+    env_seen: dict[str, str | None] = field(default_factory=dict)
+    tensorflow_imported_before_settings: bool | None = None
+    unsupported_options: tuple[str, ...] = ()
+    source_note: str | None = None
+    examples_per_sec_median: float | None = None
+    examples_per_sec_p25: float | None = None
+    examples_per_sec_p75: float | None = None
+    examples_per_sec_cv_pct: float | None = None
+    windows: int | None = None
+    stable: bool | None = None
+    window_rates: tuple[float, ...] = ()
+    warmup_sec: float | None = None
+    warmup_steady: bool | None = None
+    steps_per_call: int | None = None
+    epochs_renewed: int | None = None
+    # CLOCK_MONOTONIC (system-wide on Linux), so the manager's sampler can be cut to the windows.
+    windows_started_sec: float | None = None
+    windows_ended_sec: float | None = None
+    cold_examples_per_sec: float | None = None
+    page_cache_resident_after_evict: float | None = None
+    fetch_stall_pct: float | None = None
+    auc: float | None = None
+    worker_sec: float | None = None
+
+    def to_json(self) -> dict:
+        return to_json(self)
+
+    @classmethod
+    def load(cls, path: Path) -> TrialRecord:
+        return _load(cls, path)
+
+
+def _load(cls: type, path: Path):
+    try:
+        obj = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise DataError(f"{path}: cannot read ({err})") from None
+    return from_json(cls, obj, str(path))

@@ -1,0 +1,120 @@
+"""Strict JSON ↔ frozen dataclasses, for the records that cross a module or process boundary.
+
+A missing key, an unknown key or a value of the wrong type is an error naming the file and the key
+path, so a reader can never guess a path and print `?` or `None` instead of a fact (pyperf's `Run`,
+asv's `Results`: one load, one save, a missing key is an error). Supported field types: bool, int,
+float, str, `X | None`, `tuple[X, ...]`, `list[X]`, `dict[str, X]`, Enum subclasses, nested
+dataclasses and `Any` (handed on as is).
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import types
+import typing
+from typing import Any, TypeVar
+
+from pipebench.errors import DataError
+
+T = TypeVar("T")
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:39] + '…'}"
+
+
+def _fail(where: tuple[str, str], reason: str) -> DataError:
+    file, path = where
+    return DataError(f"{file}: {path or 'the document'}: {reason}")
+
+
+def _at(where: tuple[str, str], key: object) -> tuple[str, str]:
+    file, path = where
+    return file, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+
+
+def _convert(kind: Any, value: Any, where: tuple[str, str]) -> Any:
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if kind is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _convert(options[0], value, where)
+        for option in options:  # e.g. int | str: the first that takes the value
+            try:
+                return _convert(option, value, where)
+            except DataError:
+                continue
+        raise _fail(where, f"must be one of {', '.join(getattr(o, '__name__', str(o)) for o in options)}, "
+                           f"not {_describe(value)}")
+    if dataclasses.is_dataclass(kind):
+        return _from_json(kind, value, where)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        try:
+            return kind(value)
+        except ValueError:
+            raise _fail(where, f"must be one of {', '.join(str(m.value) for m in kind)}, "
+                               f"not {_describe(value)}") from None
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise _fail(where, f"must be a list, not {_describe(value)}")
+        item = args[0] if args else Any
+        items = [_convert(item, v, _at(where, i)) for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise _fail(where, f"must be a mapping, not {_describe(value)}")
+        item = args[1] if len(args) == 2 else Any
+        return {str(k): _convert(item, v, _at(where, str(k))) for k, v in value.items()}
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(kind, type) and isinstance(value, kind):
+        return value
+    raise _fail(where, f"must be {getattr(kind, '__name__', kind)}, not {_describe(value)}")
+
+
+def _from_json(cls: type[T], obj: Any, where: tuple[str, str]) -> T:
+    if not isinstance(obj, dict):
+        raise _fail(where, f"must be a mapping, not {_describe(obj)}")
+    names = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(obj) - set(names))
+    if unknown:
+        expected = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+        raise _fail(_at(where, unknown[0]), f"unknown key (expected one of {expected})")
+    missing = [name for name in names if name not in obj]
+    if missing:
+        raise _fail(_at(where, missing[0]), "missing")
+    hints = _hints(cls)
+    return cls(**{name: _convert(hints[name], obj[name], _at(where, name)) for name in names})
+
+
+def from_json(cls: type[T], obj: Any, file: str) -> T:
+    """Give `cls` built from a parsed JSON mapping; DataError `FILE: key.path: reason` otherwise."""
+    return _from_json(cls, obj, (str(file), ""))
+
+
+def to_json(obj: Any) -> Any:
+    """Give a dataclass (or any value made of them) as plain JSON values: enums by value, tuples as lists."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    return obj
