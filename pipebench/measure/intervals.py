@@ -1,0 +1,152 @@
+"""95% intervals from rounds, and the verdicts and rankings that read them.
+
+A *round* is one measurement of every arm being compared, taken back to back in a random order
+(RMIT: randomized multiple interleaved trials), so drift on the machine hits each arm alike. A
+figure's interval is Student's t interval of the mean over its rounds; a ratio's is the same
+interval of the per-round log ratios, taken back with exp (paired, so what both arms shared in a
+round cancels). Fewer than two rounds give no interval, and then nothing is called decided.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95
+#: TF Profiler's thresholds on the share of step time spent waiting for input.
+INPUT_BOUND_LOW, INPUT_BOUND_HIGH = 0.05, 0.20
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with its two-sided interval over `n` rounds; low/high are None with fewer than two rounds."""
+
+    mean: float
+    low: float | None
+    high: float | None
+    n: int
+
+    @property
+    def decided(self) -> bool:
+        return self.low is not None
+
+    def contains(self, value: float) -> bool:
+        """Whether `value` lies inside the interval (True when there is no interval: nothing is excluded)."""
+        return not self.decided or self.low <= value <= self.high
+
+    def width(self) -> float | None:
+        return None if not self.decided else self.high - self.low
+
+    def text(self, fmt: str = ",.0f", scale: float = 1.0, unit: str = "") -> str:
+        """Give 'mean (low–high)unit', or 'mean (1 round, no interval)'."""
+        mean = f"{self.mean * scale:{fmt}}{unit}"
+        if not self.decided:
+            return f"{mean} ({self.n} round{'s' if self.n != 1 else ''}, no interval)"
+        return f"{mean} ({self.low * scale:{fmt}}–{self.high * scale:{fmt}}{unit})"
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (Numerical Recipes' betacf)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 3e-16:
+            break
+    return h
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """Give Student's t distribution function at `t` with `df` degrees of freedom."""
+    tail = 0.5 * _incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Give the `p` quantile of Student's t with `df` degrees of freedom (bisection on t_cdf)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be in (0, 1), not {p}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        high *= 2.0
+    for _ in range(200):
+        mid = (low + high) / 2.0
+        if t_cdf(mid, df) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low < 1e-12 * max(1.0, high):
+            break
+    return (low + high) / 2.0
+
+
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Give the mean of per-round values with its Student t interval."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("no rounds")
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return Interval(mean, None, None, len(values))
+    half = t_quantile(0.5 + confidence / 2.0, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
+    return Interval(mean, mean - half, mean + half, len(values))
+
+
+def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
+                   confidence: float = CONFIDENCE) -> Interval:
+    """Give the paired ratio numerator/denominator: the geometric mean of per-round ratios, with its interval."""
+    if len(numerators) != len(denominators):
+        raise ValueError("paired rounds must have both arms")
+    logs = mean_interval([math.log(a / b) for a, b in zip(numerators, denominators)], confidence)
+    return Interval(math.exp(logs.mean), None if logs.low is None else math.exp(logs.low),
+                    None if logs.high is None else math.exp(logs.high), logs.n)
+
+
+def share_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Give the mean of per-round shares (0..1) with its interval clipped to [0, 1]."""
+    found = mean_interval(values, confidence)
+    if not found.decided:
+        return found
+    return Interval(found.mean, max(0.0, found.low), min(1.0, found.high), found.n)
+
+
+def input_bound_verdict(waiting: Interval) -> str:
+    """Give the TF Profiler's label when the whole interval lies on one side of each threshold, else inconclusive."""
+    low, high = (waiting.low, waiting.high) if waiting.decided else (None, None)
+    if low is not None and high < INPUT_BOUND_LOW:
+        return "not input-bound"
+    if low is not None and low > INPUT_BOUND_HIGH:
+        return "highly input-bound"
+    if low is not None and low >= INPUT_BOUND_LOW and high <= INPUT_BOUND_HIGH:
+        return "moderately input-bound"
+    return "inconclusive"
+
+
+def difference_verdict(ratio: Interval) -> str:
+    """Give how A compares with B from their paired ratio A/B: faster, slower, or no measurable difference."""
+    if ratio.contains(1.0):
+        return "no measurable difference"
+    return "faster" if ratio.low > 1.0 else "slower"

@@ -1,0 +1,57 @@
+"""Intervals, verdicts and differences computed from recorded rounds: deterministic, no timing."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pipebench.measure.intervals import (Interval, difference_verdict, input_bound_verdict, mean_interval,
+                                         ratio_interval, share_interval, t_quantile)
+
+
+@pytest.mark.parametrize("df,expected", [(1, 12.7062), (2, 4.3027), (4, 2.7764), (9, 2.2622), (29, 2.0452)])
+def test_t_quantiles_match_the_tables(df, expected):
+    assert t_quantile(0.975, df) == pytest.approx(expected, abs=1e-4)
+
+
+def test_mean_interval_is_students_t_over_rounds():
+    found = mean_interval([1.0, 2.0, 3.0, 4.0])
+    half = 3.1824 * math.sqrt(5 / 3) / 2
+    assert found.mean == 2.5 and found.n == 4
+    assert found.low == pytest.approx(2.5 - half, abs=1e-3) and found.high == pytest.approx(2.5 + half, abs=1e-3)
+
+
+def test_one_round_has_no_interval_and_decides_nothing():
+    one = mean_interval([0.5])
+    assert not one.decided and one.contains(123.0) and input_bound_verdict(one) == "inconclusive"
+    assert "1 round, no interval" in one.text()
+
+
+def test_paired_ratio_cancels_what_both_arms_shared_in_a_round():
+    # the machine slowed both arms by half in round 2: the pairs still say 2x, tightly
+    fast, slow = [2000.0, 1000.0, 2010.0], [1000.0, 500.0, 1000.0]
+    paired = ratio_interval(fast, slow)
+    assert paired.low > 1.9 and paired.high < 2.1 and difference_verdict(paired) == "faster"
+    unpaired = mean_interval(fast).low / mean_interval(slow).high
+    assert unpaired < 1.0, "without pairing the same draws could not even tell which is faster"
+
+
+@pytest.mark.parametrize("shares,label", [
+    ([0.01, 0.02, 0.015, 0.012], "not input-bound"),
+    ([0.50, 0.55, 0.52], "highly input-bound"),
+    ([0.10, 0.12, 0.11, 0.13], "moderately input-bound"),
+    ([0.02, 0.09, 0.04, 0.08], "inconclusive"),  # straddles 5%
+    ([0.18, 0.24, 0.21], "inconclusive"),  # straddles 20%
+])
+def test_verdict_is_confident_only_when_the_interval_lies_on_one_side_of_each_threshold(shares, label):
+    assert input_bound_verdict(share_interval(shares)) == label
+
+
+def test_share_intervals_stay_within_zero_and_one():
+    found = share_interval([0.0, 0.0, 0.03])
+    assert found.low == 0.0 and found.high <= 1.0
+
+
+def test_a_ratio_whose_interval_holds_one_is_no_measurable_difference():
+    assert difference_verdict(ratio_interval([100.0, 104.0, 97.0], [101.0, 99.0, 100.0])) == "no measurable difference"
+    assert difference_verdict(Interval(0.8, 0.7, 0.9, 3)) == "slower"
