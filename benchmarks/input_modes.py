@@ -25,7 +25,7 @@ from pathlib import Path
 
 from converters.convert import ConvertRequest, convert
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.measure.sampler import evict_page_cache
+from pipebench.page_cache import evict_page_cache
 from pipebench.pipeline.presets import preset
 from pipebench.sources.fastfile import FetchLink
 from pipebench.sources.modes import in_source_mode

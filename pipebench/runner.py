@@ -1,167 +1,84 @@
-"""`pipebench run`: materialise data, plan trials, run each in a worker, store rows, summarise.
+"""`pipebench run` and `pipebench worker`: make the data, set up the run folder, pick the planner
+(grid or Optuna), run the one trial loop, print what was found.
 
-A run folder `results/<experiment>/<run-id>/` holds `config.yaml` (resolved), `machine.json`,
-`trials.parquet`, `samples.parquet`, `summary.md` and one folder per trial (its spec, record and
-stderr). Rows are appended as trials finish; `--resume RUN_DIR` skips the trials already there.
+This module only dispatches: the loop is pipebench.search.loop, the run folder
+pipebench.results.run_folder, the planners pipebench.search.grid and pipebench.search.optuna_driver.
 """
 from __future__ import annotations
 
-import datetime as dt
-import json
-import secrets
-import socket
-import sys
-import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from pipebench.atomic import atomic_write_bytes, atomic_write_json
-from pipebench.config import Experiment, parse_experiment
-from pipebench.errors import ConfigError
-from pipebench.measure import stats
-from pipebench.measure.manager import Limits, run_worker
-from pipebench.results import CONFIG_FILE, MACHINE_FILE, SAMPLES_FILE, SUMMARY_FILE, TRIALS_FILE
-from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
-from pipebench.results.store import append_rows, read_table
-
-_MIN_TRIALS_FOR_FAILURE_BUDGET = 4
+from pipebench.config import Experiment
+from pipebench.results import SUMMARY_FILE
+from pipebench.results.run_folder import RunFolder, prepare_run_folder
+from pipebench.search.loop import LoopResult, run_trials
 
 
-def _utc(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+@dataclass(frozen=True)
+class RunOutcome:
+    """Where a run's results are and how it ended."""
+
+    run_dir: Path
+    result: LoopResult
 
 
-def new_run_dir(experiment: Experiment) -> Path:
-    """Give a fresh results/<experiment>/<run-id> folder (the run id sorts by time)."""
-    run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    folder = Path(experiment["results"]) / experiment.name / run_id
-    folder.mkdir(parents=True)
-    return folder
+def _optuna_planner(experiment: Experiment, data, run: RunFolder, storage: str | None, study_name: str | None,
+                    resumed: bool, log):
+    from pipebench.search.liveness import reclaim_dead_slots
+    from pipebench.search.optuna_driver import OptunaPlanner, open_storage, open_study
+    from pipebench.search.plan import make_plan
+
+    plan = make_plan(experiment, data, run.machine)
+    for note in plan.pinned.values():
+        log(note)
+    study = open_study(experiment, plan, open_storage(storage, run.path), study_name, log)
+    if resumed:
+        reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
+    log(f"study {study.study_name} in {run.path}: {len(study.trials)} trial(s) so far")
+    return OptunaPlanner(study, plan, log)
 
 
-def load_resumed(run_dir: Path) -> Experiment:
-    """Give the experiment a run folder was started with (its resolved config.yaml)."""
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.exists():
-        raise ConfigError(f"{run_dir}: no {CONFIG_FILE}; not a pipebench run folder")
-    return parse_experiment(yaml.safe_load(path.read_text()), str(path), path)
-
-
-class _Progress:
-    """One line per finished trial: done / total, the best so far, an ETA."""
-
-    def __init__(self, total: int, already: int, stream=sys.stderr) -> None:
-        self.total, self.done, self.started, self.stream = total, already, time.monotonic(), stream
-        self.ran = 0
-        self.best: tuple[float, str] | None = None
-
-    def update(self, row: dict) -> None:
-        self.done += 1
-        self.ran += 1
-        rate = row.get("examples_per_sec_median")
-        source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
-        label = f"{row['pipeline']} {row['format']}{source} {row['mode']} b{row['batch_size']}"
-        if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
-            self.best = (rate, label)
-        eta = (time.monotonic() - self.started) / self.ran * (self.total - self.done)
-        result = f"{rate:,.0f} ex/s" if rate else f"{row['status']}: {row['reason']}"
-        best = f" | best train {self.best[0]:,.0f} ex/s ({self.best[1]})" if self.best else ""
-        print(f"[{self.done}/{self.total}] {label}: {result}{best} | ETA {eta / 60:.1f} min",
-              file=self.stream, flush=True)
-
-
-def trial_row(trial: dict, record: dict, sampler: dict, run_id: str, machine: dict, started: float) -> dict:
-    """Give the results row of one finished trial (any driver)."""
-    threads, env = trial["threads"], trial["env"]
-    row = {
-        "run_id": run_id, "trial_id": trial["trial_id"], "repeat": trial["repeat"],
-        "host": socket.gethostname(), "host_fingerprint": machine.get("host_fingerprint"),
-        "instance_type": (machine.get("sagemaker") or {}).get("instance_type"), "tf_version": record.get("tf_version"),
-        "started_utc": _utc(started), "ended_utc": _utc(time.time()),
-        "mode": trial["mode"], **trial["describe"], "pipeline_fingerprint": trial["pipeline_fingerprint"],
-        "data_fingerprint": trial["data_fingerprint"], "config_key": trial["compute_key"],
-        "batch_size": trial["batch_size"], "intra_op_threads": threads["intra"], "inter_op_threads": threads["inter"],
-        "params_json": json.dumps({k: trial[k] for k in ("pipeline", "batch_size", "threads", "env", "model",
-                                                         "measurement", "sources") if k in trial}, sort_keys=True),
-        **{f"env_{name}": env.get(name) for name in ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME",
-                                                     "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")},
-    }
-    row.update({k: v for k, v in record.items() if k in TRIAL_SCHEMA.names and k not in row})
-    row.update({k: v for k, v in sampler.items() if k in TRIAL_SCHEMA.names and v is not None})
-    return row
-
-
-def _attach_input_fraction(row: dict, rows: list[dict]) -> None:
-    """Fill a train row's input fraction from the synthetic row of the same compute setting."""
-    if row["mode"] != "train" or row["status"] != "ok":
-        return
-    ceiling = next((r for r in rows if r["mode"] == "synthetic" and r["status"] == "ok"
-                    and r["config_key"] == row["config_key"]), None)
-    if ceiling is None:
-        return
-    fraction = stats.input_fraction(row["examples_per_sec_median"], ceiling["examples_per_sec_median"])
-    row["input_fraction"] = fraction
-    row["input_bound"] = stats.input_bound_label(fraction)
-    # DS-Analyzer's prep stall (warm data vs synthetic) is the same ratio, kept under its own name.
-    row["prep_stall_pct"] = stats.stall_pct(row["examples_per_sec_median"], ceiling["examples_per_sec_median"])
-
-
-def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
-    """Run (or resume, when run_dir is given) the experiment; give the run folder."""
-    if experiment["search"]["driver"] == "optuna":
-        from pipebench.search.study import search
-
-        return search(experiment, run_dir, log)
+def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str | None = None,
+        log: Callable[[str], None] = print) -> RunOutcome:
+    """Run (or resume, when run_dir is given) the experiment; give the run folder and how it ended."""
     from pipebench.datasets import materialise
-    from pipebench.measure.machine import machine_facts
-    from pipebench.measure.sampler import Sampler
-    from pipebench.report.summary import best_table, verdicts, write_summary
-    from pipebench.search.grid import trials as plan
+    from pipebench.report.summary import best_table, verdicts
 
     data = materialise(experiment, log=log)
-    planned = plan(experiment, data)
-    if run_dir is None:
-        run_dir = new_run_dir(experiment)
-        atomic_write_bytes(run_dir / CONFIG_FILE, experiment.to_yaml().encode())
-        atomic_write_json(run_dir / MACHINE_FILE, machine_facts())
-    machine = json.loads((run_dir / MACHINE_FILE).read_text())
-    run_id = run_dir.name
-    previous = read_table(run_dir / TRIALS_FILE, TRIAL_SCHEMA).to_pylist()
-    done = {r["trial_id"] for r in previous}
-    budget = experiment["budget"]
-    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
-    hz = experiment["measurement"]["sample_hz"]
-    todo = [t for t in planned if t["trial_id"] not in done]
-    if budget["max_trials"] is not None:
-        todo = todo[: max(0, budget["max_trials"] - len(done))]
-    log(f"run {run_dir}: {len(planned)} trials planned, {len(done)} done before, {len(todo)} to run")
-    progress = _Progress(len(done) + len(todo), len(done))
-    rows = list(previous)
-    deadline = time.monotonic() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
-    stopped = None
-    for trial in todo:
-        if deadline is not None and time.monotonic() > deadline:
-            stopped = f"time budget of {budget['max_minutes']} min used up"
-            break
-        started = time.time()
-        files = trial["pipeline"]["source"]["files"] if experiment["measurement"]["page_cache"] else ()
-        outcome = run_worker(trial, run_dir / "trials" / trial["trial_id"], limits,
-                             sampler_factory=lambda pid: Sampler(pid, 1.0 / hz, data_files=files))
-        row = trial_row(trial, outcome.record, outcome.sampler_summary, run_id, machine, started)
-        _attach_input_fraction(row, rows)
-        rows.append(row)
-        append_rows(run_dir / TRIALS_FILE, TRIAL_SCHEMA, [row])
-        if outcome.samples:
-            append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA,
-                        [{**s, "run_id": run_id, "trial_id": trial["trial_id"]} for s in outcome.samples])
-        progress.update(row)
-        failed = sum(r["status"] not in ("ok", "unavailable") for r in rows)
-        if len(rows) >= _MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
-            stopped = f"{failed} of {len(rows)} trials failed, past max_failure_rate {budget['max_failure_rate']}"
-            break
-    write_summary(run_dir, rows, machine, data, stopped)
-    log(best_table(rows))
-    log("\n".join(verdicts(rows)))
-    log(f"results: {run_dir} (summary: {run_dir / SUMMARY_FILE})" + (f"; stopped early: {stopped}" if stopped else ""))
-    return run_dir
+    run_folder = prepare_run_folder(experiment, data, run_dir, instance_type)
+    if experiment["search"]["driver"] == "optuna":
+        planner = _optuna_planner(experiment, data, run_folder, experiment["search"]["storage"], None,
+                                  run_dir is not None, log)
+    else:
+        from pipebench.search.grid import GridPlanner, trials
+
+        done = {r["trial_id"] for r in run_folder.rows()}
+        planner = GridPlanner(trials(experiment, data), done)
+        log(f"run {run_folder.path}: {planner.total()} trials planned, {len(done)} done before, "
+            f"{planner.total() - len(done)} to run")
+    result = run_trials(planner, run_folder, experiment, log=log)
+    if experiment["search"]["driver"] == "optuna":
+        from pipebench.search.optuna_driver import finish
+
+        finish(planner.study, run_folder.path, planner.plan.pinned, log)
+    log(best_table(result.rows))
+    log("\n".join(verdicts(result.rows)))
+    log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"
+        + (f"; stopped early: {result.stopped}" if result.stopped else ""))
+    return RunOutcome(run_folder.path, result)
+
+
+def join(experiment: Experiment, storage: str, study_name: str, run_dir: Path | None = None,
+         instance_type: str | None = None, log: Callable[[str], None] = print) -> RunOutcome:
+    """Join a shared study as one worker: run its waiting slots one at a time; give this worker's run folder."""
+    from pipebench.datasets import materialise
+
+    data = materialise(experiment, log=log)
+    run_folder = prepare_run_folder(experiment, data, run_dir, instance_type)
+    planner = _optuna_planner(experiment, data, run_folder, storage, study_name, True, log)
+    log(f"worker joined study {planner.study.study_name}; rows go to {run_folder.path}")
+    result = run_trials(planner, run_folder, experiment, log=log)
+    log("worker done: no waiting trials left" + (f"; stopped early: {result.stopped}" if result.stopped else ""))
+    return RunOutcome(run_folder.path, result)

@@ -11,7 +11,7 @@ import pytest
 import pipebench.results as results
 from pipebench.errors import ConfigError
 from pipebench.measure.machine import sagemaker_facts
-from pipebench.report.catalog import DEFAULT_CATALOG, load_catalog
+from pipebench.catalog import DEFAULT_CATALOG, load_catalog
 from pipebench.report.checklist import RULES, checklist, ranking
 from report_fixtures import SCALAR, data_files, machine, make_run, passing_rows
 
@@ -57,7 +57,7 @@ FAILING = {
     "batch_auc": lambda rows, facts, files: _set(rows, "t-train-big", auc=0.80),
     # two hosts, as machine facts record them from SageMaker's SM_HOSTS
     "scale_up_first": lambda rows, facts, files: facts["sagemaker"].update(
-        hosts=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["hosts"]),
+        host_count=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["host_count"]),
 }
 
 
@@ -166,7 +166,7 @@ def test_runs_on_different_data_are_refused(tmp_path, cli):
 def test_measured_type_missing_from_catalog_has_no_cost(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
     rows = [r | {"instance_type": "ml.x9.huge"} for r in passing_rows([])]
-    run = results.load(make_run(tmp_path / "run", rows, machine()))
+    run = results.load(make_run(tmp_path / "run", rows, machine(instance_type="ml.x9.huge")))
     rank = ranking([run], load_catalog(tmp_path / "catalog.yaml"), 1000)
     assert rank["measured"][0]["cost_per_epoch"] is None and rank["projected"] == []
 

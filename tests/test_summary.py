@@ -5,7 +5,7 @@ from pipebench.report.summary import verdicts
 
 
 def _row(mode: str, rate: float, fraction=None, bound=None) -> dict:
-    return {"mode": mode, "status": "ok", "examples_per_sec_median": rate, "config_key": "k", "pipeline": "p",
+    return {"run_id": "r", "mode": mode, "status": "ok", "examples_per_sec_median": rate, "config_key": "k", "pipeline": "p",
             "format": "tfrecord", "ordering": "batch > decode", "batch_size": 1024, "intra_op_threads": None,
             "inter_op_threads": None, "input_fraction": fraction, "input_bound": bound}
 

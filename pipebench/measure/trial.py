@@ -86,6 +86,7 @@ class TrialSpec:
     holdout_files: tuple[str, ...]
     sources: dict[str, Any]
     knobs_not_applied: tuple[str, ...] = ()  # search knobs this pipeline could not take
+    pinned_knobs: tuple[str, ...] = ()  # knobs pipebench pinned because this machine cannot honour them
     fault: str | None = None  # tests only: make the worker fail this way
 
     def to_json(self) -> dict:

@@ -28,6 +28,11 @@ def best_row(trials: pd.DataFrame) -> pd.Series | None:
     return None
 
 
+def listed(value) -> list:
+    """Give a list column's cell as a list (pandas holds Parquet lists as arrays, and missing ones as None)."""
+    return [] if value is None or (isinstance(value, float) and pd.isna(value)) else list(value)
+
+
 def stage_kinds(row: pd.Series) -> list[str]:
     """Give the stage names of the trial's pipeline in order (from params_json)."""
     try:

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 from pipebench.errors import ResultsVersionError
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 
-
-def _with_version(schema: pa.Schema) -> pa.Schema:
-    return schema.with_metadata({VERSION_KEY: str(SCHEMA_VERSION).encode()})
+#: Older versions read in memory: what they lack is a column added since, null in their rows.
+#: v2 (pipebench 0.1.0) lacks the v3 columns of facts it did not keep.
+_READABLE_VERSIONS = (2,)
 
 
 def read_table(path: Path, schema: pa.Schema) -> pa.Table:
@@ -34,18 +34,33 @@ def read_table(path: Path, schema: pa.Schema) -> pa.Table:
     if version > SCHEMA_VERSION:
         raise ResultsVersionError(f"{path}: results schema v{version} is newer than this pipebench's "
                                   f"v{SCHEMA_VERSION}: update pipebench to read it")
-    if version < SCHEMA_VERSION:
+    if version < SCHEMA_VERSION and version not in _READABLE_VERSIONS:
         raise ResultsVersionError(f"{path}: results schema v{version} is older than v{SCHEMA_VERSION}: "
                                   "upgrade the results with the pipebench version that wrote them")
+    if version < SCHEMA_VERSION:
+        missing = [f for f in schema if f.name not in table.column_names]
+        for f in missing:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+        table = table.select(schema.names).cast(schema)
     return table
 
 
 def append_rows(path: Path, schema: pa.Schema, rows: list[dict]) -> None:
-    """Append rows (dicts; missing columns are null) to the table at `path`, atomically."""
+    """Append rows (dicts; missing columns are null) to the table at `path`, atomically.
+
+    A key the schema has no column for is a bug in its producer, not data to drop: ValueError.
+    """
     path = Path(path)
-    new = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows],
-                               schema=schema)
-    table = pa.concat_tables([read_table(path, schema).cast(schema), new]) if path.exists() else new
+    unknown = sorted({key for row in rows for key in row} - set(schema.names))
+    if unknown:
+        raise ValueError(f"{path}: no column for {', '.join(unknown)}")
+    new = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+    write_table(path, pa.concat_tables([read_table(path, schema), new]) if path.exists() else new)
+
+
+def write_table(path: Path, table: pa.Table) -> None:
+    """Write `table` at `path` with this schema version, through a temp file and an atomic rename."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table.replace_schema_metadata(_with_version(schema).metadata), tmp)
+    pq.write_table(table.replace_schema_metadata({VERSION_KEY: str(SCHEMA_VERSION).encode()}), tmp)
     os.replace(tmp, path)

@@ -85,7 +85,7 @@ def run_job(env: SageMakerEnvironment, log=print) -> Path:
     facts = job_facts(env, data_list)
     log(f"pipebench on SageMaker: {facts['job_name']} ({env.instance_type}, {facts['input_mode']} mode, "
         f"host {env.current_host} of {len(env.hosts)})")
-    run_dir = run(experiment, log=log)
+    run_dir = run(experiment, log=log).run_dir
     atomic_write_json(out / JOB_FILE, {**facts, "run_dir": str(run_dir.relative_to(out))})
     return run_dir
 
