@@ -175,7 +175,7 @@ def test_load_the_block_an_experiment_embeds_under_orderings(tmp_path):
     ("seed: 7}", "seed: -7}", "deepfm.yaml: pipelines.stages[1].shuffle.seed: must be an integer ≥ 0"),
     ("    - prefetch\n", "    - prefetch\n    - prefetch\n",
      "deepfm.yaml: pipelines.stages: stage prefetch appears 2 times"),
-    ("buffer_size: 10000, seed", "buffer_size: [10000, seed", "deepfm.yaml: not valid YAML/JSON"),
+    ("buffer_size: 10000, seed", "buffer_size: [10000, seed", "deepfm.yaml:6: not valid YAML"),
 ])
 def test_pipelines_errors_are_one_line_and_name_the_yaml_path(tmp_path, old, new, message):
     path = tmp_path / "deepfm.yaml"
