@@ -306,14 +306,19 @@ def redact_url(value: str) -> str:
     if "://" not in value:
         return value  # a journal file path
     parts = urllib.parse.urlsplit(value)
-    userinfo, at, host = parts.netloc.rpartition("@")
+    netloc, query = parts.netloc, parts.query
+    userinfo, at, host = netloc.rpartition("@")
     if at and ":" in userinfo:
         user = userinfo.partition(":")[0]
-        parts = parts._replace(netloc=f"{user}@{host}" if user else host)
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    if any(name.lower() == "password" for name, _ in query):
-        parts = parts._replace(query=urllib.parse.urlencode([(n, v) for n, v in query if n.lower() != "password"]))
-    return urllib.parse.urlunsplit(parts)
+        netloc = f"{user}@{host}" if user else host
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    if any(name.lower() == "password" for name, _ in pairs):
+        query = urllib.parse.urlencode([(n, v) for n, v in pairs if n.lower() != "password"])
+    if (netloc, query) == (parts.netloc, parts.query):
+        return value
+    # Built by hand: urlunsplit drops an empty host, turning sqlite:////abs into sqlite://abs.
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
 
 
 def _url_paths(schema: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
