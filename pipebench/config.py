@@ -2,7 +2,9 @@
 
 The schema below is the whole format (experiments/deepfm.yaml is its documented example). Every
 key is optional except `name`; unknown keys and wrong types are errors, because a misspelt knob
-that silently keeps its default produces a benchmark of the wrong thing.
+that silently keeps its default produces a benchmark of the wrong thing. For the same reason a key
+given twice is an error (pipebench.yamlfile reads the file), every number must be finite and in
+its key's stated range (pipebench.values), and `--set` values pass the very same checks.
 """
 from __future__ import annotations
 
@@ -203,6 +205,7 @@ class _Invalid(ConfigError):
 
 
 def _check(value: Any, field: Field, where: str) -> Any:
+    """Give `value` checked against `field` (an int widened to float, a number to str where asked); ConfigError."""
     if value is None:
         if field.nullable:
             return None
