@@ -45,8 +45,8 @@ def _literal(value: Any) -> str:
 
 
 def _comment(text: str) -> list[str]:
-    """Give `text` as `#` comment lines: every line break starts a new `#` line, and nothing but
-    printable characters and tabs is left (a NUL or a lone carriage return would end a comment)."""
+    """Give `text` as `#` comment lines: every line break starts a new `#` line, and any other
+    unprintable character is escaped (a carriage return would end the comment, a NUL the module)."""
     lines = []
     for line in text.splitlines() or [""]:
         shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)
