@@ -16,6 +16,7 @@ from pipebench.cli import main
 from pipebench.errors import ConfigError
 from pipebench.pipeline.build import build
 from pipebench.pipeline.export import SPEC_MARK, export
+from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
 
@@ -216,6 +217,13 @@ def test_every_string_field_a_spec_accepts_is_exercised_and_the_rest_refuse_host
         PipelineSpec.from_dict({**good, "options": {"experimental_optimization": {HOSTILE: True}}})
     with pytest.raises(ConfigError, match="must be one of"):
         PipelineSpec.from_dict({**good, "stages": [HOSTILE]})
+    # A spec file's `enumerate:` rules name stages and difference labels; export never writes them.
+    with pytest.raises(ConfigError, match="stage in pipelines.stages"):
+        Enumeration.from_dict({**good, "enumerate": {"pin": {HOSTILE: "last"}}})
+    with pytest.raises(ConfigError, match="must be first or last"):
+        Enumeration.from_dict({**good, "enumerate": {"pin": {"prefetch": HOSTILE}}})
+    with pytest.raises(ConfigError, match="unknown difference"):
+        Enumeration.from_dict({**good, "enumerate": {"allow": [HOSTILE]}})
 
 
 def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_path):
