@@ -91,13 +91,21 @@ def _cmd_pipelines_list(args: argparse.Namespace) -> int:
 def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     from pipebench.atomic import atomic_write_bytes
     from pipebench.pipeline.export import export
-    from pipebench.pipeline.presets import resolve
+    from pipebench.pipeline.presets import PRESETS, resolve
 
     spec = resolve(args.spec, args.format).reference
-    if args.out.exists() and not args.force:
-        raise UsageError(f"{args.out}: already exists (use --force to replace it)")
-    atomic_write_bytes(args.out, export(spec).encode())
-    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode) to {args.out}")
+    out = args.out
+    if out.is_dir():
+        raise UsageError(f"{out}: is a folder; --out names the .py file to write")
+    if out.exists() and not args.force:
+        raise UsageError(f"{out}: already exists (use --force to replace it)")
+    if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
+        raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
+    try:
+        atomic_write_bytes(out, export(spec).encode())
+    except OSError as err:
+        raise UsageError(f"{out}: cannot write: {err.strerror}") from None
+    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode) to {out}")
     return 0
 
 

@@ -2,13 +2,18 @@
 
 The schema below is the whole format (experiments/deepfm.yaml is its documented example). Every
 key is optional except `name`; unknown keys and wrong types are errors, because a misspelt knob
-that silently keeps its default produces a benchmark of the wrong thing.
+that silently keeps its default produces a benchmark of the wrong thing. For the same reason a key
+given twice is an error (pipebench.yamlfile reads the file), every number must be finite and in
+its key's stated range (pipebench.values), and `--set` values pass the very same checks.
 """
 from __future__ import annotations
 
 import copy
+import functools
 import json
-from collections.abc import Mapping
+import re
+import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +22,11 @@ import yaml
 
 from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
+from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.spec import MODES as SOURCE_MODES
+from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
+                              name_text, refuse_non_finite)
+from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
 
 MODES = ("input", "train", "synthetic")
 #: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
@@ -27,35 +36,68 @@ ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS",
 
 
 class _Any:
-    """A value handed on unchecked here: its own module validates it (e.g. pipelines.orderings)."""
+    """A block checked by its own module (e.g. pipelines.orderings by pipeline.orderings), then kept as given."""
 
 
 @dataclass(frozen=True)
 class Field:
-    """One key of the schema: its type, default and allowed values."""
+    """One key of the schema: its type, default, allowed values or range, and any further check.
 
-    kind: Any  # int, float, str, bool, list[...] as ("list", kind), dict schema, or _Any
+    `check(value, where)` gives the value once it passes (a folder name, a block another module
+    parses); `url` marks a value that may be a URL with a password, which is never written out.
+    """
+
+    kind: Any  # int, float, str, bool, list[...] as ("list", kind), or _Any
     default: Any = None
     choices: tuple | None = None
     nullable: bool = True
-    minimum: float | None = None
+    allowed: Range = ANY  # numbers only
+    check: Callable[[Any, str], Any] | None = None
+    url: bool = False
 
 
-def _list(kind: Any, default: Any = None, choices: tuple | None = None, minimum: float | None = None) -> Field:
-    return Field(("list", kind), default, choices, True, minimum)
+def _list(kind: Any, default: Any = None, choices: tuple | None = None, allowed: Range = ANY) -> Field:
+    return Field(("list", kind), default, choices, True, allowed)
 
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', the first a letter or digit"
+
+
+def _folder_name(value: str, where: str) -> str:
+    """Give `value` if it can name a folder under results/ (no path, no hidden or dot folder); ConfigError otherwise."""
+    if _NAME.fullmatch(value):
+        return value
+    raise ConfigError(f"{where}: must be a plain folder name ({NAME_RULE}), not {echo(value)}")
+
+
+def _orderings(block: Any, where: str) -> Any:
+    """Give the `pipelines.orderings` block as given, once it parses as an Enumeration."""
+    Enumeration.from_dict(block, where)
+    return block
+
+
+def _space(block: Any, where: str) -> Any:
+    """Give the `search.space` block as given, once it parses as a search space."""
+    from pipebench.search.space import parse_space  # space.py reads ENV_KNOBS from here
+
+    parse_space(block, where)
+    return block
+
+
+SEED = Range(0, 2**32 - 1)  # numpy's RandomState (Optuna's samplers) takes no more
 
 SCHEMA: dict[str, Any] = {
-    "name": Field(str, None, nullable=False),
+    "name": Field(str, None, nullable=False, check=_folder_name),  # the run folder is results/<name>/<run-id>
     "quick": _list(str, []),  # --set assignments that `pipebench run --quick` applies
     "data": {
         "synth": {
-            "rows": Field(int, 200_000, minimum=1),
-            "files": Field(int, 4, minimum=1),
-            "seed": Field(int, 0),
-            "field_size": Field(int, 39, minimum=2),
-            "feature_size": Field(int, 117581, minimum=1),
-            "positive_rate": Field(float, 0.25),
+            "rows": Field(int, 200_000, allowed=AT_LEAST_1),
+            "files": Field(int, 4, allowed=AT_LEAST_1),
+            "seed": Field(int, 0, allowed=AT_LEAST_0),  # numpy's SeedSequence takes no negative seed
+            "field_size": Field(int, 39, allowed=Range(2)),
+            "feature_size": Field(int, 117581, allowed=Range(1, 2**31)),  # packed stores ids as int32
+            "positive_rate": Field(float, 0.25, allowed=Range(0, 1, low_open=True, high_open=True)),
         },
         "files": {  # existing data instead of synth: globs per format
             "libsvm": _list(str),
@@ -63,76 +105,81 @@ SCHEMA: dict[str, Any] = {
             "packed": _list(str),
         },
         "formats": _list(str, ["libsvm", "tfrecord", "packed"], choices=("libsvm", "tfrecord", "packed")),
-        "holdout_rows": Field(int, 20_000, minimum=0),
-        "rows_per_record": Field(int, 256, minimum=1),
+        "holdout_rows": Field(int, 20_000, allowed=AT_LEAST_0),
+        "rows_per_record": Field(int, 256, allowed=AT_LEAST_1),
         "cache_dir": Field(str, "results/.data"),
     },
     "model": {
-        "embedding_size": Field(int, 32, minimum=1),
-        "deep_layers": _list(int, [256, 128, 64], minimum=1),
-        "dropout": Field(float, 0.5),
-        "l2": Field(float, 1e-4),
+        "embedding_size": Field(int, 32, allowed=AT_LEAST_1),
+        "deep_layers": _list(int, [256, 128, 64], allowed=AT_LEAST_1),
+        "dropout": Field(float, 0.5, allowed=Range(0, 1, high_open=True)),  # a rate of 1 drops every unit
+        "l2": Field(float, 1e-4, allowed=AT_LEAST_0),
         "optimizer": Field(str, "adam", choices=OPTIMIZERS),
-        "learning_rate": Field(float, 0.0005),
+        "learning_rate": Field(float, 0.0005, allowed=ABOVE_0),
     },
     "pipelines": {
         "presets": _list(str, ["lambdaji-libsvm", "aws-sample"]),
         "formats": _list(str, None, choices=("libsvm", "tfrecord", "packed")),
-        "orderings": Field(_Any),  # an Enumeration block: source, stages, options, enumerate
+        # an Enumeration block: source, stages, options, enumerate
+        "orderings": Field(_Any, check=_orderings),
         # every pipeline is measured reading its data each way (pipebench/sources); pipe drops interleave
         "source_modes": _list(str, ["file"], choices=SOURCE_MODES),
     },
     "grid": {
-        "batch_size": _list(int, [1024], minimum=1),
-        "intra_op_threads": _list(int, [None], minimum=0),
-        "inter_op_threads": _list(int, [None], minimum=0),
+        "batch_size": _list(int, [1024], allowed=AT_LEAST_1),
+        "intra_op_threads": _list(int, [None], allowed=AT_LEAST_0),
+        "inter_op_threads": _list(int, [None], allowed=AT_LEAST_0),
         "env": {knob: _list(str, [None]) for knob in ENV_KNOBS},
     },
     "modes": _list(str, list(MODES), choices=MODES),
     "search": {
         "driver": Field(str, "grid", choices=("grid", "optuna")),
-        "n_trials": Field(int, 30, minimum=1),  # trials in the study, the enqueued reference ones included
+        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study, the enqueued reference ones included
         "mode": Field(str, "input", choices=MODES),
-        "seed": Field(int, None),
+        "seed": Field(int, None, allowed=SEED),
         "sampler": Field(str, "tpe", choices=("tpe", "random")),
         "pruner": Field(str, "median", choices=("none", "median", "hyperband")),
-        "storage": Field(str, None),  # Optuna storage URL or journal file; default: study.journal in the run
+        # Optuna storage URL or journal file; default: study.journal in the run. A URL's password is
+        # never written (config.yaml keeps postgresql://user@host/db): on resume libpq reads it from
+        # PGPASSWORD or ~/.pgpass.
+        "storage": Field(str, None, url=True),
         "study_name": Field(str, None),  # default: the experiment's name
         "objectives": _list(str, ["examples_per_sec"], choices=OBJECTIVES),
-        "space": Field(_Any),  # knob → list of choices or {low, high, log}; pipebench.search.space checks it
+        # knob → list of choices or {low, high, log}
+        "space": Field(_Any, check=_space),
         "pin_inert": Field(bool, True),  # pin knobs this machine cannot honour (KMP_* without OpenMP, ...)
         "enqueue_reference": Field(bool, True),  # the deck's settings and TF defaults run first
         "catalog": Field(str, None),  # instance catalog for the cost objective; default: the shipped one
-        "heartbeat_sec": Field(float, 30.0, minimum=0.5),  # a trial silent for 4 heartbeats is run again
+        "heartbeat_sec": Field(float, 30.0, allowed=Range(0.5)),  # a trial silent for 4 heartbeats is run again
     },
     "measurement": {
-        "warmup_max_sec": Field(float, 10.0, minimum=0),
-        "window_sec": Field(float, 1.0, minimum=0.05),
-        "windows": Field(int, 5, minimum=1),
-        "repeats": Field(int, 1, minimum=1),
-        "steady_cv_pct": Field(float, 5.0, minimum=0),
-        "sample_hz": Field(float, 4.0, minimum=0.5),
+        "warmup_max_sec": Field(float, 10.0, allowed=AT_LEAST_0),
+        "window_sec": Field(float, 1.0, allowed=Range(0.05)),
+        "windows": Field(int, 5, allowed=AT_LEAST_1),
+        "repeats": Field(int, 1, allowed=AT_LEAST_1),
+        "steady_cv_pct": Field(float, 5.0, allowed=AT_LEAST_0),
+        "sample_hz": Field(float, 4.0, allowed=Range(0.5, 100)),  # the sampler reads /proc this often
         "cold_cache": Field(bool, False),  # train trials also time a pass after evicting the page cache
         "page_cache": Field(bool, False),  # the sampler also reads page-cache residency of the data files
     },
     "quality": {
         "enabled": Field(bool, False),
-        "train_examples": Field(int, 100_000, minimum=1),
-        "eval_examples": Field(int, 20_000, minimum=1),
+        "train_examples": Field(int, 100_000, allowed=AT_LEAST_1),
+        "eval_examples": Field(int, 20_000, allowed=AT_LEAST_1),
     },
     "budget": {
-        "max_trials": Field(int, None, minimum=1),
-        "max_minutes": Field(float, None, minimum=0),
-        "max_failure_rate": Field(float, 0.5, minimum=0),
-        "trial_timeout_sec": Field(float, 300.0, minimum=1),
-        "memory_cap_mb": Field(int, 8192, minimum=64),
+        "max_trials": Field(int, None, allowed=AT_LEAST_1),
+        "max_minutes": Field(float, None, allowed=ABOVE_0),
+        "max_failure_rate": Field(float, 0.5, allowed=PROBABILITY),
+        "trial_timeout_sec": Field(float, 300.0, allowed=AT_LEAST_1),
+        "memory_cap_mb": Field(int, 8192, allowed=Range(64)),
     },
     "sources": {  # how each source mode reads; see pipebench/sources and README "Source modes"
         "file": {"cold": Field(bool, False, nullable=False)},  # evict each file from the page cache as it opens
         "fastfile": {  # emulate: false reads the files as they are (on SageMaker, /opt/ml/input/data/<channel>)
             "emulate": Field(bool, True, nullable=False),
-            "first_read_latency_ms": Field(float, 20.0, nullable=False, minimum=0),
-            "bandwidth_mb_per_sec": Field(float, 200.0, minimum=0.001),  # MB = 10^6 bytes; null: no cap
+            "first_read_latency_ms": Field(float, 20.0, nullable=False, allowed=AT_LEAST_0),
+            "bandwidth_mb_per_sec": Field(float, 200.0, allowed=Range(0.001)),  # MB = 10^6 bytes; null: no cap
         },
         "pipe": {  # emulate: false reads SageMaker's own FIFOs; the dirs default to PipeModeDataset's
             "emulate": Field(bool, True, nullable=False),
@@ -141,56 +188,68 @@ SCHEMA: dict[str, Any] = {
             "pipe_dir": Field(str, None),
             "config_dir": Field(str, None),
             "state_dir": Field(str, None),
-            "shuffle_seed": Field(int, None),  # emulated ShuffleConfig: the file order changes every epoch
-            "bandwidth_mb_per_sec": Field(float, None, minimum=0.001),  # emulated channel cap; null: none
+            "shuffle_seed": Field(int, None, allowed=AT_LEAST_0),  # emulated ShuffleConfig: new file order each epoch
+            "bandwidth_mb_per_sec": Field(float, None, allowed=Range(0.001)),  # emulated channel cap; null: none
         },
     },
     "results": Field(str, "results"),
 }
 
 
+class _Invalid(ConfigError):
+    """A schema failure: `path` is the YAML path it failed at (to tell a file's fault from a `--set`'s)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def _check(value: Any, field: Field, where: str) -> Any:
+    """Give `value` checked against `field` (an int widened to float, a number to str where asked); ConfigError."""
     if value is None:
         if field.nullable:
             return None
         raise ConfigError(f"{where}: required")
     kind = field.kind
     if kind is _Any:
-        return copy.deepcopy(value)
+        return field.check(copy.deepcopy(value), where)
     if isinstance(kind, tuple):
         if not isinstance(value, list):
             value = [value]  # a scalar is a one-value list: `batch_size: 1024`
-        item = Field(kind[1], None, field.choices, True, field.minimum)
+        item = Field(kind[1], None, field.choices, True, field.allowed)
         return [_check(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
-    if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
+    if kind in (int, float):
+        return check_number(value, where, kind, field.allowed)
     if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        refuse_non_finite(value, where)
         value = str(value)  # env values such as OMP_NUM_THREADS: 2
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ConfigError(f"{where}: must be {kind.__name__}, not {type(value).__name__} {value!r}")
+    if not isinstance(value, kind):
+        raise ConfigError(f"{where}: must be {kind.__name__}, not {type(value).__name__} {echo(value)}")
     if field.choices is not None and value not in field.choices:
-        raise ConfigError(f"{where}: must be one of {', '.join(field.choices)}, not {value!r}")
-    if field.minimum is not None and value < field.minimum:
-        raise ConfigError(f"{where}: must be at least {field.minimum}, not {value!r}")
-    return value
+        raise ConfigError(f"{where}: must be one of {', '.join(field.choices)}, not {echo(value)}")
+    return field.check(value, where) if field.check else value
 
 
 def _resolve(obj: Any, schema: dict, where: str) -> dict:
     if obj is None:
         obj = {}
     if not isinstance(obj, Mapping):
-        raise ConfigError(f"{where or 'experiment'}: must be a mapping, not {type(obj).__name__}")
+        raise _Invalid(where, f"{where or 'experiment'}: must be a mapping, not {type(obj).__name__}")
     unknown = sorted(set(map(str, obj)) - set(schema))
     if unknown:
-        prefix = f"{where}." if where else ""
-        raise ConfigError(f"{prefix}{unknown[0]}: unknown key (expected one of {', '.join(schema)})")
+        path = f"{where}.{name_text(unknown[0])}" if where else name_text(unknown[0])
+        raise _Invalid(path, f"{path}: unknown key (expected one of {', '.join(schema)})")
     out = {}
     for key, sub in schema.items():
         path = f"{where}.{key}" if where else key
         if isinstance(sub, dict):
             out[key] = _resolve(obj.get(key), sub, path)
-        else:
+            continue
+        try:
             out[key] = _check(obj[key] if key in obj else copy.deepcopy(sub.default), sub, path)
+        except ConfigError as err:  # a nested block's message starts with the deeper path it failed at
+            message = str(err)
+            raise _Invalid(message.partition(": ")[0] if message.startswith(path) else path, message) from None
     return out
 
 
@@ -199,25 +258,84 @@ def resolve_block(name: str, obj: Any) -> dict:
     return _resolve(obj, SCHEMA[name], name)
 
 
-def _apply_override(raw: dict, assignment: str) -> None:
-    """Apply `a.b.c=value` (value parsed as YAML) to the raw document."""
+def _apply_override(raw: dict, assignment: str, label: str) -> str:
+    """Apply `a.b.c=value` (value parsed as YAML, else kept as text) to the raw document; give the key."""
     key, sep, text = assignment.partition("=")
     if not sep or not key:
-        raise ConfigError(f"--set {assignment}: expected KEY=VALUE, e.g. grid.batch_size=[512,1024]")
+        raise ConfigError(f"{label} {echo(assignment)}: expected KEY=VALUE, e.g. grid.batch_size=[512,1024]")
+    parts = key.split(".")
+    if not all(parts):
+        raise ConfigError(f"{label} {echo(key)}: an empty name in the key")
     try:
-        value = yaml.safe_load(text)
+        value = load_yaml(text)
+    except DuplicateKeyError as err:
+        raise ConfigError(f"{label} {name_text(key)}: {err.problem}") from None
     except yaml.YAMLError:
         value = text
     node = raw
-    parts = key.split(".")
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts[:-1]):
         child = node.get(part)
         if child is None:
             child = node[part] = {}
         if not isinstance(child, dict):
-            raise ConfigError(f"--set {key}: {part} is not a mapping")
+            raise ConfigError(f"{label} {name_text(key)}: {name_text('.'.join(parts[:depth + 1]))} is a "
+                              f"{type(child).__name__}, not a mapping")
         node = child
     node[parts[-1]] = value
+    return key
+
+
+def _blame(err: _Invalid, where: str, applied: list[tuple[str, str]]) -> str:
+    """Give the error message naming what gave the bad value: the last override touching its path, else the file."""
+    path = re.sub(r"\[\d+\]", "", err.path)
+    message = str(err)
+    for label, key in reversed(applied):
+        if path == key or path.startswith(f"{key}.") or key.startswith(f"{path}."):
+            reason = message[len(key) + 2:] if message.startswith(f"{key}: ") else message
+            return f"{label} {name_text(key)}: {reason}"
+    return f"{where}: {message}" if where else message
+
+
+def _whole(resolved: dict) -> None:
+    """Raise _Invalid for what no single key can say (lists that must not be empty)."""
+    if not resolved["data"]["formats"]:
+        raise _Invalid("data.formats", "data.formats: at least one format")
+    if not resolved["pipelines"]["source_modes"]:
+        raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
+
+
+def redact_url(value: str) -> str:
+    """Give a URL without its password (`user:secret@host` → `user@host`, no `password=` parameter)."""
+    if "://" not in value:
+        return value  # a journal file path
+    parts = urllib.parse.urlsplit(value)
+    netloc, query = parts.netloc, parts.query
+    userinfo, at, host = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        user = userinfo.partition(":")[0]
+        netloc = f"{user}@{host}" if user else host
+    pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+    if any(name.lower() == "password" for name, _ in pairs):
+        query = urllib.parse.urlencode([(n, v) for n, v in pairs if n.lower() != "password"])
+    if (netloc, query) == (parts.netloc, parts.query):
+        return value
+    # Built by hand: urlunsplit drops an empty host, turning sqlite:////abs into sqlite://abs.
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
+
+
+def _url_paths(schema: dict, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Give the paths of the schema's URL fields (whose passwords are never written)."""
+    found = []
+    for key, sub in schema.items():
+        if isinstance(sub, dict):
+            found += _url_paths(sub, (*prefix, key))
+        elif sub.url:
+            found.append((*prefix, key))
+    return found
+
+
+_URL_PATHS = _url_paths(SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -234,51 +352,58 @@ class Experiment:
     def name(self) -> str:
         return self.resolved["name"]
 
+    def public(self) -> dict:
+        """Give the resolved document with passwords dropped from URLs: what may be written or uploaded."""
+        doc = copy.deepcopy(self.resolved)
+        for *parents, key in _URL_PATHS:
+            block = functools.reduce(lambda node, name: node[name], parents, doc)
+            if block[key] is not None:
+                block[key] = redact_url(block[key])
+        return doc
+
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.resolved, sort_keys=False)
+        """Give the YAML that run folders store (and SageMaker jobs read): the resolved document, no passwords."""
+        return yaml.safe_dump(self.public(), sort_keys=False)
 
     def fingerprint(self) -> str:
-        """Give a hash of the resolved document (what a resumed run must match)."""
+        """Give a hash of the stored document (what a resumed run must match; a password never counts)."""
         import hashlib
 
-        return hashlib.sha256(json.dumps(self.resolved, sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(self.public(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
                      overrides: tuple[str, ...] = (), quick: bool = False) -> Experiment:
-    """Validate a raw document (after its `quick:` list when asked, then `--set`) into an Experiment."""
+    """Validate a raw document (after its `quick:` list when asked, then `--set`) into an Experiment.
+
+    An error names what gave the bad value: `--set KEY`, `FILE: quick[i]: KEY`, or `FILE: yaml.path`.
+    """
     raw = copy.deepcopy(raw) if raw is not None else {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: the experiment must be a mapping, not {type(raw).__name__}")
+        raise ConfigError(f"{where or 'experiment'}: the experiment must be a mapping, not {type(raw).__name__}")
+    assignments: list[tuple[str, str]] = []
     if quick:
         quick_list = raw.get("quick") or []
         if not isinstance(quick_list, list):
             raise ConfigError(f"{where}: quick: must be a list of KEY=VALUE overrides")
-        overrides = (*map(str, quick_list), *overrides)
-    for assignment in overrides:
-        _apply_override(raw, assignment)
+        for i, item in enumerate(quick_list):
+            if not isinstance(item, str):
+                raise ConfigError(f"{where}: quick[{i}]: must be a KEY=VALUE string, not {echo(item)}")
+            assignments.append((f"{where}: quick[{i}]:", item))
+    assignments += [("--set", text) for text in overrides]
+    applied = [(label, _apply_override(raw, text, label)) for label, text in assignments]
     try:
         resolved = _resolve(raw, SCHEMA, "")
-    except ConfigError as err:
-        raise ConfigError(f"{where}: {err}" if where else str(err)) from None
-    if not resolved["data"]["formats"]:
-        raise ConfigError(f"{where}: data.formats: at least one format")
-    if not resolved["pipelines"]["source_modes"]:
-        raise ConfigError(f"{where}: pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
+        _whole(resolved)
+    except _Invalid as err:
+        raise ConfigError(_blame(err, where, applied)) from None
     return Experiment(resolved, source)
 
 
 def load_experiment(path: Path, overrides: tuple[str, ...] = (), quick: bool = False) -> Experiment:
-    """Read and validate an experiment file; errors read `FILE: yaml.path: reason`."""
+    """Read and validate an experiment file; errors read `FILE:LINE: reason` or `FILE: yaml.path: reason`."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise ConfigError(f"{where}: not valid YAML: {getattr(err, 'problem', err)}") from None
+    raw = read_yaml(path)
+    if raw is None:
+        raise ConfigError(f"{path}: empty: an experiment needs at least `name: ...`")
     return parse_experiment(raw, str(path), path, overrides, quick)

@@ -13,8 +13,10 @@ import pytest
 from pipeline_fixtures import FORMATS, ROWS_PER_RECORD, data  # noqa: F401
 
 from pipebench.cli import main
+from pipebench.errors import ConfigError
 from pipebench.pipeline.build import build
-from pipebench.pipeline.export import export
+from pipebench.pipeline.export import SPEC_MARK, export
+from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
 
@@ -111,12 +113,22 @@ def test_exported_module_needs_only_tensorflow(data):
     assert "list_files" not in text
 
 
+def _header(text: str) -> str:
+    """Give the text of a module's leading `#` comment block, the `# ` prefixes removed."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line[2:])
+    return "\n".join(lines)
+
+
 def test_exported_module_embeds_the_spec_and_its_fingerprint(data):
     spec = _spec("guide", "packed", data)
     text = export(spec)
-    docstring = ast.get_docstring(ast.parse(text))
-    assert spec.fingerprint() in docstring
-    assert PipelineSpec.from_text(docstring.split("The spec:\n", 1)[1]) == spec
+    header = _header(text)
+    assert spec.fingerprint() in header
+    assert PipelineSpec.from_text(header.split(f"{SPEC_MARK}\n", 1)[1]) == spec
     assert "ROWS_PER_RECORD = 16" in text
 
 
@@ -155,3 +167,144 @@ def test_file_and_fastfile_exports_take_files(mode):
     text = export(preset("aws-sample").with_source(mode=mode))
     assert "def input_fn(files, batch_size=1024, num_epochs=10):" in text
     assert ("/opt/ml/input/data/train" in text) == (mode == "fastfile")
+
+
+# ---- issue 12: spec text is data, never code ------------------------------------------------------------
+
+# Each payload would make the folder `pwned` if the text around it ended a string ("""/''') or a
+# comment (\n, \r) in the module; `#` and backslashes must not turn into code or escapes either.
+PAYLOADS = ("'''" '"""' " \\ # \r\n",
+            '__import__("os").mkdir("pwned")\n',
+            '\r__import__("os").mkdir("pwned")\r',
+            '""" + __import__("os").mkdir("pwned") + """',
+            "''' + __import__(\"os\").mkdir(\"pwned\") + '''")
+HOSTILE = "".join(PAYLOADS)
+# Text no file name can hold (NUL), and the other characters some tools take for line ends.
+UNNAMEABLE = HOSTILE + "\0\x0b\x0c\x1c\x85\u2028\u2029\x7f"
+
+
+def _hostile_spec(files: tuple[str, ...], channel: str, cache: str, mode: str = "file") -> PipelineSpec:
+    return PipelineSpec.from_dict({
+        "source": {"format": "libsvm", "mode": mode, "files": list(files), "channel": channel},
+        "stages": ["interleave", {"cache": cache}, {"shuffle": {"buffer_size": 100, "seed": 5}}, {"batch": 64},
+                   "decode", {"repeat": 2}, "prefetch"] if mode != "pipe" else
+                  [{"cache": cache}, {"shuffle": {"buffer_size": 100, "seed": 5}}, {"batch": 64}, "decode",
+                   {"repeat": 2}, "prefetch"],
+        "options": {"deterministic": True}})
+
+
+def test_every_string_field_a_spec_accepts_is_exercised_and_the_rest_refuse_hostile_text():
+    """The spec's string fields: files, channel and a cache location take any text; the others are
+    checked against fixed choices or identifiers, so hostile text cannot reach the exporter through them."""
+    spec = _hostile_spec((UNNAMEABLE,), UNNAMEABLE, UNNAMEABLE)
+    assert spec.source.files == (UNNAMEABLE,) and spec.source.channel == UNNAMEABLE
+    assert spec.stage("cache")["location"] == UNNAMEABLE
+    good = spec.to_dict()
+    refused = {
+        ("source", "format"), ("source", "mode"), ("source", "compression"), ("source", "num_parallel_reads"),
+        ("stages", 0, "interleave", "cycle_length"), ("stages", 0, "interleave", "num_parallel_calls"),
+        ("stages", 4, "decode", "num_parallel_calls"), ("stages", 6, "prefetch", "buffer_size"),
+    }
+    for path in refused:
+        doc = json.loads(json.dumps(good))
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = HOSTILE
+        with pytest.raises(ConfigError):
+            PipelineSpec.from_dict(doc)
+    with pytest.raises(ConfigError, match="not an option name"):
+        PipelineSpec.from_dict({**good, "options": {"experimental_optimization": {HOSTILE: True}}})
+    with pytest.raises(ConfigError, match="must be one of"):
+        PipelineSpec.from_dict({**good, "stages": [HOSTILE]})
+    # A spec file's `enumerate:` rules name stages and difference labels; export never writes them.
+    with pytest.raises(ConfigError, match="stage in pipelines.stages"):
+        Enumeration.from_dict({**good, "enumerate": {"pin": {HOSTILE: "last"}}})
+    with pytest.raises(ConfigError, match="must be first or last"):
+        Enumeration.from_dict({**good, "enumerate": {"pin": {"prefetch": HOSTILE}}})
+    with pytest.raises(ConfigError, match="unknown difference"):
+        Enumeration.from_dict({**good, "enumerate": {"allow": [HOSTILE]}})
+
+
+def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_path):
+    """Each payload alone, and all of them with text no file can be named (NUL, odd line ends), only
+    ever land in comments and literals: importing the modules runs nothing but their definitions."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    modules = {}
+    for i, text in enumerate((UNNAMEABLE, *PAYLOADS)):
+        for mode in ("file", "fastfile", "pipe"):
+            spec = _hostile_spec(() if mode == "pipe" else (text,), text, text, mode)
+            modules[f"m{i}_{mode}"] = (spec, export(spec))
+            (sandbox / f"m{i}_{mode}.py").write_text(modules[f"m{i}_{mode}"][1])
+    names = list(modules)
+    # Import them all with TensorFlow stubbed out: nothing at module level may run anything else.
+    stub = tmp_path / "stub"
+    (stub / "tensorflow").mkdir(parents=True)
+    (stub / "tensorflow" / "__init__.py").write_text("class data:\n    AUTOTUNE = -1\n")
+    (stub / "sagemaker_tensorflow").mkdir()
+    (stub / "sagemaker_tensorflow" / "__init__.py").write_text("PipeModeDataset = None\n")
+    code = ("import importlib\n"
+            f"for name in {names!r}:\n"
+            "    try:\n"
+            "        module = importlib.import_module(name)\n"
+            "    except BaseException as err:\n"
+            "        print(name, repr(err)[:200])\n"
+            f"print(importlib.import_module('m0_pipe').input_fn.__defaults__[0] == {UNNAMEABLE!r})")
+    child = subprocess.run([sys.executable, "-c", code], cwd=sandbox, capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=f"{stub}{os.pathsep}{sandbox}"))
+    assert not (sandbox / "pwned").exists(), "a payload ran on import"
+    assert child.returncode == 0 and child.stdout == "True\n", child.stdout[-2000:] + child.stderr[-2000:]
+    assert sorted(p.name for p in sandbox.iterdir() if p.name != "__pycache__") == sorted(f"{n}.py" for n in names)
+    for name, (spec, module) in modules.items():
+        tree = ast.parse(module)
+        kinds = {type(node).__name__ for node in tree.body}
+        assert kinds <= {"Expr", "Import", "ImportFrom", "Assign", "FunctionDef"}, (name, kinds)
+        assert [n for n in tree.body if isinstance(n, ast.Expr)] == tree.body[:1], name  # only the docstring
+        assert PipelineSpec.from_text(_header(module).split(f"{SPEC_MARK}\n", 1)[1]) == spec, name
+
+
+def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches(data, tmp_path):
+    """Issue 12: a spec whose every free-text field holds quotes, backslashes, #, CR and newlines
+    exports (through the CLI) to modules that import without running any of it and yield, on real
+    files in a folder named by that text, the builder's batches (file, FastFile and Pipe mode)."""
+    folder = tmp_path / HOSTILE  # a real folder: the text is a file name here, so the data is real
+    folder.mkdir()
+    for part in sorted(Path(data["libsvm"]).parent.glob("part-*.libsvm")):
+        (folder / part.name).write_bytes(part.read_bytes())
+    glob = str(folder).replace("\\", "\\\\") + "/part-*.libsvm"  # TensorFlow's glob escapes with a backslash
+    sandbox = tmp_path / "sandbox"  # the child's cwd, where a payload would make `pwned`
+    sagemaker = tmp_path / "fake" / "sagemaker_tensorflow"
+    sagemaker.mkdir(parents=True)
+    (sagemaker / "__init__.py").write_text(_FAKE_SAGEMAKER)
+    sandbox.mkdir()
+    jobs, expected, channels = [], [], {}
+    for mode in ("file", "fastfile", "pipe"):
+        cache = str(folder / f"cache-{mode}")
+        spec = _hostile_spec((glob,), HOSTILE, cache, "pipe" if mode == "pipe" else mode)
+        built_spec = _hostile_spec((glob,), HOSTILE, cache) if mode == "pipe" else spec
+        built = build(built_spec)
+        assert len(built.files) == 2
+        expected.append((mode, built, _arrays(built.dataset)))
+        for written in folder.glob("cache-*"):  # so the exported module writes its own cache, not reads ours
+            written.unlink()
+        if mode == "pipe":
+            channels[HOSTILE] = built.files
+        spec_file = tmp_path / f"{mode}.yaml"
+        spec_file.write_text(spec.to_yaml())
+        module = tmp_path / f"{mode}.py"
+        assert main(["pipelines", "export", str(spec_file), "--out", str(module)]) == 0
+        jobs.append({"module": str(module), "args": [] if mode == "pipe" else [glob],
+                     "out": str(tmp_path / f"{mode}.npz")})
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "fake"), FAKE_PIPE_CHANNELS=json.dumps(channels))
+    child = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(jobs)], env=env, cwd=sandbox,
+                           capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert list(sandbox.iterdir()) == []  # no payload ran
+    for job, (mode, built, batches) in zip(jobs, expected):
+        saved = np.load(job["out"])
+        assert len(batches) == json.loads(Path(job["out"] + ".json").read_text())["batches"] == 20, mode
+        for n, (ids, vals, labels) in enumerate(batches):
+            assert np.array_equal(saved[f"ids{n}"], ids), mode
+            assert np.array_equal(saved[f"vals{n}"], vals), mode
+            assert np.array_equal(saved[f"labels{n}"], labels), mode

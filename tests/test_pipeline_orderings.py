@@ -175,7 +175,7 @@ def test_load_the_block_an_experiment_embeds_under_orderings(tmp_path):
     ("seed: 7}", "seed: -7}", "deepfm.yaml: pipelines.stages[1].shuffle.seed: must be an integer ≥ 0"),
     ("    - prefetch\n", "    - prefetch\n    - prefetch\n",
      "deepfm.yaml: pipelines.stages: stage prefetch appears 2 times"),
-    ("buffer_size: 10000, seed", "buffer_size: [10000, seed", "deepfm.yaml: not valid YAML/JSON"),
+    ("buffer_size: 10000, seed", "buffer_size: [10000, seed", "deepfm.yaml:6: not valid YAML"),
 ])
 def test_pipelines_errors_are_one_line_and_name_the_yaml_path(tmp_path, old, new, message):
     path = tmp_path / "deepfm.yaml"
@@ -184,6 +184,24 @@ def test_pipelines_errors_are_one_line_and_name_the_yaml_path(tmp_path, old, new
     with pytest.raises(ConfigError) as err:
         load(path)
     assert str(err.value).startswith(f"{tmp_path}/{message}") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("data, message", [
+    (PIPELINES_YAML.replace("seed: 7}", "seed: 7, seed: 8}").encode(), ":6: duplicate key 'seed'"),
+    (PIPELINES_YAML.replace("    pin:", "    allow: []\n    pin:").encode(), ":14: duplicate key 'allow'"),
+    (PIPELINES_YAML.encode().replace(b"memory", b"mem\xe9ory"), ":5: not UTF-8 text (byte 0xe9)"),
+    (PIPELINES_YAML.encode().replace(b"memory", b"mem\x00ory"), ":5: holds a NUL byte: not a text file"),
+    (b"", ": pipeline: must be a mapping, not NoneType"),
+    (b"- source\n", ": pipeline: must be a mapping, not list"),
+])
+def test_spec_files_with_duplicate_keys_or_binary_bytes_are_one_line_errors(tmp_path, data, message):
+    """pipelines list/export read spec files through the experiments' strict reader: a key given twice
+    was silently the last one, and a non-UTF-8 file was a traceback."""
+    path = tmp_path / "deepfm.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as err:
+        load(path)
+    assert str(err.value).startswith(f"{path}{message}") and "\n" not in str(err.value)
 
 
 def test_cli_lists_orderings_with_label_and_why(tmp_path, capsys):

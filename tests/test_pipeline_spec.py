@@ -204,3 +204,37 @@ def test_spec_modules_do_not_import_tensorflow():
             "print(sorted(m for m in ('tensorflow', 'numba') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---- issue 12: numbers and YAML a shared spec file may hold --------------------------------------------------
+
+@pytest.mark.parametrize("path, value, message", [
+    (("stages", 1, "shuffle", "buffer_size"), float("nan"), "must be an integer ≥ 1, not nan"),
+    (("stages", 1, "shuffle", "seed"), float("inf"), "must be an integer ≥ 0 or null, not inf"),
+    (("stages", 3, "batch", "batch_size"), 64.0, "must be an integer ≥ 1, not 64.0"),
+    (("stages", 1, "shuffle", "buffer_size"), 2**63, "must be an integer ≥ 1 that fits in 64 bits, not 9223372036"),
+    (("stages", 6), {"prefetch": float("-inf")}, "must be AUTOTUNE or an integer ≥ 1, not -inf"),
+    (("source", "buffer_size"), float("nan"), "must be an integer ≥ 1 or null, not nan"),
+    (("options", "autotune", "ram_budget"), float("inf"), "must be an integer ≥ 0, not inf"),
+    (("options", "autotune", "new_budget"), 2**64, "must be true, false or a 64-bit integer, not 18446744073709551616"),
+    (("options", "autotune", "new_budget"), 0.5, "must be true, false or a 64-bit integer, not 0.5"),
+])
+def test_non_integers_and_integers_beyond_64_bits_are_refused(path, value, message):
+    with pytest.raises(ConfigError) as err:
+        PipelineSpec.from_dict(_with(path, value), "pipelines")
+    assert message in str(err.value)
+
+
+def test_spec_text_with_a_duplicate_key_is_refused_with_its_line():
+    text = PipelineSpec.from_dict(FULL).to_yaml().replace("    seed: 7\n", "    seed: 7\n    seed: 8\n")
+    line = text.splitlines().index("    seed: 8") + 1
+    with pytest.raises(ConfigError) as err:
+        PipelineSpec.from_text(text, "spec.yaml")
+    assert str(err.value) == f"spec.yaml:{line}: duplicate key 'seed'"
+
+
+def test_long_user_text_is_cut_in_error_messages():
+    with pytest.raises(ConfigError) as err:
+        PipelineSpec.from_dict(_with(("source", "format"), "x" * 10_000_000), "pipelines")
+    message = str(err.value)
+    assert len(message) < 200 and message.endswith("… (10,000,000 characters)")

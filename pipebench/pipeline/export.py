@@ -4,6 +4,11 @@ The module needs only TensorFlow (and `sagemaker_tensorflow` for Pipe mode): use
 their training scripts. Decoders and helpers are copied verbatim from build.py's source (read as
 text, so exporting never imports TensorFlow), and the stage calls mirror `build`, so the exported
 input_fn yields the very batches the builder does.
+
+Specs are shared between people, so their text is data that must never become code: it enters
+the module only through `_literal` (a Python literal, checked to read back as the same value) or
+`_comment` (`#` lines, one per line of text), never inside a string's quotes, where three quotes in
+a file glob or a channel name would end the string and run the rest as code.
 """
 from __future__ import annotations
 
@@ -11,12 +16,14 @@ import ast
 import importlib.util
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pipebench
 from converters import TF_COMPRESSION
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Scalar
 
 _BUILD_MODULE = "pipebench.pipeline.build"
+SPEC_MARK = "The spec:"
 
 
 def _function_sources(names: list[str]) -> list[str]:
@@ -28,8 +35,27 @@ def _function_sources(names: list[str]) -> list[str]:
     return [found[name] for name in names]
 
 
+def _literal(value: Any) -> str:
+    """Give `value` (None, bool, int, str, or lists and dicts of them) as Python source that evaluates to it."""
+    text = repr(value)
+    back = ast.literal_eval(text)
+    if type(back) is not type(value) or back != value:
+        raise ValueError(f"not plain data: {type(value).__name__}")  # a str subclass with its own repr, say
+    return text
+
+
+def _comment(text: str) -> list[str]:
+    """Give `text` as `#` comment lines: every line break starts a new `#` line, and any other
+    unprintable character is escaped (a carriage return would end the comment, a NUL the module)."""
+    lines = []
+    for line in text.splitlines() or [""]:
+        shown = "".join(c if c.isprintable() or c == "\t" else repr(c)[1:-1] for c in line)
+        lines.append(f"# {shown}" if shown else "#")
+    return lines
+
+
 def _code(value: Scalar) -> str:
-    return "AUTOTUNE" if value == AUTOTUNE else repr(value)
+    return "AUTOTUNE" if value == AUTOTUNE else _literal(value)
 
 
 def _decoder_lines(spec: PipelineSpec, scalar: bool) -> tuple[list[str], list[str]]:
@@ -54,10 +80,11 @@ def _stage_lines(spec: PipelineSpec) -> list[str]:
     kinds = spec.kinds
     packed = src.format == "packed"
     reader = "tf.data.TextLineDataset" if src.format == "libsvm" else "tf.data.TFRecordDataset"
-    read_args = f"compression_type={TF_COMPRESSION[src.compression]!r}, buffer_size={src.buffer_size!r}"
+    read_args = (f"compression_type={_literal(TF_COMPRESSION[src.compression])}, "
+                 f"buffer_size={_literal(src.buffer_size)}")
     if src.mode == "pipe":
         record_format = "TextLine" if src.format == "libsvm" else "TFRecord"
-        lines = [f"dataset = PipeModeDataset(channel, record_format={record_format!r})"]
+        lines = [f"dataset = PipeModeDataset(channel, record_format={_literal(record_format)})"]
     elif "interleave" in kinds:
         lines = ["dataset = tf.data.Dataset.from_tensor_slices(list_files(files))"]
     else:
@@ -69,25 +96,25 @@ def _stage_lines(spec: PipelineSpec) -> list[str]:
         kind = stage.kind
         if kind == "interleave":
             lines += [f"dataset = dataset.interleave(lambda f: {reader}(f, {read_args}),",
-                      f"    cycle_length={_code(stage['cycle_length'])}, block_length={stage['block_length']},"
+                      f"    cycle_length={_code(stage['cycle_length'])}, block_length={_literal(stage['block_length'])},"
                       f" num_parallel_calls={_code(stage['num_parallel_calls'])})"]
         elif kind == "shard":
             lines.append("dataset = dataset.shard(num_shards, shard_index)")
         elif kind == "shuffle":
-            lines.append(f"dataset = dataset.shuffle({stage['buffer_size']}, seed=seed, "
-                         f"reshuffle_each_iteration={stage['reshuffle_each_iteration']})")
+            lines.append(f"dataset = dataset.shuffle({_literal(stage['buffer_size'])}, seed=seed, "
+                         f"reshuffle_each_iteration={_literal(stage['reshuffle_each_iteration'])})")
         elif kind == "cache":
-            lines.append(f"dataset = dataset.cache({'' if stage['location'] == MEMORY else stage['location']!r})")
+            lines.append(f"dataset = dataset.cache({_literal('' if stage['location'] == MEMORY else stage['location'])})")
         elif kind == "batch":
             if packed and decode_after_batch:
                 lines.append("dataset = dataset.batch(-(-batch_size // ROWS_PER_RECORD))  # whole records; "
                              "decode re-batches their rows")
             else:
-                lines.append(f"dataset = dataset.batch(batch_size, drop_remainder={stage['drop_remainder']})")
+                lines.append(f"dataset = dataset.batch(batch_size, drop_remainder={_literal(stage['drop_remainder'])})")
         elif kind == "decode":
             lines.append(f"dataset = dataset.map(decode, num_parallel_calls={_code(stage['num_parallel_calls'])})")
             if packed and decode_after_batch:
-                lines.append(f"dataset = dataset.rebatch(batch_size, drop_remainder={batch['drop_remainder']})")
+                lines.append(f"dataset = dataset.rebatch(batch_size, drop_remainder={_literal(batch['drop_remainder'])})")
             elif packed:
                 lines.append("dataset = dataset.unbatch()")
         elif kind == "repeat":
@@ -109,15 +136,20 @@ def export(spec: PipelineSpec) -> str:
     if settings:
         helpers.append("apply_options")
 
-    params = ([f"channel={src.channel!r}"] if pipe else ["files"]) + [f"batch_size={spec.stage('batch')['batch_size']}"]
+    params = [f"channel={_literal(src.channel)}" if pipe else "files",
+              f"batch_size={_literal(spec.stage('batch')['batch_size'])}"]
     if "repeat" in kinds:
-        params.append(f"num_epochs={spec.stage('repeat')['epochs']!r}")
+        params.append(f"num_epochs={_literal(spec.stage('repeat')['epochs'])}")
     if "shuffle" in kinds:
-        params.append(f"seed={spec.stage('shuffle')['seed']!r}")
+        params.append(f"seed={_literal(spec.stage('shuffle')['seed'])}")
     if "shard" in kinds:
-        params += [f"num_shards={spec.stage('shard')['num_shards']}", f"shard_index={spec.stage('shard')['index']}"]
+        shard = spec.stage("shard")
+        params += [f"num_shards={_literal(shard['num_shards'])}", f"shard_index={_literal(shard['index'])}"]
 
-    body = decode_lines + _stage_lines(spec)
+    where = {"file": "files: paths or globs (a str is one glob).",
+             "fastfile": f"files: paths or globs under /opt/ml/input/data/{src.channel} (FastFile mode).",
+             "pipe": "channel: the Pipe-mode channel whose FIFO streams the records."}[src.mode]
+    body = [*_comment(where), *decode_lines, *_stage_lines(spec)]
     if settings:
         body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
                  "if unsupported:",
@@ -125,27 +157,24 @@ def export(spec: PipelineSpec) -> str:
                  "', '.join(unsupported))"]
     body.append("return dataset")
 
-    where = {"file": "files: paths or globs (a str is one glob)",
-             "fastfile": f"files: paths or globs under /opt/ml/input/data/{src.channel} (FastFile mode)",
-             "pipe": "channel: the Pipe-mode channel whose FIFO streams the records"}[src.mode]
-    constants = ["AUTOTUNE = tf.data.AUTOTUNE", f"FIELD_SIZE = {src.field_size}"]
+    constants = ["AUTOTUNE = tf.data.AUTOTUNE", f"FIELD_SIZE = {_literal(src.field_size)}"]
     if src.format == "packed":
-        constants.append(f"ROWS_PER_RECORD = {src.rows_per_record}")
+        constants.append(f"ROWS_PER_RECORD = {_literal(src.rows_per_record)}")
     if settings:
-        constants.append(f"OPTIONS = {settings!r}")
-    spec_text = textwrap.indent(spec.to_yaml(), "    ")
+        constants.append(f"OPTIONS = {_literal(settings)}")
+    header = (f"DeepFM input pipeline exported by pipebench {pipebench.__version__}: {spec.ordering}.\n\n"
+              f"Format {src.format}, {src.mode} mode; spec fingerprint {spec.fingerprint()}.\n"
+              f'input_fn yields ({{"feat_ids": int64[B, {src.field_size}], "feat_vals": float32[B, {src.field_size}]}},'
+              f" label float32[B]).\n\n{SPEC_MARK}\n\n{spec.to_yaml()}")
     parts = [
-        f'r"""DeepFM input pipeline exported by pipebench {pipebench.__version__}: {spec.ordering}.\n\n'
-        f"Format {src.format}, {src.mode} mode; spec fingerprint {spec.fingerprint()}.\n"
-        f"input_fn yields ({{\"feat_ids\": int64[B, {src.field_size}], \"feat_vals\": float32[B, {src.field_size}]}},"
-        f" label float32[B]).\n\nThe spec:\n\n{spec_text}"
-        '"""',
+        "\n".join(_comment(header)),
+        '"""DeepFM input pipeline exported by pipebench: input_fn(...) gives its tf.data.Dataset (see above)."""',
         "import tensorflow as tf" + ("\nfrom sagemaker_tensorflow import PipeModeDataset" if pipe else ""),
         "\n".join(constants),
         *_function_sources(helpers),
         f"def input_fn({', '.join(params)}):\n"
-        f'    """Give the tf.data.Dataset of ({{"feat_ids", "feat_vals"}}, label) batches.\n\n'
-        f'    {where}.\n    """\n'
+        '    """Give the tf.data.Dataset of ({"feat_ids", "feat_vals"}, label) batches."""\n'
         + textwrap.indent("\n".join(body), "    "),
     ]
     return "\n\n\n".join(parts) + "\n"
+

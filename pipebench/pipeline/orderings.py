@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.errors import ConfigError
-from pipebench.pipeline.spec import PipelineSpec, expect_mapping, reject_unknown_keys, order_problem, parse_yaml
+from pipebench.pipeline.spec import PipelineSpec, expect_mapping, reject_unknown_keys, order_problem
+from pipebench.values import echo, name_text
+from pipebench.yamlfile import read_yaml
 
 EQUIVALENT = "equivalent"
 PIN_PLACES = ("first", "last")
@@ -255,11 +257,11 @@ class Enumeration:
         if "pin" in rules:
             pins = []
             for kind, place in expect_mapping(rules["pin"] or {}, f"{where}.enumerate.pin").items():
-                path = f"{where}.enumerate.pin.{kind}"
+                path = f"{where}.enumerate.pin.{name_text(str(kind))}"
                 if kind not in reference.kinds:
-                    raise ConfigError(f"{path}: no {kind} stage in {where}.stages")
+                    raise ConfigError(f"{path}: no {name_text(str(kind))} stage in {where}.stages")
                 if place not in PIN_PLACES:
-                    raise ConfigError(f"{path}: must be first or last, not {place!r}")
+                    raise ConfigError(f"{path}: must be first or last, not {echo(place)}")
                 if any(p == place for _, p in pins):
                     raise ConfigError(f"{path}: another stage is already pinned {place}")
                 pins.append((kind, place))
@@ -271,8 +273,8 @@ class Enumeration:
             raise ConfigError(f"{where}.enumerate.allow: must be a list of difference names or [all]")
         for i, name in enumerate(allow):
             if name != ALLOW_ALL and name not in DIFFERENCES:
-                raise ConfigError(f"{where}.enumerate.allow[{i}]: unknown difference {name!r} "
-                                  f"(known: {ALLOW_ALL}, {', '.join(DIFFERENCES)})")
+                raise ConfigError(f"{where}.enumerate.allow[{i}]: unknown difference {echo(name)} "
+                                  f"({ALLOW_ALL}, or a label `pipebench pipelines list --all` shows)")
         return cls(reference, pins, tuple(allow))
 
     def _pinned(self, kinds: tuple[str, ...]) -> bool:
@@ -305,11 +307,7 @@ class Enumeration:
 def load(path: Path) -> Enumeration:
     """Read the enumeration block of a file: `pipelines:`, an experiment's `pipelines.orderings:`, or a bare spec."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror}") from None
-    doc = parse_yaml(text, str(path))
+    doc = read_yaml(path)
     if not (isinstance(doc, Mapping) and "pipelines" in doc):
         return Enumeration.from_dict(doc, f"{path}: pipeline")
     block, where = doc["pipelines"], f"{path}: pipelines"

@@ -38,6 +38,8 @@ import yaml
 
 from converters import COMPRESSIONS
 from pipebench.errors import ConfigError
+from pipebench.values import INT64_MAX, echo, name_text
+from pipebench.yamlfile import parse_yaml
 
 AUTOTUNE = "AUTOTUNE"
 FORMATS = ("libsvm", "tfrecord", "packed")
@@ -55,38 +57,45 @@ def _tunable(value: Any, where: str, allow_null: bool) -> Tunable:
         return None
     if isinstance(value, str) and value.upper() == AUTOTUNE:
         return AUTOTUNE
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    if _integer(value) and value >= 1:
         return value
     also = ", or null" if allow_null else ""
-    raise ConfigError(f"{where}: must be AUTOTUNE or an integer ≥ 1{also}, not {value!r}")
+    raise ConfigError(f"{where}: must be AUTOTUNE or an integer ≥ 1{also}, not {echo(value)}")
+
+
+def _integer(value: Any) -> bool:
+    """Give whether `value` is an int TensorFlow can take (int64), not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool) and -INT64_MAX - 1 <= value <= INT64_MAX
 
 
 def _count(value: Any, where: str, minimum: int = 1, allow_null: bool = False) -> int | None:
     if value is None and allow_null:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+    if _integer(value) and value >= minimum:
         return value
     also = " or null" if allow_null else ""
-    raise ConfigError(f"{where}: must be an integer ≥ {minimum}{also}, not {value!r}")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+        also += " that fits in 64 bits"
+    raise ConfigError(f"{where}: must be an integer ≥ {minimum}{also}, not {echo(value)}")
 
 
 def _flag(value: Any, where: str) -> bool:
     if isinstance(value, bool):
         return value
-    raise ConfigError(f"{where}: must be true or false, not {value!r}")
+    raise ConfigError(f"{where}: must be true or false, not {echo(value)}")
 
 
 def _choice(value: Any, where: str, choices: Iterable[str]) -> str:
     choices = tuple(choices)
     if value in choices:
         return value
-    raise ConfigError(f"{where}: must be one of {', '.join(choices)}, not {value!r}")
+    raise ConfigError(f"{where}: must be one of {', '.join(choices)}, not {echo(value)}")
 
 
 def _text(value: Any, where: str) -> str:
     if isinstance(value, str) and value:
         return value
-    raise ConfigError(f"{where}: must be a non-empty string, not {value!r}")
+    raise ConfigError(f"{where}: must be a non-empty string, not {echo(value)}")
 
 
 def expect_mapping(value: Any, where: str) -> Mapping:
@@ -100,7 +109,7 @@ def reject_unknown_keys(obj: Mapping, known: Iterable[str], where: str) -> None:
     """Raise ConfigError naming the first key of `obj` not in `known`: a typo must not pass silently."""
     extra = sorted(set(obj) - set(known), key=str)
     if extra:
-        raise ConfigError(f"{where}.{extra[0]}: unknown key (expected one of {', '.join(known)})")
+        raise ConfigError(f"{where}.{name_text(str(extra[0]))}: unknown key (expected one of {', '.join(known)})")
 
 
 # kind -> ((parameter, checker, default), ...); the first parameter takes a `- kind: value` shorthand.
@@ -121,6 +130,7 @@ _PARAMS: dict[str, tuple[tuple[str, Any, Any], ...]] = {
     "prefetch": (("buffer_size", lambda v, w: _tunable(v, w, False), AUTOTUNE),),
 }
 STAGE_KINDS = tuple(_PARAMS)
+STAGE_PARAMS = {kind: tuple(name for name, _, _ in schema) for kind, schema in _PARAMS.items()}
 
 
 @dataclass(frozen=True)
@@ -205,7 +215,7 @@ class Options:
             settings["deterministic"] = _flag(obj["deterministic"], f"{where}.deterministic")
         for group, known in _OPTION_GROUPS.items():
             for name, value in expect_mapping(obj.get(group) or {}, f"{where}.{group}").items():
-                path = f"{where}.{group}.{name}"
+                path = f"{where}.{group}.{name_text(str(name))}"
                 if not isinstance(name, str) or not name.isidentifier():
                     raise ConfigError(f"{path}: not an option name")
                 if value is None:
@@ -214,8 +224,8 @@ class Options:
                     value = known[name](value, path)
                 elif group == "experimental_optimization":
                     value = _flag(value, path)
-                elif not isinstance(value, (bool, int)):
-                    raise ConfigError(f"{path}: must be true, false or an integer, not {value!r}")
+                elif not (isinstance(value, bool) or _integer(value)):
+                    raise ConfigError(f"{path}: must be true, false or a 64-bit integer, not {echo(value)}")
                 settings[f"{group}.{name}"] = value
         return cls(tuple(sorted(settings.items())))
 
@@ -250,27 +260,45 @@ class Source:
         reject_unknown_keys(obj, [f.name for f in dataclasses.fields(cls)], where)
         if "format" not in obj:
             raise ConfigError(f"{where}.format: required (one of {', '.join(FORMATS)})")
-        files = obj.get("files", ())
-        if isinstance(files, str):
-            files = (files,)
-        if not isinstance(files, (list, tuple)):
-            raise ConfigError(f"{where}.files: must be a list of paths or globs, not {type(files).__name__}")
-        return cls(
-            format=_choice(obj["format"], f"{where}.format", FORMATS),
-            mode=_choice(obj.get("mode", "file"), f"{where}.mode", MODES),
-            files=tuple(_text(f, f"{where}.files[{i}]") for i, f in enumerate(files)),
-            compression=_choice(obj.get("compression", "none"), f"{where}.compression", COMPRESSIONS),
-            num_parallel_reads=_tunable(obj.get("num_parallel_reads"), f"{where}.num_parallel_reads", True),
-            buffer_size=_count(obj.get("buffer_size"), f"{where}.buffer_size", allow_null=True),
-            field_size=_count(obj.get("field_size", 39), f"{where}.field_size"),
-            rows_per_record=_count(obj.get("rows_per_record", 256), f"{where}.rows_per_record"),
-            channel=_text(obj.get("channel", "train"), f"{where}.channel"),
-        )
+        return cls(**{name: check_source_field(name, obj[name], f"{where}.{name}")
+                      for name in _SOURCE_FIELDS if name in obj})
 
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
         out["files"] = list(self.files)
         return out
+
+
+def _files(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(f"{where}: must be a list of paths or globs, not {type(value).__name__}")
+    return tuple(_text(f, f"{where}[{i}]") for i, f in enumerate(value))
+
+
+# Source field -> checker giving the value to store.
+_SOURCE_FIELDS: dict[str, Any] = {
+    "format": lambda v, w: _choice(v, w, FORMATS),
+    "mode": lambda v, w: _choice(v, w, MODES),
+    "files": _files,
+    "compression": lambda v, w: _choice(v, w, COMPRESSIONS),
+    "num_parallel_reads": lambda v, w: _tunable(v, w, True),
+    "buffer_size": lambda v, w: _count(v, w, allow_null=True),
+    "field_size": _count,
+    "rows_per_record": _count,
+    "channel": _text,
+}
+
+
+def check_source_field(name: str, value: Any, where: str) -> Any:
+    """Give `value` checked as the source field `name`; ConfigError naming `where` if it cannot be one."""
+    return _SOURCE_FIELDS[name](value, where)
+
+
+def check_stage_param(kind: str, param: str, value: Any, where: str) -> Scalar:
+    """Give `value` checked as parameter `param` (one of STAGE_PARAMS[kind]); ConfigError naming `where` if it cannot be."""
+    return next(check for name, check, _ in _PARAMS[kind] if name == param)(value, where)
 
 
 def order_problem(kinds: tuple[str, ...]) -> str | None:
@@ -393,10 +421,3 @@ def _spec_problem(source: Source, kinds: tuple[str, ...]) -> str | None:
                 "set interleave.num_parallel_calls instead")
     return None
 
-
-def parse_yaml(text: str, where: str) -> Any:
-    """Give the YAML (or JSON) document in `text`; ConfigError naming `where` if it does not parse."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{where}: not valid YAML/JSON: {str(err).splitlines()[0]}") from None

@@ -18,6 +18,8 @@ from typing import Any
 from pipebench.config import ENV_KNOBS
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
+from pipebench.pipeline.spec import STAGE_PARAMS, check_source_field, check_stage_param
+from pipebench.values import AT_LEAST_0, AT_LEAST_1, Range, check_number, echo, name_text, refuse_non_finite
 
 _FIXED_KNOBS = ("pipeline", "batch_size", "intra_op_threads", "inter_op_threads")
 #: Stages a search may switch off: without them the pipeline is slower or faster, never different.
@@ -56,8 +58,13 @@ def _knob_problem(name: str) -> str | None:
         return None
     parts = name.split(".")
     if parts[0] == "stage" and len(parts) == 3:
-        if parts[2] == "enabled" and parts[1] not in DROPPABLE_STAGES:
+        kind, param = parts[1], parts[2]
+        if kind not in STAGE_PARAMS:
+            return f"no stage kind {name_text(kind)} (one of {', '.join(STAGE_PARAMS)})"
+        if param == "enabled" and kind not in DROPPABLE_STAGES:
             return f"only {' and '.join(DROPPABLE_STAGES)} can be switched off without changing the examples"
+        if param != "enabled" and param not in STAGE_PARAMS[kind]:
+            return f"a {kind} stage has no parameter {name_text(param)} (it has {', '.join(STAGE_PARAMS[kind])})"
         return None
     if parts[0] == "source" and len(parts) == 2 and parts[1] in _SOURCE_KNOBS:
         return None
@@ -67,27 +74,66 @@ def _knob_problem(name: str) -> str | None:
             f"stage.<kind>.<param>, source.<{'|'.join(_SOURCE_KNOBS)}>, option.<group>.<name>)")
 
 
+def _check_value(name: str, value: Any, where: str) -> None:
+    """Raise ConfigError if `value` is no value knob `name` can take (as the grid or the spec would check it)."""
+    refuse_non_finite(value, where)
+    parts = name.split(".")
+    if name == "pipeline":
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: must be a pipeline name or label, not {echo(value)}")
+    elif name == "batch_size":
+        check_number(value, where, int, AT_LEAST_1)
+    elif name in ("intra_op_threads", "inter_op_threads"):
+        if value is not None:  # null or 0: TensorFlow's default
+            check_number(value, where, int, AT_LEAST_0)
+    elif parts[0] == "env":
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int, float))):
+            raise ConfigError(f"{where}: must be a string, a number or null (unset), not {echo(value)}")
+    elif parts[0] == "stage" and parts[2] == "enabled":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: must be true or false, not {echo(value)}")
+    elif parts[0] == "stage":
+        check_stage_param(parts[1], parts[2], value, where)
+    elif parts[0] == "source":
+        check_source_field(parts[1], value, where)
+    elif not isinstance(value, bool):  # a tf.data option: a flag or a count
+        check_number(value, where, int)
+
+
 def parse_space(raw: Any, where: str = "search.space") -> dict[str, Dimension]:
-    """Give the dimensions of a `search.space` mapping; errors name the YAML path."""
+    """Give the dimensions of a `search.space` mapping; errors name the YAML path.
+
+    Every choice (and both ends of a range) must be a value its knob can take, so a bad one is
+    refused now, not discovered trial by trial.
+    """
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: must be a mapping of knob → choices or {{low, high, log}}")
     space = {}
     for name, value in raw.items():
-        path = f"{where}.{name}"
+        path = f"{where}.{name_text(str(name))}"
         problem = _knob_problem(str(name))
         if problem:
             raise ConfigError(f"{path}: {problem}")
         if isinstance(value, list):
             if not value:
                 raise ConfigError(f"{path}: at least one choice")
+            for i, choice in enumerate(value):
+                _check_value(name, choice, f"{path}[{i}]")
             if name.startswith("env."):
                 value = [None if v is None else str(v) for v in value]
             space[name] = Dimension(name, tuple(value))
         elif isinstance(value, Mapping) and set(value) <= {"low", "high", "log"} and {"low", "high"} <= set(value):
-            low, high = value["low"], value["high"]
-            if not (isinstance(low, int) and isinstance(high, int) and low <= high):
-                raise ConfigError(f"{path}: low and high must be integers with low <= high")
-            space[name] = Dimension(name, None, low, high, bool(value.get("log", False)))
+            low, high, log = value["low"], value["high"], value.get("log", False)
+            for end in ("low", "high"):
+                check_number(value[end], f"{path}.{end}", int)
+                _check_value(name, value[end], f"{path}.{end}")
+            if low > high:
+                raise ConfigError(f"{path}: low ({low}) must not exceed high ({high})")
+            if not isinstance(log, bool):
+                raise ConfigError(f"{path}.log: must be true or false, not {echo(log)}")
+            if log:
+                check_number(low, f"{path}.low", int, Range(1))  # a log scale starts above 0
+            space[name] = Dimension(name, None, low, high, log)
         else:
             raise ConfigError(f"{path}: must be a list of choices or {{low: INT, high: INT, log: BOOL}}")
     return space
