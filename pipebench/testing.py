@@ -13,10 +13,12 @@ from pathlib import Path
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
 from pipebench.measure.trial import PipelineLabel, Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.pipeline.presets import preset
+from pipebench.pipeline.spec import PipelineSpec
 
-def trial_spec(files: tuple[str, ...] = ("data/part-*.tfrecord",), mode: str = "input", **changes) -> TrialSpec:
-    """Give a TrialSpec of the aws-sample pipeline on `files`, with short measurement settings."""
-    spec = preset("aws-sample", files=files, batch_size=changes.pop("batch_size", 256), epochs=None)
+def trial_spec(files: tuple[str, ...] = ("data/part-*.tfrecord",), mode: str = "input",
+               pipeline: PipelineSpec | None = None, **changes) -> TrialSpec:
+    """Give a TrialSpec of `pipeline` (default: the aws-sample preset on `files`), with short measurement settings."""
+    spec = pipeline or preset("aws-sample", files=files, batch_size=changes.pop("batch_size", 256), epochs=None)
     trial = TrialSpec(
         trial_id="t", repeat=0, mode=mode, config_key="k", pipeline_spec=spec.to_dict(),
         pipeline_fingerprint=spec.fingerprint(),

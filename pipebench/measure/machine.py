@@ -311,7 +311,7 @@ def openmp_facts(needed: dict[str, list[str]] | None, loaded: list[str] | None) 
             "statement": statement}
 
 
-def _no_tensorflow(error: str, env_value: str | None) -> dict:
+def no_tensorflow(error: str, env_value: str | None) -> dict:
     """Give the TensorFlow facts of a host where TF does not import: every build fact unknown, and why."""
     return {"importable": False, "error": error,
             **dict.fromkeys(("version", "git_version", "keras_version", "library_dir", "cuda_build", "cuda_version",
@@ -324,7 +324,7 @@ def tensorflow_summary(env: dict[str, str] | None = None) -> dict:
     """Give TF version and build facts gathered in child processes, never importing TF here."""
     env = dict(os.environ if env is None else env)
     if importlib.util.find_spec("tensorflow") is None:
-        return _no_tensorflow("tensorflow is not installed", env.get(ONEDNN_ENV))
+        return no_tensorflow("tensorflow is not installed", env.get(ONEDNN_ENV))
     env_value = env.get(ONEDNN_ENV)
     default_env = {k: v for k, v in env.items() if k != ONEDNN_ENV}
     with ThreadPoolExecutor(2) as pool:  # the two imports overlap; the second runs only when the variable is set
@@ -333,7 +333,7 @@ def tensorflow_summary(env: dict[str, str] | None = None) -> dict:
         facts = default_run.result()
         asked = asked_run.result() if asked_run else facts
     if "error" in facts or "error" in asked:
-        return _no_tensorflow(facts.get("error") or asked.get("error"), env_value)
+        return no_tensorflow(facts.get("error") or asked.get("error"), env_value)
     composed = ("onednn_enabled", "openmp_needed", "openmp_loaded", "sagemaker_tensorflow")
     return {
         "importable": True,

@@ -18,6 +18,8 @@ from pipebench.typed import from_json, to_json
 
 #: What a trial measures: the pipeline alone, the DeepFM step on it, or the step on one in-memory batch.
 TRIAL_MODES = ("input", "train", "synthetic")
+#: The environment variables a trial may set before TensorFlow starts (see measure.manager).
+ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
 
 
 class TrialStatus(str, enum.Enum):

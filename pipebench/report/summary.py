@@ -4,6 +4,7 @@ from __future__ import annotations
 from pipebench.atomic import atomic_write_bytes
 from pipebench.datasets import DataFacts
 from pipebench.measure.facts import MachineFacts
+from pipebench.measure.trial import TRIAL_MODES
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
 
@@ -19,9 +20,10 @@ def _threads(row: dict) -> str:
 
 
 def best_table(rows: list[dict], per_mode: int = 3) -> str:
-    """Give the fastest ok trials of each mode as a Markdown table."""
+    """Give the fastest ok trials of each mode as a Markdown table (with a run column when rows come from several runs)."""
+    several_runs = len({r["run_id"] for r in rows}) > 1
     lines = []
-    for mode in ("input", "train", "synthetic"):
+    for mode in TRIAL_MODES:
         ok = sorted((r for r in rows if r["mode"] == mode and r["status"] == "ok"),
                     key=lambda r: -r["examples_per_sec_median"])
         for r in ok[:per_mode]:
@@ -30,10 +32,12 @@ def best_table(rows: list[dict], per_mode: int = 3) -> str:
                 flags.append("never steady")
             if r.get("breaks_semantics"):
                 flags.append(f"breaks semantics: {r['semantics']}")
-            lines.append([mode, r["pipeline"], r["format"] or "", r["ordering"], str(r["batch_size"]), _threads(r),
-                          f"{r['examples_per_sec_median']:,.0f}", f"{r['examples_per_sec_cv_pct']:.1f}%",
-                          ", ".join(flags)])
-    return _table(["mode", "pipeline", "format", "ordering", "batch", "intra/inter", "examples/s", "CV", "notes"],
+            lines.append(([r["run_id"]] if several_runs else [])
+                         + [mode, r["pipeline"], r["format"] or "n/a", r["ordering"], str(r["batch_size"]), _threads(r),
+                            f"{r['examples_per_sec_median']:,.0f}", f"{r['examples_per_sec_cv_pct']:.1f}%",
+                            ", ".join(flags)])
+    return _table((["run"] if several_runs else [])
+                  + ["mode", "pipeline", "format", "ordering", "batch", "intra/inter", "examples/s", "CV", "notes"],
                   lines)
 
 

@@ -5,8 +5,9 @@ import json
 
 import pandas as pd
 
-ENV_COLUMNS = ("env_OMP_NUM_THREADS", "env_KMP_AFFINITY", "env_KMP_BLOCKTIME", "env_KMP_SETTINGS",
-               "env_TF_ENABLE_ONEDNN_OPTS")
+from pipebench.measure.trial import ENV_KNOBS
+
+ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
 #: The deck's recommended pipeline (the AWS sample's File-mode input_fn) is pipebench's `aws-sample` preset.
 DECK_PIPELINE = "aws-sample"
 

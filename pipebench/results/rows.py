@@ -17,10 +17,9 @@ from typing import Any
 from pipebench.measure import stats
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.manager import Outcome
-from pipebench.measure.trial import TrialSpec, TrialStatus
+from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
 
-ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
 #: TrialRecord fields copied into the column of the same name.
 RECORD_COLUMNS = (
     "status", "reason", "tf_version", "worker_intra_op_threads", "worker_inter_op_threads",

@@ -13,14 +13,13 @@ import itertools
 import json
 from dataclasses import dataclass
 
-from pipebench.config import ENV_KNOBS, Experiment
+from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
-from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec
+from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
 from pipebench.pipeline.orderings import Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
-from pipebench.pipeline.spec import MODES as SOURCE_MODES
-from pipebench.pipeline.spec import PipelineSpec
+from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
 from pipebench.search.loop import Planned
 from pipebench.sources.modes import in_source_mode
 

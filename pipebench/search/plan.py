@@ -7,11 +7,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from pipebench.config import ENV_KNOBS, Experiment
+from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
-from pipebench.measure.trial import TrialSpec
+from pipebench.measure.trial import ENV_KNOBS, TrialSpec
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.search.grid import Candidate, candidates, make_trial
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert

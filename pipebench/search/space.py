@@ -1,7 +1,7 @@
 """The Optuna search space: knobs, their ranges, pinning of knobs this machine cannot honour.
 
 A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `inter_op_threads`
-(0 = TensorFlow's default), `env.<VAR>` for the variables in `config.ENV_KNOBS` (null = unset), or
+(0 = TensorFlow's default), `env.<VAR>` for the variables in `measure.trial.ENV_KNOBS` (null = unset), or
 `stage.<kind>.<param>` (e.g. `stage.prefetch.buffer_size`; `stage.cache.enabled: [true, false]`
 switches cache or prefetch off), `source.<field>` (e.g. `source.num_parallel_reads`) or
 `option.<group>.<name>` (a tf.data option, e.g. `option.threading.private_threadpool_size`), set on
@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipebench.config import ENV_KNOBS
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
+from pipebench.measure.trial import ENV_KNOBS
 from pipebench.pipeline.spec import STAGE_PARAMS, check_source_field, check_stage_param
 from pipebench.values import AT_LEAST_0, AT_LEAST_1, Range, check_number, echo, name_text, refuse_non_finite
 
