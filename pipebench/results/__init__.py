@@ -25,6 +25,8 @@ CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.md"
 #: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
 IMPORTANCES_FILE = "importances.json"
+#: Written by `pipebench sagemaker collect`: the folder holds one run folder per job and host.
+JOBS_FILE = "jobs.json"
 
 
 @dataclass
@@ -43,6 +45,9 @@ class RunResults:
 def load(run_dir: Path) -> RunResults:
     """Read a run folder; ResultsVersionError for tables or facts of another version."""
     run_dir = Path(run_dir)
+    if (run_dir / JOBS_FILE).exists():
+        raise PipebenchError(f"{run_dir}: a folder `pipebench sagemaker collect` wrote, which holds "
+                             f"{len(member_runs(run_dir))} run folders: read it with load_many (report and checklist do)")
     if not (run_dir / TRIALS_FILE).exists():
         raise PipebenchError(f"{run_dir}: no {TRIALS_FILE} (not a pipebench run folder?)")
     trials = read_table(run_dir / TRIALS_FILE, TRIAL_SCHEMA).to_pandas()
@@ -55,10 +60,6 @@ def load(run_dir: Path) -> RunResults:
     config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).exists() else {}
     study = json.loads((run_dir / IMPORTANCES_FILE).read_text()) if (run_dir / IMPORTANCES_FILE).exists() else None
     return RunResults(run_dir, trials, samples, machine, data, config, study)
-
-
-#: Written by `pipebench sagemaker collect`: the folder holds one run folder per job and host.
-JOBS_FILE = "jobs.json"
 
 
 def member_runs(run_dir: Path) -> list[Path]:
