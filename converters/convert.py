@@ -7,8 +7,9 @@ built in a temp folder renamed into place at the end, so a failure leaves nothin
 
 Every row is validated by one rule set, whatever the input: libsvm lines by the grammar in
 `converters.libsvm`, TFRecord rows by rendering the ones that break it as libsvm lines and running
-the same parser, so reasons, counts and quarantine entries agree. A run that yields no row at all
-(empty input, every row rejected) is an error, not an empty data set.
+the same parser, so reasons, counts and quarantine entries agree. `--on-error` applies to rows; a
+damaged file (a TFRecord checksum, a truncated or corrupt gzip/zlib stream) always stops the run.
+A run that yields no row at all (empty input, every row rejected) is an error, not an empty data set.
 """
 from __future__ import annotations
 

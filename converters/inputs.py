@@ -70,8 +70,8 @@ def sniff_compression(path: Path) -> str:
 class InputFile:
     """One input read front to back: its decompressed bytes, and the sha256 of the bytes as stored.
 
-    Gzip input may hold several members (concatenated .gz files); anything else after the end of
-    the compressed stream is an error, as is a stream that stops before its end.
+    Gzip input may hold several members (concatenated .gz files) and zero padding; anything else
+    after the end of the compressed stream is an error, as is a stream that stops before its end.
     """
 
     def __init__(self, path: Path, compression: str | None = None) -> None:
@@ -116,9 +116,7 @@ class InputFile:
         while got < size:
             inflate = self._inflate
             if inflate.eof:
-                tail = inflate.unused_data
-                while len(tail) < len(_GZIP_MAGIC) and (more := self._raw_read(_BLOCK_BYTES)):
-                    tail += more
+                tail = self._after_stream(inflate.unused_data)
                 if not tail:
                     break
                 if self.compression != "gzip" or tail[: len(_GZIP_MAGIC)] != _GZIP_MAGIC:
@@ -138,6 +136,21 @@ class InputFile:
             parts.append(piece)
             got += len(piece)
         return b"".join(parts)
+
+    def _after_stream(self, tail: bytes) -> bytes:
+        """Give what follows a finished compressed stream: enough to tell a next gzip member, or b"" at the end.
+
+        Zero bytes after a gzip member are padding (tar and tape tools write it; gzip and Python skip it).
+        """
+        while True:
+            if self.compression == "gzip":
+                tail = tail.lstrip(b"\0")
+            if len(tail) >= len(_GZIP_MAGIC):
+                return tail
+            more = self._raw_read(_BLOCK_BYTES)
+            if not more:
+                return tail
+            tail += more
 
     def close(self) -> None:
         self._raw.close()

@@ -43,7 +43,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_leftovers(folder: Path) -> None:
+def _sweep_leftovers(folder: Path) -> None:
     """Remove temps in `folder` whose writer, a process of this host, has died."""
     try:
         entries = list(os.scandir(folder))
@@ -118,7 +118,7 @@ def atomic_dir(target: Path, force: bool = False, inputs: Iterable[Path] = ()) -
     created = _missing_parents(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        sweep_leftovers(target.parent)
+        _sweep_leftovers(target.parent)
         tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(target), dir=target.parent))
     except OSError as err:
         _remove_empty(created)
@@ -162,7 +162,7 @@ def _umask() -> int:
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write `data` to `path` through a temp file in the same folder and an atomic rename."""
     path = Path(path)
-    sweep_leftovers(path.parent)
+    _sweep_leftovers(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth.set_defaults(func=_cmd_synth)
 
     convert = commands.add_parser("convert", help="libsvm → TFRecord / packed, or TFRecord → libsvm")
-    convert.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="libsvm (plain or .gz) or TFRecord files")
+    convert.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+                         help="libsvm (plain, gzip or zlib) or TFRecord files; regular files, not pipes or stdin")
     convert.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
     convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord")
     convert.add_argument("--field-size", type=_positive_int, default=39)
