@@ -9,6 +9,7 @@ import contextlib
 import gzip
 import io
 import os
+import struct
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +69,12 @@ def not_an_example(path: Path) -> None:
     good = path.read_bytes()
     rng = np.random.default_rng(12)
     path.write_bytes(good + framed(b"\x0a\x02\x0a\x00" + rng.bytes(60)) + good)
+
+
+def impossible_length() -> bytes:
+    """Give a TFRecord header whose length (1 TiB) has a valid checksum: framing no writer produces."""
+    length = struct.pack("<Q", 1 << 40)
+    return length + struct.pack("<I", tfrecord.masked_crc32c(length)) + b"x" * 100
 
 
 def damaged(maker: Callable[[Path], None], edit: Callable[[bytes], bytes]) -> Callable[[Path], None]:
@@ -167,6 +174,9 @@ CASES = [
     Bad("tfrecord_length_crc_error", convert("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord:2: corrupt record framing: the length's checksum does not match",
         files(in_tfrecord=damaged(good_examples, lambda data: flip(len(data) // 3 + 9)(data))), out="o", code=1),
+    Bad("tfrecord_impossible_length", convert("in.tfrecord", "--out", "o"),
+        r"^in\.tfrecord:1: corrupt record framing: a length over 2,147,483,648 bytes",
+        files(in_tfrecord=impossible_length()), out="o", code=1),
     Bad("tfrecord_truncated", convert("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord:3: the file ends inside this record \(a truncated file\)$",
         files(in_tfrecord=damaged(good_examples, lambda data: data[:-5])), out="o", code=1),
