@@ -4,11 +4,16 @@ Chunks of whole lines are parsed, validated and serialized by compiled kernels t
 GIL, on `workers` threads; one writer keeps input order, so output does not depend on the worker
 count. At most `2 × workers` chunks are in flight: memory does not grow with input size. Output is
 built in a temp folder renamed into place at the end, so a failure leaves nothing at `--out`.
+
+Every row is validated by one rule set, whatever the input: libsvm lines by the grammar in
+`converters.libsvm`, TFRecord rows by rendering the ones that break it as libsvm lines and running
+the same parser, so reasons, counts and quarantine entries agree. `--on-error` applies to rows; a
+damaged file (a TFRecord checksum, a truncated or corrupt gzip/zlib stream) always stops the run.
+A run that yields no row at all (empty input, every row rejected) is an error, not an empty data set.
 """
 from __future__ import annotations
 
-import gzip
-import hashlib
+import base64
 import json
 import os
 import time
@@ -23,6 +28,8 @@ import numpy as np
 import pipebench
 from converters import MANIFEST, libsvm, packed, tfrecord
 from converters.example import SCHEMA, encode_examples
+from converters.inputs import InputFile, refuse_unusable, sniff_compression
+from converters.inverse import ExampleBatch, example_batches, format_libsvm
 from converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import DataError, UsageError
@@ -32,6 +39,7 @@ ON_ERROR = ("fail", "skip", "quarantine")
 SUFFIX = {"tfrecord": ".tfrecord", "packed": ".packed.tfrecord", "libsvm": ".libsvm"}
 COMPRESSED_SUFFIX = {"none": "", "gzip": ".gz", "zlib": ".zz"}
 DEFAULT_SHARD_MB = 128.0
+MAX_SHARD_MB = float(1 << 20)  # 1 TiB: larger budgets overflow the byte count and mean "one file" anyway
 CHUNK_BYTES = 4 << 20
 QUARANTINE_FILE = "quarantine.jsonl"
 
@@ -64,8 +72,7 @@ class ConvertRequest:
         if not self.inputs:
             raise UsageError("convert: no input files")
         for path in self.inputs:
-            if not Path(path).is_file():
-                raise UsageError(f"{path}: no such file")
+            refuse_unusable(Path(path))
         if self.format not in FORMATS:
             raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {self.format!r}")
         if self.compression not in tfrecord.COMPRESSIONS:
@@ -78,8 +85,9 @@ class ConvertRequest:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-        if self.shard_mb is not None and self.shard_mb <= 0:
-            raise UsageError(f"--shard-mb must be positive, not {self.shard_mb}")
+        if self.shard_mb is not None and not (0 < self.shard_mb <= MAX_SHARD_MB):  # NaN fails too
+            raise UsageError(f"--shard-mb must be a number above 0 and at most {MAX_SHARD_MB:.0f} (1 TiB), "
+                             f"not {self.shard_mb}")
         if self.format == "packed" and self.feature_size and not packed.ids_fit(self.feature_size - 1):
             raise UsageError("--format packed stores ids as int32: feature_size must be below 2**31")
 
@@ -96,7 +104,7 @@ class _Chunk:
     rows: int
     label_sum: float
     max_id: int
-    rejects: list[tuple[int, int, str, bytes]]  # (line number, status, reason, line)
+    rejects: list[tuple[int, str, str, bytes]]  # (line or record number, reason code, reason, line or record)
     packed_rows: np.ndarray | None = None
 
 
@@ -105,55 +113,24 @@ class _Source:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.compression = tfrecord.sniff_compression(self.path)
+        self.compression = sniff_compression(self.path)
         self.bytes = self.path.stat().st_size
         self.sha256: str | None = None
         self.lines = 0
 
+    def open(self) -> InputFile:
+        return InputFile(self.path, self.compression)
+
     def describe(self) -> dict:
-        if self.sha256 is None:  # read by TensorFlow, not through _line_chunks
-            self.sha256 = _sha256(self.path)
         return {"path": str(self.path), "bytes": self.bytes, "sha256": self.sha256,
                 "compression": self.compression, "lines": self.lines}
-
-
-class _HashingReader:
-    """A file read through once, hashing every byte, so checksums cost no second pass."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = open(path, "rb", buffering=0)
-        self.digest = hashlib.sha256()
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._file.read(size) if size >= 0 else self._file.readall()
-        self.digest.update(data)
-        return data
-
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self) -> _HashingReader:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
     """Yield (first line number, chunk of whole lines) from a libsvm file; set its sha256."""
     line = 1
     carry = b""
-    raw = _HashingReader(source.path)
-    stream = gzip.GzipFile(fileobj=raw) if source.compression == "gzip" else raw
-    with raw, stream:
+    with source.open() as stream:
         while True:
             block = stream.read(chunk_bytes)
             if not block:
@@ -166,7 +143,7 @@ def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes
             carry = block[cut:]
             yield line, chunk
             line += chunk.count(b"\n")
-        source.sha256 = raw.digest.hexdigest()
+        source.sha256 = stream.sha256
     if carry:
         yield line, carry
 
@@ -174,7 +151,11 @@ def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes
 def _count_input_rows(sources: list[_Source], tf_input: bool, field_size: int) -> int:
     """Count lines (or records) of all inputs: `--shards N` needs the total before writing."""
     if tf_input:
-        return sum(1 for s in sources for _ in tfrecord.read_records(s.path, s.compression))
+        total = 0
+        for source in sources:
+            with source.open() as stream:
+                total += sum(len(records) for _, records in tfrecord.record_batches(stream))
+        return total
     total = 0
     for source in sources:
         for _, chunk in _line_chunks(source, CHUNK_BYTES):
@@ -186,7 +167,12 @@ class _Converter:
     def __init__(self, req: ConvertRequest) -> None:
         self.req = req
         self.sources = [_Source(p) for p in req.inputs]
-        self.tf_input = all(tfrecord.looks_like_tfrecord(s.path) for s in self.sources)
+        kinds = {s.path: tfrecord.looks_like_tfrecord(s.path) for s in self.sources}
+        self.tf_input = all(kinds.values())
+        if any(kinds.values()) and not self.tf_input:
+            tf_file = next(p for p, tf in kinds.items() if tf)
+            text_file = next(p for p, tf in kinds.items() if not tf)
+            raise UsageError(f"{tf_file} is TFRecord but {text_file} is not; convert one kind of input at a time")
         if not self.tf_input and req.format == "libsvm":
             raise UsageError("--format libsvm converts TFRecord (Example) input back to libsvm; "
                              "the inputs are not TFRecord files")
@@ -199,7 +185,7 @@ class _Converter:
     def run(self) -> dict:
         req = self.req
         started = time.perf_counter()
-        with atomic_dir(req.out, force=req.force) as tmp:
+        with atomic_dir(req.out, force=req.force, inputs=req.inputs) as tmp:
             writer = self._writer(tmp)
             quarantine = open(tmp / QUARANTINE_FILE, "w") if req.on_error == "quarantine" else None
             try:
@@ -209,6 +195,8 @@ class _Converter:
                     except BaseException:
                         pool.shutdown(wait=True, cancel_futures=True)
                         raise
+                if not self.rows:
+                    raise self._no_rows()
                 if self.packer is not None:
                     writer.write(*self._frame(*self.packer.flush()))
                 shards = writer.close()
@@ -219,8 +207,17 @@ class _Converter:
                 if quarantine is not None:
                     quarantine.close()
             manifest = self._manifest(shards, time.perf_counter() - started)
-            atomic_write_json(tmp / MANIFEST, manifest)
+            atomic_write_json(tmp / MANIFEST, manifest, allow_nan=False)
         return manifest
+
+    def _no_rows(self) -> DataError:
+        """Give the error for a run that produced no row: an empty data set is never what was asked."""
+        where = str(self.sources[0].path) + (f" (and {len(self.sources) - 1} more)" if len(self.sources) > 1 else "")
+        rejected = sum(self.rejected.values())
+        if rejected:
+            reasons = ", ".join(f"{count:,} {key}" for key, count in self.rejected.most_common(3))
+            return DataError(f"{where}: all {rejected:,} rows were rejected ({reasons}); nothing written")
+        return DataError(f"{where}: no rows: the input is empty; nothing written")
 
     def _writer(self, folder: Path) -> ShardWriter:
         req = self.req
@@ -237,12 +234,10 @@ class _Converter:
     def _tasks(self) -> Iterator[tuple]:
         for index, source in enumerate(self.sources):
             if self.tf_input:
-                from converters.inverse import example_batches  # imports TensorFlow
-
-                for first, (labels, ids, values) in example_batches(source.path, source.compression,
-                                                                    self.req.field_size):
-                    source.lines = first + len(labels) - 1
-                    yield _encode_rows, (index, first, labels, ids, values)
+                with source.open() as stream:  # example_batches imports TensorFlow
+                    for batch in example_batches(stream, self.req.field_size, self.req.on_error == "fail"):
+                        yield _check_and_encode, (index, batch)
+                    source.sha256 = stream.sha256
             else:
                 for first, chunk in _line_chunks(source, self.req.chunk_bytes):
                     yield _parse_and_encode, (index, first, chunk)
@@ -259,16 +254,15 @@ class _Converter:
     def _collect(self, chunk: _Chunk, writer: ShardWriter, quarantine) -> None:
         source = self.sources[chunk.source]
         source.lines = max(source.lines, chunk.first_line + chunk.lines - 1)
-        for line, status, reason, text in chunk.rejects:
-            where = f"{source.path}:{line}: {reason}"
+        for number, code, reason, text in chunk.rejects:
             if self.req.on_error == "fail":
-                raise DataError(where)
-            self.rejected[libsvm.REASON_KEYS[status]] += 1
+                raise DataError(f"{source.path}:{number}: {reason}")
+            self.rejected[code] += 1
             if quarantine is not None:
-                quarantine.write(json.dumps({
-                    "file": str(source.path), "line": line, "reason": reason,
-                    "code": libsvm.REASON_KEYS[status], "text": text.decode("utf-8", "surrogateescape"),
-                }, ensure_ascii=True) + "\n")
+                where = {"record": number, "data_base64": base64.b64encode(text).decode()} if self.tf_input \
+                    else {"line": number, "text": text.decode("utf-8", "surrogateescape")}
+                entry = {"file": str(source.path), **where, "reason": reason, "code": code}
+                quarantine.write(json.dumps(entry, ensure_ascii=True, allow_nan=False) + "\n")
         if self.packer is not None and chunk.max_id >= 0 and not packed.ids_fit(chunk.max_id):
             raise DataError(f"{source.path}: id {chunk.max_id} does not fit the packed format's int32 "
                             "id column; use --format tfrecord")
@@ -319,7 +313,7 @@ class _Converter:
 def _parse_and_encode(req: ConvertRequest, source: int, first_line: int, chunk: bytes) -> _Chunk:
     parsed = libsvm.parse_chunk(chunk, req.field_size, req.feature_size)
     bad = np.flatnonzero(parsed.status)
-    rejects = [(first_line + int(r), int(parsed.status[r]),
+    rejects = [(first_line + int(r), libsvm.REASON_KEYS[int(parsed.status[r])],
                 libsvm.reason(parsed, chunk, int(r), req.field_size, req.feature_size), parsed.line(chunk, int(r)))
                for r in bad]
     labels, ids, values = parsed.labels, parsed.ids, parsed.values
@@ -330,6 +324,33 @@ def _parse_and_encode(req: ConvertRequest, source: int, first_line: int, chunk: 
     out.lines = len(parsed.status)
     out.rejects = rejects
     return out
+
+
+def _check_and_encode(req: ConvertRequest, source: int, batch: ExampleBatch) -> _Chunk:
+    """Validate a batch of TFRecord rows by the libsvm rules, then encode the good ones."""
+    labels, ids, values = batch.labels, batch.ids, batch.values
+    bad = ~((labels >= 0) & (labels <= 1)) | (ids < 0).any(axis=1) | ~np.isfinite(values).all(axis=1)  # NaN too
+    if req.feature_size:
+        bad |= (ids >= req.feature_size).any(axis=1)
+    rejects = [(number, code, reason, batch.records[number - batch.first]) for number, code, reason in batch.failures]
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        text = format_libsvm(labels[rows], ids[rows], values[rows])[0].tobytes()
+        parsed = libsvm.parse_chunk(text, req.field_size, req.feature_size)
+        for k, row in enumerate(rows.tolist()):
+            status = int(parsed.status[k])
+            if status == libsvm.OK:
+                raise AssertionError(f"row {row} breaks the rules; its libsvm text {parsed.line(text, k)!r} does not")
+            number = int(batch.numbers[row])
+            rejects.append((number, libsvm.REASON_KEYS[status],
+                            libsvm.reason(parsed, text, k, req.field_size, req.feature_size),
+                            batch.records[number - batch.first]))
+        rejects.sort()
+        labels, ids, values = labels[~bad], ids[~bad], values[~bad]
+    chunk = _encode_rows(req, source, batch.first, labels, ids, values)
+    chunk.lines = len(batch.records)
+    chunk.rejects = rejects
+    return chunk
 
 
 def _encode_rows(req: ConvertRequest, source: int, first_line: int,
@@ -343,8 +364,6 @@ def _encode_rows(req: ConvertRequest, source: int, first_line: int,
     elif req.format == "packed":
         chunk.packed_rows = packed.pack_rows(labels, ids, values) if packed.ids_fit(max_id) else None
     else:
-        from converters.inverse import format_libsvm
-
         chunk.payload, chunk.ends = format_libsvm(labels, ids, values)
     return chunk
 

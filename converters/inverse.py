@@ -1,43 +1,121 @@
 """Read DeepFM TFRecords (Example) with TensorFlow, and write rows back as libsvm text.
 
-TensorFlow parses the Examples because input may come from any writer (the AWS sample's
-converter, Spark, ours); only this module imports it, and only on the TFRecord-input path.
+Records are framed and CRC-checked by `converters.tfrecord` (so a damaged file is reported by
+record number, without TensorFlow's log lines); TensorFlow parses the Examples because input may
+come from any writer (the AWS sample's converter, Spark, ours). Only this module imports it, and
+only on the TFRecord-input path.
 """
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from converters import tfrecord
-from pipebench.errors import DataError
+from converters.inputs import InputFile
 
-_BATCH = 8192
+NOT_EXAMPLE = "not_example"
+SCHEMA_MISMATCH = "schema_mismatch"
+_TF_NOISE = re.compile(r"\{\{function_node [^}]*\}\}\s*|\s*\[Op:\w+\]|Name: <unknown>, ")
+_DETAIL_CHARS = 120
 
 
-def example_batches(path: Path, compression: str, field_size: int
-                    ) -> Iterator[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """Yield (first record number, (labels, ids, values)) from a TFRecord file of the schema."""
-    import tensorflow as tf
+def _tensorflow():
+    """Give the tensorflow module, imported without its start-up log lines on stderr.
 
+    TF_CPP_MIN_LOG_LEVEL=2 (unless the user set it) hides later C++ info and warnings; lines
+    logged while TensorFlow's libraries load (absl's "before InitializeLog" notice, oneDNN) ignore
+    it, so stderr is pointed at /dev/null for the import itself unless the user asked for logs.
+    """
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if os.environ["TF_CPP_MIN_LOG_LEVEL"] in ("", "0"):
+        import tensorflow as tf
+
+        return tf
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        import tensorflow as tf
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    return tf
+
+
+@dataclass
+class ExampleBatch:
+    """Rows of consecutive records; records that are not Examples of the schema are listed apart."""
+
+    first: int  # 1-based number of the batch's first record
+    records: list[bytes]
+    numbers: np.ndarray  # int64[n]: record number of each parsed row
+    labels: np.ndarray  # float32[n]
+    ids: np.ndarray  # int64[n, field_size]
+    values: np.ndarray  # float32[n, field_size]
+    failures: list[tuple[int, str, str]] = field(default_factory=list)  # (record number, code, reason)
+
+
+def _why_not_parsed(err: Exception, field_size: int) -> tuple[str, str]:
+    """Give (code, reason) for a record tf.io.parse_example refused."""
+    text = " ".join(_TF_NOISE.sub("", getattr(err, "message", "") or "").split())
+    # TF 2.21 fails to decode its own message when it quotes the record's bytes: also not an Example.
+    if isinstance(err, UnicodeDecodeError) or text.startswith("Could not parse example input"):
+        return NOT_EXAMPLE, "not a tf.train.Example (its bytes do not parse as one)"
+    detail = text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
+    return SCHEMA_MISMATCH, (f"a tf.train.Example not of the schema label float[1], ids int64[{field_size}], "
+                             f"values float[{field_size}]: {detail}")
+
+
+def example_batches(stream: InputFile, field_size: int, stop_at_failure: bool = False) -> Iterator[ExampleBatch]:
+    """Yield the rows of a TFRecord file of Examples, batch by batch, naming records that do not parse.
+
+    With `stop_at_failure`, records after the first one that does not parse are not tried.
+    """
+    tf = _tensorflow()
     spec = {
         "label": tf.io.FixedLenFeature([], tf.float32),
         "ids": tf.io.FixedLenFeature([field_size], tf.int64),
         "values": tf.io.FixedLenFeature([field_size], tf.float32),
     }
-    dataset = tf.data.TFRecordDataset(str(path), compression_type=tfrecord.TF_COMPRESSION[compression])
-    dataset = dataset.batch(_BATCH).map(lambda records: tf.io.parse_example(records, spec))
-    first = 1
-    try:
-        for batch in dataset.as_numpy_iterator():
-            labels = batch["label"].astype(np.float32)
-            yield first, (labels, batch["ids"], batch["values"].astype(np.float32))
-            first += len(labels)
-    except tf.errors.OpError as err:
-        detail = err.message.strip().splitlines()[0] if err.message else type(err).__name__
-        raise DataError(f"{path}: records near #{first} do not match the schema label float[1], "
-                        f"ids int64[{field_size}], values float[{field_size}]: {detail}") from None
+    refused = (tf.errors.InvalidArgumentError, UnicodeDecodeError)
+
+    def parse(records: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not records:
+            return (np.zeros(0, np.float32), np.zeros((0, field_size), np.int64),
+                    np.zeros((0, field_size), np.float32))
+        parsed = tf.io.parse_example(tf.constant(records, dtype=tf.string), spec)
+        return (parsed["label"].numpy().astype(np.float32), parsed["ids"].numpy(),
+                parsed["values"].numpy().astype(np.float32))
+
+    for first, records in tfrecord.record_batches(stream):
+        numbers = np.arange(first, first + len(records), dtype=np.int64)
+        failures = []
+        try:
+            rows = parse(records)
+        except refused:  # find which records: one at a time, only for a batch that has some
+            keep = []
+            for k, record in enumerate(records):
+                try:
+                    parse([record])
+                    keep.append(k)
+                except refused as err:
+                    failures.append((first + k, *_why_not_parsed(err, field_size)))
+                    if stop_at_failure:
+                        break
+            numbers = numbers[keep]
+            rows = parse([records[k] for k in keep])
+        yield ExampleBatch(first, records, numbers, *rows, failures)
+        if failures and stop_at_failure:
+            return
 
 
 def _text(numbers: np.ndarray) -> np.ndarray:

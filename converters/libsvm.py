@@ -278,10 +278,23 @@ def _convert_with_float(parsed: ParsedChunk, chunk: bytes, row: int) -> None:
     parsed.labels[row] = label
     for k, token in enumerate(tokens[1:]):
         value = float(token.split(b":", 1)[1])
-        if abs(value) > _FLOAT32_MAX and np.isinf(np.float32(value)):
+        with np.errstate(over="ignore"):  # the overflow is the finding, reported as the line's reason
+            overflows = abs(value) > _FLOAT32_MAX and np.isinf(np.float32(value))
+        if overflows:
             parsed.status[row], parsed.detail[row] = VALUE_RANGE, k + 1
             return
         parsed.values[row, k] = value
+
+
+_SHOWN_BYTES = 40
+
+
+def _shown(token: bytes) -> str:
+    """Give `token` quoted for a message: a long one cut short, with its size, so a line stays short."""
+    if len(token) <= _SHOWN_BYTES:
+        return repr(token.decode("utf-8", "backslashreplace"))
+    head = token[:_SHOWN_BYTES].decode("utf-8", "backslashreplace")
+    return f"{head + '…'!r} ({len(token):,} bytes)"
 
 
 def reason(parsed: ParsedChunk, chunk: bytes, row: int, field_size: int, feature_size: int | None) -> str:
@@ -290,35 +303,32 @@ def reason(parsed: ParsedChunk, chunk: bytes, row: int, field_size: int, feature
     text = parsed.line(chunk, row)
     tokens = text.split(b" ")
 
-    def shown(token: bytes) -> str:
-        return repr(token.decode("utf-8", "backslashreplace"))
-
     if code == EMPTY_LINE:
         return "empty line"
     if code == PAIR_COUNT:
         return f"expected {field_size} id:value pairs, found {detail}"
     if code == BAD_LABEL:
-        return f"label {shown(tokens[0])} is not a number"
+        return f"label {_shown(tokens[0])} is not a number"
     if code == LABEL_RANGE:
-        return f"label {shown(tokens[0])} is outside [0, 1] (CTR labels are 0/1 or probabilities)"
+        return f"label {_shown(tokens[0])} is outside [0, 1] (CTR labels are 0/1 or probabilities)"
     if code == WHITESPACE:
         char = text[detail : detail + 1]
         what = {b"\t": "a tab", b" ": "a repeated, leading or trailing space", b"\r": "a carriage return"}
         return (f"unexpected whitespace at column {detail + 1}: {what.get(char, 'a space')}"
                 " (tokens are separated by exactly one space)")
     token = tokens[detail]
-    pair = f"pair {detail} {shown(token)}"
+    pair = f"pair {detail} {_shown(token)}"
     if code == MISSING_COLON:
         return f"{pair} has no ':' between id and value"
     id_text, value_text = token.split(b":", 1)
     if code == NEGATIVE_ID:
         return f"{pair}: id is negative"
     if code == BAD_ID:
-        return f"{pair}: id {shown(id_text)} is not a non-negative 64-bit integer"
+        return f"{pair}: id {_shown(id_text)} is not a non-negative 64-bit integer"
     if code == ID_RANGE:
         return f"{pair}: id {int(id_text)} is not below feature_size {feature_size}"
     if code == BAD_VALUE:
-        return f"{pair}: value {shown(value_text)} is not a number"
+        return f"{pair}: value {_shown(value_text)} is not a number"
     if code == VALUE_RANGE:
-        return f"{pair}: value {shown(value_text)} overflows float32"
+        return f"{pair}: value {_shown(value_text)} overflows float32"
     raise AssertionError(f"unknown status {code}")

@@ -39,7 +39,7 @@ def pack_rows(labels: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.nda
     words[:, 0] = np.asarray(labels, dtype="<f4").view("<u4")
     words[:, 1 : f + 1] = ids.astype("<i4").view("<u4")
     words[:, f + 1 :] = np.asarray(values, dtype="<f4").view("<u4")
-    return words.view(np.uint8).reshape(n, -1)
+    return words.view(np.uint8).reshape(n, 4 * (1 + 2 * f))  # explicit: a chunk may have no good row
 
 
 def ids_fit(max_id: int) -> bool:

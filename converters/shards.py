@@ -1,6 +1,7 @@
 """Part files: records go to `part-NNNNN-of-MMMMM<suffix>`, rolled over by a row or byte budget."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -121,5 +122,6 @@ class ShardWriter:
     def abort(self) -> None:
         """Close an open part file after a failure (the caller discards the folder)."""
         if self._file is not None:
-            self._file.close()
+            with contextlib.suppress(OSError):  # flushing may fail as the write did (disk full)
+                self._file.close()
             self._file = None

@@ -1,4 +1,4 @@
-"""TFRecord framing without TensorFlow: CRC-32C, record framing, compression, a plain reader.
+"""TFRecord framing without TensorFlow: CRC-32C, record framing and splitting, compression.
 
 A TFRecord file is a sequence of `uint64 length | uint32 masked_crc(length) | data |
 uint32 masked_crc(data)`, little-endian, optionally wrapped whole in a gzip or zlib stream. Framing
@@ -6,7 +6,6 @@ many records in one compiled call keeps per-record Python work out of the conver
 """
 from __future__ import annotations
 
-import gzip
 import struct
 import zlib
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import numba
 import numpy as np
 
 from converters import COMPRESSIONS, TF_COMPRESSION  # noqa: F401 (re-exported for callers)
+from converters.inputs import InputFile
 from pipebench.errors import DataError
 
 _MASK_DELTA = np.uint64(0xA282EAD8)
@@ -108,88 +108,87 @@ def compressor(compression: str):
     return None
 
 
-def sniff_compression(path: Path) -> str:
-    """Guess a file's compression from its first bytes (gzip magic, zlib header), not its name."""
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    if head[:2] == b"\x1f\x8b":
-        return "gzip"
-    if len(head) >= 2 and head[0] & 0x0F == 8 and ((head[0] << 8) | head[1]) % 31 == 0:
-        try:  # two bytes can pass the header check by chance; a real stream also inflates
-            zlib.decompressobj(15).decompress(head)
-            return "zlib"
-        except zlib.error:
-            pass
-    return "none"
+#: Records per batch handed on: enough to amortise a TensorFlow call, few enough to bound memory.
+RECORDS_PER_BATCH = 8192
+#: Protobuf messages stop at 2 GiB; a longer length is corrupt framing whose CRC matched by chance.
+MAX_RECORD_BYTES = 2**31
+_READ_BYTES = 4 << 20
+_LENGTH_CRC, _DATA_CRC, _TOO_LONG = 1, 2, 3
+_PROBLEMS = {
+    _LENGTH_CRC: "corrupt record framing: the length's checksum does not match (a damaged file?)",
+    _DATA_CRC: "corrupt record: the data's checksum does not match (a damaged file?)",
+    _TOO_LONG: f"corrupt record framing: a length over {MAX_RECORD_BYTES:,} bytes (a damaged file?)",
+}
 
 
-def open_stream(path: Path, compression: str | None = None):
-    """Open a possibly compressed file for reading as one decompressed byte stream."""
-    compression = compression or sniff_compression(path)
-    if compression == "gzip":
-        return gzip.open(path, "rb")
-    if compression == "zlib":
-        return _ZlibReader(path)
-    return open(path, "rb")
+@numba.njit(cache=True, nogil=True)
+def _u32(buf, pos):
+    """The little-endian uint32 at buf[pos], as uint64 (numba keeps unsigned arithmetic unsigned)."""
+    word = np.uint64(0)
+    for b in range(4):
+        word |= np.uint64(buf[pos + b]) << np.uint64(8 * b)
+    return word
 
 
-class _ZlibReader:
-    """A minimal file-like reader over a zlib stream (gzip.open's counterpart for zlib)."""
+@numba.njit(cache=True, nogil=True)
+def _split(buf, start, max_records):
+    """Find whole records from buf[start]; give (data starts, data ends, next offset, problem code)."""
+    starts = np.empty(max_records, dtype=np.int64)
+    ends = np.empty(max_records, dtype=np.int64)
+    pos = start
+    n = 0
+    problem = 0
+    while n < max_records and pos + 12 <= buf.size:
+        if _masked(_crc32c(buf, pos, pos + 8)) != _u32(buf, pos + 8):
+            problem = _LENGTH_CRC
+            break
+        length = _u32(buf, pos) | (_u32(buf, pos + 4) << np.uint64(32))
+        if length > np.uint64(MAX_RECORD_BYTES):
+            problem = _TOO_LONG
+            break
+        end = pos + 12 + np.int64(length)
+        if end + 4 > buf.size:
+            break  # the rest of this record is in the next read
+        if _masked(_crc32c(buf, pos + 12, end)) != _u32(buf, end):
+            problem = _DATA_CRC
+            break
+        starts[n] = pos + 12
+        ends[n] = end
+        n += 1
+        pos = end + 4
+    return starts[:n], ends[:n], pos, problem
 
-    def __init__(self, path: Path) -> None:
-        self._file = open(path, "rb")
-        self._inflate = zlib.decompressobj(15)
-        self._pending = b""
 
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._pending) < size:
-            block = self._file.read(1 << 20)
-            if not block:
-                self._pending += self._inflate.flush()
-                break
-            self._pending += self._inflate.decompress(block)
-        if size < 0:
-            size = len(self._pending)
-        out, self._pending = self._pending[:size], self._pending[size:]
-        return out
+def record_batches(stream: InputFile, batch: int = RECORDS_PER_BATCH) -> Iterator[tuple[int, list[bytes]]]:
+    """Yield (1-based number of the first record, up to `batch` records' data) with both CRCs checked.
 
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def read_records(path: Path, compression: str | None = None) -> Iterator[bytes]:
-    """Yield each record's data from a TFRecord file, checking both CRCs."""
-    with open_stream(path, compression) as f:
-        index = 0
-        while True:
-            header = f.read(12)
-            if not header:
-                return
-            if len(header) < 12:
-                raise DataError(f"{path}: record {index}: truncated header")
-            (length,) = struct.unpack("<Q", header[:8])
-            (length_crc,) = struct.unpack("<I", header[8:])
-            if masked_crc32c(header[:8]) != length_crc:
-                raise DataError(f"{path}: record {index}: length CRC mismatch (not a TFRecord file?)")
-            data = f.read(length)
-            footer = f.read(4)
-            if len(data) < length or len(footer) < 4:
-                raise DataError(f"{path}: record {index}: truncated data")
-            if masked_crc32c(data) != struct.unpack("<I", footer)[0]:
-                raise DataError(f"{path}: record {index}: data CRC mismatch")
-            yield data
-            index += 1
+    Damaged framing is a DataError `FILE:RECORD: reason`; records before it are yielded first.
+    """
+    buf = np.empty(0, dtype=np.uint8)
+    pos = 0
+    number = 1
+    while True:
+        starts, ends, pos, problem = _split(buf, pos, batch)
+        if len(starts):
+            view = memoryview(buf)
+            yield number, [view[s:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist())]
+            number += len(starts)
+        if problem:
+            raise DataError(f"{stream.path}:{number}: {_PROBLEMS[problem]}")
+        if len(starts) == batch:
+            continue
+        more = stream.read(_READ_BYTES)
+        if not more:
+            if pos < buf.size:
+                raise DataError(f"{stream.path}:{number}: the file ends inside this record (a truncated file)")
+            return
+        buf = np.concatenate([buf[pos:], np.frombuffer(more, dtype=np.uint8)])
+        pos = 0
 
 
 def looks_like_tfrecord(path: Path) -> bool:
     """Tell whether a file starts with a valid TFRecord header (after decompression)."""
-    with open_stream(path) as f:
+    with InputFile(path) as f:
         header = f.read(12)
     if len(header) < 12:
         return False

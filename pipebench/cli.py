@@ -30,8 +30,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive, not {value}")
+    if not 0 < value < float("inf"):  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text!r}")
     return value
 
 
@@ -42,8 +42,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
                      feature_size=args.feature_size, positive_rate=args.positive_rate, format=args.format,
                      compression=args.compression, force=args.force, stream=args.stream)
     described = synthesize(spec)
+    auc = described["oracle_auc"]  # None when every label came out the same
     print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
-          f"(positive rate {described['positive_rate']:.3f}, oracle AUC {described['oracle_auc']:.4f})")
+          f"(positive rate {described['positive_rate']:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
     return 0
 
 
@@ -58,10 +59,11 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     manifest = convert(req)
     rejected = manifest["rejected"]["total"]
     seconds = manifest["seconds"]
-    rate = manifest["rows"] / seconds if seconds else float("inf")
+    rate = f" ({manifest['rows'] / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
     print(f"wrote {manifest['rows']} rows as {manifest['format']} in {len(manifest['shards'])} shard(s) to "
-          f"{args.out} in {seconds:.1f} s ({rate:,.0f} rows/s)"
-          + (f"; rejected {rejected} line(s): {json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
+          f"{args.out} in {seconds:.1f} s{rate}"
+          + (f"; rejected {rejected} {'record' if manifest['input_format'] == 'tfrecord' else 'line'}(s): "
+             f"{json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
     return 0
 
 
@@ -234,7 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth.set_defaults(func=_cmd_synth)
 
     convert = commands.add_parser("convert", help="libsvm → TFRecord / packed, or TFRecord → libsvm")
-    convert.add_argument("inputs", nargs="+", type=Path, metavar="INPUT", help="libsvm (plain or .gz) or TFRecord files")
+    convert.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
+                         help="libsvm (plain, gzip or zlib) or TFRecord files; regular files, not pipes or stdin")
     convert.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
     convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord")
     convert.add_argument("--field-size", type=_positive_int, default=39)

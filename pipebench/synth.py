@@ -66,6 +66,8 @@ class SynthSpec:
             raise UsageError("--rows and --files must be at least 1")
         if self.files > self.rows:
             raise UsageError(f"--files {self.files} exceeds --rows {self.rows}")
+        if self.seed < 0 or self.stream < 0:
+            raise UsageError(f"--seed and --stream must be at least 0, not {min(self.seed, self.stream)}")
         if self.field_size < 2:
             raise UsageError("--field-size must be at least 2")
         categorical = self.field_size - self.numeric_fields
@@ -261,5 +263,5 @@ def synthesize(spec: SynthSpec) -> dict:
             "oracle_auc": auc.auc(),
             "files": [s.to_dict() for s in shards],
         }
-        atomic_write_json(tmp / SYNTH_FILE, description)
+        atomic_write_json(tmp / SYNTH_FILE, description, allow_nan=False)
     return description

@@ -1,9 +1,15 @@
 """`pipebench convert`: exact numbers, strict errors, sharding, manifest, compression, inverse."""
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import json
+import os
+import shutil
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfdata import read_examples, read_packed, write_sample_tfrecord
 
+from converters import tfrecord
 from converters.convert import ConvertRequest, convert
+from converters.inputs import InputFile
+from pipebench.atomic import atomic_write_json
+from pipebench.cli import main
+from pipebench.errors import UsageError
 
 F = 4
 
@@ -240,5 +251,175 @@ def test_tfrecord_of_another_schema_is_a_clear_error(tmp_path, cli):
     write_sample_tfrecord(tmp_path / "s.tfrecord", [1.0], [[1, 2, 3]], [[1.0, 2.0, 3.0]])
     code, _, err = cli("convert", tmp_path / "s.tfrecord", "--out", tmp_path / "o", "--format", "libsvm",
                        "--field-size", F)
-    assert code == 1 and "do not match the schema" in err and err.count("\n") == 1
+    assert code == 1 and err.count("\n") == 1
+    assert f"s.tfrecord:1: a tf.train.Example not of the schema label float[1], ids int64[{F}]" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_packed_skips_a_chunk_with_no_good_line(tmp_path):
+    """A chunk whose every line is rejected packs no row (it once crashed reshaping an empty array)."""
+    src = write(tmp_path / "in.libsvm", _rows_text(50) + "bad\n" * 200 + _rows_text(50))
+    m = convert(ConvertRequest(inputs=(src,), out=tmp_path / "p", field_size=F, format="packed", on_error="skip",
+                               chunk_bytes=256, workers=2))
+    assert m["rows"] == 100 and m["rejected"]["by_reason"] == {"bad_label": 200}
+    assert len(read_packed(tmp_path / "p")[0]) == 100
+
+
+def test_gzip_members_and_zlib_input_read_like_plain(tmp_path):
+    """Concatenated gzip members (zero padding after them too) are one stream; a zlib stream is read as zlib."""
+    text = _rows_text(300).encode()
+    plain = convert(ConvertRequest(inputs=(write(tmp_path / "a.libsvm", text),), out=tmp_path / "a", field_size=F))
+    members = write(tmp_path / "b.gz", gzip.compress(text[:1000]) + gzip.compress(text[1000:]) + bytes(512))
+    zlibbed = write(tmp_path / "c.zz", zlib.compress(text))
+    for src, out in ((members, "b"), (zlibbed, "c")):
+        m = convert(ConvertRequest(inputs=(src,), out=tmp_path / out, field_size=F))
+        assert m["rows"] == 300
+        assert m["sources"][0]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+        assert (tmp_path / out / m["shards"][0]["name"]).read_bytes() == \
+            (tmp_path / "a" / plain["shards"][0]["name"]).read_bytes()
+
+
+def _nan_means_invalid(text: str) -> None:
+    raise ValueError(f"not strict JSON: {text}")
+
+
+def test_tfrecord_rows_obey_the_libsvm_rules_and_quarantine_names_records(tmp_path):
+    """Item 2: labels outside [0, 1], NaN/inf and negative ids in TFRecord input are rejected like libsvm lines."""
+    nan, inf = float("nan"), float("inf")
+    labels = [1.0, 2.0, nan, 0.5, 0.0, 1.0]
+    ids = [[1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], [1, -1, 3, 4], [1, 2, 3, 4], [5, 6, 7, 8]]
+    values = [[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1], [1, inf, 1, nan], [1, 0.5, 1, 1]]
+    write_sample_tfrecord(tmp_path / "s.tfrecord", labels, ids, values)
+    for fmt in ("libsvm", "tfrecord", "packed"):
+        m = convert(ConvertRequest(inputs=(tmp_path / "s.tfrecord",), out=tmp_path / fmt, field_size=F, format=fmt,
+                                   on_error="quarantine"))
+        assert m["rows"] == 2 and m["positive_rate"] == 1.0
+        assert m["rejected"] == {"total": 4, "by_reason": {"bad_label": 1, "bad_value": 1, "label_range": 1,
+                                                           "negative_id": 1}}
+        manifest_text = (tmp_path / fmt / "manifest.json").read_text()
+        assert json.loads(manifest_text, parse_constant=_nan_means_invalid) == m
+        assert m["sources"][0]["sha256"] == hashlib.sha256((tmp_path / "s.tfrecord").read_bytes()).hexdigest()
+        entries = [json.loads(line) for line in (tmp_path / fmt / "quarantine.jsonl").read_text().splitlines()]
+        assert [(e["record"], e["code"]) for e in entries] == [
+            (2, "label_range"), (3, "bad_label"), (4, "negative_id"), (5, "bad_value")]
+        assert entries[2]["reason"] == "pair 2 '-1:1': id is negative"
+        assert entries[3]["reason"] == "pair 2 '2:inf': value 'inf' is not a number"
+        records = [r for _, batch in tfrecord.record_batches(InputFile(tmp_path / "s.tfrecord"), 100) for r in batch]
+        assert [base64.b64decode(e["data_base64"]) for e in entries] == records[1:5]
+    assert_rows(read_examples(tmp_path / "tfrecord"), expected(["1", "1"], [ids[0], ids[5]], [values[0], values[5]]))
+
+
+def test_converter_json_is_strict():
+    """Item 2: NaN can never be written as JSON (`NaN` is not JSON; strict readers refuse the file)."""
+    with pytest.raises(ValueError):
+        atomic_write_json(Path("/nonexistent/never-written.json"), {"positive_rate": float("nan")}, allow_nan=False)
+
+
+def test_shard_mb_must_be_finite(capsys):
+    """Item 3: --shard-mb inf or nan is refused by the option's type, and by the request for API callers."""
+    for text in ("inf", "nan", "-inf"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["convert", "x.libsvm", "--out", "o", f"--shard-mb={text}"])
+        assert exit_info.value.code == 2 and "must be a finite number above 0" in capsys.readouterr().err
+    for value in (float("inf"), float("nan"), 1e308):
+        with pytest.raises(UsageError, match="--shard-mb must be a number above 0 and at most"):
+            ConvertRequest(inputs=(Path(__file__),), out=Path("o"), shard_mb=value).check()
+
+
+def _without_file_capabilities() -> list[str]:
+    """Give a command prefix under which file permissions hold, as they do for a non-root user.
+
+    Root passes every permission check (CAP_DAC_OVERRIDE); dropping that capability, and
+    CAP_DAC_READ_SEARCH, from the child's bounding set makes chmod 000 / a read-only folder real.
+    """
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root and setpriv (util-linux) is missing: permissions cannot be made to bite")
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
+def _refusal(args: list[str], folder: Path) -> tuple[int, str]:
+    """Run the CLI without file capabilities in `folder`; give (exit code, the one stderr line)."""
+    env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
+    result = subprocess.run([*_without_file_capabilities(), sys.executable, "-m", "pipebench.cli", *args],
+                            cwd=folder, env=env, capture_output=True, text=True, timeout=240)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pipebench: error: ") and len(lines[0]) < 300, result.stderr
+    return result.returncode, lines[0][len("pipebench: error: "):]
+
+
+def test_unreadable_input_is_one_line(tmp_path):
+    """Item 3: an input that cannot be opened (chmod 000) is named, with the reason."""
+    write(tmp_path / "in.libsvm", _rows_text(3)).chmod(0)
+    code, line = _refusal(["convert", "in.libsvm", "--out", "o", "--field-size", str(F)], tmp_path)
+    assert (code, line) == (2, "in.libsvm: cannot read: Permission denied")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.libsvm"]
+
+
+def test_read_only_output_folder_is_one_line(tmp_path):
+    """Item 3: --out in a folder that cannot be written is named, with the reason, and nothing is left."""
+    write(tmp_path / "in.libsvm", _rows_text(3))
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o555)
+    try:
+        code, line = _refusal(["convert", "in.libsvm", "--out", "ro/o", "--field-size", str(F)], tmp_path)
+        synth_code, synth_line = _refusal(["data", "synth", "--rows", "5", "--out", "ro/s"], tmp_path)
+    finally:
+        (tmp_path / "ro").chmod(0o755)
+    assert (code, line) == (2, "ro/o: cannot create the output folder: Permission denied")
+    assert (synth_code, synth_line) == (2, "ro/s: cannot create the output folder: Permission denied")
+    assert list((tmp_path / "ro").iterdir()) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """Give a 256 KiB tmpfs folder: a real full disk. Needs root and `mount`; skipped otherwise."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(folder)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill ({mounted.stderr.strip() or 'mount failed'})")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)
+
+
+def test_disk_full_while_writing_is_one_line_and_leaves_nothing(tmp_path, small_disk):
+    """Item 3: the disk filling up mid-write (a real 256 KiB tmpfs) is one line; the temp folder is removed."""
+    write(tmp_path / "in.libsvm", _rows_text(20000))  # about 4 MB of TFRecord: far more than fits
+    code, line = _refusal(["convert", "in.libsvm", "--out", "small/o", "--field-size", str(F)], tmp_path)
+    assert (code, line) == (1, "small/o: writing the output failed: No space left on device; nothing was written")
+    code, line = _refusal(["data", "synth", "--rows", "20000", "--out", "small/s"], tmp_path)
+    assert (code, line) == (1, "small/s: writing the output failed: No space left on device; nothing was written")
+    assert list(small_disk.iterdir()) == []
+
+
+_HOLD_A_TEMP = """
+import sys, time
+from pipebench.atomic import atomic_dir
+with atomic_dir(sys.argv[1]) as tmp:
+    (tmp / "part-00000").write_bytes(b"half written")
+    print("ready", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_temp_of_a_killed_writer_is_swept_by_the_next_write_beside_it(tmp_path, cli):
+    """Item 4: a temp left by kill -9 goes at the next write beside it, and never while its writer lives."""
+    src = write(tmp_path / "in.libsvm", _rows_text(3))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_A_TEMP, str(tmp_path / "a")], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline() == "ready\n"
+        [left] = [p for p in tmp_path.iterdir() if p.name.startswith(".a.tmp-")]
+        assert left.name.startswith(f".a.tmp-{holder.pid}-")
+        assert cli("convert", src, "--out", tmp_path / "b", "--field-size", F)[0] == 0
+        assert (left / "part-00000").exists(), "a live writer's temp was removed"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert left.exists()
+    assert cli("convert", src, "--out", tmp_path / "c", "--field-size", F)[0] == 0
+    assert not left.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "c", "in.libsvm"]

@@ -96,3 +96,11 @@ def test_bad_spec_is_a_usage_error(cli, tmp_path):
     code, _, err = cli("data", "synth", "--rows", 10, "--out", tmp_path / "x", "--positive-rate", 1.5)
     assert code == 2 and "--positive-rate" in err
     assert not (tmp_path / "x").exists()
+
+
+def test_one_row_has_no_oracle_auc_and_says_so(cli, tmp_path):
+    """With every label the same, the AUC is undefined: synth.json holds null and the summary says n/a."""
+    code, out, err = cli("data", "synth", "--rows", 1, "--out", tmp_path / "one")
+    assert (code, err) == (0, "")
+    assert "oracle AUC n/a" in out
+    assert json.loads((tmp_path / "one" / "synth.json").read_text())["oracle_auc"] is None
