@@ -182,6 +182,7 @@ def new_run_dir(experiment: Experiment, machine: dict, folder: Path | None = Non
 
     A results folder that cannot be written is a one-line error naming it.
     """
+    where = "--run-dir" if folder else "results"
     if folder is None:
         run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
         folder = Path(experiment["results"]) / experiment.name / run_id
@@ -192,7 +193,7 @@ def new_run_dir(experiment: Experiment, machine: dict, folder: Path | None = Non
             atomic_write_bytes(tmp / CONFIG_FILE, experiment.to_yaml().encode())
             atomic_write_json(tmp / MACHINE_FILE, machine)
     except OSError as err:
-        raise ConfigError(f"results: {folder}: cannot create the run folder ({err.strerror or err})") from None
+        raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.strerror or err})") from None
     return folder
 
 

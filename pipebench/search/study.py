@@ -556,11 +556,12 @@ def _session(experiment: Experiment, run_dir: Path | None, url: str | None, stud
     """
     from pipebench.datasets import materialise
     from pipebench.measure.machine import machine_facts
-    from pipebench.results.run_folder import MACHINE_FILE, new_run_dir, own, read_machine
+    from pipebench.results.run_folder import MACHINE_FILE, load_resumed, new_run_dir, own, read_machine
 
     with contextlib.ExitStack() as owned:
         existing = run_dir is not None and (run_dir / MACHINE_FILE).exists()
         if existing:
+            load_resumed(run_dir)  # a worker's folder from before is checked as any resumed one
             owned.enter_context(own(run_dir, created=False))
         data = materialise(experiment, log=log)
         machine = read_machine(run_dir) if existing else machine_facts()
