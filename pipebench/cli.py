@@ -211,13 +211,15 @@ class _Parser(argparse.ArgumentParser):
     (`_parser`), so an argument left over at the end is blamed on the subcommand that did not take it.
     """
 
-    def parse_known_args(self, args=None, namespace=None):
+    def parse_known_args(self, args: list[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
         if getattr(parsed, "_parser", None) is None:  # the innermost subcommand's parser returns first
             parsed._parser = self
         return parsed, extras
 
-    def parse_args(self, args=None, namespace=None):
+    def parse_args(self, args: list[str] | None = None,
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             parsed._parser.error(f"unrecognized arguments: {' '.join(extras)}")
