@@ -3,27 +3,31 @@
 A run folder `results/<experiment>/<run-id>/` holds `config.yaml` (resolved), `machine.json`,
 `trials.parquet`, `samples.parquet`, `summary.md` and one folder per trial (its spec, record and
 stderr). Rows are appended as trials finish; `--resume RUN_DIR` skips the trials already there.
+The process running or resuming a folder holds its lock (`pipebench.results.run_folder.hold`), so a
+second one is refused instead of running the same trials again.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
-import secrets
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from pipebench.atomic import atomic_write_bytes, atomic_write_json
-from pipebench.config import Experiment, parse_experiment
-from pipebench.errors import ConfigError
+from pipebench.config import Experiment
 from pipebench.measure import stats
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.results import CONFIG_FILE, MACHINE_FILE, SAMPLES_FILE, SUMMARY_FILE, TRIALS_FILE
+from pipebench.results import SAMPLES_FILE, SUMMARY_FILE, TRIALS_FILE
+from pipebench.results.run_folder import new_run_dir, own, read_machine
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, read_table
+
+if TYPE_CHECKING:
+    from pipebench.datasets import DataSet
 
 _MIN_TRIALS_FOR_FAILURE_BUDGET = 4
 
@@ -32,20 +36,13 @@ def _utc(t: float) -> str:
     return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def new_run_dir(experiment: Experiment) -> Path:
-    """Give a fresh results/<experiment>/<run-id> folder (the run id sorts by time)."""
-    run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    folder = Path(experiment["results"]) / experiment.name / run_id
-    folder.mkdir(parents=True)
-    return folder
+@dataclass(frozen=True)
+class Outcome:
+    """What a run gives back: its folder, and why it stopped early (None when it ran to its end)."""
 
-
-def load_resumed(run_dir: Path) -> Experiment:
-    """Give the experiment a run folder was started with (its resolved config.yaml)."""
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.exists():
-        raise ConfigError(f"{run_dir}: no {CONFIG_FILE}; not a pipebench run folder")
-    return parse_experiment(yaml.safe_load(path.read_text()), str(path), path)
+    run_dir: Path
+    stopped: str | None = None
+    failure_budget_spent: bool = False  # stopped because too many trials failed (exit 3 on the CLI)
 
 
 class _Progress:
@@ -108,24 +105,37 @@ def _attach_input_fraction(row: dict, rows: list[dict]) -> None:
 
 
 def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
-    """Run (or resume, when run_dir is given) the experiment; give the run folder."""
+    """Run (or resume, when run_dir is given) the experiment; give the run folder (`execute` says why it stopped)."""
+    return execute(experiment, run_dir, log).run_dir
+
+
+def execute(experiment: Experiment, run_dir: Path | None = None, log=print) -> Outcome:
+    """Run (or resume, when run_dir is given) the experiment, holding its folder's lock; give the outcome."""
     if experiment["search"]["driver"] == "optuna":
         from pipebench.search.study import search
 
         return search(experiment, run_dir, log)
     from pipebench.datasets import materialise
     from pipebench.measure.machine import machine_facts
-    from pipebench.measure.sampler import Sampler
-    from pipebench.report.summary import best_table, verdicts, write_summary
     from pipebench.search.grid import trials as plan
 
-    data = materialise(experiment, log=log)
-    planned = plan(experiment, data)
-    if run_dir is None:
-        run_dir = new_run_dir(experiment)
-        atomic_write_bytes(run_dir / CONFIG_FILE, experiment.to_yaml().encode())
-        atomic_write_json(run_dir / MACHINE_FILE, machine_facts())
-    machine = json.loads((run_dir / MACHINE_FILE).read_text())
+    with contextlib.ExitStack() as owned:
+        if run_dir is not None:  # a resume: refuse a second process on the folder before any work
+            owned.enter_context(own(run_dir, created=False))
+        data = materialise(experiment, log=log)
+        planned = plan(experiment, data)
+        if run_dir is None:  # a new run: created only now, so a failure above leaves no folder behind
+            run_dir = new_run_dir(experiment, machine_facts())
+            owned.enter_context(own(run_dir, created=True))
+        return _run_grid(experiment, run_dir, data, planned, log)
+
+
+def _run_grid(experiment: Experiment, run_dir: Path, data: DataSet, planned: list[dict], log) -> Outcome:
+    """Run the planned trials the folder does not hold yet, append their rows, summarise; give the outcome."""
+    from pipebench.measure.sampler import Sampler
+    from pipebench.report.summary import best_table, verdicts, write_summary
+
+    machine = read_machine(run_dir)
     run_id = run_dir.name
     previous = read_table(run_dir / TRIALS_FILE, TRIAL_SCHEMA).to_pylist()
     done = {r["trial_id"] for r in previous}
@@ -139,7 +149,7 @@ def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
     progress = _Progress(len(done) + len(todo), len(done))
     rows = list(previous)
     deadline = time.monotonic() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
-    stopped = None
+    stopped, spent = None, False
     for trial in todo:
         if deadline is not None and time.monotonic() > deadline:
             stopped = f"time budget of {budget['max_minutes']} min used up"
@@ -159,9 +169,10 @@ def run(experiment: Experiment, run_dir: Path | None = None, log=print) -> Path:
         failed = sum(r["status"] not in ("ok", "unavailable") for r in rows)
         if len(rows) >= _MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
             stopped = f"{failed} of {len(rows)} trials failed, past max_failure_rate {budget['max_failure_rate']}"
+            spent = True
             break
     write_summary(run_dir, rows, machine, data, stopped)
     log(best_table(rows))
     log("\n".join(verdicts(rows)))
     log(f"results: {run_dir} (summary: {run_dir / SUMMARY_FILE})" + (f"; stopped early: {stopped}" if stopped else ""))
-    return run_dir
+    return Outcome(run_dir, stopped, spent)

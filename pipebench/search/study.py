@@ -11,16 +11,17 @@ not measured again: the earlier values are told and the slot goes back to the sa
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
 import os
+import re
 import socket
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -30,6 +31,9 @@ from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.search.grid import Candidate, candidates, make_trial
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
+
+if TYPE_CHECKING:
+    from pipebench.runner import Outcome
 
 STUDY_FILE = "study.journal"
 _DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize",
@@ -168,12 +172,27 @@ def worker_trial(plan: Plan, params: dict[str, Any]) -> dict:
     return {**trial, "knobs_not_applied": not_applied}
 
 
-def open_storage(url: str | None, run_dir: Path):
-    """Give an Optuna storage: an RDB URL as is, else a journal file (default: study.journal in the run)."""
+def _without_password(url: str) -> str:
+    return re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def open_storage(url: str | None, run_dir: Path | None, where: str = "search.storage"):
+    """Give an Optuna storage: an RDB URL, connected, or a journal file (default: study.journal in the run).
+
+    An RDB that does not answer is a one-line ConfigError naming `where` and the URL (password hidden).
+    """
     if url is not None and "://" in url:
-        if url.startswith("postgresql://"):  # SQLAlchemy 2.1 reads this as psycopg 3; we ship psycopg2
-            url = "postgresql+psycopg2://" + url[len("postgresql://"):]
-        return url
+        from optuna.storages import RDBStorage
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+        # SQLAlchemy 2.1 reads postgresql:// as psycopg 3; we ship psycopg2
+        dialect = "postgresql+psycopg2://" + url[len("postgresql://"):] if url.startswith("postgresql://") else url
+        try:
+            return RDBStorage(dialect)
+        except (SQLAlchemyError, ImportError) as err:
+            cause = err.orig if isinstance(err, DBAPIError) else err
+            reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            raise ConfigError(f"{where}: cannot reach {_without_password(url)} ({reason[:150]})") from None
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
@@ -345,8 +364,9 @@ def _failures(study) -> tuple[int, int]:
     return failed, finished
 
 
-def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tuple[list[dict], str | None]:
-    """Run waiting slots one at a time until none is left or the failure budget is spent; give rows and why stopped."""
+def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tuple[list[dict], str | None, bool]:
+    """Run waiting slots one at a time until none is left or a budget is spent; give rows, why it stopped
+    early (None if it did not), and whether that was the failure budget."""
     import optuna
     from optuna.trial import TrialState
 
@@ -367,15 +387,15 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
     rows: list[dict] = []
     while True:
         if deadline is not None and time.monotonic() > deadline:
-            return rows, f"time budget of {budget['max_minutes']} min used up"
+            return rows, f"time budget of {budget['max_minutes']} min used up", False
         failed, finished = _failures(study)
         if finished >= _MIN_TRIALS_FOR_FAILURE_BUDGET and failed / finished > budget["max_failure_rate"]:
-            return rows, f"{failed} of {finished} trials failed, past max_failure_rate {budget['max_failure_rate']}"
+            return rows, f"{failed} of {finished} trials failed, past max_failure_rate {budget['max_failure_rate']}", True
         if not study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
             # The last worker standing sees the study through: it waits for the others' running
             # trials and runs again any whose worker is gone.
             if not study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-                return rows, None
+                return rows, None, False
             if not reclaim_dead_slots(study, log, heartbeat_sec):
                 time.sleep(min(heartbeat_sec, 2.0))
             continue
@@ -383,7 +403,7 @@ def run_study(study, plan: Plan, run_dir: Path, machine: dict, log=print) -> tup
         if "slot" not in trial.user_attrs:  # another process took the last slot between the check and the ask
             trial.set_user_attr("surplus", True)
             study.tell(trial, state=TrialState.FAIL)
-            return rows, None
+            return rows, None, False
         trial.set_user_attr("worker", _worker_id())
         trial.set_user_attr("host", socket.gethostname())
         trial.set_user_attr("heartbeat", time.time())
@@ -525,48 +545,67 @@ def finish(study, run_dir: Path, pinned: list[str], log=print) -> dict:
     return found
 
 
-def _prepare(experiment: Experiment, run_dir: Path | None, log) -> tuple[Path, dict, Plan]:
-    from pipebench.atomic import atomic_write_bytes, atomic_write_json
+@contextlib.contextmanager
+def _session(experiment: Experiment, run_dir: Path | None, url: str | None, study_name: str | None, where: str,
+             log) -> Iterator[tuple[Path, dict, Plan, Any]]:
+    """Yield (run folder, its machine facts, plan, study) with the folder's lock held.
+
+    An existing run folder is locked before any work, so a second process on it is refused at once.
+    A new one (`run_dir` None, or a worker's --run-dir not yet made) is created only once the data,
+    the plan and a storage given by URL or path have answered, so their failures leave no folder.
+    """
     from pipebench.datasets import materialise
     from pipebench.measure.machine import machine_facts
-    from pipebench.results import CONFIG_FILE, MACHINE_FILE
-    from pipebench.runner import new_run_dir
+    from pipebench.results.run_folder import MACHINE_FILE, load_resumed, new_run_dir, own, read_machine
 
-    data = materialise(experiment, log=log)
-    if run_dir is None:
-        run_dir = new_run_dir(experiment)
-    if not (run_dir / MACHINE_FILE).exists():  # a new run, or a worker's own --run-dir
-        run_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(run_dir / CONFIG_FILE, experiment.to_yaml().encode())
-        atomic_write_json(run_dir / MACHINE_FILE, machine_facts())
-    machine = json.loads((run_dir / MACHINE_FILE).read_text())
-    plan = make_plan(experiment, data, machine)
-    for note in plan.pinned:
-        log(note)
-    return run_dir, machine, plan
+    with contextlib.ExitStack() as owned:
+        existing = run_dir is not None and (run_dir / MACHINE_FILE).exists()
+        if existing:
+            load_resumed(run_dir)  # a worker's folder from before is checked as any resumed one
+            owned.enter_context(own(run_dir, created=False))
+        data = materialise(experiment, log=log)
+        machine = read_machine(run_dir) if existing else machine_facts()
+        plan = make_plan(experiment, data, machine)
+        for note in plan.pinned:
+            log(note)
+        study = None
+        if url is not None or existing:
+            study = open_study(experiment, plan, open_storage(url, run_dir, where), study_name, log)
+        if not existing:
+            run_dir = new_run_dir(experiment, machine, run_dir)
+            owned.enter_context(own(run_dir, created=True))
+        if study is None:  # the default journal lives in the run folder
+            study = open_study(experiment, plan, open_storage(None, run_dir, where), study_name, log)
+        yield run_dir, machine, plan, study
 
 
-def search(experiment: Experiment, run_dir: Path | None = None, log: Callable[[str], None] = print) -> Path:
-    """Run (or resume, when run_dir is given) the experiment's Optuna study in this process; give the run folder."""
+def search(experiment: Experiment, run_dir: Path | None = None, log: Callable[[str], None] = print) -> Outcome:
+    """Run (or resume, when run_dir is given) the experiment's Optuna study in this process; give the
+    runner's Outcome (the run folder, and why it stopped early)."""
+    from pipebench import runner
+
     resumed = run_dir is not None
-    run_dir, machine, plan = _prepare(experiment, run_dir, log)
-    study = open_study(experiment, plan, open_storage(experiment["search"]["storage"], run_dir), log=log)
-    if resumed:
-        reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
-    log(f"study {study.study_name} in {run_dir}: {len(study.trials)} trial(s) so far")
-    _, stopped = run_study(study, plan, run_dir, machine, log)
-    finish(study, run_dir, plan.pinned, log)
+    with _session(experiment, run_dir, experiment["search"]["storage"], None, "search.storage", log) as session:
+        run_dir, machine, plan, study = session
+        if resumed:
+            reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
+        log(f"study {study.study_name} in {run_dir}: {len(study.trials)} trial(s) so far")
+        _, stopped, spent = run_study(study, plan, run_dir, machine, log)
+        finish(study, run_dir, plan.pinned, log)
     log(f"results: {run_dir}" + (f"; stopped early: {stopped}" if stopped else ""))
-    return run_dir
+    return runner.Outcome(run_dir, stopped, spent)
 
 
 def join(experiment: Experiment, storage: str, study_name: str, run_dir: Path | None = None,
-         log: Callable[[str], None] = print) -> Path:
-    """Join a shared study as one worker: run its waiting slots one at a time; give this worker's run folder."""
-    run_dir, machine, plan = _prepare(experiment, run_dir, log)
-    study = open_study(experiment, plan, open_storage(storage, run_dir), study_name, log)
-    reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
-    log(f"worker {os.getpid()} joined study {study.study_name}; rows go to {run_dir}")
-    _, stopped = run_study(study, plan, run_dir, machine, log)
+         log: Callable[[str], None] = print) -> Outcome:
+    """Join a shared study as one worker: run its waiting slots one at a time; give the runner's Outcome
+    (this worker's run folder, and why it stopped early)."""
+    from pipebench import runner
+
+    with _session(experiment, run_dir, storage, study_name, "--storage", log) as session:
+        run_dir, machine, plan, study = session
+        reclaim_dead_slots(study, log, experiment["search"]["heartbeat_sec"])
+        log(f"worker {os.getpid()} joined study {study.study_name}; rows go to {run_dir}")
+        _, stopped, spent = run_study(study, plan, run_dir, machine, log)
     log("worker done: no waiting trials left" + (f"; stopped early: {stopped}" if stopped else ""))
-    return run_dir
+    return runner.Outcome(run_dir, stopped, spent)

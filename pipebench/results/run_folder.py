@@ -1,0 +1,254 @@
+"""Run folders: the one reader of what a run wrote, their creation, and the lock held by whoever writes one.
+
+A run folder `results/<experiment>/<run-id>/` holds `config.yaml` (the resolved experiment),
+`machine.json` (host facts), `trials.parquet` and `samples.parquet` (appended as trials finish),
+`summary.md`, `importances.json` (an Optuna study's) and one folder per trial. Every part is read
+here, and a part that exists but cannot be read is a one-line `FILE: reason` error, never a
+default: a report of half a run folder would present guesses as measurements.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json
+from pipebench.errors import ConfigError, DataError, UsageError
+from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
+from pipebench.results.store import check_table, read_table
+
+if TYPE_CHECKING:
+    import pandas
+
+    from pipebench.config import Experiment
+
+TRIALS_FILE = "trials.parquet"
+SAMPLES_FILE = "samples.parquet"
+MACHINE_FILE = "machine.json"
+CONFIG_FILE = "config.yaml"
+SUMMARY_FILE = "summary.md"
+#: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
+IMPORTANCES_FILE = "importances.json"
+#: Held (flock) by the process running the folder; names it: pid, host, start time.
+LOCK_FILE = ".lock"
+#: Written by `pipebench sagemaker collect` in the folder merging its jobs' rows, which has no one
+#: machine's facts (each job's own run folder below it has them).
+JOBS_FILE = "jobs.json"
+
+#: The machine.json keys pipebench reads, with their types (every key may be absent or null).
+_MACHINE_SHAPE: dict[str, Any] = {
+    "cpu": {"vcpus": int, "physical_cores": int, "model": str}, "memory_bytes": int,
+    "tensorflow": {"version": str, "openmp": {"linked": bool, "statement": str}},
+    "gpu": {"count": int}, "sagemaker": {"instance_type": str}, "host_fingerprint": str,
+}
+
+
+@dataclass
+class RunResults:
+    """One run folder: its trials and samples tables, machine facts and resolved config."""
+
+    run_dir: Path
+    trials: pandas.DataFrame
+    samples: pandas.DataFrame
+    machine: dict
+    config: dict
+    study: dict | None = None  # importances.json, when the run was an Optuna study
+
+
+def _folder(run_dir: Path) -> Path:
+    """Give `run_dir` if it is a folder; UsageError when it is missing or a file."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise UsageError(f"{run_dir}: no such run folder")
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: a file, not a pipebench run folder")
+    return run_dir
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text (byte {err.start})") from None
+
+
+def _type_error(value: Any, shape: dict[str, Any], where: str = "") -> str | None:
+    """Give the first `key.path: must be T, not U` where `value` departs from `shape`, or None."""
+    for key, kind in shape.items():
+        found = value.get(key)
+        if found is None:
+            continue
+        if isinstance(kind, dict):
+            if not isinstance(found, dict):
+                return f"{where}{key}: must be an object, not {type(found).__name__}"
+            inner = _type_error(found, kind, f"{where}{key}.")
+            if inner:
+                return inner
+        elif not isinstance(found, kind) or (kind is int and isinstance(found, bool)):
+            return f"{where}{key}: must be {kind.__name__}, not {type(found).__name__}"
+    return None
+
+
+def read_machine(run_dir: Path) -> dict:
+    """Give the run's machine facts; DataError if machine.json is missing, not JSON or of another shape.
+
+    A folder `sagemaker collect` merged (it holds jobs.json) has no one machine: its facts are {}.
+    """
+    path = Path(run_dir) / MACHINE_FILE
+    if not path.exists():
+        if (Path(run_dir) / JOBS_FILE).exists():
+            return {}
+        raise DataError(f"{path}: missing (every run writes its machine facts there)")
+    try:
+        facts = json.loads(_text(path))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+    if not isinstance(facts, dict):
+        raise DataError(f"{path}: must be a JSON object of machine facts, not {type(facts).__name__}")
+    wrong = _type_error(facts, _MACHINE_SHAPE)
+    if wrong:
+        raise DataError(f"{path}: {wrong}")
+    return facts
+
+
+def read_experiment(run_dir: Path) -> Experiment:
+    """Give the experiment the run was started with (its config.yaml, validated); ConfigError if invalid."""
+    from pipebench.config import load_experiment
+
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.exists():
+        raise DataError(f"{path}: missing (every run writes its resolved experiment there)")
+    try:
+        return load_experiment(path)
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text (byte {err.start})") from None
+
+
+def read_study(run_dir: Path) -> dict | None:
+    """Give an Optuna run's importances.json, None for a grid run; DataError if it cannot be read."""
+    path = Path(run_dir) / IMPORTANCES_FILE
+    if not path.exists():
+        return None
+    try:
+        found = json.loads(_text(path))
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+    if not isinstance(found, dict):
+        raise DataError(f"{path}: must be a JSON object, not {type(found).__name__}")
+    return found
+
+
+def load(run_dir: Path) -> RunResults:
+    """Give every part of a run folder; UsageError if it is not one, DataError / ResultsVersionError /
+    ConfigError naming the first part that cannot be read."""
+    run_dir = _folder(run_dir)
+    if not (run_dir / TRIALS_FILE).exists():
+        raise UsageError(f"{run_dir}: no {TRIALS_FILE}: not a pipebench run folder (or no trial has finished yet)")
+    trials = read_table(run_dir / TRIALS_FILE, TRIAL_SCHEMA)
+    samples = read_table(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA)
+    machine = read_machine(run_dir)
+    config = read_experiment(run_dir).resolved
+    return RunResults(run_dir, trials.to_pandas(), samples.to_pandas(), machine, config, read_study(run_dir))
+
+
+def load_resumed(run_dir: Path) -> Experiment:
+    """Give the experiment of a run folder to resume, having checked every part a resume reads or appends to.
+
+    A run killed before its first trial finished has no tables yet: it resumes from the start.
+    """
+    run_dir = _folder(run_dir)
+    if not (run_dir / CONFIG_FILE).exists():
+        raise UsageError(f"{run_dir}: no {CONFIG_FILE}: not a pipebench run folder")
+    experiment = read_experiment(run_dir)
+    read_machine(run_dir)
+    for name, schema in ((TRIALS_FILE, TRIAL_SCHEMA), (SAMPLES_FILE, SAMPLE_SCHEMA)):
+        if (run_dir / name).exists():
+            check_table(run_dir / name, schema)
+    return experiment
+
+
+def new_run_dir(experiment: Experiment, machine: dict, folder: Path | None = None) -> Path:
+    """Give a new run folder holding config.yaml and machine.json, whole or not at all: `folder` (a
+    worker's --run-dir), else results/<experiment>/<run-id> (the run id sorts by time).
+
+    A results folder that cannot be written is a one-line error naming it.
+    """
+    where = "--run-dir" if folder else "results"
+    if folder is None:
+        run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        folder = Path(experiment["results"]) / experiment.name / run_id
+    elif folder.exists():
+        raise UsageError(f"{folder}: exists but is not a pipebench run folder (no {MACHINE_FILE})")
+    try:
+        with atomic_dir(folder) as tmp:
+            atomic_write_bytes(tmp / CONFIG_FILE, experiment.to_yaml().encode())
+            atomic_write_json(tmp / MACHINE_FILE, machine)
+    except OSError as err:
+        raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.strerror or err})") from None
+    return folder
+
+
+def _owner(fd: int) -> str:
+    """Give who holds a lock, from the lock file's text: `pid N on HOST since T`."""
+    try:
+        found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
+        return f"pid {found['pid']} on {found['host']} since {found['since']}"
+    except (ValueError, TypeError, KeyError):
+        return "owner not recorded yet"
+
+
+@contextlib.contextmanager
+def hold(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's lock for the block; UsageError `RUN_DIR: already running (...)` if another process does.
+
+    An exclusive flock on RUN_DIR/.lock, which names its holder (pid, host, start time). The kernel
+    drops it when the holder dies, however (kill -9 included), so a stale .lock never blocks a resume;
+    the holder removes the file when it lets go. On network file systems flock is only as good as the
+    server's locking. Every driver holds it while it runs or resumes the folder, and it is what keeps
+    two processes from running the same trials and appending over each other's rows.
+    """
+    path = Path(run_dir) / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _owner(fd)
+            os.close(fd)
+            raise UsageError(f"{run_dir}: already running ({owner})") from None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder removed the file between our open and our lock: lock the new one
+    try:
+        since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}).encode(), 0)
+        yield
+    finally:
+        os.unlink(path)  # before letting go: a waiting process then finds the path gone, and retries
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def own(run_dir: Path, created: bool) -> Iterator[None]:
+    """Hold the run folder's lock for the block; a folder this run `created` is removed if the block
+    fails before any trial row was written (nothing half-started is left behind)."""
+    try:
+        with hold(run_dir):
+            yield
+    except BaseException:
+        if created and not (Path(run_dir) / TRIALS_FILE).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
