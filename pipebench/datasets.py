@@ -16,8 +16,8 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
-from pipebench.errors import ConfigError, DataError
-from pipebench.typed import from_json, to_json
+from pipebench.errors import ConfigError
+from pipebench.typed import load_json, to_json
 
 _LAYOUT_VERSION = 1
 REMOTE_PREFIX = "s3://"
@@ -40,11 +40,7 @@ class DataFacts:
 
     @classmethod
     def load(cls, path: Path) -> DataFacts:
-        try:
-            obj = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as err:
-            raise DataError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
-        return from_json(cls, obj, str(path))
+        return load_json(cls, path)
 
 
 @dataclass(frozen=True)
