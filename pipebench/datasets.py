@@ -148,18 +148,20 @@ def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = N
         names = files.get(fmt) or []
         if names and not any(n.startswith(REMOTE_PREFIX) for n in names):
             from converters import tfrecord
+            from converters.inputs import InputFile
 
-            if fmt == "libsvm":
-                total = 0
-                for name in names:
+            total = 0
+            for name in names:
+                with InputFile(Path(name)) as stream:  # decompressed, with one-line errors for damaged files
+                    if fmt == "tfrecord":
+                        total += sum(len(records) for _, records in tfrecord.record_batches(stream))
+                        continue
                     last = b"\n"
-                    with tfrecord.open_stream(Path(name)) as f:
-                        for block in iter(lambda: f.read(1 << 22), b""):
-                            total += block.count(b"\n")
-                            last = block[-1:]
+                    for block in iter(lambda: stream.read(1 << 22), b""):
+                        total += block.count(b"\n")
+                        last = block[-1:]
                     total += last != b"\n"  # a last line without its newline is still a row
-                return total, f"counted ({fmt} lines)"
-            return sum(1 for name in names for _ in tfrecord.read_records(Path(name))), f"counted ({fmt} records)"
+            return total, f"counted ({fmt} {'records' if fmt == 'tfrecord' else 'lines'})"
     return None, "unknown: remote or packed files without a manifest (pass --epoch-examples to the checklist)"
 
 

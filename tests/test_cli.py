@@ -48,11 +48,13 @@ def test_instance_type_reaches_the_run_as_an_assertion_and_never_the_environment
     """`run --instance-type` set SM_CURRENT_INSTANCE_TYPE: the run recorded a SageMaker job and the
     variable leaked into every worker."""
     import pipebench.runner
+    from pipebench.search.loop import LoopResult
 
     seen = {}
 
     def fake_run(experiment, run_dir, instance_type, log):
         seen.update(instance_type=instance_type, env=os.environ.get("SM_CURRENT_INSTANCE_TYPE"))
+        return pipebench.runner.RunOutcome(tmp_path, LoopResult([]))
 
     monkeypatch.delenv("SM_CURRENT_INSTANCE_TYPE", raising=False)
     monkeypatch.setattr(pipebench.runner, "run", fake_run)

@@ -122,7 +122,7 @@ def test_load_gives_dataframes_and_refuses_mixing_hosts(tmp_path):
                                          host_fingerprint=host)], machine())
     loaded = results.load(tmp_path / "a")
     assert list(loaded.trials["trial_id"]) == ["a"] and loaded.machine.cpu.vcpus == 4
-    assert loaded.samples.empty and loaded.config["name"] == "handmade" and loaded.study is None
+    assert len(loaded.samples) == 6 and loaded.config["name"] == "handmade" and loaded.study is None
     with pytest.raises(PipebenchError, match="host_fingerprint"):
         results.load_many([tmp_path / "a", tmp_path / "b"])
     assert len(results.load_many([tmp_path / "a", tmp_path / "b"], allow_mixed=True)) == 2
@@ -145,14 +145,17 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
                              r"samples.parquet: not a readable Parquet table"),
     "trials of other columns": (lambda run: pq.write_table(pa.table({"x": [1]}).replace_schema_metadata(
         {VERSION_KEY: str(SCHEMA_VERSION).encode()}), run / "trials.parquet"), DataError,
-        r"trials.parquet: its columns are not those of results schema v2 \(.* missing, e.g. run_id"),
+        rf"trials.parquet: its columns are not those of results schema v{SCHEMA_VERSION} \(.* missing, e.g. run_id"),
     "machine missing": (lambda run: (run / "machine.json").unlink(), DataError, r"machine.json: missing"),
     "machine not JSON": (lambda run: (run / "machine.json").write_text('{"cpu": {\n  "vcpus": }'), DataError,
                          r"machine.json:2: not valid JSON: Expecting value"),
     "machine a list": (lambda run: (run / "machine.json").write_text("[1, 2]"), DataError,
-                       r"machine.json: must be a JSON object of machine facts, not list"),
-    "machine wrong shape": (lambda run: (run / "machine.json").write_text('{"cpu": {"vcpus": "four"}}'), DataError,
-                            r"machine.json: cpu.vcpus: must be int, not str"),
+                       r"machine.json: the document: must be a mapping, not list"),
+    "machine wrong shape": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].update(vcpus="four")),
+                            DataError, r"machine.json: cpu.vcpus: must be int, not str"),
+    "machine key missing": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].pop("model")),
+                            DataError, r"machine.json: cpu.model: missing"),
+    "data facts not JSON": (lambda run: (run / "data.json").write_text("{"), DataError, r"data.json:1: not valid JSON"),
     "machine not UTF-8": (lambda run: (run / "machine.json").write_bytes(b"\xff\xfe{}"), DataError,
                           r"machine.json: not UTF-8 text"),
     "config missing": (lambda run: (run / "config.yaml").unlink(), DataError, r"config.yaml: missing"),
@@ -169,6 +172,12 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
 }
 
 
+def _edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-100])
 
@@ -182,11 +191,13 @@ def test_a_damaged_run_folder_is_refused_naming_the_part(tmp_path, damage):
         results.load(run)
 
 
-def test_a_collected_folder_has_no_machine_facts_and_loads(tmp_path):
-    run = _run(tmp_path)
-    (run / "machine.json").unlink()
-    (run / run_folder.JOBS_FILE).write_text("[]")
-    assert results.load(run).machine == {}
+def test_a_collected_folder_is_read_as_its_member_runs(tmp_path):
+    member = make_run(tmp_path / "collected" / "ml.c5.xlarge" / "File" / "algo-1", passing_rows([]), machine())
+    (tmp_path / "collected" / run_folder.JOBS_FILE).write_text(json.dumps([{"run_dir": "ml.c5.xlarge/File/algo-1"}]))
+    (loaded,) = results.load_many([tmp_path / "collected"])
+    assert loaded.run_dir == member
+    with pytest.raises(UsageError, match="holds 1 run folders: read it with load_many"):
+        results.load(tmp_path / "collected")
 
 
 def test_resume_checks_every_part_it_reads_and_allows_a_run_killed_before_its_first_row(tmp_path):
@@ -215,8 +226,8 @@ def test_an_old_table_is_one_error_line_and_exit_1_every_time(tmp_path):
             done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
                                   text=True, env=env, timeout=120)
             assert (done.returncode, done.stderr) == (1, f"pipebench: error: {run / 'trials.parquet'}: results schema "
-                                                         "v1 is older than v2: upgrade the results with the pipebench "
-                                                         "version that wrote them\n"), (command, attempt)
+                                                         f"v1 is older than v{SCHEMA_VERSION}: upgrade the results "
+                                                         "with the pipebench version that wrote them\n"), (command, attempt)
 
 
 # --- the run folder's lock ---
