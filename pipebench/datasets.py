@@ -16,7 +16,7 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
-from pipebench.errors import ConfigError
+from pipebench.errors import ConfigError, OutputFolderError
 from pipebench.typed import load_json, to_json
 
 _LAYOUT_VERSION = 1
@@ -188,8 +188,11 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
     if not (folder / "libsvm" / "synth.json").exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")
-        with atomic_dir(folder, force=True) as tmp:
-            _make(tmp, experiment)
+        try:
+            with atomic_dir(folder, force=True) as tmp:
+                _make(tmp, experiment)
+        except OutputFolderError as err:
+            raise ConfigError(f"data.cache_dir: {folder}: cannot create the data folder ({err.why})") from None
     described = json.loads((folder / "libsvm" / "synth.json").read_text())
     files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
     holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}

@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json
 from pipebench.datasets import DataFacts, DataSet
-from pipebench.errors import ConfigError, DataError, ResultsVersionError, UsageError
+from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table
@@ -208,18 +209,26 @@ def create_run_folder(experiment: Experiment, data: DataSet, machine: MachineFac
             atomic_write_bytes(tmp / CONFIG_FILE, experiment.to_yaml().encode())
             atomic_write_json(tmp / DATA_FILE, data.facts().to_json())
             atomic_write_json(tmp / MACHINE_FILE, machine.to_json())
+    except OutputFolderError as err:
+        raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.why})") from None
     except OSError as err:
         raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.strerror or err})") from None
     return RunFolder(folder, machine, data.facts())
 
 
 def _owner(fd: int) -> str:
-    """Give who holds a lock, from the lock file's text: `pid N on HOST since T`."""
-    try:
-        found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
-        return f"pid {found['pid']} on {found['host']} since {found['since']}"
-    except (ValueError, TypeError, KeyError):
-        return "owner not recorded yet"
+    """Give who holds a lock, from the lock file's text: `pid N on HOST since T`.
+
+    The holder writes its name just after it takes the lock, so a process refused in between waits
+    for the name a moment rather than report an unnamed owner.
+    """
+    for _ in range(50):
+        try:
+            found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
+            return f"pid {found['pid']} on {found['host']} since {found['since']}"
+        except (ValueError, TypeError, KeyError):
+            time.sleep(0.02)
+    return "owner not recorded"
 
 
 @contextlib.contextmanager
