@@ -25,11 +25,13 @@ from pathlib import Path
 
 from converters.convert import ConvertRequest, convert
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.measure.sampler import evict_page_cache
+from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.page_cache import evict_page_cache
 from pipebench.pipeline.presets import preset
 from pipebench.sources.fastfile import FetchLink
 from pipebench.sources.modes import in_source_mode
 from pipebench.synth import SynthSpec, synthesize
+from pipebench.testing import trial_spec
 
 SEED = 3
 BATCH_SIZE = 1024
@@ -56,12 +58,12 @@ def _cases(args: argparse.Namespace) -> list[tuple[str, str, int | None, dict]]:
 
 
 def _measure(name: str, files: list[str], mode: str, parallel: int | None, sources: dict, work: Path,
-             args: argparse.Namespace) -> dict:
+             args: argparse.Namespace) -> TrialRecord:
     spec = preset("aws-sample", format="tfrecord", files=tuple(files), batch_size=BATCH_SIZE, epochs=None)
     spec, _ = in_source_mode(spec.with_source(num_parallel_reads=parallel), mode)
-    trial = {"trial_id": name, "mode": "input", "pipeline": spec.to_dict(), "sources": sources,
-             "threads": {}, "env": {},
-             "measurement": {"warmup_max_sec": 3.0, "window_sec": args.window_sec, "windows": 3, "steady_cv_pct": 10}}
+    trial = trial_spec(pipeline=spec, sources=sources, trial_id=name,
+                       measurement={"warmup_max_sec": 3.0, "window_sec": args.window_sec, "windows": 3,
+                                    "steady_cv_pct": 10})
     return run_worker(trial, work / "trials" / name, Limits(timeout_sec=300, memory_cap_bytes=8 << 30)).record
 
 
@@ -91,13 +93,13 @@ def main() -> None:
             layout = f"{count} x {total_mb / count:.2f} MB"
             for case, (label, mode, parallel, sources) in enumerate(_cases(args)):
                 record = _measure(f"{count}-files-case-{case}", files, mode, parallel, sources, work, args)
-                if record["status"] != "ok":
-                    reason = record["reason"] if record["status"] == "unavailable" else f"{record['status']}: " \
-                        f"{record['reason']}"
+                if record.status is not TrialStatus.OK:
+                    reason = record.reason if record.status is TrialStatus.UNAVAILABLE else \
+                        f"{record.status.value}: {record.reason}"
                     print(f"{layout:<22} {label:<50} {reason}", flush=True)
                     continue
-                spread = f"{record['examples_per_sec_p25']:,.0f}-{record['examples_per_sec_p75']:,.0f}"
-                print(f"{layout:<22} {label:<50} {record['examples_per_sec_median']:>12,.0f} {spread:>22}",
+                spread = f"{record.examples_per_sec_p25:,.0f}-{record.examples_per_sec_p75:,.0f}"
+                print(f"{layout:<22} {label:<50} {record.examples_per_sec_median:>12,.0f} {spread:>22}",
                       flush=True)
 
 

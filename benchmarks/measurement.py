@@ -19,18 +19,15 @@ from pathlib import Path
 
 from converters.convert import ConvertRequest, convert
 from pipebench.measure import stats
-from pipebench.measure.manager import Limits, run_worker
+from pipebench.measure.manager import Limits, Outcome, run_worker
 from pipebench.measure.sampler import Sampler
-from pipebench.pipeline.presets import preset
+from pipebench.measure.trial import TrialStatus
 from pipebench.synth import SynthSpec, synthesize
+from pipebench.testing import trial_spec
 
 MEASUREMENT = {"warmup_max_sec": 6.0, "window_sec": 1.0, "windows": 5, "steady_cv_pct": 3.0}
 
 
-def _trial(files: list[str]) -> dict:
-    spec = preset("aws-sample", files=tuple(files), batch_size=1024, epochs=None)
-    return {"trial_id": "bench", "mode": "input", "pipeline": spec.to_dict(), "threads": {}, "env": {},
-            "measurement": MEASUREMENT, "feature_size": 117581}
 
 
 def main() -> None:
@@ -42,7 +39,8 @@ def main() -> None:
         work = Path(tmp)
         synthesize(SynthSpec(rows=100_000, out=work / "text", files=4))
         convert(ConvertRequest(inputs=tuple(sorted((work / "text").glob("part-*"))), out=work / "tf", shards=4))
-        trial = _trial(sorted(str(p) for p in (work / "tf").glob("part-*")))
+        trial = trial_spec(tuple(sorted(str(p) for p in (work / "tf").glob("part-*"))), batch_size=1024,
+                           measurement=MEASUREMENT, trial_id="bench")
 
         sampler_cpu: list[float] = []  # CPU seconds per sample, measured on the sampler's own thread
 
@@ -53,19 +51,20 @@ def main() -> None:
                 sampler_cpu.append(time.thread_time() - start)
                 return sample
 
-        def once(i: int, sampled: bool) -> dict:
+        def once(i: int, sampled: bool) -> Outcome:
             factory = (lambda pid: TimedSampler(pid, 0.1)) if sampled else None
-            return run_worker(trial, work / f"t{i}-{sampled}", limits, sampler_factory=factory).record
+            return run_worker(trial, work / f"t{i}-{sampled}", limits, sampler_factory=factory)
 
         plain, sampled = [], []
         for i in range(args.repeats):  # alternate, so drift on the machine hits both sides alike
             plain.append(once(i, False))
             sampled.append(once(i, True))
-        for record in plain + sampled:
-            assert record["status"] == "ok", record
-        plain_rates = [r["examples_per_sec_median"] for r in plain]
-        sampled_rates = [r["examples_per_sec_median"] for r in sampled]
-        fixed = [r["duration_sec"] - r["warmup_sec"] - r["windows"] * MEASUREMENT["window_sec"] for r in plain]
+        for outcome in plain + sampled:
+            assert outcome.record.status is TrialStatus.OK, outcome.record
+        plain_rates = [o.record.examples_per_sec_median for o in plain]
+        sampled_rates = [o.record.examples_per_sec_median for o in sampled]
+        fixed = [o.process.duration_sec - o.record.warmup_sec - o.record.windows * MEASUREMENT["window_sec"]
+                 for o in plain]
         overhead = 100 * (1 - statistics.median(sampled_rates) / statistics.median(plain_rates))
         cpu_share = 100 * statistics.mean(sampler_cpu) * 10 / len(os.sched_getaffinity(0))
         print(f"trial: aws-sample, TFRecord, batch 1024, input mode; {args.repeats} repeats each")

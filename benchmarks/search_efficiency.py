@@ -22,6 +22,7 @@ paired checks) and the study's enqueued references as JSON, for `benchmarks/sear
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import itertools
 import json
@@ -37,8 +38,13 @@ from pipebench.atomic import atomic_write_json
 from pipebench.config import parse_experiment
 from pipebench.datasets import materialise
 from pipebench.measure.machine import machine_facts
+from pipebench.measure.facts import MachineFacts
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.search.study import Plan, make_plan, open_storage, open_study, run_study, suggest, worker_trial
+from pipebench.results.run_folder import RunFolder
+from pipebench.search import slots
+from pipebench.search.loop import run_trials
+from pipebench.search.optuna_driver import OptunaPlanner, open_storage, open_study
+from pipebench.search.plan import Plan, make_plan, suggest, worker_trial
 
 SPACE = {"pipeline": ["aws-sample", "lambdaji-libsvm"], "batch_size": [128, 512, 2048],
          "intra_op_threads": [1, 2], "inter_op_threads": [1, 2], "stage.decode.num_parallel_calls": [1, 2]}
@@ -65,8 +71,8 @@ def _key(params: dict) -> str:
 
 def _rate(plan: Plan, params: dict, folder: Path, tag: str, draws: dict[str, list[float]]) -> float:
     """Measure one configuration in a fresh worker; the rate is also added to `draws`."""
-    trial = {**worker_trial(plan, params), "trial_id": tag}
-    rate = run_worker(trial, folder / tag, LIMITS).record.get("examples_per_sec_median") or 0.0
+    trial = dataclasses.replace(worker_trial(plan, params), trial_id=tag)
+    rate = run_worker(trial, folder / tag, LIMITS).record.examples_per_sec_median or 0.0
     draws.setdefault(_key(params), []).append(rate)
     return rate
 
@@ -81,14 +87,14 @@ def _round_robin(plan: Plan, configs: list[dict], folder: Path, tag: str, times:
     return [statistics.fmean(r) for r in rates]
 
 
-def _save_grid(path: Path, plan: Plan, machine: dict, draws: dict[str, list[float]]) -> None:
+def _save_grid(path: Path, plan: Plan, machine: MachineFacts, draws: dict[str, list[float]]) -> None:
     """Write the space, the enqueued references and every measurement per configuration (temp name, then rename)."""
     recorded = {
         "recorded": datetime.date.today().isoformat(),
-        "machine": {"vcpus": machine["cpu"]["vcpus"], "tensorflow": machine.get("tensorflow", {}).get("version"),
+        "machine": {"vcpus": machine.cpu.vcpus, "tensorflow": machine.tensorflow.version,
                     "python": platform.python_version()},
         "space": {name: list(dim.choices) for name, dim in plan.space.items()},
-        "references": [searched for _, searched, _ in plan.references],
+        "references": [reference.searched for reference in plan.references],
         "configurations": [{"params": json.loads(key), "examples_per_sec": rates} for key, rates in draws.items()],
     }
     atomic_write_json(path, recorded)
@@ -141,15 +147,16 @@ def main() -> None:
             seeded_plan = make_plan(seeded, data, machine)
             study = open_study(seeded, seeded_plan, open_storage(str(run_dir / "study.journal"), run_dir),
                                study_name=f"{sampler}-{seed}")
-            run_study(study, seeded_plan, run_dir, machine, log=lambda _: None)
+            run_trials(OptunaPlanner(study, seeded_plan, log=lambda _: None), RunFolder(run_dir, machine, data.facts()),
+                       seeded, log=lambda _: None)
             best = study.best_trial
             params = {name: suggest(optuna.trial.FixedTrial(best.params), dim)
                       for name, dim in seeded_plan.space.items()}
-            params.update(best.user_attrs.get("overrides") or {})
+            params.update(best.user_attrs.get(slots.OVERRIDES) or {})
             # found and grid best measured in turns, now: the machine's drift since the grid cancels out
             found, best_now = _round_robin(seeded_plan, [params, dict(zip(names, best_values))], folder / "confirm",
                                            f"{sampler}-{seed}", args.confirm, draws)
-            measured = sum("duplicate_of" not in t.user_attrs for t in study.trials)
+            measured = sum(not slots.is_duplicate(t) for t in study.trials)
             ratios.append(found / best_now)
             raw_ratios.append(best.values[0] / grid_max)
             shares.append(measured / grid_size)

@@ -1,19 +1,16 @@
 """Replay the Optuna driver on a recorded grid: how often a search reaches the goal, over hundreds of studies.
 
 `benchmarks/search_efficiency.py --save-grid FILE` records every fresh measurement of every
-configuration of its space. This replays the driver's study on that record, `--seeds` times: the
-same enqueued references, the driver's own sampler (`pipebench.search.study.make_sampler`), the
-same slots and the same handling of settings proposed twice (told the earlier value, the slot
-given back). A trial's value is one of its configuration's recorded measurements drawn at random,
-so the machine's real between-process noise is in it (`--noise-free` uses the mean instead). A
-study's best trial is judged by its configuration's mean over all recordings, against the best
-mean.
+configuration of its space. This runs the real driver on that record, `--seeds` times: the trial
+loop (pipebench.search.loop.run_trials) with the Optuna planner (references, sampler, slots,
+duplicates) exactly as `pipebench run` drives them, with one change — the `measure` function draws
+the trial's examples/sec from its configuration's recorded measurements instead of starting a
+worker, so the machine's real between-process noise is in it (`--noise-free` uses the mean). A
+study's best trial is judged by its configuration's mean over all recordings, against the best mean.
 
 For each sampler and budget it prints the mean ratio, the share of single studies within 5% of the
-best, and the share of three-seed medians within 5% (the goal's statistic: the chance that one
-run of search_efficiency.py meets the goal). Three seeds on the machine take 20 minutes; this
-judges a sampler over hundreds in seconds. Not replayed: pruning (pruned trials' windows are not
-recorded; the median pruner only stops trials, it does not choose them).
+best, and the share of three-seed medians within 5%. Not replayed: pruning (pruned trials' windows
+are not recorded; the median pruner only stops trials, it does not choose them).
 
     python benchmarks/search_replay.py FILE [FILE ...] [--seeds 300] [--budget-pct 15 25 35]
         [--sampler tpe --sampler random] [--noise-free]
@@ -21,72 +18,113 @@ recorded; the median pruner only stops trials, it does not choose them).
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import io
 import json
 import math
 import random
 import statistics
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
 import optuna
 
-from pipebench.search.space import Dimension
-from pipebench.search.study import gives_slot_back, make_sampler, suggest
+from pipebench.config import parse_experiment
+from pipebench.datasets import DataSet
+from pipebench.measure.facts import MachineFacts
+from pipebench.measure.machine import machine_facts
+from pipebench.measure.trial import TrialSpec
+from pipebench.results.run_folder import RunFolder
+from pipebench.search.loop import run_trials
+from pipebench.search.optuna_driver import OptunaPlanner, open_study
+from pipebench.search.plan import make_plan
+from pipebench.testing import fake_measure
 
 GOAL = 0.95
 
 
-def _load(paths: list[Path]) -> tuple[dict[str, Dimension], list[dict], dict[str, list[float]]]:
-    """Give the space, the references and the measurements per configuration, merged over the files."""
-    space, references, draws = None, None, {}
+def _load(paths: list[Path]) -> tuple[dict, dict, dict[str, list[float]]]:
+    """Give the space, the recording machine and the measurements per configuration, merged over the files."""
+    space, machine, draws = None, None, {}
     for path in paths:
         try:
             recorded = json.loads(path.read_text())
         except (OSError, ValueError) as err:
             sys.exit(f"{path}: cannot read it: {err}")
-        missing = {"space", "references", "configurations"} - set(recorded if isinstance(recorded, dict) else ())
+        missing = {"space", "machine", "configurations"} - set(recorded if isinstance(recorded, dict) else ())
         if missing:
             sys.exit(f"{path}: not a record of search_efficiency.py --save-grid (no {', '.join(sorted(missing))})")
         if space is None:
-            space, references = recorded["space"], recorded["references"]
+            space, machine = recorded["space"], recorded["machine"]
         elif recorded["space"] != space:
             sys.exit(f"{path}: a different space from {paths[0]}; replay records of one space together")
         for config in recorded["configurations"]:
-            draws.setdefault(json.dumps(config["params"], sort_keys=True), []).extend(config["examples_per_sec"])
+            draws.setdefault(_key(config["params"]), []).extend(config["examples_per_sec"])
     missing = math.prod(len(c) for c in space.values()) - len(draws)
     if missing:
         sys.exit(f"{paths[0]}: {missing} configurations of the space were never measured")
-    return {name: Dimension(name, tuple(choices)) for name, choices in space.items()}, references, draws
+    return space, machine, draws
 
 
-def _replay(sampler: str, seed: int, n_trials: int, space: dict[str, Dimension], references: list[dict],
-            draws: dict[str, list[float]], noise_free: bool) -> str:
-    """Run one study of `n_trials` slots on the record; give its best trial's configuration key."""
+def _key(params: dict) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+def _params_of(spec: TrialSpec, space: dict) -> dict:
+    """Give the record's knob values of a trial the planner made (the inverse of plan.worker_trial)."""
+    stages = {kind: params for stage in spec.pipeline_spec["stages"] for kind, params in stage.items()}
+    values = {"pipeline": f"{spec.label.pipeline}:{spec.label.format}", "batch_size": spec.batch_size,
+              "intra_op_threads": spec.threads.intra or 0, "inter_op_threads": spec.threads.inter or 0}
+    for name in space:
+        if name.startswith("stage."):
+            _, kind, param = name.split(".")
+            values[name] = stages[kind][param]
+    return {name: values[name] for name in space}
+
+
+class _InMemory(RunFolder):
+    """A run folder whose rows stay in memory: hundreds of replayed studies need no Parquet."""
+
+    def __init__(self, path: Path, machine: MachineFacts, data: DataSet) -> None:
+        super().__init__(path, machine, data.facts())
+        object.__setattr__(self, "kept", [])
+
+    def rows(self) -> list[dict]:
+        return list(self.kept)
+
+    def append(self, row: dict, samples: list[dict]) -> None:
+        self.kept.append(row)
+
+
+def _experiment(space: dict, sampler: str, seed: int, n_trials: int, folder: Path):
+    return parse_experiment({
+        "name": "replay", "modes": ["input"], "pipelines": {"presets": sorted({p.split(":")[0] for p in space["pipeline"]})},
+        "data": {"formats": sorted({p.split(":")[1] for p in space["pipeline"]})},
+        "grid": {"batch_size": [512]},
+        "search": {"driver": "optuna", "n_trials": n_trials, "seed": seed, "sampler": sampler, "pruner": "none",
+                   "space": space},
+        "results": str(folder)})
+
+
+def _replay(sampler: str, seed: int, n_trials: int, space: dict, machine: MachineFacts,
+            draws: dict[str, list[float]], noise_free: bool, folder: Path) -> str:
+    """Run one study of `n_trials` slots through the real loop and planner; give its best trial's configuration key."""
     rng = random.Random(seed)
-    study = optuna.create_study(direction="maximize",
-                                sampler=make_sampler({"sampler": sampler, "seed": seed, "n_trials": n_trials}))
-    enqueued = references[:n_trials]
-    for params in enqueued:
-        study.enqueue_trial(params)
-    told: dict[str, float] = {}
-    sampled: set[str] = set()
-    slots, duplicates = n_trials, 0
-    while slots:
-        trial = study.ask()
-        key = json.dumps({name: suggest(trial, dim) for name, dim in space.items()}, sort_keys=True)
-        if key in told:  # as the driver does: tell the earlier value, give the slot back (capped)
-            study.tell(trial, told[key])
-            if not gives_slot_back(duplicates, n_trials, len(sampled), len(draws)):
-                slots -= 1
-            duplicates += 1
-            continue
-        told[key] = statistics.fmean(draws[key]) if noise_free else rng.choice(draws[key])
-        if trial.number >= len(enqueued):
-            sampled.add(key)
-        study.tell(trial, told[key])
-        slots -= 1
-    return max(told, key=told.get)
+    experiment = _experiment(space, sampler, seed, n_trials, folder)
+    data = DataSet({fmt: [f"/replay/part-0.{fmt}"] for fmt in experiment["data"]["formats"]}, fingerprint="replay")
+    plan = make_plan(experiment, data, machine)
+    study = open_study(experiment, plan, optuna.storages.InMemoryStorage(), log=lambda _: None)
+
+    def recorded(spec: TrialSpec) -> float:
+        rates = draws[_key(_params_of(spec, space))]
+        return statistics.fmean(rates) if noise_free else rng.choice(rates)
+
+    run_trials(OptunaPlanner(study, plan, log=lambda _: None), _InMemory(folder, machine, data), experiment,
+               fake_measure(recorded), log=lambda _: None, stream=io.StringIO())
+    best = study.best_trial
+    return _key({name: best.params.get(name, dim.choices[0]) for name, dim in plan.space.items() if name in space})
 
 
 def main() -> None:
@@ -99,7 +137,10 @@ def main() -> None:
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-    space, references, draws = _load(args.records)
+    space, recorded_machine, draws = _load(args.records)
+    here = machine_facts()  # the recording machine's vCPUs decide the reference settings, not this one's
+    machine = dataclasses.replace(here, cpu=dataclasses.replace(here.cpu, vcpus=recorded_machine["vcpus"]))
+    folder = Path(tempfile.mkdtemp(prefix="pipebench-replay-"))
     means = {key: statistics.fmean(rates) for key, rates in draws.items()}
     best = max(means.values())
     near = sum(m >= GOAL * best for m in means.values())
@@ -109,7 +150,7 @@ def main() -> None:
     for sampler in args.sampler or ["tpe", "random"]:
         for pct in args.budget_pct:
             n_trials = max(1, int(len(draws) * pct / 100))
-            ratios = [means[_replay(sampler, seed, n_trials, space, references, draws, args.noise_free)] / best
+            ratios = [means[_replay(sampler, seed, n_trials, space, machine, draws, args.noise_free, folder)] / best
                       for seed in range(args.seeds)]
             medians = [statistics.median(ratios[i:i + 3]) for i in range(0, len(ratios) - 2, 3)]
             print(f"{sampler}, {n_trials} trials ({n_trials / len(draws):.0%} of the grid): best found / best "

@@ -16,7 +16,7 @@ import pipebench
 from pipebench.errors import FailureBudgetError, PipebenchError, UsageError
 
 if TYPE_CHECKING:
-    from pipebench.runner import Outcome
+    from pipebench.runner import RunOutcome
 
 
 def _positive_int(text: str) -> int:
@@ -118,47 +118,52 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from pipebench.config import load_experiment
     from pipebench.results.run_folder import load_resumed
-    from pipebench.runner import execute
+    from pipebench.runner import run
 
     if args.resume:
+        given = [flag for flag, value in (("EXPERIMENT", args.experiment), ("--set", args.set), ("--quick", args.quick),
+                                          ("--instance-type", args.instance_type)) if value]
+        if given:
+            raise UsageError(f"run --resume: {', '.join(given)} cannot change a run that has started (it goes on with "
+                             f"{args.resume}'s own config.yaml and machine.json); start a new run instead")
         experiment = load_resumed(args.resume)
     else:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    _set_instance_type(args)
-    _refuse_past_budget(execute(experiment, args.resume, log=lambda text: print(text, flush=True)))
+    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True)))
     return 0
 
 
-def _refuse_past_budget(outcome: Outcome) -> None:
+def _refuse_past_budget(outcome: RunOutcome) -> None:
     """Raise FailureBudgetError (exit 3) when the run stopped because too many trials failed: CI must see it."""
-    if outcome.failure_budget_spent:
-        raise FailureBudgetError(f"{outcome.run_dir}: stopped early: {outcome.stopped}; the rows so far are written")
-
-
-def _set_instance_type(args: argparse.Namespace) -> None:
-    """--instance-type sets the variable SageMaker sets: machine facts and the checklist's ranking read it."""
-    if args.instance_type:
-        os.environ["SM_CURRENT_INSTANCE_TYPE"] = args.instance_type
+    if outcome.result.failure_budget_spent:
+        raise FailureBudgetError(f"{outcome.run_dir}: stopped early: {outcome.result.stopped}; the rows so far "
+                                 "are written")
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.config import load_experiment
-    from pipebench.search.study import join
+    from pipebench.runner import join
 
     experiment = load_experiment(args.experiment, tuple(args.set))
-    _set_instance_type(args)
-    _refuse_past_budget(join(experiment, args.storage, args.study, args.run_dir,
+    _refuse_past_budget(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
                              log=lambda text: print(text, flush=True)))
     return 0
 
 
 def _cmd_env(args: argparse.Namespace) -> int:
-    from pipebench.measure.machine import format_facts, machine_facts
+    from pipebench.measure.machine import print_facts
 
-    facts = machine_facts(args.instance_type)
-    print(json.dumps(facts, indent=2) if args.json else format_facts(facts))
+    return print_facts(args.instance_type, args.json)
+
+
+def _cmd_upgrade(args: argparse.Namespace) -> int:
+    from pipebench.results.upgrade import upgrade_run_folder
+
+    for run_dir in args.run_dirs:
+        changed = upgrade_run_folder(run_dir)
+        print(f"{run_dir}: " + ("; ".join(f"rewrote {c}" for c in changed) if changed else "already current"))
     return 0
 
 
@@ -171,7 +176,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_checklist(args: argparse.Namespace) -> int:
-    from pipebench.report.catalog import load_catalog
+    from pipebench.catalog import load_catalog
     from pipebench.report.checklist import checklist, epoch_examples_of, to_markdown
     from pipebench.results import load_many
 
@@ -312,7 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quick", action="store_true", help="apply the experiment's `quick:` overrides")
     run.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run, skipping finished trials")
     run.add_argument("--instance-type", help="the instance this runs on (e.g. ml.c5.9xlarge), for the checklist's "
-                     "cost ranking; SageMaker sets SM_CURRENT_INSTANCE_TYPE itself")
+                     "cost ranking; recorded as asserted by you (inside a SageMaker job, SageMaker's own "
+                     "SM_CURRENT_INSTANCE_TYPE wins)")
     run.set_defaults(func=_cmd_run)
 
     worker = commands.add_parser("worker", help="join a shared Optuna study: run its trials one at a time here")
@@ -330,6 +336,10 @@ def build_parser() -> argparse.ArgumentParser:
     env.add_argument("--instance-type", help="SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is not set")
     env.add_argument("--json", action="store_true")
     env.set_defaults(func=_cmd_env)
+
+    upgrade = commands.add_parser("upgrade", help="rewrite run folders of an older pipebench in the current layout")
+    upgrade.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    upgrade.set_defaults(func=_cmd_upgrade)
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")

@@ -23,16 +23,15 @@ import yaml
 from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
-from pipebench.pipeline.spec import MODES as SOURCE_MODES
+from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
+from pipebench.pipeline.spec import SOURCE_MODES
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
                               name_text, refuse_non_finite)
 from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
 
-MODES = ("input", "train", "synthetic")
 #: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
 #: instance's price per million examples down (from the checklist's catalog).
 OBJECTIVES = ("examples_per_sec", "rss_peak_bytes", "auc", "cost_per_million_examples")
-ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
 
 
 class _Any:
@@ -79,7 +78,7 @@ def _orderings(block: Any, where: str) -> Any:
 
 def _space(block: Any, where: str) -> Any:
     """Give the `search.space` block as given, once it parses as a search space."""
-    from pipebench.search.space import parse_space  # space.py reads ENV_KNOBS from here
+    from pipebench.search.space import parse_space  # space.py is the search space's one parser
 
     parse_space(block, where)
     return block
@@ -131,11 +130,11 @@ SCHEMA: dict[str, Any] = {
         "inter_op_threads": _list(int, [None], allowed=AT_LEAST_0),
         "env": {knob: _list(str, [None]) for knob in ENV_KNOBS},
     },
-    "modes": _list(str, list(MODES), choices=MODES),
+    "modes": _list(str, list(TRIAL_MODES), choices=TRIAL_MODES),
     "search": {
         "driver": Field(str, "grid", choices=("grid", "optuna")),
         "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study, the enqueued reference ones included
-        "mode": Field(str, "input", choices=MODES),
+        "mode": Field(str, "input", choices=TRIAL_MODES),
         "seed": Field(int, None, allowed=SEED),
         "sampler": Field(str, "tpe", choices=("tpe", "random")),
         "pruner": Field(str, "median", choices=("none", "median", "hyperband")),
@@ -353,12 +352,19 @@ class Experiment:
         return self.resolved["name"]
 
     def public(self) -> dict:
-        """Give the resolved document with passwords dropped from URLs: what may be written or uploaded."""
+        """Give what may be written or uploaded: the resolved document with passwords dropped from URLs,
+        and without the synthetic-data settings a run over `data.files` never uses."""
         doc = copy.deepcopy(self.resolved)
         for *parents, key in _URL_PATHS:
             block = functools.reduce(lambda node, name: node[name], parents, doc)
             if block[key] is not None:
                 block[key] = redact_url(block[key])
+        data = doc["data"]
+        given = [fmt for fmt, globs in data["files"].items() if globs]
+        if given:
+            for unused in ("synth", "holdout_rows", "cache_dir") + (() if "packed" in given else ("rows_per_record",)):
+                del data[unused]
+            data["formats"] = given
         return doc
 
     def to_yaml(self) -> str:
@@ -383,7 +389,10 @@ def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
         raise ConfigError(f"{where or 'experiment'}: the experiment must be a mapping, not {type(raw).__name__}")
     assignments: list[tuple[str, str]] = []
     if quick:
-        quick_list = raw.get("quick") or []
+        quick_list = raw.get("quick")
+        if not quick_list:
+            raise ConfigError(f"{where or 'experiment'}: --quick: the experiment has no `quick:` list of KEY=VALUE "
+                              "overrides, so it would run in full; drop --quick or add one")
         if not isinstance(quick_list, list):
             raise ConfigError(f"{where}: quick: must be a list of KEY=VALUE overrides")
         for i, item in enumerate(quick_list):

@@ -16,10 +16,31 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
-from pipebench.errors import ConfigError
+from pipebench.errors import ConfigError, OutputFolderError
+from pipebench.typed import load_json, to_json
 
 _LAYOUT_VERSION = 1
 REMOTE_PREFIX = "s3://"
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    """What a run folder's data.json says about the data its trials read (the summary and checklist read it)."""
+
+    source: str  # "synthetic" (made from data.synth) or "files" (data.files)
+    fingerprint: str
+    rows: int | None  # training rows in one epoch; None when nothing could count them
+    rows_from: str  # how `rows` is known: the synthesizer, the converter's manifest, counted, or why unknown
+    formats: tuple[str, ...]
+    files: dict[str, int]  # format → how many files
+    oracle_auc: float | None  # the planted model's AUC (synthetic data only)
+
+    def to_json(self) -> dict:
+        return to_json(self)
+
+    @classmethod
+    def load(cls, path: Path) -> DataFacts:
+        return load_json(cls, path)
 
 
 @dataclass(frozen=True)
@@ -34,6 +55,12 @@ class DataSet:
     oracle_auc: float | None = None
     fingerprint: str = ""
     folder: Path | None = None
+    rows_from: str = "the synthesizer"
+
+    def facts(self) -> DataFacts:
+        """Give what a run folder records about this data."""
+        return DataFacts("files" if self.folder is None else "synthetic", self.fingerprint, self.rows, self.rows_from,
+                         tuple(self.files), {fmt: len(files) for fmt, files in self.files.items()}, self.oracle_auc)
 
 
 def _digest(obj: object) -> str:
@@ -95,6 +122,49 @@ def _content_fingerprint(files: dict[str, list[str]], manifests: dict[str, str] 
     return _digest(parts)
 
 
+def _manifest_rows(names: list[str], manifest: Path) -> int | None:
+    """Give the rows the converter's manifest lists for exactly these files, or None if it does not list them all."""
+    if not manifest.exists():
+        return None
+    shards = {s["name"]: s.get("rows") for s in json.loads(manifest.read_text())["shards"]}
+    found = [shards.get(Path(name).name) for name in names]
+    return None if None in found else sum(found)
+
+
+def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = None) -> tuple[int | None, str]:
+    """Give the training rows of given data files once, and how they were known.
+
+    Every format holds the same rows, so the cheapest is asked: a converter's manifest, else the
+    lines of libsvm text, else the records of TFRecord files (packed records hold several rows,
+    which only their manifest says).
+    """
+    for fmt, names in sorted(files.items()):
+        manifest = Path((manifests or {}).get(fmt) or Path(names[0]).parent / MANIFEST)
+        if not any(n.startswith(REMOTE_PREFIX) for n in names):
+            rows = _manifest_rows(names, manifest)
+            if rows is not None:
+                return rows, f"the converter's manifest ({manifest})"
+    for fmt in ("libsvm", "tfrecord"):
+        names = files.get(fmt) or []
+        if names and not any(n.startswith(REMOTE_PREFIX) for n in names):
+            from converters import tfrecord
+            from converters.inputs import InputFile
+
+            total = 0
+            for name in names:
+                with InputFile(Path(name)) as stream:  # decompressed, with one-line errors for damaged files
+                    if fmt == "tfrecord":
+                        total += sum(len(records) for _, records in tfrecord.record_batches(stream))
+                        continue
+                    last = b"\n"
+                    for block in iter(lambda: stream.read(1 << 22), b""):
+                        total += block.count(b"\n")
+                        last = block[-1:]
+                    total += last != b"\n"  # a last line without its newline is still a row
+            return total, f"counted ({fmt} {'records' if fmt == 'tfrecord' else 'lines'})"
+    return None, "unknown: remote or packed files without a manifest (pass --epoch-examples to the checklist)"
+
+
 def materialise(experiment: Experiment, log=print) -> DataSet:
     """Give the experiment's data set, making (once) and caching synthetic data when asked."""
     data = experiment["data"]
@@ -112,13 +182,17 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
                 raise ConfigError(f"data.files.{fmt}: no file matches {patterns}")
             files[fmt] = found
             manifests.update({fmt: named[0]} if named else {})
-        return DataSet(files, {}, data["synth"]["field_size"], data["synth"]["feature_size"],
-                       fingerprint=_content_fingerprint(files, manifests))
+        rows, rows_from = count_rows(files, manifests)
+        return DataSet(files, {}, data["synth"]["field_size"], data["synth"]["feature_size"], rows=rows,
+                       fingerprint=_content_fingerprint(files, manifests), rows_from=rows_from)
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
     if not (folder / "libsvm" / "synth.json").exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")
-        with atomic_dir(folder, force=True) as tmp:
-            _make(tmp, experiment)
+        try:
+            with atomic_dir(folder, force=True) as tmp:
+                _make(tmp, experiment)
+        except OutputFolderError as err:
+            raise ConfigError(f"data.cache_dir: {folder}: cannot create the data folder ({err.why})") from None
     described = json.loads((folder / "libsvm" / "synth.json").read_text())
     files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
     holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}

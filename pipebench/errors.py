@@ -26,6 +26,17 @@ class UsageError(PipebenchError):
     exit_code = 2
 
 
+class OutputFolderError(UsageError):
+    """An output folder cannot be created where it was asked for; `why` says what the system answered.
+
+    Callers that made the path up from an experiment (a run folder, the data cache) say which key
+    named the place instead (exit 1, as any experiment value that cannot be used)."""
+
+    def __init__(self, target: str, why: str) -> None:
+        super().__init__(f"{target}: cannot create the output folder: {why}")
+        self.target, self.why = target, why
+
+
 class ConfigError(PipebenchError):
     """An experiment file or option value is invalid; the message names the YAML path."""
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from pipebench.results import CONFIG_FILE, MACHINE_FILE, SAMPLES_FILE, TRIALS_FILE
+from pipebench.datasets import DataFacts
+from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE, TRIALS_FILE
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows
 
@@ -17,18 +18,21 @@ VECTORIZED = [{"cache": "memory"}, {"shuffle": {"buffer_size": 100, "seed": 7}},
 SCALAR = [{"decode": {"num_parallel_calls": "AUTOTUNE"}}, {"shuffle": {"buffer_size": 100, "seed": 7}},
           {"batch": {"batch_size": 1024, "drop_remainder": True}}, {"repeat": {"epochs": None}}, {"prefetch": "AUTOTUNE"}]
 DATA_FILE_BYTES = 1000
+GOLDEN_MACHINE = Path(__file__).parent / "golden" / "machine.json"
 
 
 def machine(vcpus: int = 4, physical_cores: int = 2, memory_bytes: int = 16 * 2**30, openmp_linked: bool = False,
-            hosts: list[str] | None = None, instance_type: str | None = None) -> dict:
-    """Give machine.json facts with the keys the report and checklist read."""
-    return {"cpu": {"model": "Test CPU", "vcpus": vcpus, "physical_cores": physical_cores},
-            "memory_bytes": memory_bytes,
-            "tensorflow": {"version": "2.99.0",
-                           "openmp": {"linked": openmp_linked, "runtimes": ["libiomp5.so"] if openmp_linked else [],
-                                      "statement": "linked" if openmp_linked else "no OpenMP runtime linked"}},
-            "gpu": {"count": 0}, "sagemaker": {"instance_type": instance_type, "hosts": hosts},
-            "host_fingerprint": "hosttest"}
+            host_count: int | None = None, instance_type: str | None = None) -> dict:
+    """Give a machine.json document: the golden one (a real machine_facts()) with these facts replaced."""
+    facts = json.loads(GOLDEN_MACHINE.read_text())
+    facts["cpu"].update(model="Test CPU", vcpus=vcpus, physical_cores=physical_cores)
+    facts["memory_bytes"] = memory_bytes
+    facts["tensorflow"]["openmp"].update(linked=openmp_linked, runtimes=["libiomp5.so"] if openmp_linked else [],
+                                         statement="linked" if openmp_linked else "no OpenMP runtime linked")
+    facts["sagemaker"].update(host_count=host_count, instance_type=instance_type,
+                              instance_type_source="asserted (--instance-type)" if instance_type else None)
+    facts["host_fingerprint"] = "hosttest"
+    return facts
 
 
 def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict], examples_per_sec: float,
@@ -87,4 +91,6 @@ def make_run(run_dir: Path, rows: list[dict], facts: dict, rows_per_epoch: int =
     append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA, samples)
     (run_dir / MACHINE_FILE).write_text(json.dumps(facts))
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump({"name": "handmade", "data": {"synth": {"rows": rows_per_epoch}}}))
+    data = DataFacts("synthetic", "datatest", rows_per_epoch, "the synthesizer", ("tfrecord",), {"tfrecord": 4}, None)
+    (run_dir / DATA_FILE).write_text(json.dumps(data.to_json()))
     return run_dir

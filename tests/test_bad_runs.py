@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from badinput import Bad, run_case
-from pipebench.results.schema import VERSION_KEY
+from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 from report_fixtures import data_files, machine, make_run, passing_rows
 
 RUN = "{tmp}/run"
@@ -56,6 +56,15 @@ def _version(version: int) -> Callable[[Path], None]:
 
 def _text(text: str) -> Callable[[Path], None]:
     return lambda path: path.write_text(text)
+
+
+def _json(change: Callable[[dict], None]) -> Callable[[Path], None]:
+    """Give a damage that changes one part of a JSON document (the rest stays a valid machine.json)."""
+    def damage(path: Path) -> None:
+        document = json.loads(path.read_text())
+        change(document)
+        path.write_text(json.dumps(document))
+    return damage
 
 
 def _remove(path: Path) -> None:
@@ -166,13 +175,19 @@ CASES = [
     Bad("report-samples-truncated", ("report", RUN), r"^{tmp}/run/samples\.parquet: not a readable Parquet table",
         make=_damaged("samples.parquet", _truncate), code=1),
     Bad("report-trials-schema-v1", ("report", RUN), r"^{tmp}/run/trials\.parquet: results schema v1 is older than "
-        r"v2: upgrade", make=_damaged("trials.parquet", _version(1)), code=1),
+        rf"v{SCHEMA_VERSION}: upgrade", make=_damaged("trials.parquet", _version(1)), code=1),
     Bad("report-machine-missing", ("report", RUN), r"^{tmp}/run/machine\.json: missing",
         make=_damaged("machine.json", _remove), code=1),
     Bad("report-machine-not-json", ("report", RUN), r"^{tmp}/run/machine\.json:3: not valid JSON: ",
         make=_damaged("machine.json", _text('{\n "cpu": {"vcpus": 4},\n "gpu": {count: 0}}')), code=1),
-    Bad("report-machine-wrong-shape", ("report", RUN), r"^{tmp}/run/machine\.json: tensorflow\.openmp: must be an "
-        r"object, not str$", make=_damaged("machine.json", _text('{"tensorflow": {"openmp": "no"}}')), code=1),
+    Bad("report-machine-wrong-shape", ("report", RUN), r"^{tmp}/run/machine\.json: tensorflow\.openmp: must be a "
+        r"mapping, not str 'no'$", make=_damaged("machine.json", _json(lambda m: m["tensorflow"].update(openmp="no"))),
+        code=1),
+    Bad("report-machine-old-layout", ("report", RUN), r"^{tmp}/run/machine\.json: machine facts layout v1 is older "
+        r"than v2: run `pipebench upgrade {tmp}/run`$", make=_damaged("machine.json", _json(lambda m: m.pop(
+            "facts_version"))), code=1),
+    Bad("report-data-facts-missing", ("report", RUN), r"^{tmp}/run/data\.json: missing \(a run folder of pipebench "
+        r"0\.1\.0\): run `pipebench upgrade {tmp}/run`$", make=_damaged("data.json", _remove), code=1),
     Bad("report-config-missing", ("report", RUN), r"^{tmp}/run/config\.yaml: missing",
         make=_damaged("config.yaml", _remove), code=1),
     Bad("report-config-not-yaml", ("report", RUN), r"^{tmp}/run/config\.yaml:2: not valid YAML: ",
@@ -189,10 +204,11 @@ CASES = [
     # checklist reads through the same reader
     Bad("checklist-trials-random-bytes", ("checklist", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet",
         make=_damaged("trials.parquet", _random_bytes), code=1),
-    Bad("checklist-trials-schema-v3", ("checklist", RUN), r"^{tmp}/run/trials\.parquet: results schema v3 is newer "
-        r"than this pipebench's v2: update pipebench", make=_damaged("trials.parquet", _version(3)), code=1),
-    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: must be a JSON object of "
-        r"machine facts, not list$", make=_damaged("machine.json", _text("[]")), code=1),
+    Bad("checklist-trials-newer-schema", ("checklist", RUN), rf"^{{tmp}}/run/trials\.parquet: results schema "
+        rf"v{SCHEMA_VERSION + 1} is newer than this pipebench's v{SCHEMA_VERSION}: update pipebench",
+        make=_damaged("trials.parquet", _version(SCHEMA_VERSION + 1)), code=1),
+    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: the document: must be a "
+        r"mapping, not list \[\]$", make=_damaged("machine.json", _text("[]")), code=1),
     Bad("checklist-config-not-yaml", ("checklist", RUN), r"^{tmp}/run/config\.yaml:2: not valid YAML",
         make=_damaged("config.yaml", _text("name: [x\n")), code=1),
     Bad("checklist-run-folder-missing", ("checklist", RUN, "--format", "json"), r"^{tmp}/run: no such run folder$",
@@ -242,10 +258,11 @@ CASES = [
     Bad("run-read-only-results", ("run", "{tmp}/exp.yaml"), r"^results: {tmp}/results/tiny/[\d-]+[0-9a-f]{4}: "
         r"cannot create the run folder \((Read-only file system|Permission denied)\)$", make=_read_only_results,
         after=_unmount("results"), code=1),
-    Bad("run-read-only-data-cache", ("run", "{tmp}/exp.yaml"), r"^{tmp}/cache/\S+: (Read-only file system|"
-        r"Permission denied)$", make=_read_only_cache, after=_unmount("cache"), out="results", code=1),
+    Bad("run-read-only-data-cache", ("run", "{tmp}/exp.yaml"), r"^data\.cache_dir: {tmp}/cache/\S+: cannot create "
+        r"the data folder \((Read-only file system|Permission denied)\)$", make=_read_only_cache,
+        after=_unmount("cache"), out="results", code=1),
     Bad("run-unreachable-storage", ("run", "{tmp}/exp.yaml"), r"^(?!.*s3cret)search\.storage: cannot reach "
-        r"postgresql://nobody:\*\*\*@127\.0\.0\.1:1/x \(.*(refused|could not connect).*\)$",
+        r"postgresql://nobody@127\.0\.0\.1:1/x \(.*(refused|could not connect).*\)$",
         make=_unreachable_storage, out="results", code=1),
 ]
 

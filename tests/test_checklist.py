@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from report_fixtures import SCALAR, data_files, machine, make_run, passing_rows
+
 import pipebench.results as results
+from pipebench.catalog import DEFAULT_CATALOG, load_catalog
+from pipebench.datasets import DataFacts
 from pipebench.errors import ConfigError
 from pipebench.measure.machine import sagemaker_facts
-from pipebench.report.catalog import DEFAULT_CATALOG, load_catalog
-from pipebench.report.checklist import RULES, checklist, ranking
-from report_fixtures import SCALAR, data_files, machine, make_run, passing_rows
+from pipebench.report.checklist import RULES, checklist, epoch_examples_of, ranking
 
 GOLDEN = Path(__file__).parent / "golden" / "checklist_rules.json"
 
@@ -57,7 +59,7 @@ FAILING = {
     "batch_auc": lambda rows, facts, files: _set(rows, "t-train-big", auc=0.80),
     # two hosts, as machine facts record them from SageMaker's SM_HOSTS
     "scale_up_first": lambda rows, facts, files: facts["sagemaker"].update(
-        hosts=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["hosts"]),
+        host_count=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["host_count"]),
 }
 
 
@@ -166,7 +168,7 @@ def test_runs_on_different_data_are_refused(tmp_path, cli):
 def test_measured_type_missing_from_catalog_has_no_cost(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
     rows = [r | {"instance_type": "ml.x9.huge"} for r in passing_rows([])]
-    run = results.load(make_run(tmp_path / "run", rows, machine()))
+    run = results.load(make_run(tmp_path / "run", rows, machine(instance_type="ml.x9.huge")))
     rank = ranking([run], load_catalog(tmp_path / "catalog.yaml"), 1000)
     assert rank["measured"][0]["cost_per_epoch"] is None and rank["projected"] == []
 
@@ -245,3 +247,52 @@ def test_file_layout_ranks_source_modes_measured_side_by_side(tmp_path):
     assert item["status"] == "PASS"
     assert item["evidence"]["examples_per_sec_by_source_mode"]["pipe"] == train["examples_per_sec_median"] / 2
     assert "file mode is fastest (pipe 50% of it)" in item["advice"]
+
+
+def test_each_row_is_judged_against_its_own_runs_machine(tmp_path):
+    """The checklist took runs[0]'s machine for every row, so one host's CPUs judged another's trials."""
+    slow = [r | {"run_id": "small"} for r in passing_rows([])]
+    fast = [r | {"run_id": "big", "examples_per_sec_median": r["examples_per_sec_median"] * 3} for r in passing_rows([])]
+    runs = [results.load(make_run(tmp_path / "small", slow, machine(vcpus=2, physical_cores=1))),
+            results.load(make_run(tmp_path / "big", fast, machine(vcpus=96, physical_cores=48)))]
+    item = next(rule(runs) for rule in RULES if rule.__name__ == "cpu_utilization")
+    assert (item["evidence"]["vcpus"], item["evidence"]["physical_cores"]) == (96, 48)
+
+
+def test_a_collected_folder_is_priced_per_instance_type(tmp_path):
+    """A `sagemaker collect` folder holds one run folder per job; each is priced as its own instance type."""
+    (tmp_path / "catalog.yaml").write_text(CATALOG)
+    collected = tmp_path / "collected"
+    jobs = []
+    for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0)):
+        rows = [r | {"run_id": name, "instance_type": name} for r in passing_rows([])]
+        _set(rows, "t-train-tfr", examples_per_sec_median=speed)
+        make_run(collected / name / "File" / "algo-1", rows, machine(instance_type=name))
+        jobs.append({"instance_type": name, "run_dir": f"{name}/File/algo-1"})
+    (collected / "jobs.json").write_text(json.dumps(jobs))
+    rank = ranking(results.load_many([collected], allow_mixed=True), load_catalog(tmp_path / "catalog.yaml"), 10**6)
+    assert {e["instance_type"]: e["examples_per_sec"] for e in rank["measured"]} == {
+        "ml.c5.xlarge": 40000.0, "ml.c5.2xlarge": 100000.0}
+
+
+def test_a_knob_pipebench_pinned_itself_is_not_blamed_on_the_best_trial(tmp_path):
+    """A search pins inert KMP_* knobs itself; the checklist FAILed 'Can KMP_* matter?' for it."""
+    rows = passing_rows([])
+    _set(rows, "t-train-tfr", env_KMP_AFFINITY="disabled", pinned_knobs=["env.KMP_AFFINITY"])
+    run = results.load(make_run(tmp_path / "run", rows, machine()))
+    item = next(rule([run]) for rule in RULES if rule.__name__ == "openmp_knobs")
+    assert item["status"] == "PASS" and item["evidence"]["best_trial_knobs"] == {}
+
+
+def test_real_data_is_priced_at_its_own_rows_never_the_synthetic_default(tmp_path, cli):
+    """A run over data.files was priced at data.synth.rows (always 200,000 after defaults)."""
+    run = make_run(tmp_path / "run", passing_rows([]), machine())
+    (run / "data.json").write_text(json.dumps(DataFacts("files", "datatest", 1234, "counted (libsvm lines)",
+                                                        ("libsvm",), {"libsvm": 2}, None).to_json()))
+    assert epoch_examples_of([results.load(run)]) == 1234
+    code, out, _ = cli("checklist", run, "--format", "json")
+    assert code == 0 and json.loads(out)["ranking"]["epoch_examples"] == 1234
+    (run / "data.json").write_text(json.dumps(DataFacts("files", "datatest", None, "unknown", ("libsvm",),
+                                                        {"libsvm": 2}, None).to_json()))
+    code, _, err = cli("checklist", run)
+    assert code == 2 and "pass --epoch-examples" in err

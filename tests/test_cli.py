@@ -44,6 +44,42 @@ def test_missing_input_is_a_usage_error(tmp_path):
     assert result.stderr == f"pipebench: error: {tmp_path / 'nope.libsvm'}: no such file\n"
 
 
+def test_instance_type_reaches_the_run_as_an_assertion_and_never_the_environment(tmp_path, monkeypatch, cli):
+    """`run --instance-type` set SM_CURRENT_INSTANCE_TYPE: the run recorded a SageMaker job and the
+    variable leaked into every worker."""
+    import pipebench.runner
+    from pipebench.search.loop import LoopResult
+
+    seen = {}
+
+    def fake_run(experiment, run_dir, instance_type, log):
+        seen.update(instance_type=instance_type, env=os.environ.get("SM_CURRENT_INSTANCE_TYPE"))
+        return pipebench.runner.RunOutcome(tmp_path, LoopResult([]))
+
+    monkeypatch.delenv("SM_CURRENT_INSTANCE_TYPE", raising=False)
+    monkeypatch.setattr(pipebench.runner, "run", fake_run)
+    experiment = tmp_path / "x.yaml"
+    experiment.write_text("name: x\n")
+    code, _, err = cli("run", experiment, "--instance-type", "ml.c5.xlarge")
+    assert code == 0, err
+    assert seen == {"instance_type": "ml.c5.xlarge", "env": None}
+
+
+def test_resume_refuses_flags_it_cannot_apply(tmp_path, cli):
+    """`run --resume` silently ignored --set, --quick and --instance-type."""
+    for flags in (["--set", "grid.batch_size=[8]"], ["--quick"], ["--instance-type", "ml.c5.xlarge"]):
+        code, _, err = cli("run", "--resume", tmp_path, *flags)
+        assert code == 2 and f"run --resume: {flags[0]} cannot change a run that has started" in err, err
+
+
+def test_quick_without_a_quick_list_is_refused(tmp_path, cli):
+    """`run --quick` on an experiment without `quick:` silently ran the full grid."""
+    experiment = tmp_path / "x.yaml"
+    experiment.write_text("name: x\n")
+    code, _, err = cli("run", experiment, "--quick")
+    assert code == 1 and "--quick: the experiment has no `quick:` list" in err, err
+
+
 def _helps(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
     """Give the --help text of `parser` and of every subcommand below it, by subcommand path."""
     found = {path: parser.format_help()}

@@ -288,7 +288,7 @@ def test_plain_folder_names_are_accepted(name):
 ])
 def test_storage_password_is_never_written_and_does_not_change_the_fingerprint(tmp_path, url, written):
     """config.yaml (run folders are shared; SageMaker jobs upload them) held the storage URL's password."""
-    from pipebench.runner import load_resumed
+    from pipebench.results.run_folder import read_experiment
 
     exp = parse_experiment({"name": "x", "search": {"driver": "optuna", "storage": url}})
     assert exp["search"]["storage"] == url  # this process still connects with it
@@ -299,5 +299,14 @@ def test_storage_password_is_never_written_and_does_not_change_the_fingerprint(t
     assert exp.fingerprint() == without.fingerprint()
     # A resumed run reads config.yaml: the same experiment, the password left to PGPASSWORD / ~/.pgpass.
     (tmp_path / CONFIG_FILE).write_text(text)
-    resumed = load_resumed(tmp_path)
+    resumed = read_experiment(tmp_path)
     assert resumed["search"]["storage"] == written and resumed.fingerprint() == exp.fingerprint()
+
+
+def test_a_run_over_given_files_stores_no_synthetic_settings_it_never_used():
+    """config.yaml of a data.files run listed data.synth, packed and holdout_rows: 20000 that it never used."""
+    experiment = parse_experiment({"name": "x", "data": {"files": {"libsvm": ["d/*.libsvm"]}}})
+    stored = yaml.safe_load(experiment.to_yaml())["data"]
+    assert stored["formats"] == ["libsvm"] and stored["files"]["libsvm"] == ["d/*.libsvm"]
+    assert not {"synth", "holdout_rows", "cache_dir", "rows_per_record"} & set(stored)
+    assert parse_experiment(yaml.safe_load(experiment.to_yaml())).fingerprint() == experiment.fingerprint()

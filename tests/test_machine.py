@@ -17,6 +17,7 @@ import pytest
 from fake_nvml import FakeGPU, FakeNVML
 
 from pipebench.measure import machine
+from pipebench.measure.facts import MachineFacts
 
 STOCK_TF_STATEMENT = "no OpenMP runtime linked: KMP_* and OMP_NUM_THREADS cannot affect TF ops on this build"
 
@@ -89,7 +90,8 @@ def test_facts_describe_this_host(facts):
     assert facts["os"]["kernel"] == platform.release()
     assert facts["python"]["version"] == platform.python_version()
     assert facts["sagemaker"]["instance_type"] == "ml.c5.2xlarge"
-    assert facts["sagemaker"]["instance_type_source"] == "argument"
+    assert facts["sagemaker"]["instance_type_source"] == "asserted (--instance-type)"
+    assert facts["sagemaker"]["in_training_job"] is False, "naming the instance type does not make this a SageMaker job"
     assert re.fullmatch(r"[0-9a-f]{16}", facts["host_fingerprint"])
     assert facts["host_fingerprint"] == machine.host_fingerprint(facts)
 
@@ -219,9 +221,12 @@ def test_sagemaker_instance_type_from_env_or_argument():
     from_env = machine.sagemaker_facts(None, env)
     assert from_env["instance_type"] == "ml.c5.9xlarge"
     assert from_env["instance_type_source"] == "SM_CURRENT_INSTANCE_TYPE"
-    assert from_env["hosts"] == 2 and from_env["num_cpus"] == 36 and from_env["num_gpus"] is None
+    assert from_env["host_count"] == 2 and from_env["num_cpus"] == 36 and from_env["num_gpus"] is None
     assert from_env["in_training_job"]
-    assert machine.sagemaker_facts("ml.c5.18xlarge", env)["instance_type"] == "ml.c5.18xlarge"
+    assert machine.sagemaker_facts("ml.c5.18xlarge", env)["instance_type"] == "ml.c5.9xlarge", "SageMaker's own wins"
+    asserted = machine.sagemaker_facts("ml.c5.18xlarge", {})
+    assert asserted["instance_type"] == "ml.c5.18xlarge" and not asserted["in_training_job"]
+    assert asserted["instance_type_source"] == "asserted (--instance-type)"
     assert machine.sagemaker_facts(None, {})["instance_type"] is None
 
 
@@ -239,16 +244,14 @@ def test_fingerprint_ignores_noise_and_sees_what_decides_speed(facts):
 
 
 def test_format_facts_says_what_matters(facts):
-    text = machine.format_facts(facts)
+    text = machine.format_facts(MachineFacts.from_json(facts, "facts"))
     assert re.search(rf"^OpenMP +{re.escape(STOCK_TF_STATEMENT)}$", text, re.M)
     assert re.search(r"^CPU +.*\d+ physical cores, \d+ vCPUs usable", text, re.M)
-    assert "ml.c5.2xlarge (from argument)" in text
+    assert "ml.c5.2xlarge (asserted (--instance-type))" in text
     assert re.search(rf"^Fingerprint +{facts['host_fingerprint']}$", text, re.M)
     facts["gpu"] = {"count": 0, "devices": [], "driver_version": None, "reason": "NVML unavailable: X"}
-    facts["tensorflow"] = {"importable": False, "error": "tensorflow is not installed",
-                           "onednn": machine.onednn_facts(None, None, None), "openmp": machine.openmp_facts(None, None),
-                           "sagemaker_tensorflow": {"importable": False, "reason": "tensorflow is not installed"}}
-    text = machine.format_facts(facts)
+    facts["tensorflow"] = machine.no_tensorflow("tensorflow is not installed", None)
+    text = machine.format_facts(MachineFacts.from_json(facts, "facts"))
     assert re.search(r"^TensorFlow +unavailable: tensorflow is not installed$", text, re.M)
     assert re.search(r"^GPU +no GPU \(NVML unavailable: X\)$", text, re.M)
 

@@ -1,15 +1,18 @@
 """The manager: every way a worker can fail becomes a record; settings reach the worker in time."""
 from __future__ import annotations
 
-import json
+import dataclasses
 import shutil
 
 import pytest
 
 from converters.convert import ConvertRequest, convert
 from pipebench.measure.manager import Limits, run_worker, trial_environment
+from pipebench.measure.sampler import Sampler
+from pipebench.measure.trial import Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.presets import preset
 from pipebench.synth import SynthSpec, synthesize
+from pipebench.testing import trial_spec
 
 MEASURE = {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50.0}
 LIMITS = Limits(timeout_sec=60, memory_cap_bytes=4 << 30)
@@ -23,10 +26,8 @@ def tfrecords(tmp_path_factory):
     return sorted(str(p) for p in (folder / "tf").glob("part-*"))
 
 
-def _trial(files, **extra) -> dict:
-    spec = preset("aws-sample", files=tuple(files), batch_size=extra.pop("batch_size", 256), epochs=None)
-    return {"trial_id": "t", "mode": "input", "pipeline": spec.to_dict(), "threads": {}, "env": {},
-            "measurement": MEASURE, "feature_size": 117581, **extra}
+def _trial(files, **changes) -> TrialSpec:
+    return trial_spec(files=tuple(files), **{"measurement": MEASURE, **changes})
 
 
 @pytest.mark.parametrize("fault,status,reason", [
@@ -35,39 +36,39 @@ def _trial(files, **extra) -> dict:
     ("memory", "memory_cap", "passed the memory cap 300 MiB (killed)"),
 ])
 def test_a_broken_worker_becomes_a_record(tmp_path, fault, status, reason):
-    outcome = run_worker({"trial_id": "t", "fault": fault}, tmp_path / "t", Limits(3, 300 << 20))
-    assert outcome.record["status"] == status
-    assert reason in outcome.record["reason"]
-    assert outcome.record["duration_sec"] < 60
+    outcome = run_worker(trial_spec(fault=fault), tmp_path / "t", Limits(3, 300 << 20))
+    assert outcome.record.status.value == status
+    assert reason in outcome.record.reason
+    assert outcome.process.duration_sec < 60
+    assert outcome.usage is None, "no measured windows: no usage figures"
 
 
 def test_invalid_setting_is_a_record_with_the_reason(tmp_path, tfrecords):
     outcome = run_worker(_trial(tfrecords, batch_size=100_000), tmp_path / "t", LIMITS)
-    assert outcome.record["status"] == "invalid"
-    assert "yields no examples" in outcome.record["reason"]
+    assert outcome.record.status is TrialStatus.INVALID
+    assert "yields no examples" in outcome.record.reason
 
 
 def test_env_and_threads_reach_the_worker_before_tensorflow(tmp_path, tfrecords):
-    trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"},
-                   threads={"intra": 1, "inter": 2})
+    trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"}, threads=Threads(1, 2))
     record = run_worker(trial, tmp_path / "t", LIMITS).record
-    assert record["status"] == "ok", record
-    assert record["tensorflow_imported_before_settings"] is False
-    assert record["env_seen"] == {"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled",
-                                  "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "2"}
-    assert (record["worker_intra_op_threads"], record["worker_inter_op_threads"]) == (1, 2)
-    assert record["examples_per_sec_median"] > 0 and len(record["window_rates"]) == 2
+    assert record.status is TrialStatus.OK, record
+    assert record.tensorflow_imported_before_settings is False
+    assert record.env_seen == {"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled",
+                               "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "2"}
+    assert (record.worker_intra_op_threads, record.worker_inter_op_threads) == (1, 2)
+    assert record.examples_per_sec_median > 0 and len(record.window_rates) == 2
 
 
 def test_null_env_values_unset_inherited_variables(monkeypatch):
     monkeypatch.setenv("KMP_AFFINITY", "compact")
-    env = trial_environment({"env": {"KMP_AFFINITY": None, "OMP_NUM_THREADS": 4}, "threads": {"intra": None}})
+    env = trial_environment(trial_spec(env={"KMP_AFFINITY": None, "OMP_NUM_THREADS": 4}))
     assert "KMP_AFFINITY" not in env and env["OMP_NUM_THREADS"] == "4" and "TF_NUM_INTRAOP_THREADS" not in env
 
 
 def test_trial_files_are_kept_for_inspection(tmp_path):
-    run_worker({"trial_id": "t", "fault": "segfault"}, tmp_path / "t", LIMITS)
-    assert json.loads((tmp_path / "t" / "trial.json").read_text())["fault"] == "segfault"
+    run_worker(trial_spec(fault="segfault"), tmp_path / "t", LIMITS)
+    assert TrialSpec.load(tmp_path / "t" / "trial.json").fault == "segfault"
     assert (tmp_path / "t" / "stderr.txt").exists()
 
 
@@ -75,15 +76,28 @@ def test_each_window_is_heard_while_the_worker_runs(tmp_path, tfrecords):
     heard: list[tuple[int, float]] = []
     trial = _trial(tfrecords, measurement={**MEASURE, "windows": 3})
     record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: heard.append((w, r)) or False).record
-    assert record["status"] == "ok", record
-    assert heard == list(enumerate(record["window_rates"]))
+    assert record.status is TrialStatus.OK, record
+    assert heard == list(enumerate(record.window_rates))
 
 
 def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     trial = _trial(tfrecords, measurement={**MEASURE, "windows": 50})
-    record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True).record
-    assert record["status"] == "pruned" and record["reason"].startswith("pruned after window 1:")
-    assert record["signal"] == 9
+    outcome = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True)
+    assert outcome.record.status is TrialStatus.PRUNED and outcome.record.reason.startswith("pruned after window 1:")
+    assert outcome.process.signal == 9
+
+
+def test_usage_covers_the_measured_windows_and_the_peak_is_the_finest_seen(tmp_path, tfrecords):
+    """CPU medians used to cover the whole worker (TF import, build, warm-up); they must cover the
+    windows the figures describe. The peak RSS is the largest of every reading, never a coarser one."""
+    trial = _trial(tfrecords, measurement={**MEASURE, "warmup_max_sec": 3.0, "windows": 8})
+    outcome = run_worker(trial, tmp_path / "t", LIMITS, sampler_factory=lambda pid: Sampler(pid, 0.1))
+    record, usage = outcome.record, outcome.usage
+    assert record.status is TrialStatus.OK and record.windows_started_sec < record.windows_ended_sec
+    inside = [s for s in outcome.samples if record.windows_started_sec <= s["t_sec"] <= record.windows_ended_sec]
+    assert usage.samples == len(inside) > 0 and len(outcome.samples) > len(inside), "windows are a part of the trial"
+    assert outcome.process.rss_peak_bytes >= max(s["rss_bytes"] for s in outcome.samples)
+    assert outcome.process.rss_peak_bytes >= max(s["root_rss_peak_bytes"] or 0 for s in outcome.samples)
 
 
 def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error(tmp_path, tfrecords):
@@ -96,9 +110,8 @@ def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error
     for name in tfrecords:
         shutil.copy(name, bare)
     spec = preset("aws-sample", files=(str(bare / "part-*"),), batch_size=256, epochs=None, field_size=10)
-    trial = {"trial_id": "t", "mode": "input", "pipeline": spec.to_dict(), "threads": {}, "env": {},
-             "measurement": MEASURE, "feature_size": 117581}
+    trial = dataclasses.replace(_trial(tfrecords), pipeline_spec=spec.to_dict())
     record = run_worker(trial, tmp_path / "t", LIMITS).record
-    assert record["status"] == "failed"
-    assert record["reason"].startswith("InvalidArgumentError: ") and "Graph execution error" not in record["reason"]
-    assert "Values size: 39" in record["reason"] and len(record["reason"]) <= 500, record["reason"]
+    assert record.status is TrialStatus.FAILED
+    assert record.reason.startswith("InvalidArgumentError: ") and "Graph execution error" not in record.reason
+    assert "Values size: 39" in record.reason and len(record.reason) <= 500, record.reason

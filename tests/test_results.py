@@ -13,15 +13,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from report_fixtures import VECTORIZED, data_files, machine, make_run, passing_rows, trial
 
 import pipebench.results as results
 from pipebench.errors import ConfigError, DataError, PipebenchError, ResultsVersionError, UsageError
 from pipebench.results import run_folder
 from pipebench.results.schema import SAMPLE_SCHEMA, SCHEMA_VERSION, TRIAL_SCHEMA, VERSION_KEY
 from pipebench.results.store import append_rows, read_table
-from report_fixtures import data_files, machine, make_run, passing_rows
 
 GOLDEN = Path(__file__).parent / "golden" / "results_schema.json"
+GOLDEN_RUN = Path(__file__).parent / "golden" / "run-v2"
 
 
 def _describe(schema: pa.Schema) -> list[list[str]]:
@@ -38,12 +39,20 @@ def test_schema_matches_golden_file():
 def test_append_keeps_rows_types_and_version(tmp_path):
     path = tmp_path / "trials.parquet"
     append_rows(path, TRIAL_SCHEMA, [{"trial_id": "a", "status": "ok", "examples_per_sec_median": 10.5}])
-    append_rows(path, TRIAL_SCHEMA, [{"trial_id": "b", "status": "timeout", "reason": "slow", "unknown": 1}])
+    append_rows(path, TRIAL_SCHEMA, [{"trial_id": "b", "status": "timeout", "reason": "slow"}])
     table = pq.read_table(path)
     assert table.schema.metadata[VERSION_KEY] == str(SCHEMA_VERSION).encode()
     assert table.column("trial_id").to_pylist() == ["a", "b"]
     assert table.column("examples_per_sec_median").to_pylist() == [10.5, None]
     assert [p.name for p in tmp_path.iterdir()] == ["trials.parquet"], "no temp file left behind"
+
+
+def test_append_refuses_a_key_no_column_holds(tmp_path):
+    """A producer's fact the schema has no column for is a bug to see, not data to drop silently."""
+    path = tmp_path / "trials.parquet"
+    with pytest.raises(ValueError, match="no column for unknown"):
+        append_rows(path, TRIAL_SCHEMA, [{"trial_id": "b", "status": "ok", "unknown": 1}])
+    assert not path.exists()
 
 
 def _append_many(path: Path, count: int) -> None:
@@ -76,22 +85,43 @@ def test_newer_and_older_tables_are_refused_with_direction(tmp_path):
     _write_version(tmp_path / "new.parquet", SCHEMA_VERSION + 1)
     with pytest.raises(ResultsVersionError, match="newer .* update pipebench"):
         read_table(tmp_path / "new.parquet", TRIAL_SCHEMA)
-    _write_version(tmp_path / "old.parquet", SCHEMA_VERSION - 1)
+    _write_version(tmp_path / "old.parquet", 1)
     with pytest.raises(ResultsVersionError, match="older .* upgrade"):
         read_table(tmp_path / "old.parquet", TRIAL_SCHEMA)
 
 
+def test_tables_of_the_last_release_are_read_with_the_columns_added_since_null():
+    """tests/golden/run-v2 is a real run folder written by pipebench 0.1.0 (schema v2)."""
+    trials = read_table(GOLDEN_RUN / "trials.parquet", TRIAL_SCHEMA)
+    assert trials.schema.names == TRIAL_SCHEMA.names and trials.num_rows == 3
+    assert set(trials.column("mode").to_pylist()) == {"input", "train", "synthetic"}
+    assert trials.column("examples_per_sec_median").null_count == 0
+    assert trials.column("env_seen_json").null_count == 3  # a v3 column: v2 never kept it
+    assert read_table(GOLDEN_RUN / "samples.parquet", SAMPLE_SCHEMA).num_rows > 0
+
+
+def test_an_old_machine_json_says_upgrade_and_upgrade_makes_the_folder_readable(tmp_path, cli):
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN_RUN, run)
+    with pytest.raises(ResultsVersionError, match=r"machine.json: machine facts layout v1 is older than v2: run "
+                                                  r"`pipebench upgrade .*run`"):
+        results.load(run)
+    code, out, _ = cli("upgrade", run)
+    assert code == 0 and "rewrote trials.parquet (schema v2 → v3)" in out and "machine.json (layout 1 → 2)" in out
+    loaded = results.load(run)
+    assert loaded.machine.cpu.vcpus == 2 and loaded.data.rows == 4000 and loaded.data.source == "synthetic"
+    assert loaded.trials["trial_id"].is_unique and len(loaded.trials) == 3
+    code, out, _ = cli("upgrade", run)
+    assert code == 0 and out.strip().endswith("already current")
+
+
 def test_load_gives_dataframes_and_refuses_mixing_hosts(tmp_path):
     for name, host in (("a", "h1"), ("b", "h2")):
-        run = tmp_path / name
-        run.mkdir()
-        append_rows(run / results.TRIALS_FILE, TRIAL_SCHEMA,
-                    [{"trial_id": name, "status": "ok", "host_fingerprint": host, "data_fingerprint": "d"}])
-        (run / results.MACHINE_FILE).write_text(json.dumps({"cpu": {"vcpus": 2}}))
-        (run / results.CONFIG_FILE).write_text("name: handmade\n")
+        make_run(tmp_path / name, [trial(name, "input", "aws-sample", "tfrecord", VECTORIZED, 1.0, [],
+                                         host_fingerprint=host)], machine())
     loaded = results.load(tmp_path / "a")
-    assert list(loaded.trials["trial_id"]) == ["a"] and loaded.samples.empty
-    assert loaded.machine == {"cpu": {"vcpus": 2}} and loaded.config["name"] == "handmade" and loaded.study is None
+    assert list(loaded.trials["trial_id"]) == ["a"] and loaded.machine.cpu.vcpus == 4
+    assert len(loaded.samples) == 6 and loaded.config["name"] == "handmade" and loaded.study is None
     with pytest.raises(PipebenchError, match="host_fingerprint"):
         results.load_many([tmp_path / "a", tmp_path / "b"])
     assert len(results.load_many([tmp_path / "a", tmp_path / "b"], allow_mixed=True)) == 2
@@ -114,14 +144,17 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
                              r"samples.parquet: not a readable Parquet table"),
     "trials of other columns": (lambda run: pq.write_table(pa.table({"x": [1]}).replace_schema_metadata(
         {VERSION_KEY: str(SCHEMA_VERSION).encode()}), run / "trials.parquet"), DataError,
-        r"trials.parquet: its columns are not those of results schema v2 \(.* missing, e.g. run_id"),
+        rf"trials.parquet: its columns are not those of results schema v{SCHEMA_VERSION} \(.* missing, e.g. run_id"),
     "machine missing": (lambda run: (run / "machine.json").unlink(), DataError, r"machine.json: missing"),
     "machine not JSON": (lambda run: (run / "machine.json").write_text('{"cpu": {\n  "vcpus": }'), DataError,
                          r"machine.json:2: not valid JSON: Expecting value"),
     "machine a list": (lambda run: (run / "machine.json").write_text("[1, 2]"), DataError,
-                       r"machine.json: must be a JSON object of machine facts, not list"),
-    "machine wrong shape": (lambda run: (run / "machine.json").write_text('{"cpu": {"vcpus": "four"}}'), DataError,
-                            r"machine.json: cpu.vcpus: must be int, not str"),
+                       r"machine.json: the document: must be a mapping, not list"),
+    "machine wrong shape": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].update(vcpus="four")),
+                            DataError, r"machine.json: cpu.vcpus: must be int, not str"),
+    "machine key missing": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].pop("model")),
+                            DataError, r"machine.json: cpu.model: missing"),
+    "data facts not JSON": (lambda run: (run / "data.json").write_text("{"), DataError, r"data.json:1: not valid JSON"),
     "machine not UTF-8": (lambda run: (run / "machine.json").write_bytes(b"\xff\xfe{}"), DataError,
                           r"machine.json: not UTF-8 text"),
     "config missing": (lambda run: (run / "config.yaml").unlink(), DataError, r"config.yaml: missing"),
@@ -138,6 +171,12 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
 }
 
 
+def _edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[:-100])
 
@@ -151,11 +190,13 @@ def test_a_damaged_run_folder_is_refused_naming_the_part(tmp_path, damage):
         results.load(run)
 
 
-def test_a_collected_folder_has_no_machine_facts_and_loads(tmp_path):
-    run = _run(tmp_path)
-    (run / "machine.json").unlink()
-    (run / run_folder.JOBS_FILE).write_text("[]")
-    assert results.load(run).machine == {}
+def test_a_collected_folder_is_read_as_its_member_runs(tmp_path):
+    member = make_run(tmp_path / "collected" / "ml.c5.xlarge" / "File" / "algo-1", passing_rows([]), machine())
+    (tmp_path / "collected" / run_folder.JOBS_FILE).write_text(json.dumps([{"run_dir": "ml.c5.xlarge/File/algo-1"}]))
+    (loaded,) = results.load_many([tmp_path / "collected"])
+    assert loaded.run_dir == member
+    with pytest.raises(UsageError, match="holds 1 run folders: read it with load_many"):
+        results.load(tmp_path / "collected")
 
 
 def test_resume_checks_every_part_it_reads_and_allows_a_run_killed_before_its_first_row(tmp_path):
@@ -184,8 +225,8 @@ def test_an_old_table_is_one_error_line_and_exit_1_every_time(tmp_path):
             done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
                                   text=True, env=env, timeout=120)
             assert (done.returncode, done.stderr) == (1, f"pipebench: error: {run / 'trials.parquet'}: results schema "
-                                                         "v1 is older than v2: upgrade the results with the pipebench "
-                                                         "version that wrote them\n"), (command, attempt)
+                                                         f"v1 is older than v{SCHEMA_VERSION}: upgrade the results "
+                                                         "with the pipebench version that wrote them\n"), (command, attempt)
 
 
 # --- the run folder's lock ---

@@ -139,7 +139,7 @@ def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_su
     run_dir = _run_dir(tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert done.stderr.splitlines()[-1] == (f"pipebench: error: {run_dir}: stopped early: 4 of 4 trials failed, past "
-                                            "max_failure_rate 0.5; the rows so far are written")
+                                            "budget.max_failure_rate 0.5; the rows so far are written")
     rows = results.load(run_dir).trials
     assert len(rows) == 4 and set(rows["status"]) == {"invalid"}, rows[["status", "reason"]]
     assert "4 of 4 trials failed" in (run_dir / "summary.md").read_text()

@@ -43,8 +43,9 @@ def test_file_and_fastfile_channels_run_end_to_end(tmp_path, launch, input_mode,
     assert (trials["examples_per_sec_median"] > 0).all()
     # The same data fingerprint a local run of the launched data has: the manifest came along.
     assert set(trials["data_fingerprint"]) == {launch.local_fingerprint()}
-    sagemaker = run.machine["sagemaker"]
-    assert (sagemaker["instance_type"], sagemaker["current_host"], sagemaker["hosts"]) == ("ml.c5.xlarge", "algo-1", 1)
+    sagemaker = run.machine.sagemaker
+    assert (sagemaker.instance_type, sagemaker.current_host, sagemaker.host_count) == ("ml.c5.xlarge", "algo-1", 1)
+    assert sagemaker.instance_type_source == "SM_CURRENT_INSTANCE_TYPE" and sagemaker.in_training_job
     assert not (root / "output" / "failure").exists()
 
 

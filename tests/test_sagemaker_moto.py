@@ -19,8 +19,12 @@ import pytest
 import yaml
 from moto.server import ThreadedMotoServer
 
-import pipebench.results as results
 from sagemaker_fixtures import TINY
+
+import pipebench.results as results
+from pipebench.errors import PipebenchError
+from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
+from pipebench.results.store import read_table
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
@@ -130,13 +134,17 @@ def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws)
 
     collected = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"), env=aws)
     assert collected.returncode == 0, collected.stdout + collected.stderr
-    merged = results.load(tmp_path / "merged")
-    trials = merged.trials
+    trials = read_table(tmp_path / "merged" / "trials.parquet", TRIAL_SCHEMA).to_pandas()
     assert sorted(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
         ("ml.c5.xlarge", "fastfile", "ok"), ("ml.c5.xlarge", "file", "ok")]
     assert trials["trial_id"].is_unique and trials["run_id"].nunique() == 2
-    assert set(merged.samples["trial_id"]) <= set(trials["trial_id"])
-    assert merged.config["name"] == "tiny"
+    samples = read_table(tmp_path / "merged" / "samples.parquet", SAMPLE_SCHEMA).to_pandas()
+    assert set(samples["trial_id"]) <= set(trials["trial_id"])
+    runs = results.load_many([tmp_path / "merged"], allow_mixed=True)  # one run folder per job and host
+    assert sorted(r.trials["source_mode"].iloc[0] for r in runs) == ["fastfile", "file"]
+    assert {r.machine.sagemaker.instance_type for r in runs} == {"ml.c5.xlarge"} and runs[0].config["name"] == "tiny"
+    with pytest.raises(PipebenchError, match="holds 2 run folders"):
+        results.load(tmp_path / "merged")
     listed = json.loads((tmp_path / "merged" / "jobs.json").read_text())
     assert sorted((j["input_mode"], j["job_name"]) for j in listed) == sorted(
         (j["input_mode"], j["name"]) for j in manifest["jobs"])

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from fake_nvml import FakeGPU, FakeNVML
 
-from pipebench.measure.sampler import Sample, Sampler, evict_page_cache, resident_fraction, resident_pages, summarize
+from pipebench.measure.sampler import Sample, Sampler, summarize
+from pipebench.page_cache import evict_page_cache, resident_fraction, resident_pages
 
 MiB = 2**20
 
@@ -65,14 +66,14 @@ def test_cpu_of_a_burning_grandchild_is_counted(tree):
     samples, summary, _ = tree
     assert len(samples) >= 5
     assert all(s.processes == 3 for s in samples)
-    assert summary["cpu_pct_median"] > 50
+    assert summary.cpu_pct_median > 50
 
 
 def test_rss_of_the_tree_includes_the_grandchilds_200_mib(tree):
     samples, summary, _ = tree
-    assert summary["rss_peak_bytes"] > 200 * MiB
-    assert summary["rss_median_bytes"] > 200 * MiB
-    assert summary["root_rss_peak_bytes"] < 100 * MiB  # the root's own peak: it only sleeps
+    assert max(s.rss_bytes for s in samples) > 200 * MiB
+    assert summary.rss_median_bytes > 200 * MiB
+    assert max(s.root_rss_peak_bytes for s in samples) < 100 * MiB  # the root's own peak: it only sleeps
 
 
 def test_cpu_shares_use_the_roots_cpus_and_their_physical_cores(tree):
@@ -164,7 +165,7 @@ def test_gpu_fields_come_from_nvml():
     assert (picked.gpu_util_pct, picked.gpu_mem_used_bytes) == (80.0, 3 * 2**30)
     assert nvml.calls == ["init", "shutdown", "init", "shutdown"]
     summary = summarize(samples)
-    assert summary["gpu_util_pct_median"] == 75.0 and summary["gpu_mem_peak_bytes"] == 12 * 2**30
+    assert summary.gpu_util_pct_median == 75.0 and summary.gpu_mem_peak_bytes == 12 * 2**30
     assert samples[0].as_row()["gpu_util_pct_per_device"] == [40.0, 80.0]
 
 
@@ -193,19 +194,29 @@ def test_summary_of_known_samples():
                for cpu, rss, fraction in [(10, 100, 0.0), (20, 300, 0.5), (30, 200, 0.9), (40, 400, 1.0),
                                           (200, 50, 1.0)]]
     summary = summarize(samples)
-    assert summary["samples"] == 5 and summary["duration_sec"] == 4.0
-    assert summary["cpu_pct_median"] == 30.0
-    assert summary["cpu_pct_p95"] == pytest.approx(168.0)  # linear interpolation between 40 and 200
-    assert summary["cpu_pct_of_vcpus_median"] == summary["cpu_pct_of_physical_cores_median"] == 15.0
-    assert summary["busiest_core_pct_median"] == 15.0 and summary["host_cpu_pct_median"] == 12.5
-    assert (summary["rss_median_bytes"], summary["rss_peak_bytes"], summary["root_rss_peak_bytes"]) == (200, 400, 401)
-    assert (summary["page_cache_resident_fraction_start"], summary["page_cache_resident_fraction_end"]) == (0.0, 1.0)
-    assert summary["gpu_util_pct_median"] is None and summary["gpu_mem_peak_bytes"] is None
+    assert summary.samples == 5
+    assert summary.cpu_pct_median == 30.0
+    assert summary.cpu_pct_p95 == pytest.approx(168.0)  # linear interpolation between 40 and 200
+    assert summary.cpu_pct_of_vcpus_median == summary.cpu_pct_of_physical_cores_median == 15.0
+    assert summary.busiest_core_pct_median == 15.0
+    # the host's busy CPU (the per-core sum) beyond the tree's: 5 in the first sample, none after
+    assert summary.other_cpu_pct_median == 0.0
+    assert summary.rss_median_bytes == 200
+    assert (summary.page_cache_resident_fraction_start, summary.page_cache_resident_fraction_end) == (0.0, 1.0)
+    assert summary.gpu_util_pct_median is None and summary.gpu_mem_peak_bytes is None
     assert Sampler(0).summarize(samples) == summary
     window = summarize(samples, since=1.0, until=3.0)  # e.g. a worker's measured windows, warmup left out
-    assert window["samples"] == 3 and window["cpu_pct_median"] == 30.0 and window["rss_peak_bytes"] == 400
+    assert window.samples == 3 and window.cpu_pct_median == 30.0 and window.rss_median_bytes == 300
     empty = summarize([])
-    assert empty["samples"] == 0 and empty["cpu_pct_median"] is None and empty["rss_peak_bytes"] is None
+    assert empty.samples == 0 and empty.cpu_pct_median is None and empty.rss_median_bytes is None
+
+
+def test_other_processes_cpu_is_what_the_host_used_beyond_the_trial():
+    """Interference is data: a neighbour keeping one core busy shows as ~100 (one vCPU) beside the trial."""
+    samples = [Sample(t_sec=float(t), wall_time=0.0, processes=1, threads=1, cpu_pct=100.0, cpu_pct_of_vcpus=50.0,
+                      cpu_pct_of_physical_cores=50.0, per_core_pct=(100.0, 95.0 + t), rss_bytes=1,
+                      root_rss_peak_bytes=1) for t in range(5)]
+    assert summarize(samples).other_cpu_pct_median == 97.0
 
 
 def filesystem_of(path: Path) -> str:

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from report_fixtures import machine
 
 from pipebench.config import parse_experiment
+from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.store import read_table
 from pipebench.search.space import Dimension, default_space, pin_inert
@@ -24,8 +26,7 @@ from pipebench.search.space import Dimension, default_space, pin_inert
 optuna = pytest.importorskip("optuna")
 from optuna.trial import TrialState  # noqa: E402
 
-NO_OPENMP = {"cpu": {"vcpus": 2}, "tensorflow": {"openmp": {
-    "linked": False, "statement": "no OpenMP runtime linked: KMP_* and OMP_NUM_THREADS cannot affect TF ops"}}}
+NO_OPENMP = MachineFacts.from_json(machine(vcpus=2, physical_cores=2), "machine.json")
 
 
 def _doc(tmp_path: Path, cache: Path, **search) -> dict:
@@ -67,7 +68,7 @@ def _rows(results: Path) -> list[dict]:
 
 
 def _journal(path: Path):
-    from pipebench.search.study import open_storage
+    from pipebench.search.optuna_driver import open_storage
 
     return open_storage(str(path), path.parent)
 
@@ -86,20 +87,29 @@ def test_kmp_affinity_is_pinned_without_openmp_and_the_log_says_why():
     pinned, notes = pin_inert(space, NO_OPENMP, {"env.KMP_AFFINITY": "disabled"})
     assert pinned["env.KMP_AFFINITY"].choices == ("disabled",)
     assert pinned["inter_op_threads"].choices == (0, 1, 2)
-    assert any(n.startswith("KMP_AFFINITY pinned to disabled: no OpenMP runtime linked") for n in notes), notes
-    assert any("inter_op_threads above the 2 vCPUs dropped" in n for n in notes), notes
+    assert notes["env.KMP_AFFINITY"].startswith("KMP_AFFINITY pinned to disabled: no OpenMP runtime linked"), notes
+    assert "inter_op_threads above the 2 vCPUs dropped" in notes["inter_op_threads"], notes
+
+
+def test_an_inert_knob_with_unset_among_its_choices_is_left_unset():
+    """Pinning KMP_AFFINITY to a value made every trial claim a setting that did nothing (the checklist
+    then blamed the best trial for it): unset is the honest pin."""
+    space = {"env.KMP_AFFINITY": Dimension("env.KMP_AFFINITY", ("disabled", None))}
+    pinned, notes = pin_inert(space, NO_OPENMP, {"env.KMP_AFFINITY": "disabled"})
+    assert pinned["env.KMP_AFFINITY"].choices == (None,) and "pinned to unset" in notes["env.KMP_AFFINITY"]
 
 
 def test_this_build_links_no_openmp_so_a_search_pins_kmp_affinity(tmp_path, cache):
     from pipebench.datasets import materialise
     from pipebench.measure.machine import machine_facts
-    from pipebench.search.study import make_plan
+    from pipebench.search.plan import make_plan
 
     machine = machine_facts()
-    assert machine["tensorflow"]["openmp"]["linked"] is False, "this test expects a TF build without OpenMP"
+    assert machine.tensorflow.openmp.linked is False, "this test expects a TF build without OpenMP"
     experiment = parse_experiment(_doc(tmp_path, cache))
     plan = make_plan(experiment, materialise(experiment, log=lambda _: None), machine)
-    assert plan.space["env.KMP_AFFINITY"].pinned and any("KMP_AFFINITY pinned" in n for n in plan.pinned)
+    assert plan.space["env.KMP_AFFINITY"].pinned and "KMP_AFFINITY pinned" in plan.pinned["env.KMP_AFFINITY"]
+    assert "env.KMP_AFFINITY" in plan.pinned_knobs
     kept = make_plan(parse_experiment(_doc(tmp_path, cache, pin_inert=False)),
                      materialise(experiment, log=lambda _: None), machine)
     assert not kept.space["env.KMP_AFFINITY"].pinned and not kept.pinned
@@ -136,12 +146,14 @@ def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(
     assert first[0].params["intra_op_threads"] == first[0].params["inter_op_threads"] == 2
     assert first[1].params["intra_op_threads"] == first[1].params["inter_op_threads"] == 0
     rows = sorted((r for r in _rows(run_dir) if r["status"] == "ok"), key=lambda r: r["optuna_trial_number"])
-    assert rows[0]["env_KMP_AFFINITY"] == "disabled" and rows[0]["intra_op_threads"] == 2
+    # the deck's KMP_AFFINITY=disabled does nothing on this build (no OpenMP): pinned unset, and the row says so
+    assert rows[0]["env_KMP_AFFINITY"] is None and "env.KMP_AFFINITY" in rows[0]["pinned_knobs"]
+    assert rows[0]["intra_op_threads"] == 2
     assert rows[1]["intra_op_threads"] is None and rows[1]["inter_op_threads"] is None
-    assert rows[1]["env_KMP_AFFINITY"] == "disabled", "pinned on this build (no OpenMP), so every trial has it"
+    assert rows[1]["env_KMP_AFFINITY"] is None, "pinned unset on this build (no OpenMP), so no trial sets it"
     assert len(rows) == 4 and len({r["optuna_trial_number"] for r in rows}) == 4
     assert all(r["study"] == "tiny" and r["host"] == socket.gethostname() for r in rows)
-    assert "KMP_AFFINITY pinned to disabled" in out and "importances (examples_per_sec)" in out
+    assert "KMP_AFFINITY pinned to unset" in out and "importances (examples_per_sec)" in out
     assert (run_dir / "importances.json").exists()
     served = _dashboard_study(run_dir / "study.journal")
     assert served["name"] == "tiny"
@@ -175,7 +187,7 @@ def _dashboard_study(journal: Path) -> dict:
 
 
 def test_a_slow_trial_is_pruned(tmp_path, cache):
-    from pipebench.search.study import search
+    from pipebench.runner import run as search
 
     journal = tmp_path / "pruning.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="median",
@@ -208,20 +220,20 @@ def test_failed_trials_are_told_fail_with_the_reason_and_stop_the_study_past_the
     rows = _rows(tmp_path / "results")
     assert [r["status"] for r in rows] == ["invalid"] * 4
     (run_dir,) = (tmp_path / "results" / "tiny").iterdir()
-    assert "stopped early: 4 of 4 trials failed, past max_failure_rate 0.5" in out
+    assert "stopped early: 4 of 4 trials failed, past budget.max_failure_rate 0.5" in out
     assert code == 3 and err.splitlines()[-1] == (f"pipebench: error: {run_dir}: stopped early: 4 of 4 trials "
-                                                  "failed, past max_failure_rate 0.5; the rows so far are written")
+                                                  "failed, past budget.max_failure_rate 0.5; the rows so far are written")
 
 
 def test_an_unreachable_storage_is_one_line_without_its_password(tmp_path):
     """Regression: an RDB storage that does not answer gave a 136-line traceback (and a run folder)."""
     from pipebench.errors import ConfigError
-    from pipebench.search.study import open_storage
+    from pipebench.search.optuna_driver import open_storage
 
     with pytest.raises(ConfigError) as refused:
         open_storage("postgresql://nobody:s3cret@127.0.0.1:1/x", tmp_path, "--storage")
     message = str(refused.value)
-    assert message.startswith("--storage: cannot reach postgresql://nobody:***@127.0.0.1:1/x (connection to server ")
+    assert message.startswith("--storage: cannot reach postgresql://nobody@127.0.0.1:1/x (connection to server ")
     assert "Connection refused" in message and "s3cret" not in message and "\n" not in message
     assert not list(tmp_path.iterdir())
 
@@ -242,7 +254,7 @@ def _two_workers_finish_with_one_killed(tmp_path: Path, cache: Path, storage: st
     for proc in (second, restarted):
         out, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, out
-    from pipebench.search.study import open_storage
+    from pipebench.search.optuna_driver import open_storage
 
     study = optuna.load_study(study_name="shared", storage=open_storage(storage, tmp_path))
     _assert_every_slot_once(study, 4)
@@ -326,7 +338,7 @@ def test_space_takes_stage_source_and_option_knobs_and_refuses_dropping_a_meanin
 def test_worker_trial_applies_pipeline_knobs_and_lists_those_a_pipeline_cannot_take(tmp_path, cache):
     from pipebench.datasets import materialise
     from pipebench.pipeline.spec import PipelineSpec
-    from pipebench.search.study import make_plan, worker_trial
+    from pipebench.search.plan import make_plan, worker_trial
 
     doc = _doc(tmp_path, cache, space={"stage.prefetch.enabled": [False], "source.num_parallel_reads": [2],
                                        "option.threading.private_threadpool_size": [3],
@@ -335,12 +347,12 @@ def test_worker_trial_applies_pipeline_knobs_and_lists_those_a_pipeline_cannot_t
     plan = make_plan(experiment, materialise(experiment, log=lambda _: None), NO_OPENMP)
     params = {name: dim.choices[0] for name, dim in plan.space.items()}
     trial = worker_trial(plan, params)
-    spec = PipelineSpec.from_dict(trial["pipeline"])
+    spec = PipelineSpec.from_dict(trial.pipeline_spec)
     reference = plan.pipelines[params["pipeline"]].spec
     assert "prefetch" in reference.kinds and "prefetch" not in spec.kinds
     assert spec.source.num_parallel_reads == 2
     assert dict(spec.options.settings)["threading.private_threadpool_size"] == 3
-    assert trial["knobs_not_applied"] == [f"stage.interleave.cycle_length: {reference.ordering} has no interleave stage"]
+    assert trial.knobs_not_applied == (f"stage.interleave.cycle_length: {reference.ordering} has no interleave stage",)
 
 
 # --- study creation, duplicates, objectives ---
@@ -348,13 +360,14 @@ def test_worker_trial_applies_pipeline_knobs_and_lists_those_a_pipeline_cannot_t
 _OPEN_STUDY = """
 import sys, time
 from pipebench.config import parse_experiment
-from pipebench.search.study import Plan, open_storage, open_study
+from pipebench.search.optuna_driver import open_storage, open_study
+from pipebench.search.plan import Plan
 from pathlib import Path
 experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6}})
 start = float(sys.argv[2])
 while time.time() < start:
     pass
-study = open_study(experiment, Plan(experiment, None, {}, {}, [], []), open_storage(sys.argv[1], Path(".")))
+study = open_study(experiment, Plan(experiment, None, {}, {}, {}, []), open_storage(sys.argv[1], Path(".")))
 print(study.user_attrs["pipebench_slots"])
 """
 
@@ -372,7 +385,7 @@ def test_two_processes_creating_one_study_at_once_enqueue_its_slots_once(tmp_pat
 
 
 def test_settings_measured_before_are_told_not_measured_again(tmp_path, cache):
-    from pipebench.search.study import search
+    from pipebench.runner import run as search
 
     journal = tmp_path / "dups.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=5, pruner="none", seed=3,
@@ -392,8 +405,8 @@ def test_settings_measured_before_are_told_not_measured_again(tmp_path, cache):
 
 def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_catalog(tmp_path, cache, monkeypatch):
     from pipebench.errors import ConfigError
-    from pipebench.report.catalog import load_catalog
-    from pipebench.search.study import search
+    from pipebench.catalog import load_catalog
+    from pipebench.runner import run as search
 
     objectives = ["examples_per_sec", "rss_peak_bytes", "cost_per_million_examples"]
     doc = _doc(tmp_path, cache, storage=str(tmp_path / "multi.journal"), n_trials=3, objectives=objectives,
@@ -418,7 +431,7 @@ def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_ca
 
 
 def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker(tmp_path, cache):
-    from pipebench.search.study import search
+    from pipebench.runner import run as search
 
     journal = tmp_path / "remote.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="none", heartbeat_sec=1,

@@ -28,6 +28,7 @@ from pipebench.sources.modes import in_source_mode
 from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator, channel_feed
 from pipebench.sources.pipe_fallback import FifoChannel
 from pipebench.sources.session import trial_sources
+from pipebench.testing import trial_spec
 
 HAVE_PIPE = importlib.util.find_spec("sagemaker_tensorflow") is not None
 needs_pipe = pytest.mark.skipif(not HAVE_PIPE, reason="sagemaker_tensorflow exists only in the TF 2.14 env "
@@ -174,11 +175,11 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
         "presets": ["guide"], "formats": ["tfrecord"], "source_modes": ["pipe", "file"]}})
     data = DataSet({"tfrecord": ["part-0.tfrecord"]})
     found = candidates(experiment, data)
-    assert [c.label for c in found] == ["guide:tfrecord", "guide:tfrecord@pipe"]
-    assert found[1].describe()["semantics_why"] == "preset; pipe mode: interleave dropped (one FIFO stream per channel)"
+    assert [c.name_in_space for c in found] == ["guide:tfrecord", "guide:tfrecord@pipe"]
+    assert found[1].label().semantics_why == "preset; pipe mode: interleave dropped (one FIFO stream per channel)"
     planned = trials(experiment, data)
-    assert [t["describe"]["source_mode"] for t in planned] == ["file", "pipe"]
-    assert len({t["trial_id"] for t in planned}) == 2 and planned[1]["sources"] == experiment["sources"]
+    assert [t.label.source_mode for t in planned] == ["file", "pipe"]
+    assert len({t.trial_id for t in planned}) == 2 and planned[1].sources == experiment["sources"]
 
 
 @pytest.mark.skipif(HAVE_PIPE, reason="checks the environments without sagemaker_tensorflow")
@@ -298,8 +299,8 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
 
     spec, _ = in_source_mode(preset("aws-sample", format="tfrecord", files=(data["tfrecord"],), batch_size=64,
                                      epochs=None), "pipe")
-    trial = {"trial_id": "killed", "mode": "input", "pipeline": spec.to_dict(), "sources": {}, "threads": {},
-             "env": {}, "measurement": {"warmup_max_sec": 60.0, "window_sec": 60.0, "windows": 1, "steady_cv_pct": 0}}
+    trial = trial_spec(pipeline=spec, trial_id="killed",
+                       measurement={"warmup_max_sec": 60.0, "window_sec": 60.0, "windows": 1, "steady_cv_pct": 0})
     trial_dir = tmp_path / "trial"
     spotted: list[_WriterSpotter] = []
 
@@ -309,7 +310,7 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
 
     outcome = run_worker(trial, trial_dir, Limits(timeout_sec=15, memory_cap_bytes=4 << 30), sampler_factory=spotter)
     writers = spotted[0].writers
-    assert outcome.record["status"] == "timeout" and len(writers) >= 2
+    assert outcome.record.status.value == "timeout" and len(writers) >= 2
     assert _gone(writers, trial_dir / "scratch"), "the killed trial left a writer or its FIFOs"
 
 
@@ -320,13 +321,11 @@ def test_a_pipe_trial_rerun_after_its_manager_was_killed_finds_no_stale_fifo_fol
 
     spec, _ = in_source_mode(preset("aws-sample", format="tfrecord", files=(data["tfrecord"],), batch_size=64,
                                      epochs=None), "pipe")
-    trial = {"trial_id": "resumed", "mode": "input", "pipeline": spec.to_dict(), "threads": {}, "env": {},
-             "sources": {"pipe": {"reader": "python"}},
-             "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50.0}}
+    trial = trial_spec(pipeline=spec, trial_id="resumed", sources={"pipe": {"reader": "python"}})
     trial_dir = tmp_path / "trial"
     stale = trial_dir / "scratch" / "pipe" / "data"
     stale.mkdir(parents=True)
     os.mkfifo(stale / "train_0")
     outcome = run_worker(trial, trial_dir, Limits(timeout_sec=120, memory_cap_bytes=4 << 30))
-    assert outcome.record["status"] == "ok", outcome.record.get("reason")
+    assert outcome.record.status.value == "ok", outcome.record.reason
     assert not (trial_dir / "scratch").exists()

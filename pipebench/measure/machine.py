@@ -36,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pipebench
+from pipebench.measure.facts import FACTS_VERSION, MachineFacts
 
 TF_CHILD_TIMEOUT_SEC = 180
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
@@ -298,7 +299,8 @@ def onednn_facts(build_default: bool | None, enabled: bool | None, env_value: st
 def openmp_facts(needed: dict[str, list[str]] | None, loaded: list[str] | None) -> dict:
     """Give whether an OpenMP runtime is linked into TF, which, and what that means for KMP_*/OMP_*."""
     if needed is None or loaded is None:
-        return {"linked": None, "runtimes": [], "statement": "unknown (TensorFlow facts unavailable)"}
+        return {"linked": None, "runtimes": [], "needed_by": {}, "loaded": [],
+                "statement": "unknown (TensorFlow facts unavailable)"}
     runtimes = openmp_runtimes([lib for libs in needed.values() for lib in libs] + loaded)
     if runtimes:
         statement = (f"OpenMP runtime linked ({', '.join(runtimes)}): KMP_* and OMP_NUM_THREADS can affect "
@@ -309,13 +311,20 @@ def openmp_facts(needed: dict[str, list[str]] | None, loaded: list[str] | None) 
             "statement": statement}
 
 
+def no_tensorflow(error: str, env_value: str | None) -> dict:
+    """Give the TensorFlow facts of a host where TF does not import: every build fact unknown, and why."""
+    return {"importable": False, "error": error,
+            **dict.fromkeys(("version", "git_version", "keras_version", "library_dir", "cuda_build", "cuda_version",
+                             "cudnn_version", "gpus_visible")),
+            "onednn": onednn_facts(None, None, env_value), "openmp": openmp_facts(None, None),
+            "sagemaker_tensorflow": {"importable": False, "reason": error}}
+
+
 def tensorflow_summary(env: dict[str, str] | None = None) -> dict:
     """Give TF version and build facts gathered in child processes, never importing TF here."""
     env = dict(os.environ if env is None else env)
     if importlib.util.find_spec("tensorflow") is None:
-        return {"importable": False, "error": "tensorflow is not installed",
-                "onednn": onednn_facts(None, None, env.get(ONEDNN_ENV)), "openmp": openmp_facts(None, None),
-                "sagemaker_tensorflow": {"importable": False, "reason": "tensorflow is not installed"}}
+        return no_tensorflow("tensorflow is not installed", env.get(ONEDNN_ENV))
     env_value = env.get(ONEDNN_ENV)
     default_env = {k: v for k, v in env.items() if k != ONEDNN_ENV}
     with ThreadPoolExecutor(2) as pool:  # the two imports overlap; the second runs only when the variable is set
@@ -324,12 +333,11 @@ def tensorflow_summary(env: dict[str, str] | None = None) -> dict:
         facts = default_run.result()
         asked = asked_run.result() if asked_run else facts
     if "error" in facts or "error" in asked:
-        error = facts.get("error") or asked.get("error")
-        return {"importable": False, "error": error, "onednn": onednn_facts(None, None, env_value),
-                "openmp": openmp_facts(None, None), "sagemaker_tensorflow": {"importable": False, "reason": error}}
+        return no_tensorflow(facts.get("error") or asked.get("error"), env_value)
     composed = ("onednn_enabled", "openmp_needed", "openmp_loaded", "sagemaker_tensorflow")
     return {
         "importable": True,
+        "error": None,
         **{k: v for k, v in facts.items() if k not in composed},
         "onednn": onednn_facts(facts["onednn_enabled"], asked["onednn_enabled"], env_value),
         "openmp": openmp_facts(facts["openmp_needed"], facts["openmp_loaded"]),
@@ -339,21 +347,32 @@ def tensorflow_summary(env: dict[str, str] | None = None) -> dict:
 
 # ---------------------------------------------------------------- SageMaker, fingerprint, all facts
 
+#: How machine facts say where an instance type came from.
+INSTANCE_TYPE_FROM_SAGEMAKER = "SM_CURRENT_INSTANCE_TYPE"
+INSTANCE_TYPE_ASSERTED = "asserted (--instance-type)"
+
+
 def sagemaker_facts(instance_type: str | None = None, env: dict[str, str] | None = None) -> dict:
-    """Give the SageMaker instance type (an explicit argument wins over SM_CURRENT_INSTANCE_TYPE) and SM_* facts."""
+    """Give the instance type and SageMaker's own facts.
+
+    Inside a training job SageMaker's SM_CURRENT_INSTANCE_TYPE is the instance type. Elsewhere a
+    user may name it (`--instance-type`, for the checklist's cost ranking): it is recorded as
+    asserted, and the host is still not a training job.
+    """
     env = os.environ if env is None else env
     from_env = env.get("SM_CURRENT_INSTANCE_TYPE")
     try:
-        hosts = len(json.loads(env["SM_HOSTS"])) if "SM_HOSTS" in env else None
+        host_count = len(json.loads(env["SM_HOSTS"])) if "SM_HOSTS" in env else None
     except (ValueError, TypeError):
-        hosts = None
+        host_count = None
     return {
-        "instance_type": instance_type or from_env,
-        "instance_type_source": "argument" if instance_type else "SM_CURRENT_INSTANCE_TYPE" if from_env else None,
+        "instance_type": from_env or instance_type,
+        "instance_type_source": INSTANCE_TYPE_FROM_SAGEMAKER if from_env else INSTANCE_TYPE_ASSERTED if instance_type
+        else None,
         "in_training_job": (any(k.startswith("SM_") for k in env)
                             or Path("/opt/ml/input/config/resourceconfig.json").exists()),
         "current_host": env.get("SM_CURRENT_HOST"),
-        "hosts": hosts,
+        "host_count": host_count,
         "num_cpus": int(env["SM_NUM_CPUS"]) if env.get("SM_NUM_CPUS", "").isdigit() else None,
         "num_gpus": int(env["SM_NUM_GPUS"]) if env.get("SM_NUM_GPUS", "").isdigit() else None,
     }
@@ -377,9 +396,14 @@ def host_fingerprint(facts: dict) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def machine_facts(instance_type: str | None = None) -> dict:
-    """Give the JSON-serialisable facts of this host and its TensorFlow (TF itself is asked in a child)."""
+def machine_facts(instance_type: str | None = None) -> MachineFacts:
+    """Give the facts of this host and its TensorFlow (TF itself is asked in a child).
+
+    `instance_type` is what a user asserts the host is (`--instance-type`); SageMaker's own
+    variable wins inside a training job.
+    """
     facts = {
+        "facts_version": FACTS_VERSION,
         "collected_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "pipebench_version": pipebench.__version__,
         "cpu": cpu_facts(),
@@ -391,51 +415,50 @@ def machine_facts(instance_type: str | None = None) -> dict:
         "sagemaker": sagemaker_facts(instance_type),
     }
     facts["host_fingerprint"] = host_fingerprint(facts)
-    return facts
+    return MachineFacts.from_json(facts, "machine facts")
 
 
-def format_facts(facts: dict) -> str:
+def format_facts(facts: MachineFacts) -> str:
     """Give the facts as the short aligned text `pipebench env` prints."""
-    cpu, tf_facts, gpu, sm = facts["cpu"], facts["tensorflow"], facts["gpu"], facts["sagemaker"]
-    sockets = cpu["sockets"]
-    cpu_line = (f"{cpu['model'] or 'unknown model'}, {sockets or '?'} socket{'s' if sockets != 1 else ''}, "
-                f"{cpu['physical_cores']} physical cores, {cpu['vcpus']} vCPUs usable")
-    if cpu["vcpus"] != cpu["online_cpus"]:
-        cpu_line += f" (affinity; {cpu['online_cpus']} online)"
-    memory = facts["memory_bytes"]
-    os_info = facts["os"]
-    if tf_facts["importable"]:
-        tf_line = f"{tf_facts['version']} (Keras {tf_facts['keras_version'] or '?'}), "
-        tf_line += f"CUDA build {tf_facts['cuda_version']}" if tf_facts["cuda_build"] else "CPU-only build"
-        if tf_facts["cuda_build"]:
-            tf_line += f", {tf_facts['gpus_visible']} GPU(s) visible to TF"
+    cpu, tf_facts, gpu, sm = facts.cpu, facts.tensorflow, facts.gpu, facts.sagemaker
+    sockets = cpu.sockets
+    cpu_line = (f"{cpu.model or 'unknown model'}, {sockets or 'unknown'} socket{'s' if sockets != 1 else ''}, "
+                f"{cpu.physical_cores} physical cores, {cpu.vcpus} vCPUs usable")
+    if cpu.vcpus != cpu.online_cpus:
+        cpu_line += f" (affinity; {cpu.online_cpus} online)"
+    memory = facts.memory_bytes
+    os_info = facts.os
+    if tf_facts.importable:
+        tf_line = f"{tf_facts.version} (Keras {tf_facts.keras_version or 'not importable'}), "
+        tf_line += f"CUDA build {tf_facts.cuda_version}" if tf_facts.cuda_build else "CPU-only build"
+        if tf_facts.cuda_build:
+            tf_line += f", {tf_facts.gpus_visible} GPU(s) visible to TF"
     else:
-        tf_line = f"unavailable: {tf_facts['error']}"
-    pipe = tf_facts["sagemaker_tensorflow"]
-    if gpu["count"]:
-        names = sorted({d["name"] for d in gpu["devices"]})
-        gpu_line = f"{gpu['count']} × {', '.join(names)}, driver {gpu['driver_version']}"
+        tf_line = f"unavailable: {tf_facts.error}"
+    pipe = tf_facts.sagemaker_tensorflow
+    if gpu.count:
+        names = sorted({d.name for d in gpu.devices})
+        gpu_line = f"{gpu.count} × {', '.join(names)}, driver {gpu.driver_version}"
     else:
-        gpu_line = f"no GPU ({gpu['reason']})"
-    if sm["instance_type"]:
-        sm_line = f"{sm['instance_type']} (from {sm['instance_type_source']})"
+        gpu_line = f"no GPU ({gpu.reason})"
+    if sm.instance_type:
+        sm_line = f"{sm.instance_type} ({sm.instance_type_source})"
     else:
-        sm_line = "instance type unknown (set SM_CURRENT_INSTANCE_TYPE or pass --instance-type)"
+        sm_line = "instance type unknown (SageMaker sets SM_CURRENT_INSTANCE_TYPE; elsewhere pass --instance-type)"
     rows = [
         ("CPU", cpu_line),
-        ("CPU features", " ".join(cpu["isa"]) or "none of " + " ".join(ISA_FLAGS)),
+        ("CPU features", " ".join(cpu.isa) or "none of " + " ".join(ISA_FLAGS)),
         ("Memory", f"{memory / 2**30:.1f} GiB" if memory else "unknown"),
-        ("OS", f"{os_info['system']} {os_info['kernel']}"
-               + (f" ({os_info['distribution']})" if os_info["distribution"] else "")),
-        ("Python", f"{facts['python']['version']} ({facts['python']['executable']})"),
+        ("OS", f"{os_info.system} {os_info.kernel}" + (f" ({os_info.distribution})" if os_info.distribution else "")),
+        ("Python", f"{facts.python.version} ({facts.python.executable})"),
         ("TensorFlow", tf_line),
-        ("oneDNN", tf_facts["onednn"]["statement"]),
-        ("OpenMP", tf_facts["openmp"]["statement"]),
-        ("Pipe mode", "sagemaker_tensorflow imports (PipeModeDataset available)" if pipe["importable"]
-         else f"sagemaker_tensorflow unavailable: {pipe['reason']}"),
+        ("oneDNN", tf_facts.onednn.statement),
+        ("OpenMP", tf_facts.openmp.statement),
+        ("Pipe mode", "sagemaker_tensorflow imports (PipeModeDataset available)" if pipe.importable
+         else f"sagemaker_tensorflow unavailable: {pipe.reason}"),
         ("GPU", gpu_line),
-        ("SageMaker", sm_line),
-        ("Fingerprint", facts["host_fingerprint"]),
+        ("SageMaker", sm_line + (" — inside a training job" if sm.in_training_job else "")),
+        ("Fingerprint", facts.host_fingerprint),
     ]
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
@@ -444,7 +467,7 @@ def format_facts(facts: dict) -> str:
 def print_facts(instance_type: str | None = None, as_json: bool = False) -> int:
     """Print this host's facts (text, or JSON with as_json) and give exit code 0: `pipebench env`."""
     facts = machine_facts(instance_type)
-    print(json.dumps(facts, indent=2) if as_json else format_facts(facts))
+    print(json.dumps(facts.to_json(), indent=2) if as_json else format_facts(facts))
     return 0
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import psutil
 
+from pipebench.measure.sampler import Usage
+from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
 
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
@@ -33,25 +35,41 @@ class Limits:
     memory_cap_bytes: int
 
 
+@dataclass(frozen=True)
+class ProcessFacts:
+    """What the manager saw of the worker process from outside."""
+
+    duration_sec: float  # worker start to exit, on the manager's clock
+    exit_code: int | None
+    signal: int | None
+    stderr_tail: str | None
+    rss_peak_bytes: int  # the largest of the manager's 10 Hz polls of the tree, the sampler's, and the root's VmHWM
+
+
 @dataclass
 class Outcome:
-    """A finished trial: the worker's record plus process facts, and the sampler's samples."""
+    """A finished trial: the worker's record, the process facts, the sampler's samples and their summary.
 
-    record: dict
+    `usage` summarises the samples taken during the measured windows only (None when the worker
+    measured no windows): TF import, build, warm-up and the AUC pass are not what a figure describes.
+    """
+
+    record: TrialRecord
+    process: ProcessFacts
     samples: list[dict] = field(default_factory=list)
-    sampler_summary: dict = field(default_factory=dict)
+    usage: Usage | None = None
 
 
-def trial_environment(trial: dict, base: dict[str, str] | None = None) -> dict[str, str]:
+def trial_environment(trial: TrialSpec, base: dict[str, str] | None = None) -> dict[str, str]:
     """Give the worker's environment: the trial's variables set (or unset when null), thread pools."""
     env = dict(os.environ if base is None else base)
-    for name, value in (trial.get("env") or {}).items():
+    for name, value in trial.env.items():
         if value is None:
             env.pop(name, None)
         else:
             env[name] = str(value)
     for key, name in THREAD_ENV.items():
-        value = (trial.get("threads") or {}).get(key)
+        value = getattr(trial.threads, key)
         if value:
             env[name] = str(value)
         else:
@@ -105,7 +123,7 @@ class _WindowReader:
         return [(r["window"], r["examples_per_sec"]) for r in reports]
 
 
-def run_worker(trial: dict, trial_dir: Path, limits: Limits,
+def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
                sampler_factory: Callable[[int], object] | None = None,
                clock: Callable[[], float] = time.monotonic,
                on_progress: Callable[[int, float], bool] | None = None) -> Outcome:
@@ -116,7 +134,7 @@ def run_worker(trial: dict, trial_dir: Path, limits: Limits,
     """
     trial_dir.mkdir(parents=True, exist_ok=True)
     trial_path, result_path, stderr_path = trial_dir / "trial.json", trial_dir / "result.json", trial_dir / "stderr.txt"
-    trial_path.write_text(json.dumps(trial, indent=2))
+    trial_path.write_text(json.dumps(trial.to_json(), indent=2))
     result_path.unlink(missing_ok=True)
     (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)
     # A manager killed by SIGKILL never reached the cleanup below: its worker's FIFOs are still here.
@@ -164,20 +182,22 @@ def run_worker(trial: dict, trial_dir: Path, limits: Limits,
             on_progress(window, rate)
     duration = clock() - started
     record = _outcome_record(proc.returncode, killed_for, result_path, stderr_path)
-    record.update(duration_sec=duration, exit_code=proc.returncode if proc.returncode >= 0 else None,
-                  signal=-proc.returncode if proc.returncode < 0 else None, stderr_tail=_tail(stderr_path) or None)
-    record.setdefault("rss_peak_bytes", peak_rss)
-    summary = sampler.summarize(samples) if sampler is not None and samples else {}
-    return Outcome(record, [s if isinstance(s, dict) else s.as_row() for s in samples], summary)
+    sampled_peak = max([s.rss_bytes for s in samples] + [s.root_rss_peak_bytes or 0 for s in samples], default=0)
+    process = ProcessFacts(duration, proc.returncode if proc.returncode >= 0 else None,
+                           -proc.returncode if proc.returncode < 0 else None, _tail(stderr_path) or None,
+                           max(peak_rss, sampled_peak))
+    usage = None
+    if sampler is not None and record.windows_started_sec is not None:
+        usage = sampler.summarize(samples, since=record.windows_started_sec, until=record.windows_ended_sec)
+    return Outcome(record, process, [s.as_row() for s in samples], usage)
 
 
-def _outcome_record(returncode: int, killed_for, result_path: Path, stderr_path: Path) -> dict:
+def _outcome_record(returncode: int, killed_for, result_path: Path, stderr_path: Path) -> TrialRecord:
     if killed_for:
-        return {"status": killed_for[0], "reason": killed_for[1]}
+        return TrialRecord(TrialStatus(killed_for[0]), killed_for[1])
     if result_path.exists():
-        return json.loads(result_path.read_text())
+        return TrialRecord.load(result_path)
     if returncode < 0:
-        name = signal.Signals(-returncode).name
-        return {"status": "failed", "reason": f"worker killed by {name}"}
+        return TrialRecord(TrialStatus.FAILED, f"worker killed by {signal.Signals(-returncode).name}")
     last = next((line for line in reversed(_tail(stderr_path).splitlines()) if line.strip()), "")
-    return {"status": "failed", "reason": f"worker exited with code {returncode} and no result: {last}"[:500]}
+    return TrialRecord(TrialStatus.FAILED, f"worker exited with code {returncode} and no result: {last}"[:500])

@@ -23,8 +23,6 @@ Linux, so a worker's time.monotonic() window bounds line up with samples (summar
 """
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
 import threading
 import time
@@ -37,6 +35,7 @@ import numpy as np
 import psutil
 
 from pipebench.measure.machine import open_nvml, physical_cores
+from pipebench.page_cache import resident_fraction_of
 
 
 @dataclass(frozen=True)
@@ -67,8 +66,31 @@ class Sample:
         return row
 
 
-def summarize(samples: Sequence[Sample], since: float | None = None, until: float | None = None) -> dict:
-    """Give medians, p95s and peaks of the samples with since <= t_sec <= until; None where unknown.
+@dataclass(frozen=True)
+class Usage:
+    """What the samples of a span (a trial's measured windows) say; None where nothing was read.
+
+    `other_cpu_pct_median` is the host's busy CPU minus the trial tree's, in the same units as
+    `cpu_pct` (100 = one vCPU): work of other processes that competed with the trial.
+    """
+
+    samples: int
+    cpu_pct_median: float | None
+    cpu_pct_p95: float | None
+    cpu_pct_of_vcpus_median: float | None
+    cpu_pct_of_physical_cores_median: float | None
+    busiest_core_pct_median: float | None
+    other_cpu_pct_median: float | None
+    rss_median_bytes: int | None
+    page_cache_resident_fraction_start: float | None
+    page_cache_resident_fraction_end: float | None
+    gpu_util_pct_median: float | None
+    gpu_util_pct_p95: float | None
+    gpu_mem_peak_bytes: int | None
+
+
+def summarize(samples: Sequence[Sample], since: float | None = None, until: float | None = None) -> Usage:
+    """Give medians, p95s and peaks of the samples with since <= t_sec <= until.
 
     Also reachable as `sampler.summarize(samples)`, for callers that hold only the sampler.
     """
@@ -82,30 +104,25 @@ def summarize(samples: Sequence[Sample], since: float | None = None, until: floa
             return max(values)
         return float(np.percentile(values, {"median": 50, "p95": 95}[how]))
 
-    cpu = [s.cpu_pct for s in chosen]
     resident = [s.page_cache_resident_fraction for s in chosen if s.page_cache_resident_fraction is not None]
-    peaks = [s.root_rss_peak_bytes for s in chosen]
-    rss = [s.rss_bytes for s in chosen]
-    gpu_mem = [s.gpu_mem_used_bytes for s in chosen]
-    return {
-        "samples": len(chosen),
-        "duration_sec": chosen[-1].t_sec - chosen[0].t_sec if chosen else None,
-        "cpu_pct_median": stat(cpu, "median"),
-        "cpu_pct_p95": stat(cpu, "p95"),
-        "cpu_pct_of_vcpus_median": stat([s.cpu_pct_of_vcpus for s in chosen], "median"),
-        "cpu_pct_of_physical_cores_median": stat([s.cpu_pct_of_physical_cores for s in chosen], "median"),
-        "host_cpu_pct_median": stat([float(np.mean(s.per_core_pct)) if s.per_core_pct else None for s in chosen],
-                                    "median"),
-        "busiest_core_pct_median": stat([max(s.per_core_pct) if s.per_core_pct else None for s in chosen], "median"),
-        "rss_median_bytes": int(stat(rss, "median")) if rss else None,
-        "rss_peak_bytes": stat(rss, "max"),
-        "root_rss_peak_bytes": stat(peaks, "max"),
-        "page_cache_resident_fraction_start": resident[0] if resident else None,
-        "page_cache_resident_fraction_end": resident[-1] if resident else None,
-        "gpu_util_pct_median": stat([s.gpu_util_pct for s in chosen], "median"),
-        "gpu_util_pct_p95": stat([s.gpu_util_pct for s in chosen], "p95"),
-        "gpu_mem_peak_bytes": stat(gpu_mem, "max"),
-    }
+    rss = stat([s.rss_bytes for s in chosen], "median")
+    gpu_mem = stat([s.gpu_mem_used_bytes for s in chosen], "max")
+    return Usage(
+        samples=len(chosen),
+        cpu_pct_median=stat([s.cpu_pct for s in chosen], "median"),
+        cpu_pct_p95=stat([s.cpu_pct for s in chosen], "p95"),
+        cpu_pct_of_vcpus_median=stat([s.cpu_pct_of_vcpus for s in chosen], "median"),
+        cpu_pct_of_physical_cores_median=stat([s.cpu_pct_of_physical_cores for s in chosen], "median"),
+        busiest_core_pct_median=stat([max(s.per_core_pct) if s.per_core_pct else None for s in chosen], "median"),
+        other_cpu_pct_median=stat([max(0.0, sum(s.per_core_pct) - s.cpu_pct) if s.per_core_pct else None
+                                   for s in chosen], "median"),
+        rss_median_bytes=None if rss is None else int(rss),
+        page_cache_resident_fraction_start=resident[0] if resident else None,
+        page_cache_resident_fraction_end=resident[-1] if resident else None,
+        gpu_util_pct_median=stat([s.gpu_util_pct for s in chosen], "median"),
+        gpu_util_pct_p95=stat([s.gpu_util_pct for s in chosen], "p95"),
+        gpu_mem_peak_bytes=None if gpu_mem is None else int(gpu_mem),
+    )
 
 
 #: How often the process tree is re-listed; a worker's children appear at start-up, not per step.
@@ -228,7 +245,7 @@ class Sampler:
                 t_sec=now, wall_time=time.time(), processes=len(cpu), threads=threads, cpu_pct=cpu_pct,
                 cpu_pct_of_vcpus=cpu_pct / self.vcpus, cpu_pct_of_physical_cores=cpu_pct / self.physical_cores,
                 per_core_pct=per_core, rss_bytes=rss, root_rss_peak_bytes=_vm_hwm_bytes(self.pid),
-                page_cache_resident_fraction=_resident_fraction_of(self.data_files) if self.data_files else None,
+                page_cache_resident_fraction=resident_fraction_of(self.data_files) if self.data_files else None,
                 gpu_util_pct=float(np.mean(gpu_util)) if gpu_util else None,
                 gpu_mem_used_bytes=sum(gpu_mem) if gpu_mem else None,
                 gpu_util_pct_per_device=tuple(gpu_util) if gpu_util else None,
@@ -288,80 +305,3 @@ def _vm_hwm_bytes(pid: int) -> int | None:
     except (OSError, ValueError):
         pass
     return None
-
-
-# ---------------------------------------------------------------- page cache
-
-_libc: ctypes.CDLL | None = None
-
-
-def _c() -> ctypes.CDLL:
-    """Give libc with mmap / mincore / munmap typed (set up once, on first use)."""
-    global _libc
-    if _libc is None:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
-        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        _libc = libc
-    return _libc
-
-
-def resident_pages(path: str | Path) -> tuple[int, int]:
-    """Give (pages of `path` in the page cache, pages in the file), through mmap + mincore."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            return 0, 0
-        pages = -(-size // mmap.PAGESIZE)
-        libc = _c()
-        address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-        if address in (None, ctypes.c_void_p(-1).value):
-            raise OSError(ctypes.get_errno(), f"mmap failed: {os.strerror(ctypes.get_errno())}", str(path))
-        try:
-            vector = (ctypes.c_ubyte * pages)()
-            if libc.mincore(address, size, vector) != 0:
-                raise OSError(ctypes.get_errno(), f"mincore failed: {os.strerror(ctypes.get_errno())}", str(path))
-        finally:
-            libc.munmap(address, size)
-        return int((np.frombuffer(vector, dtype=np.uint8) & 1).sum()), pages
-    finally:
-        os.close(fd)
-
-
-def _resident_fraction_of(paths: Iterable[str | Path]) -> float:
-    resident = total = 0
-    for path in paths:
-        r, t = resident_pages(path)
-        resident, total = resident + r, total + t
-    return resident / total if total else 1.0
-
-
-def resident_fraction(path: str | Path) -> float:
-    """Give the share of the file's pages in the page cache; 1.0 for an empty file (nothing to read)."""
-    return _resident_fraction_of([path])
-
-
-def drop_page_cache(paths: Iterable[str | Path]) -> None:
-    """Drop the files' pages from the page cache (no root needed); dirty pages are written back
-    first, since the kernel drops only clean ones."""
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def evict_page_cache(paths: Iterable[str | Path]) -> float:
-    """Drop the files' pages from the page cache; give the share still resident.
-
-    Pages another process has mapped stay, which is why the result is worth checking before a
-    "cold" trial.
-    """
-    paths = list(paths)
-    drop_page_cache(paths)
-    return _resident_fraction_of(paths)

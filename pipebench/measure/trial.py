@@ -8,16 +8,16 @@ FrozenTrial + TrialState, Hydra's JobReturn + JobStatus).
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipebench.errors import DataError
-from pipebench.typed import from_json, to_json
+from pipebench.typed import load_json, to_json
 
 #: What a trial measures: the pipeline alone, the DeepFM step on it, or the step on one in-memory batch.
 TRIAL_MODES = ("input", "train", "synthetic")
+#: The environment variables a trial may set before TensorFlow starts (see measure.manager).
+ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
 
 
 class TrialStatus(str, enum.Enum):
@@ -86,6 +86,7 @@ class TrialSpec:
     holdout_files: tuple[str, ...]
     sources: dict[str, Any]
     knobs_not_applied: tuple[str, ...] = ()  # search knobs this pipeline could not take
+    pinned_knobs: tuple[str, ...] = ()  # knobs pipebench pinned because this machine cannot honour them
     fault: str | None = None  # tests only: make the worker fail this way
 
     def to_json(self) -> dict:
@@ -93,7 +94,7 @@ class TrialSpec:
 
     @classmethod
     def load(cls, path: Path) -> TrialSpec:
-        return _load(cls, path)
+        return load_json(cls, path)
 
 
 @dataclass(frozen=True)
@@ -135,12 +136,5 @@ class TrialRecord:
 
     @classmethod
     def load(cls, path: Path) -> TrialRecord:
-        return _load(cls, path)
+        return load_json(cls, path)
 
-
-def _load(cls: type, path: Path):
-    try:
-        obj = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path}: cannot read ({err})") from None
-    return from_json(cls, obj, str(path))

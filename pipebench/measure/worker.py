@@ -9,6 +9,7 @@ inside a `tf.function` loop, so no per-batch Python work is timed.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -20,8 +21,9 @@ from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.errors import PipebenchError, UnavailableError
-from pipebench.parent_death import die_with_parent
 from pipebench.measure import stats
+from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
+from pipebench.parent_death import die_with_parent
 
 #: Each timed call runs about this long; windows are made of whole calls.
 _CALL_SEC = 0.1
@@ -107,13 +109,15 @@ def _measure(counter: _Counter, m: dict, on_window: Callable[[int, float], None]
             break
     warmup_sec = time.perf_counter() - start
     windows = []
+    started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
     for index in range(m["windows"]):
         examples, elapsed = counter.timed(m["window_sec"])
         windows.append(examples / elapsed)
         if on_window is not None:
             on_window(index, windows[-1])
-    return {**stats.summarize_rates(windows), "window_rates": windows, "warmup_sec": warmup_sec,
-            "warmup_steady": steady, "steps_per_call": counter.steps, "epochs_renewed": counter.epochs_renewed}
+    return {**stats.summarize_rates(windows), "window_rates": tuple(windows), "warmup_sec": warmup_sec,
+            "warmup_steady": steady, "steps_per_call": counter.steps, "epochs_renewed": counter.epochs_renewed,
+            "windows_started_sec": started, "windows_ended_sec": time.monotonic()}
 
 
 def _input_loop(tf):
@@ -130,22 +134,21 @@ def _input_loop(tf):
     return run
 
 
-def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None,
-              scratch: Path | None = None) -> dict:
-    """Measure one trial in this process; give its record (without process-level fields).
+def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None = None,
+              scratch: Path | None = None) -> dict[str, Any]:
+    """Measure one trial in this process; give the TrialRecord fields it measured.
 
     Its sources (an emulated Pipe channel) live in `scratch` (a temp folder when None) while it runs.
     """
-    _inject(trial.get("fault"))
+    _inject(trial.fault)
     imported_before = "tensorflow" in sys.modules
     env_at_start = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
     import tensorflow as tf
 
-    threads = trial.get("threads") or {}
-    if threads.get("intra"):
-        tf.config.threading.set_intra_op_parallelism_threads(threads["intra"])
-    if threads.get("inter"):
-        tf.config.threading.set_inter_op_parallelism_threads(threads["inter"])
+    if trial.threads.intra:
+        tf.config.threading.set_intra_op_parallelism_threads(trial.threads.intra)
+    if trial.threads.inter:
+        tf.config.threading.set_inter_op_parallelism_threads(trial.threads.inter)
     from pipebench.pipeline.spec import PipelineSpec
     from pipebench.sources.session import trial_sources
 
@@ -153,30 +156,31 @@ def run_trial(trial: dict, on_window: Callable[[int, float], None] | None = None
         "tf_version": tf.__version__,
         "worker_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
         "worker_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-        "env_seen": {**{k: os.environ.get(k) for k in sorted(trial.get("env") or {})}, **env_at_start},
+        "env_seen": {**{k: os.environ.get(k) for k in sorted(trial.env)}, **env_at_start},
         "tensorflow_imported_before_settings": imported_before,
     }
-    spec = PipelineSpec.from_dict(trial["pipeline"])
-    with trial_sources(spec, trial.get("sources"), scratch) as sources:
+    spec = PipelineSpec.from_dict(trial.pipeline_spec)
+    with trial_sources(spec, trial.sources, scratch) as sources:
         record.update(_run_measured(tf, trial, spec, sources, on_window))
     return record
 
 
-def _run_measured(tf, trial: dict, spec, sources: dict, on_window) -> dict:
+def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[str, Any]:
     """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
     from pipebench.pipeline.build import build
 
     built = build(spec, sources)
-    record: dict[str, Any] = {"unsupported_options": built.unsupported_options, "source_note": built.source_note}
-    mode = trial["mode"]
-    m = trial["measurement"]
+    record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
+                              "source_note": built.source_note}
+    mode = trial.mode
+    m = trial.measurement
     if mode == "input":
         counter = _Counter(tf, built.dataset, _input_loop(tf))
     else:
         from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step
 
-        model_cfg = trial["model"]
-        model = build_deepfm(spec.source.field_size, trial["feature_size"], model_cfg["embedding_size"],
+        model_cfg = trial.model
+        model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
                              tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
         step = make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"])
         dataset = built.dataset
@@ -188,7 +192,7 @@ def _run_measured(tf, trial: dict, spec, sources: dict, on_window) -> dict:
     if mode == "train" and m.get("cold_cache"):
         record.update(_cold_pass(tf, spec, sources, built.files, make_train_loop(step), m,
                                  record["examples_per_sec_median"]))
-    if mode == "train" and (trial.get("quality") or {}).get("enabled"):
+    if mode == "train" and trial.quality.get("enabled"):
         record["auc"] = _quality(tf, trial, spec, sources)
     return record
 
@@ -200,7 +204,7 @@ def _cold_pass(tf, spec, sources: dict, files: list[str], loop, m: dict, warm_ra
     cold page cache against warm, same pipeline, same model. Only the first pass is cold, so the
     windows stop at the end of that epoch.
     """
-    from pipebench.measure.sampler import evict_page_cache
+    from pipebench.page_cache import evict_page_cache
     from pipebench.pipeline.build import build
 
     resident = evict_page_cache(files)
@@ -218,16 +222,16 @@ def _batch_size(spec) -> int:
     return int(spec.stage("batch")["batch_size"])
 
 
-def _quality(tf, trial: dict, spec, sources: dict) -> float:
+def _quality(tf, trial: TrialSpec, spec, sources: dict) -> float:
     """Give held-out AUC of a fresh model after `train_examples` examples through this pipeline."""
     from pipebench.model.deepfm import build_deepfm, evaluate_auc, make_train_loop, make_train_step
     from pipebench.pipeline.build import build
     from pipebench.pipeline.presets import preset
 
-    q, model_cfg = trial["quality"], trial["model"]
-    if not trial.get("holdout_files"):
+    q, model_cfg = trial.quality, trial.model
+    if not trial.holdout_files:
         raise PipebenchError("quality: no held-out files (data.holdout_rows is 0, or data.files gave none)")
-    model = build_deepfm(spec.source.field_size, trial["feature_size"], model_cfg["embedding_size"],
+    model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
                          tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
     loop = make_train_loop(make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"]))
     counter = _Counter(tf, build(spec, sources).dataset, loop)
@@ -235,7 +239,7 @@ def _quality(tf, trial: dict, spec, sources: dict) -> float:
     seen = 0
     while seen < q["train_examples"]:
         seen += counter.call()
-    holdout = preset("aws-sample", files=tuple(trial["holdout_files"]), batch_size=4096, epochs=1,
+    holdout = preset("aws-sample", files=trial.holdout_files, batch_size=4096, epochs=1,
                      field_size=spec.source.field_size)
     return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
 
@@ -260,7 +264,7 @@ def main(argv: list[str]) -> int:
     manager = os.environ.get("PIPEBENCH_MANAGER_PID")
     die_with_parent(int(manager) if manager else None)  # no orphan trials when the manager dies, even by kill -9
     trial_path, result_path = Path(argv[0]), Path(argv[1])
-    trial = json.loads(trial_path.read_text())
+    trial = TrialSpec.load(trial_path)
     started = time.time()
     progress_path = result_path.with_name(PROGRESS_FILE)
 
@@ -269,15 +273,14 @@ def main(argv: list[str]) -> int:
             f.write(json.dumps({"window": index, "examples_per_sec": examples_per_sec}) + "\n")
 
     try:
-        record = {"status": "ok", "reason": None, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR))}
+        record = TrialRecord(TrialStatus.OK, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR)))
     except UnavailableError as err:  # e.g. Pipe mode without sagemaker_tensorflow: a row, not a failure
-        record = {"status": "unavailable", "reason": str(err)}
+        record = TrialRecord(TrialStatus.UNAVAILABLE, str(err))
     except PipebenchError as err:
-        record = {"status": "invalid", "reason": str(err)}
+        record = TrialRecord(TrialStatus.INVALID, str(err))
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run
-        record = {"status": "failed", "reason": failure_reason(err), "traceback": traceback.format_exc()[-4000:]}
-    record["worker_sec"] = time.time() - started
-    atomic_write_json(result_path, record)
+        record = TrialRecord(TrialStatus.FAILED, failure_reason(err), traceback.format_exc()[-4000:])
+    atomic_write_json(result_path, dataclasses.replace(record, worker_sec=time.time() - started).to_json())
     return 0
 
 

@@ -43,7 +43,7 @@ from pipebench.yamlfile import parse_yaml
 
 AUTOTUNE = "AUTOTUNE"
 FORMATS = ("libsvm", "tfrecord", "packed")
-MODES = ("file", "fastfile", "pipe")
+SOURCE_MODES = ("file", "fastfile", "pipe")
 MEMORY = "memory"
 
 Tunable = Union[int, str, None]
@@ -280,7 +280,7 @@ def _files(value: Any, where: str) -> tuple[str, ...]:
 # Source field -> checker giving the value to store.
 _SOURCE_FIELDS: dict[str, Any] = {
     "format": lambda v, w: _choice(v, w, FORMATS),
-    "mode": lambda v, w: _choice(v, w, MODES),
+    "mode": lambda v, w: _choice(v, w, SOURCE_MODES),
     "files": _files,
     "compression": lambda v, w: _choice(v, w, COMPRESSIONS),
     "num_parallel_reads": lambda v, w: _tunable(v, w, True),

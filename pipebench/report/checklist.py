@@ -21,8 +21,8 @@ import pandas as pd
 
 from pipebench.errors import PipebenchError
 from pipebench.measure.stats import INPUT_BOUND_THRESHOLDS
-from pipebench.report.catalog import Catalog
-from pipebench.report.tables import ENV_COLUMNS, best_row, decode_style, ok_rows, stage_kinds
+from pipebench.catalog import Catalog
+from pipebench.report.tables import ENV_COLUMNS, best_row, decode_style, listed, ok_rows, stage_kinds
 from pipebench.results import RunResults
 
 JSON_VERSION = 1
@@ -43,8 +43,9 @@ def _all_trials(runs: list[RunResults]) -> pd.DataFrame:
     return pd.concat([r.trials for r in runs], ignore_index=True)
 
 
-def _machine(runs: list[RunResults]) -> dict:
-    return runs[0].machine if runs else {}
+def _run_of(runs: list[RunResults], row: pd.Series) -> RunResults:
+    """Give the run a row came from: each row is judged against its own machine, never the first run's."""
+    return next(r for r in runs if (r.trials["run_id"] == row["run_id"]).any())
 
 
 def input_bound(runs: list[RunResults]) -> dict:
@@ -98,9 +99,9 @@ def cpu_utilization(runs: list[RunResults]) -> dict:
     if row is None:
         return _item("cpu_utilization", title, "N/A", {}, "No train trial with CPU samples.")
     util = float(row["cpu_pct_of_physical_cores_median"])
-    machine = _machine(runs).get("cpu", {})
+    cpu = _run_of(runs, row).machine.cpu
     evidence = {"trial_id": row["trial_id"], "cpu_pct_of_physical_cores_median": _num(util),
-                "physical_cores": machine.get("physical_cores"), "vcpus": machine.get("vcpus")}
+                "physical_cores": cpu.physical_cores, "vcpus": cpu.vcpus}
     if util < 50:
         return _item("cpu_utilization", title, "FAIL", evidence,
                      "Most cores idle while training: raise thread counts or parallel calls, or pick a smaller instance.")
@@ -110,8 +111,7 @@ def cpu_utilization(runs: list[RunResults]) -> dict:
     return _item("cpu_utilization", title, "PASS", evidence, "Cores are well used with headroom.")
 
 
-def _data_files(runs: list[RunResults]) -> list[Path]:
-    best = best_row(_all_trials(runs))
+def _data_files(best: pd.Series | None) -> list[Path]:
     if best is None:
         return []
     try:
@@ -124,8 +124,9 @@ def _data_files(runs: list[RunResults]) -> list[Path]:
 def cache_fits_ram(runs: list[RunResults]) -> dict:
     """Give the cache item: the data files' size against this machine's RAM."""
     title = "Data set size against RAM: is cache() safe?"
-    files = _data_files(runs)
-    memory = _machine(runs).get("memory_bytes")
+    best = best_row(_all_trials(runs))
+    files = _data_files(best)
+    memory = None if best is None else _run_of(runs, best).machine.memory_bytes
     if not files or not memory or not all(f.exists() for f in files):
         return _item("cache_fits_ram", title, "N/A", {"files": len(files), "memory_bytes": memory},
                      "Data files or machine memory unknown on this host: cannot size the cache.")
@@ -167,7 +168,7 @@ def file_layout(runs: list[RunResults]) -> dict:
     title = "File count and size against Pipe / FastFile / File mode"
     trials = _all_trials(runs)
     best = best_row(trials)
-    files = _data_files(runs)
+    files = _data_files(best)
     if best is None or not files:
         return _item("file_layout", title, "N/A", {}, "No finished trial names its data files.")
     sizes = [f.stat().st_size for f in files if f.exists()]
@@ -243,14 +244,19 @@ def vectorized_map(runs: list[RunResults]) -> dict:
 def openmp_knobs(runs: list[RunResults]) -> dict:
     """Give the OpenMP item: KMP_* / OMP_NUM_THREADS only act when the TF build links OpenMP."""
     title = "Can KMP_* / OMP_NUM_THREADS matter on this TensorFlow build?"
-    openmp = _machine(runs).get("tensorflow", {}).get("openmp", {})
-    linked = openmp.get("linked")
+    best = best_row(_all_trials(runs))
+    # a build fact: the best trial's machine, or (with no finished trial) the first run's
+    openmp = (runs[0] if best is None else _run_of(runs, best)).machine.tensorflow.openmp
+    linked = openmp.linked
     if linked is None:
         return _item("openmp_knobs", title, "N/A", {}, "The run did not record the TF build's OpenMP linkage.")
-    best = best_row(_all_trials(runs))
-    knobs = {} if best is None else {c[4:]: best[c] for c in ENV_COLUMNS
-                                     if c != "env_TF_ENABLE_ONEDNN_OPTS" and isinstance(best[c], str)}
-    evidence = {"openmp_linked": linked, "runtimes": openmp.get("runtimes", []), "best_trial_knobs": knobs}
+    knobs = {}
+    if best is not None:
+        # a knob pipebench pinned itself (search.pin_inert) was not the user's choice and proves nothing
+        pinned = {knob.removeprefix("env.") for knob in listed(best["pinned_knobs"])}
+        knobs = {c[4:]: best[c] for c in ENV_COLUMNS
+                 if c != "env_TF_ENABLE_ONEDNN_OPTS" and isinstance(best[c], str) and c[4:] not in pinned}
+    evidence = {"openmp_linked": linked, "runtimes": list(openmp.runtimes), "best_trial_knobs": knobs}
     if linked:
         return _item("openmp_knobs", title, "PASS", evidence,
                      "OpenMP is linked: sweep KMP_AFFINITY, KMP_BLOCKTIME and OMP_NUM_THREADS per instance type.")
@@ -265,12 +271,15 @@ def openmp_knobs(runs: list[RunResults]) -> dict:
 def threads_vs_cores(runs: list[RunResults]) -> dict:
     """Give the threads item: intra-op threads measured at both physical cores and vCPUs?"""
     title = "Threads at vCPUs vs physical cores"
-    cpu = _machine(runs).get("cpu", {})
-    vcpus, physical = cpu.get("vcpus"), cpu.get("physical_cores")
-    if not vcpus or not physical or vcpus == physical:
+    rows = ok_rows(_all_trials(runs), "train")
+    if rows.empty:
+        return _item("threads_vs_cores", title, "N/A", {}, "No train trial.")
+    machine = _run_of(runs, rows.iloc[0]).machine  # the fastest train trial's machine, and only its rows
+    rows = rows[rows["host_fingerprint"] == machine.host_fingerprint]
+    vcpus, physical = machine.cpu.vcpus, machine.cpu.physical_cores
+    if vcpus == physical:
         return _item("threads_vs_cores", title, "N/A", {"vcpus": vcpus, "physical_cores": physical},
                      "No simultaneous multithreading here: vCPUs and physical cores are the same count.")
-    rows = ok_rows(_all_trials(runs), "train")
     measured = {int(v): float(g["examples_per_sec_median"].max())
                 for v, g in rows.groupby("intra_op_threads") if v in (vcpus, physical)}
     evidence = {"vcpus": vcpus, "physical_cores": physical,
@@ -313,7 +322,7 @@ def scale_up_first(runs: list[RunResults]) -> dict:
     if rows.empty:
         return _item("scale_up_first", title, "N/A", {}, "No train trial.")
     row = rows.iloc[0]
-    hosts = _machine(runs).get("sagemaker", {}).get("hosts") or 1  # a count (machine.sagemaker_facts)
+    hosts = _run_of(runs, row).machine.sagemaker.host_count or 1
     util = row["cpu_pct_of_physical_cores_median"]
     gpu = row["gpu_util_pct_median"]
     busy = gpu if gpu is not None and not pd.isna(gpu) else util
@@ -354,8 +363,7 @@ MIGRATION = [
 
 
 def _instance_type(run: RunResults) -> str | None:
-    types = run.trials["instance_type"].dropna().unique()
-    return str(types[0]) if len(types) else run.machine.get("sagemaker", {}).get("instance_type")
+    return run.machine.sagemaker.instance_type
 
 
 def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> dict:
@@ -402,9 +410,9 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> di
 
 
 def epoch_examples_of(runs: list[RunResults]) -> int | None:
-    """Give the training rows of the runs' data set, from the resolved config, when recorded."""
-    rows = runs[0].config.get("data", {}).get("synth", {}).get("rows") if runs else None
-    return int(rows) if rows else None
+    """Give the training rows of the runs' data set (data.json), when one count holds for every run."""
+    counts = {r.data.rows for r in runs}
+    return counts.pop() if len(counts) == 1 else None
 
 
 def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> dict:

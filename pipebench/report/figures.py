@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pipebench.errors import PipebenchError
+from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.tables import ENV_COLUMNS, decode_style, ok_rows
 
-MODES = ("input", "train", "synthetic")
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def batch_curve(trials: pd.DataFrame, ax) -> bool:
     rows = ok_rows(trials)
     if rows.empty:
         return False
-    for mode in MODES:
+    for mode in TRIAL_MODES:
         curve = rows[rows["mode"] == mode].groupby("batch_size")["examples_per_sec_median"].max()
         if not curve.empty:
             ax.plot(curve.index, curve.values, marker="o", label=mode)
@@ -102,7 +102,7 @@ def batch_curve(trials: pd.DataFrame, ax) -> bool:
 
 def fastest_per_mode(trials: pd.DataFrame) -> list[str]:
     """Give the trial ids worth a utilization plot by default: the fastest trial of each mode."""
-    return [ok_rows(trials, mode).iloc[0]["trial_id"] for mode in MODES if not ok_rows(trials, mode).empty]
+    return [ok_rows(trials, mode).iloc[0]["trial_id"] for mode in TRIAL_MODES if not ok_rows(trials, mode).empty]
 
 
 def utilization(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str], ax) -> bool:

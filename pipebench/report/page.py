@@ -40,12 +40,12 @@ def _records(trials: pd.DataFrame) -> list[dict]:
 
 def _machine_rows(run: RunResults) -> list[list[str]]:
     m = run.machine
-    cpu, tf_facts = m.get("cpu", {}), m.get("tensorflow", {})
-    memory = m.get("memory_bytes")
-    return [[run.run_dir.name, f"{cpu.get('model', '?')}", f"{cpu.get('vcpus', '?')} / {cpu.get('physical_cores', '?')}",
-             f"{memory / 2**30:.1f} GiB" if memory else "?", str(tf_facts.get("version", "?")),
-             tf_facts.get("openmp", {}).get("statement", "?"), str(m.get("gpu", {}).get("count", "?")),
-             str(m.get("sagemaker", {}).get("instance_type") or "-"), str(m.get("host_fingerprint", "?"))]]
+    tf = m.tensorflow
+    return [[run.run_dir.name, m.cpu.model or "unknown model", f"{m.cpu.vcpus} / {m.cpu.physical_cores}",
+             f"{m.memory_bytes / 2**30:.1f} GiB" if m.memory_bytes else "unknown",
+             tf.version if tf.importable else f"unavailable ({tf.error})", tf.openmp.statement, str(m.gpu.count),
+             (f"{m.sagemaker.instance_type} ({m.sagemaker.instance_type_source})" if m.sagemaker.instance_type
+              else "not recorded"), m.host_fingerprint]]
 
 
 def _card(trials: pd.DataFrame) -> list[tuple]:

@@ -5,8 +5,9 @@ import json
 
 import pandas as pd
 
-ENV_COLUMNS = ("env_OMP_NUM_THREADS", "env_KMP_AFFINITY", "env_KMP_BLOCKTIME", "env_KMP_SETTINGS",
-               "env_TF_ENABLE_ONEDNN_OPTS")
+from pipebench.measure.trial import ENV_KNOBS
+
+ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
 #: The deck's recommended pipeline (the AWS sample's File-mode input_fn) is pipebench's `aws-sample` preset.
 DECK_PIPELINE = "aws-sample"
 
@@ -26,6 +27,11 @@ def best_row(trials: pd.DataFrame) -> pd.Series | None:
         if not rows.empty:
             return rows.iloc[0]
     return None
+
+
+def listed(value) -> list:
+    """Give a list column's cell as a list (pandas holds Parquet lists as arrays, and missing ones as None)."""
+    return [] if value is None or (isinstance(value, float) and pd.isna(value)) else list(value)
 
 
 def stage_kinds(row: pd.Series) -> list[str]:

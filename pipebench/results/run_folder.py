@@ -1,8 +1,9 @@
-"""Run folders: the one reader of what a run wrote, their creation, and the lock held by whoever writes one.
+"""Run folders: made, locked and read in one place.
 
 A run folder `results/<experiment>/<run-id>/` holds `config.yaml` (the resolved experiment),
-`machine.json` (host facts), `trials.parquet` and `samples.parquet` (appended as trials finish),
-`summary.md`, `importances.json` (an Optuna study's) and one folder per trial. Every part is read
+`machine.json` (MachineFacts), `data.json` (DataFacts), `trials.parquet` and `samples.parquet`
+(appended as trials finish), `summary.md`, `importances.json` (an Optuna study's) and one folder per
+trial. The set-up files are written once, with the folder, whole or not at all. Every part is read
 here, and a part that exists but cannot be read is a one-line `FILE: reason` error, never a
 default: a report of half a run folder would present guesses as measurements.
 """
@@ -16,15 +17,19 @@ import os
 import secrets
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json
-from pipebench.errors import ConfigError, DataError, UsageError
+from pipebench.datasets import DataFacts, DataSet
+from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
+from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
-from pipebench.results.store import check_table, read_table
+from pipebench.results.store import append_rows, check_table, read_table
+from pipebench.typed import read_json
 
 if TYPE_CHECKING:
     import pandas
@@ -34,32 +39,54 @@ if TYPE_CHECKING:
 TRIALS_FILE = "trials.parquet"
 SAMPLES_FILE = "samples.parquet"
 MACHINE_FILE = "machine.json"
+DATA_FILE = "data.json"
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.md"
 #: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
 IMPORTANCES_FILE = "importances.json"
 #: Held (flock) by the process running the folder; names it: pid, host, start time.
 LOCK_FILE = ".lock"
-#: Written by `pipebench sagemaker collect` in the folder merging its jobs' rows, which has no one
-#: machine's facts (each job's own run folder below it has them).
+#: Written by `pipebench sagemaker collect`: the folder holds one run folder per job and host.
 JOBS_FILE = "jobs.json"
+TRIALS_DIR = "trials"
 
-#: The machine.json keys pipebench reads, with their types (every key may be absent or null).
-_MACHINE_SHAPE: dict[str, Any] = {
-    "cpu": {"vcpus": int, "physical_cores": int, "model": str}, "memory_bytes": int,
-    "tensorflow": {"version": str, "openmp": {"linked": bool, "statement": str}},
-    "gpu": {"count": int}, "sagemaker": {"instance_type": str}, "host_fingerprint": str,
-}
+
+@dataclass(frozen=True)
+class RunFolder:
+    """One run's folder, with the facts it was set up with (what the trial loop writes into)."""
+
+    path: Path
+    machine: MachineFacts
+    data: DataFacts
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def trial_dir(self, trial_id: str) -> Path:
+        return self.path / TRIALS_DIR / trial_id
+
+    def rows(self) -> list[dict]:
+        """Give the trials measured so far, in the order they finished."""
+        return read_table(self.path / TRIALS_FILE, TRIAL_SCHEMA).to_pylist()
+
+    def append(self, row: dict, samples: list[dict]) -> None:
+        """Store one finished trial's row and its samples (each table rewritten atomically)."""
+        append_rows(self.path / TRIALS_FILE, TRIAL_SCHEMA, [row])
+        if samples:
+            append_rows(self.path / SAMPLES_FILE, SAMPLE_SCHEMA,
+                        [{**s, "run_id": self.run_id, "trial_id": row["trial_id"]} for s in samples])
 
 
 @dataclass
 class RunResults:
-    """One run folder: its trials and samples tables, machine facts and resolved config."""
+    """One run folder as reports read it: its tables, machine and data facts, resolved config and study."""
 
     run_dir: Path
     trials: pandas.DataFrame
     samples: pandas.DataFrame
-    machine: dict
+    machine: MachineFacts
+    data: DataFacts
     config: dict
     study: dict | None = None  # importances.json, when the run was an Optuna study
 
@@ -74,50 +101,35 @@ def _folder(run_dir: Path) -> Path:
     return run_dir
 
 
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text (byte {err.start})") from None
+def member_runs(run_dir: Path) -> list[Path]:
+    """Give the run folders a path stands for: a collected folder's members (one per job and host), else itself."""
+    run_dir = Path(run_dir)
+    jobs = run_dir / JOBS_FILE
+    if not jobs.exists():
+        return [run_dir]
+    listed = read_json(jobs)
+    if not isinstance(listed, list) or not all(isinstance(j, dict) and isinstance(j.get("run_dir"), str)
+                                               for j in listed):
+        raise DataError(f"{jobs}: must be a list of jobs, each with its run_dir")
+    return [run_dir / job["run_dir"] for job in listed]
 
 
-def _type_error(value: Any, shape: dict[str, Any], where: str = "") -> str | None:
-    """Give the first `key.path: must be T, not U` where `value` departs from `shape`, or None."""
-    for key, kind in shape.items():
-        found = value.get(key)
-        if found is None:
-            continue
-        if isinstance(kind, dict):
-            if not isinstance(found, dict):
-                return f"{where}{key}: must be an object, not {type(found).__name__}"
-            inner = _type_error(found, kind, f"{where}{key}.")
-            if inner:
-                return inner
-        elif not isinstance(found, kind) or (kind is int and isinstance(found, bool)):
-            return f"{where}{key}: must be {kind.__name__}, not {type(found).__name__}"
-    return None
-
-
-def read_machine(run_dir: Path) -> dict:
-    """Give the run's machine facts; DataError if machine.json is missing, not JSON or of another shape.
-
-    A folder `sagemaker collect` merged (it holds jobs.json) has no one machine: its facts are {}.
-    """
+def read_machine(run_dir: Path) -> MachineFacts:
+    """Give the run's machine facts; DataError if machine.json is missing or unreadable, ResultsVersionError
+    for another layout (with what to do)."""
     path = Path(run_dir) / MACHINE_FILE
     if not path.exists():
-        if (Path(run_dir) / JOBS_FILE).exists():
-            return {}
         raise DataError(f"{path}: missing (every run writes its machine facts there)")
-    try:
-        facts = json.loads(_text(path))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
-    if not isinstance(facts, dict):
-        raise DataError(f"{path}: must be a JSON object of machine facts, not {type(facts).__name__}")
-    wrong = _type_error(facts, _MACHINE_SHAPE)
-    if wrong:
-        raise DataError(f"{path}: {wrong}")
-    return facts
+    return MachineFacts.load(path)
+
+
+def read_data(run_dir: Path) -> DataFacts:
+    """Give what the run's data.json says; ResultsVersionError for a folder of pipebench 0.1.0 (no data.json)."""
+    path = Path(run_dir) / DATA_FILE
+    if not path.exists():
+        raise ResultsVersionError(f"{path}: missing (a run folder of pipebench 0.1.0): run `pipebench upgrade "
+                                  f"{run_dir}`")
+    return DataFacts.load(path)
 
 
 def read_experiment(run_dir: Path) -> Experiment:
@@ -127,10 +139,7 @@ def read_experiment(run_dir: Path) -> Experiment:
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise DataError(f"{path}: missing (every run writes its resolved experiment there)")
-    try:
-        return load_experiment(path)
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    return load_experiment(path)
 
 
 def read_study(run_dir: Path) -> dict | None:
@@ -138,10 +147,7 @@ def read_study(run_dir: Path) -> dict | None:
     path = Path(run_dir) / IMPORTANCES_FILE
     if not path.exists():
         return None
-    try:
-        found = json.loads(_text(path))
-    except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+    found = read_json(path)
     if not isinstance(found, dict):
         raise DataError(f"{path}: must be a JSON object, not {type(found).__name__}")
     return found
@@ -151,13 +157,17 @@ def load(run_dir: Path) -> RunResults:
     """Give every part of a run folder; UsageError if it is not one, DataError / ResultsVersionError /
     ConfigError naming the first part that cannot be read."""
     run_dir = _folder(run_dir)
+    if (run_dir / JOBS_FILE).exists():
+        raise UsageError(f"{run_dir}: a folder `pipebench sagemaker collect` wrote, which holds "
+                         f"{len(member_runs(run_dir))} run folders: read it with load_many (report and checklist do)")
     if not (run_dir / TRIALS_FILE).exists():
         raise UsageError(f"{run_dir}: no {TRIALS_FILE}: not a pipebench run folder (or no trial has finished yet)")
     trials = read_table(run_dir / TRIALS_FILE, TRIAL_SCHEMA)
     samples = read_table(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA)
     machine = read_machine(run_dir)
+    data = read_data(run_dir)
     config = read_experiment(run_dir).resolved
-    return RunResults(run_dir, trials.to_pandas(), samples.to_pandas(), machine, config, read_study(run_dir))
+    return RunResults(run_dir, trials.to_pandas(), samples.to_pandas(), machine, data, config, read_study(run_dir))
 
 
 def load_resumed(run_dir: Path) -> Experiment:
@@ -169,15 +179,21 @@ def load_resumed(run_dir: Path) -> Experiment:
     if not (run_dir / CONFIG_FILE).exists():
         raise UsageError(f"{run_dir}: no {CONFIG_FILE}: not a pipebench run folder")
     experiment = read_experiment(run_dir)
-    read_machine(run_dir)
+    open_run_folder(run_dir)
     for name, schema in ((TRIALS_FILE, TRIAL_SCHEMA), (SAMPLES_FILE, SAMPLE_SCHEMA)):
         if (run_dir / name).exists():
             check_table(run_dir / name, schema)
     return experiment
 
 
-def new_run_dir(experiment: Experiment, machine: dict, folder: Path | None = None) -> Path:
-    """Give a new run folder holding config.yaml and machine.json, whole or not at all: `folder` (a
+def open_run_folder(run_dir: Path) -> RunFolder:
+    """Give an existing run folder with its facts, read back typed."""
+    return RunFolder(Path(run_dir), read_machine(run_dir), read_data(run_dir))
+
+
+def create_run_folder(experiment: Experiment, data: DataSet, machine: MachineFacts,
+                      folder: Path | None = None) -> RunFolder:
+    """Give a new run folder holding config.yaml, machine.json and data.json, whole or not at all: `folder` (a
     worker's --run-dir), else results/<experiment>/<run-id> (the run id sorts by time).
 
     A results folder that cannot be written is a one-line error naming it.
@@ -191,19 +207,28 @@ def new_run_dir(experiment: Experiment, machine: dict, folder: Path | None = Non
     try:
         with atomic_dir(folder) as tmp:
             atomic_write_bytes(tmp / CONFIG_FILE, experiment.to_yaml().encode())
-            atomic_write_json(tmp / MACHINE_FILE, machine)
+            atomic_write_json(tmp / DATA_FILE, data.facts().to_json())
+            atomic_write_json(tmp / MACHINE_FILE, machine.to_json())
+    except OutputFolderError as err:
+        raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.why})") from None
     except OSError as err:
         raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.strerror or err})") from None
-    return folder
+    return RunFolder(folder, machine, data.facts())
 
 
 def _owner(fd: int) -> str:
-    """Give who holds a lock, from the lock file's text: `pid N on HOST since T`."""
-    try:
-        found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
-        return f"pid {found['pid']} on {found['host']} since {found['since']}"
-    except (ValueError, TypeError, KeyError):
-        return "owner not recorded yet"
+    """Give who holds a lock, from the lock file's text: `pid N on HOST since T`.
+
+    The holder writes its name just after it takes the lock, so a process refused in between waits
+    for the name a moment rather than report an unnamed owner.
+    """
+    for _ in range(50):
+        try:
+            found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
+            return f"pid {found['pid']} on {found['host']} since {found['since']}"
+        except (ValueError, TypeError, KeyError):
+            time.sleep(0.02)
+    return "owner not recorded"
 
 
 @contextlib.contextmanager

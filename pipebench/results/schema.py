@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -34,6 +34,17 @@ TRIAL_FIELDS = [
     ("worker_intra_op_threads", pa.int64()), ("worker_inter_op_threads", pa.int64()),
     ("exit_code", pa.int64()), ("signal", pa.int64()), ("stderr_tail", pa.string()),
     ("study", pa.string()), ("optuna_trial_number", pa.int64()),  # v2: the Optuna driver's rows
+    # v3: every fact the worker, the manager and the sampler report has its column
+    ("instance_type_source", pa.string()), ("source_note", pa.string()),
+    ("unsupported_options", pa.list_(pa.string())), ("knobs_not_applied", pa.list_(pa.string())),
+    ("pinned_knobs", pa.list_(pa.string())), ("env_seen_json", pa.string()),
+    ("tensorflow_imported_before_settings", pa.bool_()), ("steps_per_call", pa.int64()),
+    ("epochs_renewed", pa.int64()), ("window_rates", pa.list_(pa.float64())),
+    ("windows_started_sec", pa.float64()), ("windows_ended_sec", pa.float64()),
+    ("page_cache_resident_after_evict", pa.float64()), ("worker_sec", pa.float64()),
+    ("usage_samples", pa.int64()), ("other_cpu_pct_median", pa.float64()), ("rss_median_bytes", pa.int64()),
+    ("page_cache_resident_fraction_start", pa.float64()), ("page_cache_resident_fraction_end", pa.float64()),
+    ("gpu_util_pct_p95", pa.float64()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.
@@ -48,4 +59,3 @@ SAMPLE_FIELDS = [
 
 TRIAL_SCHEMA = pa.schema(TRIAL_FIELDS)
 SAMPLE_SCHEMA = pa.schema(SAMPLE_FIELDS)
-STATUSES = ("ok", "failed", "timeout", "memory_cap", "invalid", "unavailable", "interrupted", "pruned")

@@ -12,18 +12,18 @@ exception") right after an error message that was meant to be the last thing it 
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipebench.atomic import atomic_write_bytes
 from pipebench.errors import DataError, ResultsVersionError
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 
-
-def _with_version(schema: pa.Schema) -> pa.Schema:
-    return schema.with_metadata({VERSION_KEY: str(SCHEMA_VERSION).encode()})
+#: Older versions read in memory: what they lack is a column added since, null in their rows.
+#: v2 (pipebench 0.1.0) lacks the v3 columns of facts it did not keep.
+_READABLE_VERSIONS = (2,)
 
 
 def _unreadable(path: Path, err: pa.ArrowException) -> DataError:
@@ -32,8 +32,8 @@ def _unreadable(path: Path, err: pa.ArrowException) -> DataError:
     return DataError(f"{path}: not a readable Parquet table ({reason[:150]})")
 
 
-def _check(path: Path, found: pa.Schema, schema: pa.Schema) -> None:
-    """Refuse a table of another schema version (with the direction to go) or with other columns."""
+def _version(path: Path, found: pa.Schema) -> int:
+    """Give a table's schema version; refuse one this pipebench cannot read (with the direction to go)."""
     raw = (found.metadata or {}).get(VERSION_KEY)
     try:
         version = int(raw) if raw is not None else 0
@@ -42,9 +42,16 @@ def _check(path: Path, found: pa.Schema, schema: pa.Schema) -> None:
     if version > SCHEMA_VERSION:
         raise ResultsVersionError(f"{path}: results schema v{version} is newer than this pipebench's "
                                   f"v{SCHEMA_VERSION}: update pipebench to read it")
-    if version < SCHEMA_VERSION:
+    if version < SCHEMA_VERSION and version not in _READABLE_VERSIONS:
         raise ResultsVersionError(f"{path}: results schema v{version} is older than v{SCHEMA_VERSION}: "
                                   "upgrade the results with the pipebench version that wrote them")
+    return version
+
+
+def _check(path: Path, found: pa.Schema, schema: pa.Schema) -> None:
+    """Refuse a current-version table whose columns are not the schema's."""
+    if _version(path, found) < SCHEMA_VERSION:
+        return  # an older version's columns are its own; reading fills in the ones added since
     missing = [name for name in schema.names if name not in found.names]
     if missing or len(found.names) != len(schema.names):
         raise DataError(f"{path}: its columns are not those of results schema v{SCHEMA_VERSION} "
@@ -57,6 +64,11 @@ def _read(file: pa.NativeFile, path: Path, schema: pa.Schema) -> pa.Table:
     except pa.ArrowException as err:
         raise _unreadable(path, err) from None
     _check(path, table.schema, schema)
+    if _version(path, table.schema) < SCHEMA_VERSION:
+        for f in schema:
+            if f.name not in table.column_names:
+                table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+        table = table.select(schema.names).cast(schema)
     return table
 
 
@@ -89,16 +101,19 @@ def append_rows(path: Path, schema: pa.Schema, rows: list[dict]) -> None:
     One writer per table: each append reads the table, writes it with the new rows to a temp file
     and renames that over it, so two processes appending at once would each drop the other's rows.
     What guarantees there is only one is the run folder's lock (`pipebench.results.run_folder.hold`),
-    which every process writing into a run folder holds while it runs.
+    which every process writing into a run folder holds while it runs. A key the schema has no
+    column for is a bug in its producer, not data to drop: ValueError.
     """
     path = Path(path)
-    new = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows],
-                               schema=schema)
-    table = pa.concat_tables([read_table(path, schema).cast(schema), new]) if path.exists() else new
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        pq.write_table(table.replace_schema_metadata(_with_version(schema).metadata), tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    unknown = sorted({key for row in rows for key in row} - set(schema.names))
+    if unknown:
+        raise ValueError(f"{path}: no column for {', '.join(unknown)}")
+    new = pa.Table.from_pylist([{name: row.get(name) for name in schema.names} for row in rows], schema=schema)
+    write_table(path, pa.concat_tables([read_table(path, schema), new]) if path.exists() else new)
+
+
+def write_table(path: Path, table: pa.Table) -> None:
+    """Write `table` at `path` at this schema version, whole or not at all (temp file, then rename)."""
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table.replace_schema_metadata({VERSION_KEY: str(SCHEMA_VERSION).encode()}), buffer)
+    atomic_write_bytes(Path(path), buffer.getvalue().to_pybytes())

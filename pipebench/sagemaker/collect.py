@@ -18,14 +18,13 @@ from pathlib import Path
 
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import PipebenchError
-from pipebench.results import CONFIG_FILE, SAMPLES_FILE, TRIALS_FILE
+from pipebench.results import CONFIG_FILE, JOBS_FILE, SAMPLES_FILE, TRIALS_FILE
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, read_table
 from pipebench.sagemaker.entry import JOB_FILE
 from pipebench.sagemaker.launch import LAUNCH_MANIFEST, aws_errors, client, parse_s3_uri, s3_join, s3_key
 
 OUTPUT_TARBALL = "output.tar.gz"
-JOBS_FILE = "jobs.json"
 
 
 def _launched(s3, bucket: str, prefix: str) -> list[str]:

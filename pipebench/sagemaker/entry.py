@@ -22,7 +22,7 @@ from pipebench.sagemaker.environment import SageMakerEnvironment, read_environme
 from pipebench.sagemaker.launch import DATA_LIST, EXPERIMENT_FILE
 from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
 
-SOURCE_MODES = {"File": "file", "FastFile": "fastfile", "Pipe": "pipe"}
+SOURCE_MODE_OF_INPUT_MODE = {"File": "file", "FastFile": "fastfile", "Pipe": "pipe"}
 JOB_FILE = "job.json"
 
 
@@ -34,7 +34,7 @@ def host_output_dir(env: SageMakerEnvironment) -> Path:
 def overrides(env: SageMakerEnvironment, data_list: dict) -> tuple[str, ...]:
     """Give the `--set` overrides that point the experiment at this job's data channel and output folder."""
     channel = env.channel(DATA_CHANNEL)
-    mode = SOURCE_MODES[channel.input_mode]
+    mode = SOURCE_MODE_OF_INPUT_MODE[channel.input_mode]
     fmt = data_list["format"]
     if mode == "pipe":
         # Nothing to glob: the bytes arrive through FIFOs; the S3 URIs name what is streamed.
@@ -62,7 +62,7 @@ def job_facts(env: SageMakerEnvironment, data_list: dict) -> dict:
     """Give job.json: which job, instance and input mode produced the results beside it."""
     channel = env.channel(DATA_CHANNEL)
     return {"job_name": env.hyperparameters.get("pipebench_job_name"), "instance_type": env.instance_type,
-            "input_mode": channel.input_mode, "source_mode": SOURCE_MODES[channel.input_mode],
+            "input_mode": channel.input_mode, "source_mode": SOURCE_MODE_OF_INPUT_MODE[channel.input_mode],
             "distribution": channel.distribution, "hosts": list(env.hosts), "current_host": env.current_host,
             "num_cpus": env.num_cpus, "num_gpus": env.num_gpus, "data_format": data_list["format"]}
 
@@ -85,7 +85,7 @@ def run_job(env: SageMakerEnvironment, log=print) -> Path:
     facts = job_facts(env, data_list)
     log(f"pipebench on SageMaker: {facts['job_name']} ({env.instance_type}, {facts['input_mode']} mode, "
         f"host {env.current_host} of {len(env.hosts)})")
-    run_dir = run(experiment, log=log)
+    run_dir = run(experiment, log=log).run_dir
     atomic_write_json(out / JOB_FILE, {**facts, "run_dir": str(run_dir.relative_to(out))})
     return run_dir
 

@@ -6,19 +6,21 @@ each pipeline's `input` and `train` trials.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import itertools
 import json
 from dataclasses import dataclass
 
-from pipebench.config import ENV_KNOBS, Experiment
+from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
+from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
 from pipebench.pipeline.orderings import Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
-from pipebench.pipeline.spec import MODES as SOURCE_MODES
-from pipebench.pipeline.spec import PipelineSpec
+from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
+from pipebench.search.loop import Planned
 from pipebench.sources.modes import in_source_mode
 
 
@@ -37,21 +39,21 @@ class Candidate:
     note: str | None = None
 
     @property
-    def label(self) -> str:
+    def name_in_space(self) -> str:
         """Give the name a search space uses for this pipeline: preset or ordering, format, source mode."""
         mode = self.spec.source.mode
         return (f"{self.name}:{self.spec.source.format}" + (f"@{mode}" if mode != "file" else "")
                 + (f":{self.spec.ordering}" if self.ordering else ""))
 
-    def describe(self) -> dict:
+    def label(self) -> PipelineLabel:
+        """Give how results rows name this pipeline and relate it to its reference ordering."""
         o = self.ordering
         why = o.why if o else "preset"
         if self.note:
             why = f"{why}; {self.note}"
-        return {"pipeline": self.name, "ordering": self.spec.ordering, "format": self.spec.source.format,
-                "source_mode": self.spec.source.mode, "semantics": o.label if o else "reference",
-                "semantics_why": why,
-                "breaks_semantics": bool(o and o.breaks_semantics)}
+        return PipelineLabel(pipeline=self.name, ordering=self.spec.ordering, format=self.spec.source.format,
+                             source_mode=self.spec.source.mode, semantics=o.label if o else "reference",
+                             semantics_why=why, breaks_semantics=bool(o and o.breaks_semantics))
 
 
 def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
@@ -90,25 +92,31 @@ def _with_batch(spec: PipelineSpec, batch_size: int) -> PipelineSpec:
 
 
 def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Candidate, setting: dict,
-               repeat: int = 0) -> dict:
-    """Give one trial dict the worker reads: `candidate` in `mode` at `setting` (batch size, threads, env)."""
+               repeat: int = 0) -> TrialSpec:
+    """Give the trial a worker runs: `candidate` in `mode` at `setting` (batch size, threads, env)."""
+    candidate = dataclasses.replace(candidate, spec=_with_batch(candidate.spec, setting["batch_size"]))
+    label = candidate.label()
+    if mode == "synthetic":
+        label = dataclasses.replace(label, pipeline="synthetic", ordering="in-memory batch", format=None,
+                                    semantics="n/a", semantics_why="the model alone: one real batch served from memory")
+    threads = Threads(setting["threads"]["intra"], setting["threads"]["inter"])
     common = {"measurement": experiment["measurement"], "model": experiment["model"],
               "feature_size": data.feature_size, "data_fingerprint": data.fingerprint,
               "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", []),
               "sources": experiment["sources"]}
-    candidate = dataclasses.replace(candidate, spec=_with_batch(candidate.spec, setting["batch_size"]))
-    described = candidate.describe()
-    if mode == "synthetic":
-        described.update(pipeline="synthetic", ordering="in-memory batch", semantics="n/a",
-                         semantics_why="the model alone: one real batch served from memory")
     body = {"mode": mode, **setting, "pipeline_spec": candidate.spec.fingerprint(), **common}
-    return {"trial_id": _key({**body, "repeat": repeat}), "repeat": repeat, "mode": mode,
-            "compute_key": _key({**setting, "model": experiment["model"]}), "pipeline": candidate.spec.to_dict(),
-            "pipeline_fingerprint": candidate.spec.fingerprint(), "describe": described, **setting, **common}
+    return TrialSpec(trial_id=_key({**body, "repeat": repeat}), repeat=repeat, mode=mode,
+                     config_key=_key({**setting, "model": experiment["model"]}),
+                     pipeline_spec=candidate.spec.to_dict(), pipeline_fingerprint=candidate.spec.fingerprint(),
+                     label=label, batch_size=setting["batch_size"], threads=threads, env=dict(setting["env"]),
+                     measurement=dict(common["measurement"]), model=dict(common["model"]),
+                     feature_size=data.feature_size, data_fingerprint=data.fingerprint,
+                     quality=dict(common["quality"]), holdout_files=tuple(common["holdout_files"]),
+                     sources=dict(common["sources"]))
 
 
-def trials(experiment: Experiment, data: DataSet) -> list[dict]:
-    """Give every trial of the grid, in run order, each a plain dict the worker reads."""
+def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
+    """Give every trial of the grid, in run order."""
     pipelines = candidates(experiment, data)
     if not pipelines:
         raise ConfigError("pipelines: nothing to measure (no presets, no orderings)")
@@ -128,3 +136,20 @@ def trials(experiment: Experiment, data: DataSet) -> list[dict]:
             out += [make_trial(experiment, data, mode, candidate, setting, repeat)
                     for repeat in range(experiment["measurement"]["repeats"])]
     return out
+
+
+class GridPlanner:
+    """Planner over the grid's trials, in run order, skipping those the run folder already holds."""
+
+    def __init__(self, planned: list[TrialSpec], done: set[str]) -> None:
+        self._todo = collections.deque(t for t in planned if t.trial_id not in done)
+        self._total = len(done) + len(self._todo)
+
+    def total(self) -> int:
+        return self._total
+
+    def next(self) -> Planned | None:
+        return Planned(self._todo.popleft()) if self._todo else None
+
+    def done(self, planned: Planned, row: dict) -> None:
+        """The grid needs no result to go on."""

@@ -1,7 +1,7 @@
 """The Optuna search space: knobs, their ranges, pinning of knobs this machine cannot honour.
 
 A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `inter_op_threads`
-(0 = TensorFlow's default), `env.<VAR>` for the variables in `config.ENV_KNOBS` (null = unset), or
+(0 = TensorFlow's default), `env.<VAR>` for the variables in `measure.trial.ENV_KNOBS` (null = unset), or
 `stage.<kind>.<param>` (e.g. `stage.prefetch.buffer_size`; `stage.cache.enabled: [true, false]`
 switches cache or prefetch off), `source.<field>` (e.g. `source.num_parallel_reads`) or
 `option.<group>.<name>` (a tf.data option, e.g. `option.threading.private_threadpool_size`), set on
@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipebench.config import ENV_KNOBS
 from pipebench.errors import ConfigError
+from pipebench.measure.facts import MachineFacts
+from pipebench.measure.trial import ENV_KNOBS
 from pipebench.pipeline.spec import STAGE_PARAMS, check_source_field, check_stage_param
 from pipebench.values import AT_LEAST_0, AT_LEAST_1, Range, check_number, echo, name_text, refuse_non_finite
 
@@ -159,39 +160,43 @@ def default_space(pipeline_labels: list[str], batch_sizes: list[int], vcpus: int
     }
 
 
-def pin_inert(space: dict[str, Dimension], machine: dict,
-              preferred: Mapping[str, Any]) -> tuple[dict[str, Dimension], list[str]]:
-    """Give the space with knobs that cannot matter on `machine` pinned, and one line per pin saying why.
+def pin_inert(space: dict[str, Dimension], machine: MachineFacts,
+              preferred: Mapping[str, Any]) -> tuple[dict[str, Dimension], dict[str, str]]:
+    """Give the space with knobs that cannot matter on `machine` pinned, and {knob: why} for each one changed.
 
-    A pinned knob takes its `preferred` value (the reference settings') when it has one in range,
-    else its first choice.
+    A knob that cannot matter is left unset when unset is one of its choices (setting it would only
+    make rows claim a setting that did nothing), else it takes its `preferred` value (the reference
+    settings') when that is in range, else its first choice.
     """
-    out, notes = dict(space), []
-    openmp = machine.get("tensorflow", {}).get("openmp", {})
-    vcpus = machine.get("cpu", {}).get("vcpus")
+    out, notes = dict(space), {}
+    openmp = machine.tensorflow.openmp
+    vcpus = machine.cpu.vcpus
 
     def pin(name: str, value: Any, why: str) -> None:
         out[name] = out[name].pin(value)
-        notes.append(f"{name[4:] if name.startswith('env.') else name} pinned to "
-                     f"{'unset' if value is None else value}: {why}")
+        notes[name] = f"{name[4:] if name.startswith('env.') else name} pinned to {'unset' if value is None else value}: {why}"
 
-    if openmp.get("linked") is False:
+    if openmp.linked is False:
         for name in _OPENMP_KNOBS:
             dim = out.get(name)
             if dim is not None and not dim.pinned:
-                value = preferred.get(name) if dim.contains(preferred.get(name)) else (
-                    dim.choices[0] if dim.choices else dim.low)
-                pin(name, value, f"{openmp.get('statement', 'no OpenMP runtime linked')} (search.pin_inert: false "
-                                 "keeps it searchable)")
+                if dim.contains(None):
+                    value = None
+                elif dim.contains(preferred.get(name)):
+                    value = preferred.get(name)
+                else:
+                    value = dim.choices[0] if dim.choices else dim.low
+                pin(name, value, f"{openmp.statement} (search.pin_inert: false keeps it searchable)")
     dim = out.get("inter_op_threads")
     if vcpus and dim is not None and not dim.pinned:
         if dim.choices is not None:
             kept = tuple(c for c in dim.choices if c is None or c <= vcpus)
             if len(kept) < len(dim.choices):
                 out["inter_op_threads"] = Dimension(dim.name, kept or (vcpus,))
-                notes.append(f"inter_op_threads above the {vcpus} vCPUs dropped: more inter-op threads than "
-                             "vCPUs only time-share the same cores")
+                notes["inter_op_threads"] = (f"inter_op_threads above the {vcpus} vCPUs dropped: more inter-op "
+                                             "threads than vCPUs only time-share the same cores")
         elif dim.high > vcpus:
             out["inter_op_threads"] = Dimension(dim.name, None, min(dim.low, vcpus), vcpus, dim.log)
-            notes.append(f"inter_op_threads capped at the {vcpus} vCPUs: more only time-share the same cores")
+            notes["inter_op_threads"] = (f"inter_op_threads capped at the {vcpus} vCPUs: more only time-share "
+                                         "the same cores")
     return out, notes

@@ -67,7 +67,7 @@ def open_hook(mode: str, sources: Mapping) -> tuple[Callable[[str], float] | Non
         link = FetchLink(settings["first_read_latency_ms"] / 1e3, bandwidth * 1e6 if bandwidth else None)
         return link, link.describe()
     if mode == "file" and sources["file"]["cold"]:
-        from pipebench.measure.sampler import drop_page_cache
+        from pipebench.page_cache import drop_page_cache
 
         def evict(path: str) -> float:  # inside the timed windows: drop only, no residency check
             drop_page_cache([path])

@@ -1,0 +1,150 @@
+"""The one row builder: each trials.parquet column and the single thing that fills it.
+
+A trial's facts come from four producers — the TrialSpec (what was asked), the worker's
+TrialRecord (what it measured), the manager's ProcessFacts (what it saw from outside) and the
+sampler's Usage over the measured windows — plus the run (where and when). Each column names
+exactly one of them; tests/test_rows.py checks that every column has a producer and every field
+a producer reports has a column (or is listed below as kept in the trial's folder only).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+from pipebench.measure import stats
+from pipebench.measure.facts import MachineFacts
+from pipebench.measure.manager import Outcome
+from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
+from pipebench.results.schema import TRIAL_SCHEMA
+
+#: TrialRecord fields copied into the column of the same name.
+RECORD_COLUMNS = (
+    "status", "reason", "tf_version", "worker_intra_op_threads", "worker_inter_op_threads",
+    "tensorflow_imported_before_settings", "unsupported_options", "source_note", "examples_per_sec_median",
+    "examples_per_sec_p25", "examples_per_sec_p75", "examples_per_sec_cv_pct", "windows", "stable",
+    "window_rates", "warmup_sec", "warmup_steady", "steps_per_call", "epochs_renewed", "windows_started_sec",
+    "windows_ended_sec", "cold_examples_per_sec", "page_cache_resident_after_evict", "fetch_stall_pct", "auc",
+    "worker_sec")
+#: TrialRecord fields that stay in the trial's folder (trials/<id>/result.json), with why.
+RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cause",
+               "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)"}
+#: Usage (sampler, measured windows only) fields copied into the column of the same name.
+USAGE_COLUMNS = ("cpu_pct_median", "cpu_pct_p95", "cpu_pct_of_vcpus_median", "cpu_pct_of_physical_cores_median",
+                 "busiest_core_pct_median", "other_cpu_pct_median", "rss_median_bytes",
+                 "page_cache_resident_fraction_start", "page_cache_resident_fraction_end", "gpu_util_pct_median",
+                 "gpu_util_pct_p95", "gpu_mem_peak_bytes")
+#: ProcessFacts (manager) fields copied into the column of the same name.
+PROCESS_COLUMNS = ("duration_sec", "exit_code", "signal", "stderr_tail", "rss_peak_bytes")
+#: TrialSpec.label fields copied into the column of the same name.
+LABEL_COLUMNS = ("pipeline", "ordering", "format", "source_mode", "semantics", "semantics_why", "breaks_semantics")
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """Everything a row is built from."""
+
+    spec: TrialSpec
+    outcome: Outcome
+    run_id: str
+    host: str
+    machine: MachineFacts
+    started: float  # time.time() when the trial started
+    ended: float
+    ceiling: float | None = None  # examples/sec of the synthetic trial of the same run and compute setting
+    study: str | None = None
+    optuna_trial_number: int | None = None
+
+
+def _utc(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _params(c: RowContext) -> str:
+    s = c.spec
+    return json.dumps({"pipeline": s.pipeline_spec, "batch_size": s.batch_size,
+                       "threads": {"intra": s.threads.intra, "inter": s.threads.inter}, "env": s.env,
+                       "model": s.model, "measurement": s.measurement, "sources": s.sources}, sort_keys=True)
+
+
+def _input_fraction(c: RowContext) -> float | None:
+    rate = c.outcome.record.examples_per_sec_median
+    if c.spec.mode != "train" or c.outcome.record.status is not TrialStatus.OK or not c.ceiling or not rate:
+        return None
+    return stats.input_fraction(rate, c.ceiling)
+
+
+def _input_bound(c: RowContext) -> str | None:
+    fraction = _input_fraction(c)
+    return None if fraction is None else stats.input_bound_label(fraction)
+
+
+def _prep_stall_pct(c: RowContext) -> float | None:
+    # DS-Analyzer's prep stall (warm data vs synthetic) is the same ratio, kept under its own name.
+    fraction = _input_fraction(c)
+    return None if fraction is None else 100.0 * fraction
+
+
+def _from(part: str, name: str) -> Callable[[RowContext], Any]:
+    def get(c: RowContext) -> Any:
+        source = {"record": c.outcome.record, "usage": c.outcome.usage, "process": c.outcome.process,
+                  "label": c.spec.label}[part]
+        value = None if source is None else getattr(source, name)
+        return value.value if isinstance(value, TrialStatus) else list(value) if isinstance(value, tuple) else value
+    get.producer = part
+    return get
+
+
+COLUMNS: dict[str, Callable[[RowContext], Any]] = {
+    "run_id": lambda c: c.run_id,
+    "trial_id": lambda c: c.spec.trial_id,
+    "repeat": lambda c: c.spec.repeat,
+    "host": lambda c: c.host,
+    "host_fingerprint": lambda c: c.machine.host_fingerprint,
+    "instance_type": lambda c: c.machine.sagemaker.instance_type,
+    "instance_type_source": lambda c: c.machine.sagemaker.instance_type_source,
+    "started_utc": lambda c: _utc(c.started),
+    "ended_utc": lambda c: _utc(c.ended),
+    "mode": lambda c: c.spec.mode,
+    "pipeline_fingerprint": lambda c: c.spec.pipeline_fingerprint,
+    "data_fingerprint": lambda c: c.spec.data_fingerprint,
+    "config_key": lambda c: c.spec.config_key,
+    "batch_size": lambda c: c.spec.batch_size,
+    "intra_op_threads": lambda c: c.spec.threads.intra,
+    "inter_op_threads": lambda c: c.spec.threads.inter,
+    **{f"env_{name}": (lambda c, name=name: c.spec.env.get(name)) for name in ENV_KNOBS},
+    "params_json": _params,
+    "knobs_not_applied": lambda c: list(c.spec.knobs_not_applied),
+    "pinned_knobs": lambda c: list(c.spec.pinned_knobs),
+    "env_seen_json": lambda c: json.dumps(c.outcome.record.env_seen, sort_keys=True),
+    "input_fraction": _input_fraction,
+    "input_bound": _input_bound,
+    "prep_stall_pct": _prep_stall_pct,
+    "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
+    "study": lambda c: c.study,
+    "optuna_trial_number": lambda c: c.optuna_trial_number,
+    **{name: _from("record", name) for name in RECORD_COLUMNS},
+    **{name: _from("usage", name) for name in USAGE_COLUMNS},
+    **{name: _from("process", name) for name in PROCESS_COLUMNS},
+    **{name: _from("label", name) for name in LABEL_COLUMNS},
+}
+
+
+def trial_row(context: RowContext) -> dict[str, Any]:
+    """Give the trials.parquet row of one finished trial, every column filled by its producer, in schema order."""
+    return {name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names}
+
+
+def unproduced_fields() -> dict[str, list[str]]:
+    """Give the producers' fields no column takes (tests assert this is empty)."""
+    from pipebench.measure.manager import ProcessFacts
+    from pipebench.measure.sampler import Usage
+    from pipebench.measure.trial import PipelineLabel, TrialRecord
+
+    taken = {"record": set(RECORD_COLUMNS) | set(RECORD_ONLY), "usage": set(USAGE_COLUMNS) | {"samples"},
+             "process": set(PROCESS_COLUMNS), "label": set(LABEL_COLUMNS)}
+    kinds = {"record": TrialRecord, "usage": Usage, "process": ProcessFacts, "label": PipelineLabel}
+    return {part: sorted({f.name for f in fields(kind)} - taken[part]) for part, kind in kinds.items()
+            if {f.name for f in fields(kind)} - taken[part]}

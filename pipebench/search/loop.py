@@ -1,0 +1,150 @@
+"""The one trial loop every driver runs (Optuna's `_optimize` for every sampler; Hydra's launcher).
+
+A driver is a *planner*: `next()` gives the next trial (None when it has no more) and `done()`
+hears each finished row. The loop owns everything else, once: limits, the sampler (cut to the
+measured windows), the row, appends, the deadline, `budget.max_trials`, the failure budget,
+progress, the input fraction and summary.md. `measure` is injectable, so driver logic is tested
+without TensorFlow and the replay benchmark drives the real planners.
+"""
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pipebench.config import Experiment
+from pipebench.measure.manager import Limits, Outcome, run_worker
+from pipebench.measure.trial import TrialSpec, TrialStatus
+from pipebench.results.rows import RowContext, trial_row
+from pipebench.results.run_folder import RunFolder
+
+#: The failure budget is judged only once this many trials have finished (one early crash is not a rate).
+MIN_TRIALS_FOR_FAILURE_BUDGET = 4
+
+
+@dataclass
+class Planned:
+    """One trial a planner wants measured, with what the loop needs around it."""
+
+    spec: TrialSpec
+    on_window: Callable[[int, float], bool] | None = None  # hears each window; True stops (prunes) the trial
+    measuring: contextlib.AbstractContextManager = field(default_factory=contextlib.nullcontext)
+    study: str | None = None
+    optuna_trial_number: int | None = None
+    handle: Any = None  # the planner's own reference (an Optuna trial)
+
+
+class Planner(Protocol):
+    """What the loop asks of a driver."""
+
+    def total(self) -> int | None:
+        """Give how many trials the run holds in all (done before included), for progress; None if unknown."""
+
+    def next(self) -> Planned | None:
+        """Give the next trial to measure, or None when there is none left."""
+
+    def done(self, planned: Planned, row: dict) -> None:
+        """Hear a measured trial's row (Optuna tells its study)."""
+
+
+Measure = Callable[..., Outcome]
+
+
+@dataclass
+class LoopResult:
+    """The run's rows (earlier ones included), and why it stopped early (None when it ran to the end)."""
+
+    rows: list[dict]
+    stopped: str | None = None
+    failure_budget_spent: bool = False
+
+
+class Progress:
+    """One line per finished trial: done / total, what it measured, the best so far, an ETA."""
+
+    def __init__(self, total: int | None, already: int, stream=sys.stderr, clock=time.monotonic) -> None:
+        self.total, self.done, self.clock, self.stream = total, already, clock, stream
+        self.started, self.ran = clock(), 0
+        self.best: tuple[float, str] | None = None
+
+    def update(self, row: dict) -> None:
+        self.done += 1
+        self.ran += 1
+        rate = row.get("examples_per_sec_median")
+        source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
+        label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} b{row['batch_size']}".replace("  ", " ")
+        if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
+            self.best = (rate, label)
+        result = f"{rate:,.0f} ex/s" if rate else f"{row['status']}: {row['reason']}"
+        best = f" | best train {self.best[0]:,.0f} ex/s ({self.best[1]})" if self.best else ""
+        total = self.total if self.total is not None and self.total >= self.done else "?"
+        eta = ""
+        if isinstance(total, int):
+            eta = f" | ETA {(self.clock() - self.started) / self.ran * (total - self.done) / 60:.1f} min"
+        print(f"[{self.done}/{total}] {label}: {result}{best}{eta}", file=self.stream, flush=True)
+
+
+def failures(rows: list[dict]) -> int:
+    """Give how many rows spend the failure budget (TrialStatus.counts_as_failure)."""
+    return sum(TrialStatus(r["status"]).counts_as_failure for r in rows)
+
+
+def _ceiling(row_spec: TrialSpec, rows: list[dict], run_id: str) -> float | None:
+    """Give this run's synthetic throughput at the train trial's compute setting (never another run's)."""
+    if row_spec.mode != "train":
+        return None
+    found = [r["examples_per_sec_median"] for r in rows if r["mode"] == "synthetic" and r["status"] == "ok"
+             and r["config_key"] == row_spec.config_key and r["run_id"] == run_id]
+    return found[-1] if found else None
+
+
+def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
+               log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
+               stream=sys.stderr) -> LoopResult:
+    """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
+    from pipebench.measure.sampler import Sampler
+    from pipebench.report.summary import write_summary
+
+    budget, measurement = experiment["budget"], experiment["measurement"]
+    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
+    deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
+    rows = run.rows()
+    progress = Progress(planner.total(), len(rows), stream, clock)
+    host = socket.gethostname()
+    result = LoopResult(rows)
+    while True:
+        failed = failures(rows)
+        if len(rows) >= MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
+            result.stopped = (f"{failed} of {len(rows)} trials failed, past budget.max_failure_rate "
+                              f"{budget['max_failure_rate']}")
+            result.failure_budget_spent = True
+            break
+        if deadline is not None and clock() > deadline:
+            result.stopped = f"time budget of {budget['max_minutes']} min used up"
+            break
+        if budget["max_trials"] is not None and len(rows) >= budget["max_trials"]:
+            result.stopped = f"budget.max_trials ({budget['max_trials']}) reached"
+            break
+        planned = planner.next()
+        if planned is None:
+            break
+        spec = planned.spec
+        files = spec.pipeline_spec["source"]["files"] if measurement["page_cache"] else ()
+        started = time.time()
+        with planned.measuring:
+            outcome = measure(spec, run.trial_dir(spec.trial_id), limits,
+                              sampler_factory=lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"],
+                                                                  data_files=files),
+                              on_progress=planned.on_window)
+        row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
+                                   _ceiling(spec, rows, run.run_id), planned.study, planned.optuna_trial_number))
+        run.append(row, outcome.samples)
+        rows.append(row)
+        planner.done(planned, row)
+        progress.update(row)
+    write_summary(run, rows, result.stopped)
+    return result

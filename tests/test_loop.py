@@ -1,0 +1,144 @@
+"""The one trial loop, driven by the grid and the Optuna planners with a fake measure (no TensorFlow):
+same rows for the same settings, one failure accounting, budgets, and a summary for every driver."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from report_fixtures import machine
+
+from pipebench.config import parse_experiment
+from pipebench.datasets import DataSet
+from pipebench.measure.facts import MachineFacts
+from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.results import SUMMARY_FILE
+from pipebench.results.run_folder import RunFolder
+from pipebench.search.grid import GridPlanner, trials
+from pipebench.search.loop import run_trials
+from pipebench.testing import fake_measure
+
+optuna = pytest.importorskip("optuna")
+
+#: Columns that name where and when a row was made, or which driver made it: all else must agree.
+_PROVENANCE = {"run_id", "trial_id", "started_utc", "ended_utc", "study", "optuna_trial_number"}
+
+
+def _experiment(tmp_path, **search):
+    return parse_experiment({
+        "name": "loop", "modes": ["input"], "grid": {"batch_size": [256, 512]},
+        "pipelines": {"presets": ["aws-sample"]},
+        "search": {"n_trials": 2, "enqueue_reference": False, "sampler": "random", "seed": 0,
+                   "space": {"batch_size": [256, 512]}, **search},
+        "budget": {"max_failure_rate": 0.5}, "results": str(tmp_path / "results")})
+
+
+def _data(tmp_path) -> DataSet:
+    (tmp_path / "data").mkdir(exist_ok=True)
+    files = [str(tmp_path / "data" / f"part-{i}.tfrecord") for i in range(2)]
+    for name in files:
+        open(name, "wb").close()
+    return DataSet({"tfrecord": files}, fingerprint="data", rows=1000, rows_from="test")
+
+
+def _run_folder(path, data: DataSet) -> RunFolder:
+    path.mkdir(parents=True)
+    return RunFolder(path, MachineFacts.from_json(machine(), "machine.json"), data.facts())
+
+
+def _optuna_planner(experiment, data, run):
+    from pipebench.search.optuna_driver import OptunaPlanner, open_storage, open_study
+    from pipebench.search.plan import make_plan
+
+    plan = make_plan(experiment, data, run.machine)
+    return OptunaPlanner(open_study(experiment, plan, open_storage(None, run.path), log=lambda _: None), plan,
+                         log=lambda _: None)
+
+
+def _rate(spec) -> float:
+    return 10.0 * spec.batch_size
+
+
+def test_grid_and_optuna_give_identical_rows_for_identical_settings(tmp_path):
+    experiment, data = _experiment(tmp_path), _data(tmp_path)
+    grid_run = _run_folder(tmp_path / "grid", data)
+    grid = run_trials(GridPlanner(trials(experiment, data), set()), grid_run, experiment, fake_measure(_rate),
+                      stream=io.StringIO())
+    search_run = _run_folder(tmp_path / "optuna", data)
+    study = run_trials(_optuna_planner(experiment, data, search_run), search_run, experiment, fake_measure(_rate),
+                       stream=io.StringIO())
+    by_batch = {}
+    for rows in (grid.rows, study.rows):
+        for row in rows:
+            by_batch.setdefault(row["batch_size"], []).append({k: v for k, v in row.items() if k not in _PROVENANCE})
+    assert sorted(by_batch) == [256, 512]
+    for batch_size, (from_grid, from_optuna) in by_batch.items():
+        assert from_grid == from_optuna, batch_size
+    assert (grid_run.path / SUMMARY_FILE).exists() and (search_run.path / SUMMARY_FILE).exists()
+    assert study.rows[0]["study"] == "loop" and grid.rows[0]["study"] is None
+
+
+@pytest.mark.parametrize("driver", ["grid", "optuna"])
+def test_unavailable_trials_do_not_spend_the_failure_budget_but_failed_ones_do(tmp_path, driver):
+    """The Optuna driver used to count `unavailable` trials (Pipe mode outside TF 2.14) as failures."""
+    experiment, data = _experiment(tmp_path, n_trials=6, space={"batch_size": [1, 2, 3, 4, 5, 6]}), _data(tmp_path)
+    experiment = parse_experiment({**experiment.resolved, "grid": {**experiment["grid"], "batch_size": [1, 2, 3, 4, 5, 6]}})
+    unavailable = fake_measure(lambda spec: TrialRecord(TrialStatus.UNAVAILABLE, "no PipeModeDataset here"))
+    run = _run_folder(tmp_path / "u", data)
+    planner = (GridPlanner(trials(experiment, data), set()) if driver == "grid"
+               else _optuna_planner(experiment, data, run))
+    result = run_trials(planner, run, experiment, unavailable, stream=io.StringIO())
+    assert len(result.rows) == 6 and not result.failure_budget_spent and result.stopped is None
+    failing = fake_measure(lambda spec: TrialRecord(TrialStatus.FAILED, "boom"))
+    run = _run_folder(tmp_path / "f", data)
+    planner = (GridPlanner(trials(experiment, data), set()) if driver == "grid"
+               else _optuna_planner(experiment, data, run))
+    result = run_trials(planner, run, experiment, failing, stream=io.StringIO())
+    assert len(result.rows) == 4 and result.failure_budget_spent
+    assert "4 of 4 trials failed, past budget.max_failure_rate 0.5" in result.stopped
+    assert "Stopped early" in (run.path / SUMMARY_FILE).read_text()
+
+
+@pytest.mark.parametrize("driver", ["grid", "optuna"])
+def test_max_trials_and_page_cache_hold_for_every_driver(tmp_path, driver):
+    """The Optuna driver ignored budget.max_trials and measurement.page_cache."""
+    experiment = parse_experiment({**_experiment(tmp_path, n_trials=2).resolved,
+                                   "budget": {"max_trials": 1}, "measurement": {"page_cache": True}})
+    data = _data(tmp_path)
+    run = _run_folder(tmp_path / driver, data)
+    watched: list[list[str]] = []
+
+    measure = fake_measure(lambda spec: 1000.0)
+
+    def measure_and_look(spec, trial_dir, limits, sampler_factory=None, on_progress=None):
+        watched.append([str(p) for p in sampler_factory(0).data_files])
+        return measure(spec, trial_dir, limits, sampler_factory, on_progress)
+
+    planner = (GridPlanner(trials(experiment, data), set()) if driver == "grid"
+               else _optuna_planner(experiment, data, run))
+    result = run_trials(planner, run, experiment, measure_and_look, stream=io.StringIO())
+    assert len(result.rows) == 1 and result.stopped == "budget.max_trials (1) reached"
+    assert watched == [data.files["tfrecord"]]
+
+
+def test_progress_says_done_of_total_and_the_summary_opens_with_the_machine(tmp_path):
+    experiment, data = _experiment(tmp_path), _data(tmp_path)
+    run = _run_folder(tmp_path / "run", data)
+    stream = io.StringIO()
+    run_trials(GridPlanner(trials(experiment, data), set()), run, experiment, fake_measure(_rate), stream=stream)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] aws-sample tfrecord input b256: 2,560 ex/s") and lines[1].startswith("[2/2]")
+    summary = (run.path / SUMMARY_FILE).read_text().splitlines()
+    facts = run.machine
+    assert summary[2] == (f"Machine: {facts.cpu.model}, {facts.cpu.vcpus} vCPUs / {facts.cpu.physical_cores} physical "
+                          f"cores, TensorFlow {facts.tensorflow.version}.")
+    assert summary[4] == f"OpenMP: {facts.tensorflow.openmp.statement}."
+    assert summary[6].startswith("Data: ") and "1,000 rows" in summary[6]
+    assert "?" not in "\n".join(summary[:8])
+
+
+def test_the_synthetic_trial_names_no_format():
+    """It serves one batch from memory: the format of whichever pipeline came first labelled it."""
+    experiment = parse_experiment({"name": "s", "modes": ["synthetic", "input"], "pipelines": {"presets": ["aws-sample"]}})
+    data = DataSet({"tfrecord": ["part-0.tfrecord"]}, fingerprint="d")
+    synthetic, *_ = trials(experiment, data)
+    assert synthetic.mode == "synthetic" and synthetic.label.format is None and synthetic.label.pipeline == "synthetic"

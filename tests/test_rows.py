@@ -1,0 +1,58 @@
+"""The row builder: every trials.parquet column has exactly one producer, and every fact a producer
+reports has a column — so nothing the worker, manager or sampler says is dropped or overwritten."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from report_fixtures import machine
+
+from pipebench.measure.facts import MachineFacts
+from pipebench.measure.manager import Outcome, ProcessFacts
+from pipebench.measure.sampler import Usage
+from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.results.rows import COLUMNS, RowContext, trial_row, unproduced_fields
+from pipebench.results.schema import TRIAL_SCHEMA
+from pipebench.testing import trial_spec
+
+FACTS = MachineFacts.from_json(machine(instance_type="ml.c5.xlarge"), "machine.json")
+
+
+def _usage(**values) -> Usage:
+    return Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 3} | values)
+
+
+def test_every_column_has_one_producer_and_every_reported_fact_a_column():
+    assert set(COLUMNS) == set(TRIAL_SCHEMA.names)
+    assert unproduced_fields() == {}
+
+
+def test_worker_facts_outside_the_old_schema_reach_the_row():
+    """unsupported_options and env_seen were dropped, so a row could claim tf.data options this TF never applied."""
+    record = TrialRecord(TrialStatus.OK, examples_per_sec_median=10.0, unsupported_options=("autotune.ram_budget",),
+                         env_seen={"OMP_NUM_THREADS": "2"}, tensorflow_imported_before_settings=False,
+                         source_note="EMULATED FastFile")
+    row = trial_row(RowContext(trial_spec(), Outcome(record, ProcessFacts(5.0, 0, None, None, 100)), "run", "host",
+                               FACTS, 0.0, 1.0))
+    assert row["unsupported_options"] == ["autotune.ram_budget"]
+    assert json.loads(row["env_seen_json"]) == {"OMP_NUM_THREADS": "2"}
+    assert row["tensorflow_imported_before_settings"] is False and row["source_note"] == "EMULATED FastFile"
+    assert row["status"] == "ok" and row["instance_type"] == "ml.c5.xlarge"
+
+
+def test_duration_and_peak_come_from_the_manager_and_cpu_from_the_windows_only():
+    """The sampler's 4 Hz span and peak used to overwrite the manager's finer figures."""
+    outcome = Outcome(TrialRecord(TrialStatus.OK, examples_per_sec_median=1.0),
+                      ProcessFacts(duration_sec=12.5, exit_code=0, signal=None, stderr_tail=None, rss_peak_bytes=777),
+                      usage=_usage(cpu_pct_median=150.0, other_cpu_pct_median=3.0))
+    row = trial_row(RowContext(trial_spec(), outcome, "run", "host", FACTS, 0.0, 1.0))
+    assert (row["duration_sec"], row["rss_peak_bytes"]) == (12.5, 777)
+    assert row["cpu_pct_median"] == 150.0 and row["usage_samples"] == 3 and row["other_cpu_pct_median"] == 3.0
+
+
+def test_a_train_row_takes_its_input_fraction_from_the_ceiling_it_is_given():
+    spec = trial_spec(mode="train")
+    outcome = Outcome(TrialRecord(TrialStatus.OK, examples_per_sec_median=15_000.0), ProcessFacts(1.0, 0, None, None, 1))
+    row = trial_row(RowContext(spec, outcome, "run", "host", FACTS, 0.0, 1.0, ceiling=20_000.0))
+    assert row["input_fraction"] == 0.25 and row["input_bound"] == "highly input-bound"
+    assert trial_row(RowContext(spec, outcome, "run", "host", FACTS, 0.0, 1.0))["input_fraction"] is None
