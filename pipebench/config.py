@@ -154,12 +154,17 @@ SCHEMA: dict[str, Any] = {
     "measurement": {
         "warmup_max_sec": Field(float, 10.0, allowed=AT_LEAST_0),
         "window_sec": Field(float, 1.0, allowed=Range(0.05)),
-        "windows": Field(int, 5, allowed=AT_LEAST_1),
-        "repeats": Field(int, 1, allowed=AT_LEAST_1),
+        "windows": Field(int, 5, allowed=AT_LEAST_1),  # rounds each trial measures at least
+        # train trials go on measuring rounds while the waiting share's interval straddles a threshold
+        "max_windows": Field(int, 15, allowed=AT_LEAST_1),
+        "repeats": Field(int, 1, allowed=AT_LEAST_1),  # fresh processes per configuration, spread across the run
         "steady_cv_pct": Field(float, 5.0, allowed=AT_LEAST_0),
         "sample_hz": Field(float, 4.0, allowed=Range(0.5, 100)),  # the sampler reads /proc this often
         "cold_cache": Field(bool, False),  # train trials also time a pass after evicting the page cache
         "page_cache": Field(bool, False),  # the sampler also reads page-cache residency of the data files
+        # other processes' CPU during a trial's windows (100 = one vCPU) past which it is flagged busy
+        "busy_other_cpu_pct": Field(float, 25.0, allowed=Range(0, 10_000)),
+        "remeasure_busy": Field(bool, True),  # measure a trial flagged busy once more at the end of the run
     },
     "quality": {
         "enabled": Field(bool, False),

@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 from pipebench.errors import ResultsVersionError
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 
-#: Older versions read in memory: what they lack is a column added since, null in their rows.
-#: v2 (pipebench 0.1.0) lacks the v3 columns of facts it did not keep.
-_READABLE_VERSIONS = (2,)
+#: Older versions read in memory: what they lack is a column added since, null in their rows; a column
+#: dropped since is left out. v2 (pipebench 0.1.0) lacks the v3 columns of facts it did not keep; v3
+#: lacks v4's intervals and kept the single-draw input fraction v4 replaced with the paired slowdown.
+_READABLE_VERSIONS = (2, 3)
 
 
 def read_table(path: Path, schema: pa.Schema) -> pa.Table:

@@ -9,6 +9,7 @@ without TensorFlow and the replay benchmark drives the real planners.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import socket
 import sys
 import time
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipebench.config import Experiment
-from pipebench.measure.manager import Limits, Outcome, run_worker
+from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.results.rows import RowContext, trial_row
 from pipebench.results.run_folder import RunFolder
@@ -93,13 +94,38 @@ def failures(rows: list[dict]) -> int:
     return sum(TrialStatus(r["status"]).counts_as_failure for r in rows)
 
 
-def _ceiling(row_spec: TrialSpec, rows: list[dict], run_id: str) -> float | None:
-    """Give this run's synthetic throughput at the train trial's compute setting (never another run's)."""
-    if row_spec.mode != "train":
+class RemeasureBusy:
+    """A planner's trials, then once more each ok trial its windows shared with busy other processes.
+
+    The re-measure is a new row naming the trial it measures again (`remeasure_of`); reports read the
+    quieter one in its place. A trial still busy the second time stays flagged: it is not retried again.
+    """
+
+    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder) -> None:
+        self.planner, self.rows, self.run = planner, rows, run
+        self._driver_done = False
+
+    def total(self) -> int | None:
+        return self.planner.total()
+
+    def next(self) -> Planned | None:
+        if not self._driver_done:
+            planned = self.planner.next()
+            if planned is not None:
+                return planned
+            self._driver_done = True
+        again = {r["remeasure_of"] for r in self.rows if r.get("remeasure_of")}
+        for row in self.rows:
+            path = self.run.trial_dir(row["trial_id"]) / TRIAL_FILE
+            if (row["status"] == "ok" and row.get("busy_machine") and not row.get("remeasure_of")
+                    and row["trial_id"] not in again and path.exists()):
+                spec = TrialSpec.load(path)
+                return Planned(dataclasses.replace(spec, trial_id=f"{spec.trial_id}-again", remeasure_of=spec.trial_id))
         return None
-    found = [r["examples_per_sec_median"] for r in rows if r["mode"] == "synthetic" and r["status"] == "ok"
-             and r["config_key"] == row_spec.config_key and r["run_id"] == run_id]
-    return found[-1] if found else None
+
+    def done(self, planned: Planned, row: dict) -> None:
+        if planned.spec.remeasure_of is None:
+            self.planner.done(planned, row)
 
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
@@ -113,6 +139,8 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
+    if measurement["remeasure_busy"]:
+        planner = RemeasureBusy(planner, rows, run)
     progress = Progress(planner.total(), len(rows), stream, clock)
     host = socket.gethostname()
     result = LoopResult(rows)
@@ -141,10 +169,10 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
                                                                   data_files=files),
                               on_progress=planned.on_window)
         row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
-                                   _ceiling(spec, rows, run.run_id), planned.study, planned.optuna_trial_number))
+                                   planned.study, planned.optuna_trial_number))
         run.append(row, outcome.samples)
         rows.append(row)
         planner.done(planned, row)
         progress.update(row)
-    write_summary(run, rows, result.stopped)
+    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"])
     return result
