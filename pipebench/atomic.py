@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pipebench.errors import PipebenchError, UsageError
+from pipebench.errors import OutputFolderError, PipebenchError, UsageError
 
 #: This host as it appears in temp names: no '-', so the name parses back unambiguously.
 _HOST = re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:64] or "host"
@@ -124,7 +124,7 @@ def atomic_dir(target: Path, force: bool = False, inputs: Iterable[Path] = ()) -
         _remove_empty(created)
         blocker = _not_a_folder(target.parent)
         why = f"{blocker} is a file, not a folder" if blocker else err.strerror or type(err).__name__
-        raise UsageError(f"{target}: cannot create the output folder: {why}") from None
+        raise OutputFolderError(str(target), why) from None
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; the result should look like mkdir's
     try:
         yield tmp

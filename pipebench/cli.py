@@ -10,9 +10,13 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
-from pipebench.errors import PipebenchError, UsageError
+from pipebench.errors import FailureBudgetError, PipebenchError, UsageError
+
+if TYPE_CHECKING:
+    from pipebench.runner import RunOutcome
 
 
 def _positive_int(text: str) -> int:
@@ -127,8 +131,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True))
+    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True)))
     return 0
+
+
+def _refuse_past_budget(outcome: RunOutcome) -> None:
+    """Raise FailureBudgetError (exit 3) when the run stopped because too many trials failed: CI must see it."""
+    if outcome.result.failure_budget_spent:
+        raise FailureBudgetError(f"{outcome.run_dir}: stopped early: {outcome.result.stopped}; the rows so far "
+                                 "are written")
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
@@ -136,8 +147,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.runner import join
 
     experiment = load_experiment(args.experiment, tuple(args.set))
-    join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
-         log=lambda text: print(text, flush=True))
+    _refuse_past_budget(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
+                             log=lambda text: print(text, flush=True)))
     return 0
 
 
@@ -208,9 +219,39 @@ def _cmd_sagemaker_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line naming the subcommand; its --help is argparse's.
+
+    Subcommand parsers are made of the same class, and each records itself on the namespace it fills
+    (`_parser`), so an argument left over at the end is blamed on the subcommand that did not take it.
+    """
+
+    def parse_known_args(self, args: list[str] | None = None,
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if getattr(parsed, "_parser", None) is None:  # the innermost subcommand's parser returns first
+            parsed._parser = self
+        return parsed, extras
+
+    def parse_args(self, args: list[str] | None = None,
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parsed._parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.partition(" ")[2]
+        message = " ".join(message.split())
+        if len(message) > 200:  # argparse echoes what was typed, which may be anything
+            message = message[:200] + "…"
+        where, see = (f"{command}: ", f"pipebench {command} --help") if command else ("", "pipebench --help")
+        self.exit(2, f"pipebench: error: {where}{message} (see {see})\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Give the argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pipebench",
         description="Benchmark and tune TensorFlow input pipelines for CTR training (DeepFM).",
         epilog="Set PIPEBENCH_DEBUG=1 to see tracebacks for user errors.",
@@ -362,6 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `pipebench checklist ... | head`: the reader left, which is no error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 141
+    except OSError as err:  # the system refused a file (permission, read-only, disk full): the user's to fix
+        if os.environ.get("PIPEBENCH_DEBUG"):
+            raise
+        print(f"pipebench: error: {err.filename}: {err.strerror}" if err.filename and err.strerror
+              else f"pipebench: error: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

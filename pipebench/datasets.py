@@ -16,8 +16,8 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
-from pipebench.errors import ConfigError, DataError
-from pipebench.typed import from_json, to_json
+from pipebench.errors import ConfigError, OutputFolderError
+from pipebench.typed import load_json, to_json
 
 _LAYOUT_VERSION = 1
 REMOTE_PREFIX = "s3://"
@@ -40,11 +40,7 @@ class DataFacts:
 
     @classmethod
     def load(cls, path: Path) -> DataFacts:
-        try:
-            obj = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as err:
-            raise DataError(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
-        return from_json(cls, obj, str(path))
+        return load_json(cls, path)
 
 
 @dataclass(frozen=True)
@@ -152,18 +148,20 @@ def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = N
         names = files.get(fmt) or []
         if names and not any(n.startswith(REMOTE_PREFIX) for n in names):
             from converters import tfrecord
+            from converters.inputs import InputFile
 
-            if fmt == "libsvm":
-                total = 0
-                for name in names:
+            total = 0
+            for name in names:
+                with InputFile(Path(name)) as stream:  # decompressed, with one-line errors for damaged files
+                    if fmt == "tfrecord":
+                        total += sum(len(records) for _, records in tfrecord.record_batches(stream))
+                        continue
                     last = b"\n"
-                    with tfrecord.open_stream(Path(name)) as f:
-                        for block in iter(lambda: f.read(1 << 22), b""):
-                            total += block.count(b"\n")
-                            last = block[-1:]
+                    for block in iter(lambda: stream.read(1 << 22), b""):
+                        total += block.count(b"\n")
+                        last = block[-1:]
                     total += last != b"\n"  # a last line without its newline is still a row
-                return total, f"counted ({fmt} lines)"
-            return sum(1 for name in names for _ in tfrecord.read_records(Path(name))), f"counted ({fmt} records)"
+            return total, f"counted ({fmt} {'records' if fmt == 'tfrecord' else 'lines'})"
     return None, "unknown: remote or packed files without a manifest (pass --epoch-examples to the checklist)"
 
 
@@ -190,8 +188,11 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
     if not (folder / "libsvm" / "synth.json").exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")
-        with atomic_dir(folder, force=True) as tmp:
-            _make(tmp, experiment)
+        try:
+            with atomic_dir(folder, force=True) as tmp:
+                _make(tmp, experiment)
+        except OutputFolderError as err:
+            raise ConfigError(f"data.cache_dir: {folder}: cannot create the data folder ({err.why})") from None
     described = json.loads((folder / "libsvm" / "synth.json").read_text())
     files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
     holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}

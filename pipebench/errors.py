@@ -1,4 +1,16 @@
-"""The one error hierarchy: anything the user can fix is a PipebenchError, shown as one line."""
+"""The one error hierarchy: anything the user can fix is a PipebenchError, shown as one line.
+
+Exit codes of the `pipebench` command (the CLI catches errors once, in `pipebench.cli.main`):
+
+- 0: success.
+- 1: bad data: an input, experiment file or results folder that cannot be used as it is
+  (`FILE: reason`), or a file the system refuses (`FILE: Permission denied`, read-only, disk full).
+- 2: bad usage: arguments that contradict each other, name nothing usable (no such file, not a run
+  folder) or name a run folder another process is running (`RUN_DIR: already running (...)`).
+- 3: a run stopped past its failure budget (`budget.max_failure_rate`): its rows (and, for the grid,
+  summary.md) are written, and the last line says why it stopped.
+- 130: interrupted (Ctrl-C).
+"""
 from __future__ import annotations
 
 
@@ -12,6 +24,17 @@ class UsageError(PipebenchError):
     """Arguments that contradict each other or name nothing usable."""
 
     exit_code = 2
+
+
+class OutputFolderError(UsageError):
+    """An output folder cannot be created where it was asked for; `why` says what the system answered.
+
+    Callers that made the path up from an experiment (a run folder, the data cache) say which key
+    named the place instead (exit 1, as any experiment value that cannot be used)."""
+
+    def __init__(self, target: str, why: str) -> None:
+        super().__init__(f"{target}: cannot create the output folder: {why}")
+        self.target, self.why = target, why
 
 
 class ConfigError(PipebenchError):
@@ -35,3 +58,9 @@ class UnavailableError(TrialError):
 
 class ResultsVersionError(PipebenchError):
     """A results table was written by a different schema version."""
+
+
+class FailureBudgetError(PipebenchError):
+    """A run stopped because more trials failed than `budget.max_failure_rate` allows; its rows are kept."""
+
+    exit_code = 3

@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import json
 import types
 import typing
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pipebench.errors import DataError
@@ -105,6 +107,25 @@ def _from_json(cls: type[T], obj: Any, where: tuple[str, str]) -> T:
 def from_json(cls: type[T], obj: Any, file: str) -> T:
     """Give `cls` built from a parsed JSON mapping; DataError `FILE: key.path: reason` otherwise."""
     return _from_json(cls, obj, (str(file), ""))
+
+
+def read_json(path: Path) -> Any:
+    """Give a JSON file's document; DataError `FILE:LINE: not valid JSON: why` (or why it cannot be read)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise DataError(f"{path}: {err.strerror or err}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+
+
+def load_json(cls: type[T], path: Path) -> T:
+    """Give `cls` read from a JSON file; one-line DataError naming the file (and key path) otherwise."""
+    return from_json(cls, read_json(path), str(path))
 
 
 def to_json(obj: Any) -> Any:

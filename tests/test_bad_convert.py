@@ -1,13 +1,7 @@
-"""Bad-input corpus for `pipebench convert` and `pipebench data synth`: one line, nothing written, inputs untouched.
-
-Cases whose refusal comes from argparse itself (a malformed option value) need `main()` to print
-argparse's errors as one `pipebench: error:` line; until it does they are skipped, saying so.
-"""
+"""Bad-input corpus for `pipebench convert` and `pipebench data synth`: one line, nothing written, inputs untouched."""
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import os
 import struct
 import zlib
@@ -16,11 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import PREFIX, Bad, run_case
+from badinput import Bad, run_case
 from tfdata import write_sample_tfrecord
 
 from converters import tfrecord
-from pipebench.cli import main
 
 F = "4"
 GOOD = b"1 1:1 2:0.5 3:1 4:1\n"
@@ -102,18 +95,6 @@ def synth(*args: str) -> tuple[str, ...]:
 def mkfifo(path: Path) -> None:
     os.mkfifo(path)
 
-
-def _argparse_errors_are_one_line() -> bool:
-    """Tell whether main() turns argparse's refusals into one `pipebench: error:` line."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
-        main(["convert", "in", "--out", "out", "--workers", "0"])
-    lines = err.getvalue().splitlines()
-    return len(lines) == 1 and lines[0].startswith(PREFIX)
-
-
-argparse_level = pytest.mark.skipif(not _argparse_errors_are_one_line(),
-                                    reason="argparse's errors are not one line yet: main() is not this corpus's to fix")
 
 CASES = [
     # libsvm lines, one of each reason (the FILE:LINE: reason format)
@@ -202,10 +183,10 @@ CASES = [
     Bad("mixed_tfrecord_and_libsvm_inputs", convert("a.tfrecord", "b.libsvm", "--out", "o"),
         r"^a\.tfrecord is TFRecord but b\.libsvm is not", files(a_tfrecord=good_examples, b_libsvm=ROWS),
         out="o", code=2),
-    pytest.param(Bad("shard_mb_inf", convert("in.libsvm", "--out", "o", "--shard-mb", "inf"),
-                     r"--shard-mb.*finite", files(in_libsvm=ROWS), out="o", code=2), marks=argparse_level),
-    pytest.param(Bad("shard_mb_nan", convert("in.libsvm", "--out", "o", "--shard-mb", "nan"),
-                     r"--shard-mb.*finite", files(in_libsvm=ROWS), out="o", code=2), marks=argparse_level),
+    Bad("shard_mb_inf", convert("in.libsvm", "--out", "o", "--shard-mb", "inf"),
+        r"--shard-mb.*finite", files(in_libsvm=ROWS), out="o", code=2),
+    Bad("shard_mb_nan", convert("in.libsvm", "--out", "o", "--shard-mb", "nan"),
+        r"--shard-mb.*finite", files(in_libsvm=ROWS), out="o", code=2),
     # item 1: outputs that overlap an input
     Bad("out_holds_the_input_folder", convert("d/x.libsvm", "--out", "d", "--force"),
         r"^output d contains the input d/x\.libsvm", files(d__x_libsvm=ROWS), code=2),

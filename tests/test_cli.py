@@ -1,9 +1,12 @@
 """The command line as a user meets it: light --help, one-line errors, tracebacks only on request."""
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
+
+import pipebench.cli as cli
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -45,11 +48,13 @@ def test_instance_type_reaches_the_run_as_an_assertion_and_never_the_environment
     """`run --instance-type` set SM_CURRENT_INSTANCE_TYPE: the run recorded a SageMaker job and the
     variable leaked into every worker."""
     import pipebench.runner
+    from pipebench.search.loop import LoopResult
 
     seen = {}
 
     def fake_run(experiment, run_dir, instance_type, log):
         seen.update(instance_type=instance_type, env=os.environ.get("SM_CURRENT_INSTANCE_TYPE"))
+        return pipebench.runner.RunOutcome(tmp_path, LoopResult([]))
 
     monkeypatch.delenv("SM_CURRENT_INSTANCE_TYPE", raising=False)
     monkeypatch.setattr(pipebench.runner, "run", fake_run)
@@ -73,3 +78,25 @@ def test_quick_without_a_quick_list_is_refused(tmp_path, cli):
     experiment.write_text("name: x\n")
     code, _, err = cli("run", experiment, "--quick")
     assert code == 1 and "--quick: the experiment has no `quick:` list" in err, err
+
+
+def _helps(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
+    """Give the --help text of `parser` and of every subcommand below it, by subcommand path."""
+    found = {path: parser.format_help()}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.update(_helps(sub, (*path, name)))
+    return found
+
+
+def test_usage_errors_are_one_line_naming_the_subcommand_and_help_is_argparses(monkeypatch):
+    """Regression: argparse printed usage lines before its error (10 lines for `convert`); the corpus
+    (tests/test_bad_runs.py) checks more subcommands."""
+    result = run("-m", "pipebench.cli", "convert")
+    assert result.returncode == 2
+    assert result.stderr == ("pipebench: error: convert: the following arguments are required: INPUT, --out "
+                             "(see pipebench convert --help)\n")
+    ours = _helps(cli.build_parser())
+    monkeypatch.setattr(cli, "_Parser", argparse.ArgumentParser)
+    assert ours == _helps(cli.build_parser()) and len(ours) > 10

@@ -1,9 +1,13 @@
-"""Results tables: the Parquet schema (golden file), atomic appends, version checks, loading."""
+"""Results tables: the Parquet schema (golden file), atomic appends, version checks, loading, damaged
+run folders, the run folder's lock."""
 from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -12,9 +16,11 @@ import pytest
 from report_fixtures import VECTORIZED, machine, make_run, trial
 
 import pipebench.results as results
-from pipebench.errors import PipebenchError, ResultsVersionError
+from pipebench.errors import ConfigError, DataError, PipebenchError, ResultsVersionError, UsageError
+from pipebench.results import run_folder
 from pipebench.results.schema import SAMPLE_SCHEMA, SCHEMA_VERSION, TRIAL_SCHEMA, VERSION_KEY
 from pipebench.results.store import append_rows, read_table
+from report_fixtures import data_files, machine, make_run, passing_rows
 
 GOLDEN = Path(__file__).parent / "golden" / "results_schema.json"
 GOLDEN_RUN = Path(__file__).parent / "golden" / "run-v2"
@@ -116,8 +122,154 @@ def test_load_gives_dataframes_and_refuses_mixing_hosts(tmp_path):
                                          host_fingerprint=host)], machine())
     loaded = results.load(tmp_path / "a")
     assert list(loaded.trials["trial_id"]) == ["a"] and loaded.machine.cpu.vcpus == 4
+    assert len(loaded.samples) == 6 and loaded.config["name"] == "handmade" and loaded.study is None
     with pytest.raises(PipebenchError, match="host_fingerprint"):
         results.load_many([tmp_path / "a", tmp_path / "b"])
     assert len(results.load_many([tmp_path / "a", tmp_path / "b"], allow_mixed=True)) == 2
-    with pytest.raises(PipebenchError, match="not a pipebench run folder"):
+    with pytest.raises(UsageError, match="no trials.parquet: not a pipebench run folder"):
         results.load(tmp_path)
+
+
+# --- damaged run folders: each unreadable part is one error naming the file (the CLI's view: test_bad_runs.py) ---
+
+def _run(tmp_path: Path) -> Path:
+    return make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
+
+
+DAMAGED = {  # name → (how to damage the run folder, the error class, what its message says)
+    "trials truncated": (lambda run: _truncate(run / "trials.parquet"), DataError,
+                         r"trials.parquet: not a readable Parquet table \(Parquet magic bytes not found"),
+    "trials empty": (lambda run: (run / "trials.parquet").write_bytes(b""), DataError,
+                     r"trials.parquet: not a readable Parquet table \(Parquet file size is 0 bytes\)"),
+    "samples random bytes": (lambda run: (run / "samples.parquet").write_bytes(bytes(range(256)) * 8), DataError,
+                             r"samples.parquet: not a readable Parquet table"),
+    "trials of other columns": (lambda run: pq.write_table(pa.table({"x": [1]}).replace_schema_metadata(
+        {VERSION_KEY: str(SCHEMA_VERSION).encode()}), run / "trials.parquet"), DataError,
+        rf"trials.parquet: its columns are not those of results schema v{SCHEMA_VERSION} \(.* missing, e.g. run_id"),
+    "machine missing": (lambda run: (run / "machine.json").unlink(), DataError, r"machine.json: missing"),
+    "machine not JSON": (lambda run: (run / "machine.json").write_text('{"cpu": {\n  "vcpus": }'), DataError,
+                         r"machine.json:2: not valid JSON: Expecting value"),
+    "machine a list": (lambda run: (run / "machine.json").write_text("[1, 2]"), DataError,
+                       r"machine.json: the document: must be a mapping, not list"),
+    "machine wrong shape": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].update(vcpus="four")),
+                            DataError, r"machine.json: cpu.vcpus: must be int, not str"),
+    "machine key missing": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].pop("model")),
+                            DataError, r"machine.json: cpu.model: missing"),
+    "data facts not JSON": (lambda run: (run / "data.json").write_text("{"), DataError, r"data.json:1: not valid JSON"),
+    "machine not UTF-8": (lambda run: (run / "machine.json").write_bytes(b"\xff\xfe{}"), DataError,
+                          r"machine.json: not UTF-8 text"),
+    "config missing": (lambda run: (run / "config.yaml").unlink(), DataError, r"config.yaml: missing"),
+    "config not YAML": (lambda run: (run / "config.yaml").write_text("name: [x\n"), ConfigError,
+                        r"config.yaml:2: not valid YAML"),
+    "config not a mapping": (lambda run: (run / "config.yaml").write_text("- a list\n"), ConfigError,
+                             r"config.yaml: the experiment must be a mapping, not list"),
+    "config invalid": (lambda run: (run / "config.yaml").write_text("name: x\nbudget: {max_trials: many}\n"),
+                       ConfigError, r"config.yaml: budget.max_trials: must be int"),
+    "importances not JSON": (lambda run: (run / "importances.json").write_text("{"), DataError,
+                             r"importances.json:1: not valid JSON"),
+    "a file": (lambda run: (shutil.rmtree(run), run.write_text("x")), UsageError, r"a file, not a pipebench run folder"),
+    "gone": (lambda run: shutil.rmtree(run), UsageError, r"no such run folder"),
+}
+
+
+def _edit_json(path: Path, change) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-100])
+
+
+@pytest.mark.parametrize("damage", DAMAGED, ids=str)
+def test_a_damaged_run_folder_is_refused_naming_the_part(tmp_path, damage):
+    make, error, says = DAMAGED[damage]
+    run = _run(tmp_path)
+    make(run)
+    with pytest.raises(error, match=says):
+        results.load(run)
+
+
+def test_a_collected_folder_is_read_as_its_member_runs(tmp_path):
+    member = make_run(tmp_path / "collected" / "ml.c5.xlarge" / "File" / "algo-1", passing_rows([]), machine())
+    (tmp_path / "collected" / run_folder.JOBS_FILE).write_text(json.dumps([{"run_dir": "ml.c5.xlarge/File/algo-1"}]))
+    (loaded,) = results.load_many([tmp_path / "collected"])
+    assert loaded.run_dir == member
+    with pytest.raises(UsageError, match="holds 1 run folders: read it with load_many"):
+        results.load(tmp_path / "collected")
+
+
+def test_resume_checks_every_part_it_reads_and_allows_a_run_killed_before_its_first_row(tmp_path):
+    run = _run(tmp_path)
+    assert run_folder.load_resumed(run).name == "handmade"
+    for name in ("trials.parquet", "samples.parquet"):
+        (run / name).unlink()
+    assert run_folder.load_resumed(run).name == "handmade", "no table yet: the run starts from its first trial"
+    (run / "config.yaml").unlink()
+    with pytest.raises(UsageError, match="no config.yaml: not a pipebench run folder"):
+        run_folder.load_resumed(run)
+
+
+# --- SIGABRT after the old-schema error (Arrow releasing Python-owned buffers at interpreter exit) ---
+
+def test_an_old_table_is_one_error_line_and_exit_1_every_time(tmp_path):
+    """Regression: exiting right after the version error aborted (exit 134, "terminate called without
+    an active exception") about one time in ten, when the table had been read through a Python file
+    object. Each command runs the real CLI 20 times in a fresh process."""
+    run = _run(tmp_path)
+    table = pq.read_table(run / "trials.parquet")
+    pq.write_table(table.replace_schema_metadata({VERSION_KEY: b"1"}), run / "trials.parquet")
+    env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
+    for command in (["report"], ["checklist"], ["run", "--resume"]):
+        for attempt in range(20):
+            done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
+                                  text=True, env=env, timeout=120)
+            assert (done.returncode, done.stderr) == (1, f"pipebench: error: {run / 'trials.parquet'}: results schema "
+                                                         f"v1 is older than v{SCHEMA_VERSION}: upgrade the results "
+                                                         "with the pipebench version that wrote them\n"), (command, attempt)
+
+
+# --- the run folder's lock ---
+
+_HOLDER = """
+import sys, time
+from pipebench.results.run_folder import hold
+with hold(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def test_a_second_holder_is_refused_naming_the_first_until_it_dies_even_by_kill_minus_nine(tmp_path):
+    run = _run(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        owner = json.loads((run / ".lock").read_text())
+        assert owner["pid"] == holder.pid
+        with pytest.raises(UsageError, match=rf"^{run}: already running \(pid {holder.pid} on "
+                                             rf"{owner['host']} since \d{{4}}-\d\d-\d\dT[\d:]+\+00:00\)$"):
+            with run_folder.hold(run):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert (run / ".lock").exists(), "kill -9 leaves the file; the kernel dropped the lock"
+    with run_folder.hold(run):
+        assert json.loads((run / ".lock").read_text())["pid"] == os.getpid()
+    assert not (run / ".lock").exists(), "a holder that lets go removes the file"
+
+
+def test_a_folder_created_for_a_run_that_fails_before_its_first_row_is_removed(tmp_path):
+    run = _run(tmp_path)
+    (run / "trials.parquet").unlink()
+    with pytest.raises(KeyboardInterrupt):
+        with run_folder.own(run, created=True):
+            raise KeyboardInterrupt
+    assert not run.exists()
+    kept = _run(tmp_path / "kept")
+    with pytest.raises(KeyboardInterrupt):
+        with run_folder.own(kept, created=True):
+            raise KeyboardInterrupt
+    assert (kept / "trials.parquet").exists() and not (kept / ".lock").exists(), "a folder with rows stays"

@@ -1,10 +1,13 @@
-"""`pipebench run` end to end on a tiny experiment: results folder, verdicts, kill -9 and --resume."""
+"""`pipebench run` end to end on a tiny experiment: results folder, verdicts, kill -9 and --resume, two
+resumes at once, the failure budget's exit code."""
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -69,33 +72,77 @@ def test_run_writes_results_with_all_modes_and_a_verdict(tmp_path):
     assert "results:" in out
 
 
-def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
-    experiment = _experiment(tmp_path)
-    proc = _pipebench("run", experiment, start_new_session=True)
+def _killed_after(tmp_path, rows: int):
+    """Start the tiny run, kill -9 it once `rows` rows are written; give its run folder."""
+    proc = _pipebench("run", _experiment(tmp_path), start_new_session=True)
     deadline = time.monotonic() + 300
     run_dir = None
     while time.monotonic() < deadline:
         dirs = list((tmp_path / "results" / "tiny").glob("*")) if (tmp_path / "results" / "tiny").exists() else []
-        if dirs and read_table(dirs[0] / "trials.parquet", TRIAL_SCHEMA).num_rows >= 2:
+        if dirs and read_table(dirs[0] / "trials.parquet", TRIAL_SCHEMA).num_rows >= rows:
             run_dir = dirs[0]
             break
         assert proc.poll() is None, proc.stdout.read()
         time.sleep(0.2)
-    assert run_dir is not None, "the run never wrote two rows"
+    assert run_dir is not None, f"the run never wrote {rows} rows"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    return run_dir
+
+
+def _trial_ids(run_dir) -> list[str]:
+    return read_table(run_dir / "trials.parquet", TRIAL_SCHEMA).column("trial_id").to_pylist()
+
+
+def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
+    run_dir = _killed_after(tmp_path, 2)
     time.sleep(1.0)
     orphans = [p for p in psutil.process_iter(["cmdline"]) if "pipebench.measure.worker" in " ".join(p.info["cmdline"] or [])
                and str(run_dir) in " ".join(p.info["cmdline"] or [])]
     assert not orphans, "a worker outlived its manager"
-    before = read_table(run_dir / "trials.parquet", TRIAL_SCHEMA).column("trial_id").to_pylist()
+    before = _trial_ids(run_dir)
     assert 2 <= len(before) < 5
     resumed = _pipebench("run", "--resume", str(run_dir))
     out, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, out
-    after = read_table(run_dir / "trials.parquet", TRIAL_SCHEMA).column("trial_id").to_pylist()
+    after = _trial_ids(run_dir)
     assert after[: len(before)] == before and len(after) == 5 and len(set(after)) == 5
     assert f"{len(before)} done before" in out
+
+
+def test_two_resumes_of_one_folder_run_each_trial_once(tmp_path):
+    """Regression: two `run --resume RUN_DIR` at once both ran the missing trials (7 rows for 4 trials).
+    Now the second is refused by the folder's lock with one line naming the first."""
+    run_dir = _killed_after(tmp_path, 1)
+    before = _trial_ids(run_dir)
+    both = [_pipebench("run", "--resume", str(run_dir)) for _ in range(2)]
+    outs = [proc.communicate(timeout=600)[0] for proc in both]
+    assert sorted(proc.returncode for proc in both) == [0, 2], outs
+    winner = next(proc for proc in both if proc.returncode == 0)
+    refused = outs[[proc.returncode for proc in both].index(2)]
+    assert re.fullmatch(rf"pipebench: error: {re.escape(str(run_dir))}: already running \(pid {winner.pid} on "
+                        rf"{re.escape(socket.gethostname())} since [\d:T+-]+\)\n", refused), refused
+    after = _trial_ids(run_dir)
+    assert after[: len(before)] == before and len(after) == 5 and len(set(after)) == 5, after
+    assert sorted(p.name for p in (run_dir / "trials").iterdir()) == sorted(after), "a trial ran twice or not at all"
+    assert not (run_dir / ".lock").exists()
+
+
+def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_summary(tmp_path):
+    """Regression: a run stopped by budget.max_failure_rate exited 0, so CI and scripts could not see it."""
+    # aws-sample drops the remainder: batches larger than the data yield nothing, an `invalid` row each
+    experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
+                             grid={"batch_size": [100_000, 200_000, 300_000, 400_000, 500_000]},
+                             budget={"trial_timeout_sec": 120, "max_failure_rate": 0.5})
+    done = subprocess.run([sys.executable, "-m", "pipebench", "run", experiment], capture_output=True, text=True,
+                          timeout=600)
+    run_dir = _run_dir(tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1] == (f"pipebench: error: {run_dir}: stopped early: 4 of 4 trials failed, past "
+                                            "budget.max_failure_rate 0.5; the rows so far are written")
+    rows = results.load(run_dir).trials
+    assert len(rows) == 4 and set(rows["status"]) == {"invalid"}, rows[["status", "reason"]]
+    assert "4 of 4 trials failed" in (run_dir / "summary.md").read_text()
 
 
 def test_unknown_key_fails_before_any_work(tmp_path):

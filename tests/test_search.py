@@ -205,22 +205,37 @@ def test_a_slow_trial_is_pruned(tmp_path, cache):
     assert row["batch_size"] == 1 and "pruned after window 1" in row["reason"]
 
 
-def test_failed_trials_are_told_fail_with_the_reason_and_stop_the_study_past_the_budget(tmp_path, cache):
-    from pipebench.runner import run as search
-
+def test_failed_trials_are_told_fail_with_the_reason_and_stop_the_study_past_the_budget_with_exit_3(
+        tmp_path, cache, cli):
+    """Regression (exit code): a study stopped by budget.max_failure_rate exited 0; now 3, its last line why."""
     journal = tmp_path / "failing.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=6, enqueue_reference=False,
                space={"batch_size": [100_000]})  # larger than the data with drop_remainder: no examples
     doc["budget"]["max_failure_rate"] = 0.5
-    logged: list[str] = []
-    search(parse_experiment(doc), log=logged.append)
+    code, out, err = cli("run", _write(tmp_path, doc))
     study = optuna.load_study(study_name="tiny", storage=_journal(journal))
     failed = study.get_trials(states=(TrialState.FAIL,))
     assert len(failed) == 4 and len(study.get_trials(states=(TrialState.WAITING,))) == 2
     assert all("yields no examples" in t.user_attrs["reason"] for t in failed)
     rows = _rows(tmp_path / "results")
     assert [r["status"] for r in rows] == ["invalid"] * 4
-    assert any("stopped early: 4 of 4 trials failed, past budget.max_failure_rate 0.5" in line for line in logged), logged
+    (run_dir,) = (tmp_path / "results" / "tiny").iterdir()
+    assert "stopped early: 4 of 4 trials failed, past budget.max_failure_rate 0.5" in out
+    assert code == 3 and err.splitlines()[-1] == (f"pipebench: error: {run_dir}: stopped early: 4 of 4 trials "
+                                                  "failed, past budget.max_failure_rate 0.5; the rows so far are written")
+
+
+def test_an_unreachable_storage_is_one_line_without_its_password(tmp_path):
+    """Regression: an RDB storage that does not answer gave a 136-line traceback (and a run folder)."""
+    from pipebench.errors import ConfigError
+    from pipebench.search.optuna_driver import open_storage
+
+    with pytest.raises(ConfigError) as refused:
+        open_storage("postgresql://nobody:s3cret@127.0.0.1:1/x", tmp_path, "--storage")
+    message = str(refused.value)
+    assert message.startswith("--storage: cannot reach postgresql://nobody@127.0.0.1:1/x (connection to server ")
+    assert "Connection refused" in message and "s3cret" not in message and "\n" not in message
+    assert not list(tmp_path.iterdir())
 
 
 def _two_workers_finish_with_one_killed(tmp_path: Path, cache: Path, storage: str) -> None:

@@ -6,12 +6,11 @@ checklist and the search read its attributes, so a wrong path fails in tests ins
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.errors import DataError, ResultsVersionError
-from pipebench.typed import from_json, to_json
+from pipebench.errors import ResultsVersionError
+from pipebench.typed import from_json, read_json, to_json
 
 #: machine.json layout. 1 (pipebench ≤ 0.1.0) had no version key and `sagemaker.hosts`.
 FACTS_VERSION = 2
@@ -160,13 +159,7 @@ class MachineFacts:
     @classmethod
     def load(cls, path: Path) -> MachineFacts:
         """Give the facts stored at `path`; DataError (one line, naming the file) when it cannot be read."""
-        try:
-            obj = json.loads(Path(path).read_text())
-        except OSError as err:
-            raise DataError(f"{path}: {err.strerror or err}") from None
-        except (ValueError, UnicodeDecodeError) as err:
-            raise DataError(f"{path}: not valid JSON ({err})") from None
-        return cls.from_json(obj, str(path))
+        return cls.from_json(read_json(path), str(path))
 
 
 def upgrade_v1(obj: dict) -> dict:

@@ -8,13 +8,11 @@ FrozenTrial + TrialState, Hydra's JobReturn + JobStatus).
 from __future__ import annotations
 
 import enum
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipebench.errors import DataError
-from pipebench.typed import from_json, to_json
+from pipebench.typed import load_json, to_json
 
 #: What a trial measures: the pipeline alone, the DeepFM step on it, or the step on one in-memory batch.
 TRIAL_MODES = ("input", "train", "synthetic")
@@ -98,7 +96,7 @@ class TrialSpec:
 
     @classmethod
     def load(cls, path: Path) -> TrialSpec:
-        return _load(cls, path)
+        return load_json(cls, path)
 
 
 @dataclass(frozen=True)
@@ -154,12 +152,5 @@ class TrialRecord:
 
     @classmethod
     def load(cls, path: Path) -> TrialRecord:
-        return _load(cls, path)
+        return load_json(cls, path)
 
-
-def _load(cls: type, path: Path):
-    try:
-        obj = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path}: cannot read ({err})") from None
-    return from_json(cls, obj, str(path))

@@ -1,34 +1,59 @@
-"""A run folder `results/<experiment>/<run-id>/`: made and read in one place.
+"""Run folders: made, locked and read in one place.
 
-It holds `config.yaml` (the resolved experiment), `machine.json` (MachineFacts), `data.json`
-(DataFacts), `trials.parquet`, `samples.parquet`, `summary.md` and one folder per trial (its
-spec, record and stderr). The set-up files are written once, when the folder is made; a resumed
-run, or a `pipebench worker` joining with its own `--run-dir`, reads them back typed.
+A run folder `results/<experiment>/<run-id>/` holds `config.yaml` (the resolved experiment),
+`machine.json` (MachineFacts), `data.json` (DataFacts), `trials.parquet` and `samples.parquet`
+(appended as trials finish), `summary.md`, `importances.json` (an Optuna study's) and one folder per
+trial. The set-up files are written once, with the folder, whole or not at all. Every part is read
+here, and a part that exists but cannot be read is a one-line `FILE: reason` error, never a
+default: a report of half a run folder would present guesses as measurements.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
+import json
+import os
 import secrets
+import shutil
+import socket
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from pipebench.atomic import atomic_write_bytes, atomic_write_json
-from pipebench.config import Experiment, parse_experiment
+from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json
 from pipebench.datasets import DataFacts, DataSet
-from pipebench.errors import ConfigError
+from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
 from pipebench.measure.facts import MachineFacts
-from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE, TRIALS_FILE
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
-from pipebench.results.store import append_rows, read_table
+from pipebench.results.store import append_rows, check_table, read_table
+from pipebench.typed import read_json
 
+if TYPE_CHECKING:
+    import pandas
+
+    from pipebench.config import Experiment
+
+TRIALS_FILE = "trials.parquet"
+SAMPLES_FILE = "samples.parquet"
+MACHINE_FILE = "machine.json"
+DATA_FILE = "data.json"
+CONFIG_FILE = "config.yaml"
+SUMMARY_FILE = "summary.md"
+#: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
+IMPORTANCES_FILE = "importances.json"
+#: Held (flock) by the process running the folder; names it: pid, host, start time.
+LOCK_FILE = ".lock"
+#: Written by `pipebench sagemaker collect`: the folder holds one run folder per job and host.
+JOBS_FILE = "jobs.json"
 TRIALS_DIR = "trials"
 
 
 @dataclass(frozen=True)
 class RunFolder:
-    """One run's folder, with the facts it was set up with."""
+    """One run's folder, with the facts it was set up with (what the trial loop writes into)."""
 
     path: Path
     machine: MachineFacts
@@ -53,35 +78,202 @@ class RunFolder:
                         [{**s, "run_id": self.run_id, "trial_id": row["trial_id"]} for s in samples])
 
 
-def new_run_dir(experiment: Experiment) -> Path:
-    """Give a fresh results/<experiment>/<run-id> folder (the run id sorts by time)."""
-    run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    folder = Path(experiment["results"]) / experiment.name / run_id
-    folder.mkdir(parents=True)
-    return folder
+@dataclass
+class RunResults:
+    """One run folder as reports read it: its tables, machine and data facts, resolved config and study."""
+
+    run_dir: Path
+    trials: pandas.DataFrame
+    samples: pandas.DataFrame
+    machine: MachineFacts
+    data: DataFacts
+    config: dict
+    study: dict | None = None  # importances.json, when the run was an Optuna study
+
+
+def _folder(run_dir: Path) -> Path:
+    """Give `run_dir` if it is a folder; UsageError when it is missing or a file."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise UsageError(f"{run_dir}: no such run folder")
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: a file, not a pipebench run folder")
+    return run_dir
+
+
+def member_runs(run_dir: Path) -> list[Path]:
+    """Give the run folders a path stands for: a collected folder's members (one per job and host), else itself."""
+    run_dir = Path(run_dir)
+    jobs = run_dir / JOBS_FILE
+    if not jobs.exists():
+        return [run_dir]
+    listed = read_json(jobs)
+    if not isinstance(listed, list) or not all(isinstance(j, dict) and isinstance(j.get("run_dir"), str)
+                                               for j in listed):
+        raise DataError(f"{jobs}: must be a list of jobs, each with its run_dir")
+    return [run_dir / job["run_dir"] for job in listed]
+
+
+def read_machine(run_dir: Path) -> MachineFacts:
+    """Give the run's machine facts; DataError if machine.json is missing or unreadable, ResultsVersionError
+    for another layout (with what to do)."""
+    path = Path(run_dir) / MACHINE_FILE
+    if not path.exists():
+        raise DataError(f"{path}: missing (every run writes its machine facts there)")
+    return MachineFacts.load(path)
+
+
+def read_data(run_dir: Path) -> DataFacts:
+    """Give what the run's data.json says; ResultsVersionError for a folder of pipebench 0.1.0 (no data.json)."""
+    path = Path(run_dir) / DATA_FILE
+    if not path.exists():
+        raise ResultsVersionError(f"{path}: missing (a run folder of pipebench 0.1.0): run `pipebench upgrade "
+                                  f"{run_dir}`")
+    return DataFacts.load(path)
+
+
+def read_experiment(run_dir: Path) -> Experiment:
+    """Give the experiment the run was started with (its config.yaml, validated); ConfigError if invalid."""
+    from pipebench.config import load_experiment
+
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.exists():
+        raise DataError(f"{path}: missing (every run writes its resolved experiment there)")
+    return load_experiment(path)
+
+
+def read_study(run_dir: Path) -> dict | None:
+    """Give an Optuna run's importances.json, None for a grid run; DataError if it cannot be read."""
+    path = Path(run_dir) / IMPORTANCES_FILE
+    if not path.exists():
+        return None
+    found = read_json(path)
+    if not isinstance(found, dict):
+        raise DataError(f"{path}: must be a JSON object, not {type(found).__name__}")
+    return found
+
+
+def load(run_dir: Path) -> RunResults:
+    """Give every part of a run folder; UsageError if it is not one, DataError / ResultsVersionError /
+    ConfigError naming the first part that cannot be read."""
+    run_dir = _folder(run_dir)
+    if (run_dir / JOBS_FILE).exists():
+        raise UsageError(f"{run_dir}: a folder `pipebench sagemaker collect` wrote, which holds "
+                         f"{len(member_runs(run_dir))} run folders: read it with load_many (report and checklist do)")
+    if not (run_dir / TRIALS_FILE).exists():
+        raise UsageError(f"{run_dir}: no {TRIALS_FILE}: not a pipebench run folder (or no trial has finished yet)")
+    trials = read_table(run_dir / TRIALS_FILE, TRIAL_SCHEMA)
+    samples = read_table(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA)
+    machine = read_machine(run_dir)
+    data = read_data(run_dir)
+    config = read_experiment(run_dir).resolved
+    return RunResults(run_dir, trials.to_pandas(), samples.to_pandas(), machine, data, config, read_study(run_dir))
 
 
 def load_resumed(run_dir: Path) -> Experiment:
-    """Give the experiment a run folder was started with (its resolved config.yaml)."""
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.exists():
-        raise ConfigError(f"{run_dir}: no {CONFIG_FILE}; not a pipebench run folder")
-    return parse_experiment(yaml.safe_load(path.read_text()), str(path), path)
+    """Give the experiment of a run folder to resume, having checked every part a resume reads or appends to.
 
-
-def prepare_run_folder(experiment: Experiment, data: DataSet, run_dir: Path | None = None,
-                       instance_type: str | None = None) -> RunFolder:
-    """Give the run folder, made with its set-up files when new (or when `run_dir` has none yet).
-
-    `instance_type` is what the user asserts this host is (`--instance-type`); machine facts record
-    it as asserted, never as a SageMaker job.
+    A run killed before its first trial finished has no tables yet: it resumes from the start.
     """
-    from pipebench.measure.machine import machine_facts
+    run_dir = _folder(run_dir)
+    if not (run_dir / CONFIG_FILE).exists():
+        raise UsageError(f"{run_dir}: no {CONFIG_FILE}: not a pipebench run folder")
+    experiment = read_experiment(run_dir)
+    open_run_folder(run_dir)
+    for name, schema in ((TRIALS_FILE, TRIAL_SCHEMA), (SAMPLES_FILE, SAMPLE_SCHEMA)):
+        if (run_dir / name).exists():
+            check_table(run_dir / name, schema)
+    return experiment
 
-    path = new_run_dir(experiment) if run_dir is None else Path(run_dir)
-    if not (path / MACHINE_FILE).exists():  # a new run, or a worker's own --run-dir
-        path.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(path / CONFIG_FILE, experiment.to_yaml().encode())
-        atomic_write_json(path / DATA_FILE, data.facts().to_json())
-        atomic_write_json(path / MACHINE_FILE, machine_facts(instance_type).to_json())
-    return RunFolder(path, MachineFacts.load(path / MACHINE_FILE), DataFacts.load(path / DATA_FILE))
+
+def open_run_folder(run_dir: Path) -> RunFolder:
+    """Give an existing run folder with its facts, read back typed."""
+    return RunFolder(Path(run_dir), read_machine(run_dir), read_data(run_dir))
+
+
+def create_run_folder(experiment: Experiment, data: DataSet, machine: MachineFacts,
+                      folder: Path | None = None) -> RunFolder:
+    """Give a new run folder holding config.yaml, machine.json and data.json, whole or not at all: `folder` (a
+    worker's --run-dir), else results/<experiment>/<run-id> (the run id sorts by time).
+
+    A results folder that cannot be written is a one-line error naming it.
+    """
+    where = "--run-dir" if folder else "results"
+    if folder is None:
+        run_id = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        folder = Path(experiment["results"]) / experiment.name / run_id
+    elif folder.exists():
+        raise UsageError(f"{folder}: exists but is not a pipebench run folder (no {MACHINE_FILE})")
+    try:
+        with atomic_dir(folder) as tmp:
+            atomic_write_bytes(tmp / CONFIG_FILE, experiment.to_yaml().encode())
+            atomic_write_json(tmp / DATA_FILE, data.facts().to_json())
+            atomic_write_json(tmp / MACHINE_FILE, machine.to_json())
+    except OutputFolderError as err:
+        raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.why})") from None
+    except OSError as err:
+        raise ConfigError(f"{where}: {folder}: cannot create the run folder ({err.strerror or err})") from None
+    return RunFolder(folder, machine, data.facts())
+
+
+def _owner(fd: int) -> str:
+    """Give who holds a lock, from the lock file's text: `pid N on HOST since T`.
+
+    The holder writes its name just after it takes the lock, so a process refused in between waits
+    for the name a moment rather than report an unnamed owner.
+    """
+    for _ in range(50):
+        try:
+            found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
+            return f"pid {found['pid']} on {found['host']} since {found['since']}"
+        except (ValueError, TypeError, KeyError):
+            time.sleep(0.02)
+    return "owner not recorded"
+
+
+@contextlib.contextmanager
+def hold(run_dir: Path) -> Iterator[None]:
+    """Hold the run folder's lock for the block; UsageError `RUN_DIR: already running (...)` if another process does.
+
+    An exclusive flock on RUN_DIR/.lock, which names its holder (pid, host, start time). The kernel
+    drops it when the holder dies, however (kill -9 included), so a stale .lock never blocks a resume;
+    the holder removes the file when it lets go. On network file systems flock is only as good as the
+    server's locking. Every driver holds it while it runs or resumes the folder, and it is what keeps
+    two processes from running the same trials and appending over each other's rows.
+    """
+    path = Path(run_dir) / LOCK_FILE
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _owner(fd)
+            os.close(fd)
+            raise UsageError(f"{run_dir}: already running ({owner})") from None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder removed the file between our open and our lock: lock the new one
+    try:
+        since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}).encode(), 0)
+        yield
+    finally:
+        os.unlink(path)  # before letting go: a waiting process then finds the path gone, and retries
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def own(run_dir: Path, created: bool) -> Iterator[None]:
+    """Hold the run folder's lock for the block; a folder this run `created` is removed if the block
+    fails before any trial row was written (nothing half-started is left behind)."""
+    try:
+        with hold(run_dir):
+            yield
+    except BaseException:
+        if created and not (Path(run_dir) / TRIALS_FILE).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipebench.atomic import atomic_write_json
-from pipebench.config import Experiment
+from pipebench.config import Experiment, redact_url
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import TrialStatus
 from pipebench.results import IMPORTANCES_FILE
@@ -28,16 +28,27 @@ from pipebench.search.plan import DIRECTIONS, Plan, objective_values, worker_tri
 STUDY_FILE = "study.journal"
 
 
-def open_storage(url: str | None, run_dir: Path):
-    """Give an Optuna storage: an RDB URL as is, else a journal file (default: study.journal in the run)."""
+def open_storage(url: str | None, run_dir: Path | None, where: str = "search.storage"):
+    """Give an Optuna storage: an RDB URL, connected, or a journal file (default: study.journal in the run).
+
+    An RDB that does not answer is a one-line ConfigError naming `where` and the URL (no password).
+    """
     if url is not None and "://" in url:
-        if url.startswith("postgresql://"):  # SQLAlchemy 2.1 reads this as psycopg 3; we ship psycopg2
-            url = "postgresql+psycopg2://" + url[len("postgresql://"):]
-        return url
+        from optuna.storages import RDBStorage
+        from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+        # SQLAlchemy 2.1 reads postgresql:// as psycopg 3; we ship psycopg2
+        dialect = "postgresql+psycopg2://" + url[len("postgresql://"):] if url.startswith("postgresql://") else url
+        try:
+            return RDBStorage(dialect)
+        except (SQLAlchemyError, ImportError) as err:
+            cause = err.orig if isinstance(err, DBAPIError) else err
+            reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+            raise ConfigError(f"{where}: cannot reach {redact_url(url)} ({reason[:150]})") from None
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    return JournalStorage(JournalFileBackend(str(Path(url) if url else run_dir / STUDY_FILE)))
+    return JournalStorage(JournalFileBackend(str(Path(url) if url else Path(run_dir) / STUDY_FILE)))
 
 
 def make_sampler(cfg: dict):
