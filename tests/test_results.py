@@ -13,14 +13,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_fixtures import VECTORIZED, machine, make_run, trial
+from report_fixtures import VECTORIZED, data_files, machine, make_run, passing_rows, trial
 
 import pipebench.results as results
 from pipebench.errors import ConfigError, DataError, PipebenchError, ResultsVersionError, UsageError
 from pipebench.results import run_folder
 from pipebench.results.schema import SAMPLE_SCHEMA, SCHEMA_VERSION, TRIAL_SCHEMA, VERSION_KEY
 from pipebench.results.store import append_rows, read_table
-from report_fixtures import data_files, machine, make_run, passing_rows
 
 GOLDEN = Path(__file__).parent / "golden" / "results_schema.json"
 GOLDEN_RUN = Path(__file__).parent / "golden" / "run-v2"
