@@ -288,7 +288,7 @@ def test_plain_folder_names_are_accepted(name):
 ])
 def test_storage_password_is_never_written_and_does_not_change_the_fingerprint(tmp_path, url, written):
     """config.yaml (run folders are shared; SageMaker jobs upload them) held the storage URL's password."""
-    from pipebench.results.run_folder import load_resumed
+    from pipebench.results.run_folder import read_experiment
 
     exp = parse_experiment({"name": "x", "search": {"driver": "optuna", "storage": url}})
     assert exp["search"]["storage"] == url  # this process still connects with it
@@ -299,7 +299,7 @@ def test_storage_password_is_never_written_and_does_not_change_the_fingerprint(t
     assert exp.fingerprint() == without.fingerprint()
     # A resumed run reads config.yaml: the same experiment, the password left to PGPASSWORD / ~/.pgpass.
     (tmp_path / CONFIG_FILE).write_text(text)
-    resumed = load_resumed(tmp_path)
+    resumed = read_experiment(tmp_path)
     assert resumed["search"]["storage"] == written and resumed.fingerprint() == exp.fingerprint()
 
 
