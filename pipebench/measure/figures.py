@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipebench.measure.intervals import Interval, input_bound_verdict, mean_interval, ratio_interval, share_interval
+from pipebench.measure.intervals import Interval, geometric_interval, input_bound_verdict, ratio_interval, share_interval
 from pipebench.measure.trial import Window
 
 
@@ -40,11 +40,11 @@ def figures(windows: Sequence[Window]) -> Figures | None:
     arms = {w.arm for w in windows}
     if "train" not in arms:
         (arm,) = arms
-        return Figures(mean_interval(_rates(windows, arm)))
+        return Figures(geometric_interval(_rates(windows, arm)))
     train = _rates(windows, "train")
     waiting = share_interval([w.waited_sec / w.seconds for w in windows if w.arm == "train"])
     if "synthetic" not in arms:
-        return Figures(mean_interval(train), waiting=waiting)
+        return Figures(geometric_interval(train), waiting=waiting)
     by_round = {}
     for w in windows:
         by_round.setdefault(w.round, {})[w.arm] = w.examples / w.seconds
@@ -52,4 +52,4 @@ def figures(windows: Sequence[Window]) -> Figures | None:
     ratio = ratio_interval([t for t, _ in pairs], [s for _, s in pairs])
     slowdown = Interval(1.0 - ratio.mean, None if ratio.high is None else 1.0 - ratio.high,
                         None if ratio.low is None else 1.0 - ratio.low, ratio.n)
-    return Figures(mean_interval(train), mean_interval(_rates(windows, "synthetic")), waiting, slowdown)
+    return Figures(geometric_interval(train), geometric_interval(_rates(windows, "synthetic")), waiting, slowdown)

@@ -3,8 +3,8 @@
 A configuration is what `configuration_id` names — a pipeline in a source mode and format, at a
 batch size, thread setting and environment, in a mode — in one run. Its repeats (fresh processes,
 spread across the run) are the rounds its throughput is judged over: the interval is Student's t
-over the repeats' means when there are two or more, else over the one process's windows (narrower
-than the noise between processes: the summary says which). The waiting share, slowdown and
+on the logs of the repeats' means when there are two or more (honestly wide with two), else on the
+one process's windows (narrower than the noise between processes: the summary says which). The waiting share, slowdown and
 synthetic ceiling pool every paired round of every repeat.
 
 Two configurations compare by their paired ratio: repeat r of each ran in the same round of the
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from pipebench.measure.figures import Figures, figures
-from pipebench.measure.intervals import Interval, difference_verdict, mean_interval, ratio_interval
+from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, ratio_interval
 from pipebench.measure.trial import Window
 
 #: What names a configuration in a row, beside its id (for tables).
@@ -78,7 +78,7 @@ def configurations(rows: Iterable[dict]) -> list[Configuration]:
         windows = [w for i, r in enumerate(members) for w in _windows(r, i)]
         pooled = figures(windows)
         means = [float(r["examples_per_sec_mean"]) for r in members]
-        throughput = mean_interval(means) if len(means) > 1 else pooled.throughput
+        throughput = geometric_interval(means) if len(means) > 1 else pooled.throughput
         found.append(Configuration(run_id, configuration_id, tuple(members), pooled, throughput,
                                    any(bool(r.get("busy_machine")) for r in members)))
     return found

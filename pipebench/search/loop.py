@@ -81,6 +81,10 @@ class Progress:
         if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
             self.best = (rate, label)
         result = f"{rate:,.0f} ex/s" if rate else f"{row['status']}: {row['reason']}"
+        if row.get("remeasure_of"):
+            label += " (again: its first measurement shared the machine)"
+        elif row.get("busy_machine"):
+            result += " [busy machine]"
         best = f" | best train {self.best[0]:,.0f} ex/s ({self.best[1]})" if self.best else ""
         total = self.total if self.total is not None and self.total >= self.done else "?"
         eta = ""
