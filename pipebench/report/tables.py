@@ -9,12 +9,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval, difference_verdict
-from pipebench.measure.trial import ENV_KNOBS
-from pipebench.report.configurations import Configuration, paired_ratio, ranked
+from pipebench.measure.trial import ENV_KNOBS, TrialSpec
+from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.results import TRIALS_FILE, RunResults
+from pipebench.results.run_folder import TRIALS_DIR
 
 ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
 #: The deck's recommended pipeline (the AWS sample's File-mode input_fn) is pipebench's `aws-sample` preset.
@@ -138,3 +142,57 @@ def gains(found: Sequence[Configuration], best: Configuration) -> list[Gain]:
     return [_gain(best, deck, "deck_recommended",
                   f"the deck's recommended pipeline ({DECK_PIPELINE}, {fmt}, TF default threads)"),
             _gain(best, own, "tf_defaults", "the same pipeline with TF default threads and no env knobs")]
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A trial whose pipeline `pipebench pipelines export RUN_DIR` writes, and why it was chosen."""
+
+    trial_id: str
+    pipeline: dict  # PipelineSpec.to_dict() form
+    why: str
+    row: dict | None  # its results row (threads and env to set beside the input_fn), None if only trial.json has it
+
+
+def _is_file(path: Path) -> bool:
+    """Tell whether `path` is a file; a name the system cannot hold (too long, NUL) names none."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:60] + "…")
+
+
+def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
+    """Give the trial to export from a run: `trial_id` if given, else the winner an Optuna study recorded
+    (importances.json `winner.trial_id`), else the first repeat of the fastest configuration (train mode
+    first, else input; ranked, repeats pooled). UsageError for an unknown trial or a run with nothing finished."""
+    rows = {row["trial_id"]: row for row in records(run.trials)}
+    if trial_id is not None:
+        if trial_id in rows:
+            row = rows[trial_id]
+            return Chosen(trial_id, json.loads(row["params_json"])["pipeline"], f"trial {trial_id} ({row['mode']} "
+                          f"mode, {row['status']})", row)
+        path = run.run_dir / TRIALS_DIR / trial_id / "trial.json"
+        if "/" not in trial_id and trial_id not in (".", "..") and _is_file(path):
+            return Chosen(trial_id, TrialSpec.load(path).pipeline_spec, f"trial {trial_id} (not finished: {path})",
+                          None)
+        raise UsageError(f"{run.run_dir}: no trial {_shown(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
+                         "are its trial_id column)")
+    winner = (run.study or {}).get("winner")
+    winner_id = winner.get("trial_id") if isinstance(winner, dict) else None
+    if isinstance(winner_id, str) and winner_id in rows and rows[winner_id]["status"] == "ok":
+        row = rows[winner_id]
+        return Chosen(winner_id, json.loads(row["params_json"])["pipeline"],
+                      f"the study's confirmed winner, trial {winner_id}", row)
+    best = fastest(configurations(list(rows.values())))
+    if best is None:
+        raise UsageError(f"{run.run_dir}: no finished train or input trial to export (give --trial ID to export any "
+                         "trial's pipeline)")
+    row = best.rows[0]
+    return Chosen(row["trial_id"], json.loads(row["params_json"])["pipeline"],
+                  f"the fastest {best.mode}-mode configuration, {best.throughput.text(',.0f')} examples/s over "
+                  f"{best.repeats} repeat(s) (trial {row['trial_id']})", row)
