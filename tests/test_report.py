@@ -276,3 +276,38 @@ def test_figures_render_visibly_in_headless_chromium(report, tmp_path):
     # The figures' coloured bars (not only black text on white) reached the screen.
     coloured = sum(count for count, (r, g, b) in colours if max(r, g, b) - min(r, g, b) > 60)
     assert coloured > 0.01 * picture.width * picture.height
+
+
+def test_next_steps_name_the_exact_commands_and_the_run_before(tmp_path):
+    from pipebench.report.next_steps import next_steps
+
+    first = make_run(tmp_path / "results" / "exp" / "20240101-000000-aaaa", passing_rows([]), machine())
+    lines = next_steps(first)
+    assert lines[0] == "Next steps:"
+    assert [line.split("    #")[0].strip() for line in lines[1:]] == [
+        f"pipebench report {first}", f"pipebench checklist {first}",
+        f"pipebench pipelines export {first} --out input_fn.py", f"pipebench compare {first} OTHER_RUN_DIR"]
+    second = make_run(tmp_path / "results" / "exp" / "20240102-000000-bbbb", passing_rows([]), machine())
+    assert next_steps(second)[-1].split("    #")[0].strip() == f"pipebench compare {first} {second}"
+    odd = make_run(tmp_path / "a run's folder", passing_rows([]), machine())
+    assert f"pipebench report '{tmp_path}/a run'\"'\"'s folder'" in next_steps(odd)[1]  # pastes into a shell
+
+
+def test_run_ends_by_printing_the_next_steps(tmp_path, monkeypatch):
+    """The trial loop measures with pipebench.testing.fake_measure (no worker, no TensorFlow); the rest is real."""
+    import functools
+
+    import pipebench.runner as runner
+    from pipebench.config import parse_experiment
+    from pipebench.report.next_steps import next_steps
+    from pipebench.testing import fake_measure
+
+    monkeypatch.setattr(runner, "run_trials", functools.partial(runner.run_trials, measure=fake_measure(lambda s: 100.0)))
+    experiment = parse_experiment({
+        "name": "steps", "modes": ["input"], "grid": {"batch_size": [64]}, "pipelines": {"presets": ["lambdaji-libsvm"]},
+        "data": {"synth": {"rows": 200, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,
+                 "cache_dir": str(tmp_path / "cache")},
+        "measurement": {"repeats": 1}, "results": str(tmp_path / "results")})
+    said = []
+    outcome = runner.run(experiment, log=said.append)
+    assert said[-2].startswith("results: ") and said[-1].splitlines() == next_steps(outcome.run_dir)
