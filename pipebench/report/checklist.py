@@ -31,7 +31,7 @@ from pipebench.catalog import Catalog
 from pipebench.errors import PipebenchError
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
-from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, listed, records, stage_kinds
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
 from pipebench.results import RunResults
 
 JSON_VERSION = 1
@@ -238,16 +238,6 @@ def stage_order(runs: list[RunResults]) -> dict:
     return _item("stage_order", title, "PASS", evidence, "The order follows the deck's rules.")
 
 
-def _fastest_by(found: Sequence[Configuration], key: Callable[[Configuration], object]) -> dict:
-    """Give, for each value of `key` (None skipped), its fastest configuration by pooled mean."""
-    out: dict = {}
-    for config in found:
-        value = key(config)
-        if value is not None and (value not in out or config.throughput.mean > out[value].throughput.mean):
-            out[value] = config
-    return out
-
-
 def file_layout(runs: list[RunResults]) -> dict:
     """Give the file-layout item: file count and size against the source mode used."""
     title = "File count and size against Pipe / FastFile / File mode"
@@ -265,7 +255,7 @@ def file_layout(runs: list[RunResults]) -> dict:
                 "num_parallel_reads": source.get("num_parallel_reads")}
     for trial_mode in ("train", "input"):
         by_source = {k: c.throughput.mean for k, c in
-                     _fastest_by([c for c in found if c.mode == trial_mode], lambda c: c.label["source_mode"]).items()}
+                     fastest_by([c for c in found if c.mode == trial_mode], lambda c: c.label["source_mode"]).items()}
         if len(by_source) > 1:  # the modes were measured side by side: the numbers decide, not the rule of thumb
             order = sorted(by_source, key=by_source.get, reverse=True)
             evidence["examples_per_sec_by_source_mode"] = {k: _num(v) for k, v in by_source.items()}
@@ -347,14 +337,11 @@ def vectorized_map(runs: list[RunResults]) -> dict:
     (the pipeline alone) on one format and setting, by paired ratio."""
     title = "Vectorized map (batch before decode): decode cost in input mode"
     found = _configurations(runs)
-    configs = [c for c in found if c.mode == "input" and decode_style(c.rows[0]) is not None]
-    groups: dict[tuple, dict[str, Configuration]] = {}
-    for config in configs:
-        style = decode_style(config.rows[0])
-        group = groups.setdefault(_key(config, _SAME_SETTING), {})
-        if style not in group or config.throughput.mean > group[style].throughput.mean:
-            group[style] = config
-    pairs = [(g["vectorized"], g["scalar"]) for g in groups.values() if len(g) == 2]
+    configs = [c for c in found if c.mode == "input"]
+    cells = fastest_by(configs, lambda c: None if decode_style(c.rows[0]) is None
+                       else (_key(c, _SAME_SETTING), decode_style(c.rows[0])))
+    pairs = [(cells[key, "vectorized"], cells[key, "scalar"]) for key, style in cells
+             if style == "vectorized" and (key, "scalar") in cells]
     if not pairs:
         return _item("vectorized_map", title, "N/A", {},
                      "Measure input mode with both decode styles on one format (e.g. the aws-sample and "
@@ -428,7 +415,7 @@ def threads_vs_cores(runs: list[RunResults]) -> dict:
         return _item("threads_vs_cores", title, "N/A", {"vcpus": vcpus, "physical_cores": physical},
                      "No simultaneous multithreading here: vCPUs and physical cores are the same count.")
     train = [c for c in _configurations(runs) if c.mode == "train" and c.run_id == best.run_id]
-    measured = _fastest_by(train, lambda c: c.label["intra_op_threads"] if c.label["intra_op_threads"] in
+    measured = fastest_by(train, lambda c: c.label["intra_op_threads"] if c.label["intra_op_threads"] in
                            (vcpus, physical) else None)
     evidence = {"vcpus": vcpus, "physical_cores": physical,
                 "examples_per_sec_by_intra_op_threads": {str(k): _num(c.throughput.mean) for k, c in measured.items()}}

@@ -17,7 +17,7 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import Configuration, configurations, ranked
-from pipebench.report.tables import ENV_COLUMNS, decode_style, records
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by, records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
 BUSY_HATCH = "//"
@@ -82,21 +82,11 @@ def throughput(found: Sequence[Configuration], figure) -> bool:
     return True
 
 
-def _fastest_per(configs: Sequence[Configuration], key: Callable[[Configuration], object]) -> dict:
-    """Give, for each value of `key`, its fastest configuration (by mean)."""
-    out: dict = {}
-    for config in configs:
-        value = key(config)
-        if value is not None and (value not in out or config.throughput.mean > out[value].throughput.mean):
-            out[value] = config
-    return out
-
-
 def format_and_map(found: Sequence[Configuration], figure) -> bool:
     """Decode cost: the fastest input-mode configuration per format and decode style, with intervals."""
     mode = "input" if any(c.mode == "input" for c in found) else "train"
     configs = [c for c in found if c.mode == mode]
-    cells = _fastest_per(configs, lambda c: None if decode_style(c.rows[0]) is None
+    cells = fastest_by(configs, lambda c: None if decode_style(c.rows[0]) is None
                          else (c.label["format"], decode_style(c.rows[0])))
     if len(cells) < 2:
         return False
@@ -114,7 +104,7 @@ def format_and_map(found: Sequence[Configuration], figure) -> bool:
                 bar.set_hatch(BUSY_HATCH)
     ax.set_xticks([p + width * (len(styles) - 1) / 2 for p in range(len(formats))], formats)
     ax.set_yscale("log")  # decode styles differ by 5–10×: ratios read as equal steps
-    ax.set_ylabel(f"fastest {mode}-mode examples/sec (95% interval, log scale)")
+    ax.set_ylabel(f"fastest {mode}-mode examples/sec\n(95% interval; log scale)")
     ax.set_xlabel("format" + (" (hatched: busy machine)" if any(c.busy for c in cells.values()) else ""))
     ax.legend(title="decode")
     return True
@@ -124,7 +114,7 @@ def threads_heatmap(found: Sequence[Configuration], figure) -> bool:
     """The fastest configuration at each intra × inter thread setting, with its interval in the cell."""
     mode = "train" if any(c.mode == "train" for c in found) else "input"
     name = lambda value: "default" if value is None else str(value)  # noqa: E731
-    cells = _fastest_per([c for c in found if c.mode == mode],
+    cells = fastest_by([c for c in found if c.mode == mode],
                          lambda c: (name(c.label["intra_op_threads"]), name(c.label["inter_op_threads"])))
     if len(cells) < 2:
         return False
@@ -152,7 +142,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
     """Throughput against batch size, one panel (own scale) per mode with two or more batch sizes; AUC on train."""
     curves = {}
     for mode in TRIAL_MODES:
-        best = _fastest_per([c for c in found if c.mode == mode], lambda c: c.label["batch_size"])
+        best = fastest_by([c for c in found if c.mode == mode], lambda c: c.label["batch_size"])
         if len(best) >= 2:
             curves[mode] = dict(sorted(best.items()))
     if not curves:

@@ -7,7 +7,7 @@ never between single rows: one draw of a noisy trial decides nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from pipebench.measure.trial import ENV_KNOBS, TrialSpec
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.results import TRIALS_FILE, RunResults
 from pipebench.results.run_folder import TRIALS_DIR
+from pipebench.values import echo
 
 ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
 #: The deck's recommended pipeline (the AWS sample's File-mode input_fn) is pipebench's `aws-sample` preset.
@@ -86,6 +87,16 @@ def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -
         if order:
             return order[0][0]
     return None
+
+
+def fastest_by(found: Sequence[Configuration], key: Callable[[Configuration], object]) -> dict:
+    """Give, for each value of `key` (None skipped), its fastest configuration by pooled mean."""
+    out: dict = {}
+    for config in found:
+        value = key(config)
+        if value is not None and (value not in out or config.throughput.mean > out[value].throughput.mean):
+            out[value] = config
+    return out
 
 
 def ties(found: Sequence[Configuration], best: Configuration) -> list[Configuration]:
@@ -162,10 +173,6 @@ def _is_file(path: Path) -> bool:
         return False
 
 
-def _shown(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:60] + "…")
-
-
 def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
     """Give the trial to export from a run: `trial_id` if given, else the winner an Optuna study recorded
     (importances.json `winner.trial_id`), else the first repeat of the fastest configuration (train mode
@@ -180,7 +187,7 @@ def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
         if "/" not in trial_id and trial_id not in (".", "..") and _is_file(path):
             return Chosen(trial_id, TrialSpec.load(path).pipeline_spec, f"trial {trial_id} (not finished: {path})",
                           None)
-        raise UsageError(f"{run.run_dir}: no trial {_shown(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
+        raise UsageError(f"{run.run_dir}: no trial {echo(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
                          "are its trial_id column)")
     winner = (run.study or {}).get("winner")
     winner_id = winner.get("trial_id") if isinstance(winner, dict) else None
