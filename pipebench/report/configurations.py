@@ -85,7 +85,12 @@ def configurations(rows: Iterable[dict]) -> list[Configuration]:
 
 
 def paired_ratio(a: Configuration, b: Configuration) -> Interval | None:
-    """Give a / b throughput from the rounds both were measured in (None when they share none)."""
+    """Give a / b throughput from the rounds both were measured in (None when they share none).
+
+    Repeat r of two runs ran at different times: only configurations of one run share rounds.
+    """
+    if a.run_id != b.run_id:
+        return None
     left, right = a.by_repeat(), b.by_repeat()
     shared = sorted(set(left) & set(right))
     if not shared:
