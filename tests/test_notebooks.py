@@ -27,7 +27,7 @@ def fresh_run(tmp_path_factory) -> Path:
         "pipelines": {"presets": ["aws-sample"]},
         "grid": {"batch_size": [256, 512]},
         "modes": ["input", "train", "synthetic"],
-        "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
         "results": str(root / "results"),
     }
