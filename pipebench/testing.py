@@ -40,9 +40,9 @@ def windows_at(mode: str, rates: list[float], synthetic: list[float] | None = No
     out = []
     for index, rate in enumerate(rates):
         wait = None if arm == "input" else (waited[index] if waited else 0.0)
-        out.append(Window(arm, index, int(rate), 1.0, wait))
+        out.append(Window(arm, index, round(rate), 1.0, wait))
         if mode == "train":
-            out.append(Window("synthetic", index, int((synthetic or rates)[index]), 1.0, 0.0))
+            out.append(Window("synthetic", index, round((synthetic or rates)[index]), 1.0, 0.0))
     return tuple(out)
 
 

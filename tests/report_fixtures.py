@@ -98,7 +98,7 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
                             configuration_id=configuration_id or trial_id, label=label, batch_size=batch_size,
                             threads=threads, env=env, **({"data_fingerprint": "datatest", "config_key": "key"}
                                                          | spec_changes))
-    rates = rates or [examples_per_sec * f for f in (0.995, 1.0, 1.005)]
+    rates = rates or [examples_per_sec * f for f in (1 / 1.005, 1.0, 1.005)]  # geometric mean: examples_per_sec
     status = TrialStatus(extra.pop("status", "ok"))
     if status is TrialStatus.OK:
         windows = windows_at(mode, rates, None if mode != "train" else [(synthetic or 1.1 * r) for r in rates],
@@ -133,12 +133,13 @@ def configuration(name: str, mode: str, pipeline: str, fmt: str, stages: list[di
                   files: list[str], repeats: int = 3, spread: float = 0.02, **kwargs) -> list[dict]:
     """Give the rows of one configuration measured in `repeats` rounds of the run (trial ids NAME-r0, NAME-r1...).
 
-    Repeat means differ by ±`spread` in an order that depends on the name, so two configurations'
-    paired ratios vary a little from round to round, as they do on a real machine.
+    Repeat means differ by a factor of 1 ± `spread` in an order that depends on the name, so two
+    configurations' paired ratios vary a little from round to round, as they do on a real machine;
+    their geometric mean (what configurations report) is `examples_per_sec`.
     """
     offset = sum(map(ord, name)) % 3
     return [trial(f"{name}-r{r}", mode, pipeline, fmt, stages,
-                  examples_per_sec * (1 + spread * (0, 1, -1)[(r + offset) % 3]), files, repeat=r,
+                  examples_per_sec * (1 + spread) ** (0, 1, -1)[(r + offset) % 3], files, repeat=r,
                   configuration_id=name, **kwargs)
             for r in range(repeats)]
 
