@@ -53,7 +53,7 @@ from search_efficiency import record_params
 GOALS = ((0.95, 0.67), (0.90, 0.90))  # (share of the best, share of seeds that must reach it)
 
 
-def _load(paths: list[Path]) -> tuple[dict, dict, dict[str, list[float]], dict[str, str]]:
+def _load(paths: list[Path], need_references: bool) -> tuple[dict, dict, dict[str, list[float]], dict[str, str]]:
     """Give the space, the recording machine, the measurements per configuration and the references' keys."""
     space, machine, draws, references = None, None, {}, {}
     for path in paths:
@@ -72,15 +72,16 @@ def _load(paths: list[Path]) -> tuple[dict, dict, dict[str, list[float]], dict[s
             references.update({name: _key(params) for name, params in recorded["references"].items()})
         for config in recorded["configurations"]:
             draws.setdefault(_key(config["params"]), []).extend(config["examples_per_sec"])
-    grid = [key for key in draws if set(json.loads(key)) == set(space)
-            and all(value in space[name] for name, value in json.loads(key).items())]
+    grid = [key for key in draws if _in_space(key, space)]
     size = 1
     for choices in space.values():
         size *= len(choices)
     if len(grid) < size:
         sys.exit(f"{paths[0]}: {size - len(grid)} configurations of the space were never measured")
     unrecorded = [name for name, key in references.items() if key not in draws]
-    if not references or unrecorded:
+    if not need_references:
+        references = {name: key for name, key in references.items() if key in draws}
+    elif not references or unrecorded:
         sys.exit(f"{paths[0]}: no measurements of the references {unrecorded or '(none named)'}; record them with "
                  "search_efficiency.py --enrich-top N --save-grid FILE")
     return space, machine, draws, references
@@ -88,6 +89,12 @@ def _load(paths: list[Path]) -> tuple[dict, dict, dict[str, list[float]], dict[s
 
 def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
+
+
+def _in_space(key: str, space: dict) -> bool:
+    """Whether a record's configuration is one of the space's (not a reference's settings)."""
+    params = json.loads(key)
+    return set(params) == set(space) and all(value in space[name] for name, value in params.items())
 
 
 class _InMemory(RunFolder):
@@ -178,12 +185,14 @@ def main() -> None:
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-    space, recorded_machine, draws, references = _load(args.records)
+    space, recorded_machine, draws, references = _load(args.records, not args.no_references)
     here = machine_facts()  # the recording machine's vCPUs decide the reference settings, not this one's
     machine = dataclasses.replace(here, cpu=dataclasses.replace(here.cpu, vcpus=recorded_machine["vcpus"]))
     folder = Path(tempfile.mkdtemp(prefix="pipebench-replay-"))
     means = {key: statistics.fmean(rates) for key, rates in draws.items()}
-    grid = [key for key in draws if key not in references.values()]
+    grid = [key for key in draws if _in_space(key, space)]
+    if args.no_references:
+        references = {}
     choosable = grid + list(references.values())
     best = max(means[key] for key in choosable)
     top = sorted(choosable, key=means.get, reverse=True)

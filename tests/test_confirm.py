@@ -201,6 +201,15 @@ def test_the_budget_counts_confirmation_trials(tmp_path):
     saved = json.loads((run.path / IMPORTANCES_FILE).read_text())
     assert saved["winner"] is None
     assert saved["winner_withheld"] == "the run stopped before a contender finished two confirmation rounds"
+    # resumed, the study's own record of the race (not the stopped planner) carries it to its end
+    from pipebench.search.optuna_driver import OptunaPlanner, open_storage, open_study
+
+    resumed = parse_experiment({**capped.resolved, "budget": {**capped["budget"], "max_trials": None}})
+    study = open_study(resumed, planner.plan, open_storage(None, run.path), log=lambda _: None)
+    result = run_trials(OptunaPlanner(study, planner.plan, log=lambda _: None), run, resumed,
+                        fake_measure(lambda spec: float(spec.batch_size)), stream=io.StringIO())
+    assert len(result.rows) <= 16 and [r["repeat"] for r in result.rows].count(1) == 5
+    assert json.loads((run.path / IMPORTANCES_FILE).read_text())["winner"]["contender"] == "candidate 1"
 
 
 def test_too_few_trials_for_the_confirmation_phase_is_a_config_error():

@@ -37,7 +37,9 @@ def _doc(tmp_path: Path, cache: Path, **search) -> dict:
         "model": {"embedding_size": 4, "deep_layers": [8]},
         "pipelines": {"presets": ["aws-sample"]},
         "grid": {"batch_size": [256]},
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        # a busy machine's trials measured again would add rows no study trial owns (test_loop covers them)
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50,
+                        "remeasure_busy": False},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
         "search": {"driver": "optuna", "n_trials": 4, "seed": 1, "confirm_top": 0,  # tests/test_confirm.py races
                    "space": {"batch_size": [128, 256], "intra_op_threads": [0, 1, 2],
@@ -363,7 +365,7 @@ from pipebench.config import parse_experiment
 from pipebench.search.optuna_driver import open_storage, open_study
 from pipebench.search.plan import Plan
 from pathlib import Path
-experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6}})
+experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6, "confirm_top": 0}})
 start = float(sys.argv[2])
 while time.time() < start:
     pass

@@ -1,10 +1,11 @@
 """The one trial loop every driver runs (Optuna's `_optimize` for every sampler; Hydra's launcher).
 
-A driver is a *planner*: `next()` gives the next trial (None when it has no more) and `done()`
-hears each finished row. The loop owns everything else, once: limits, the sampler (cut to the
-measured windows), the row, appends, the deadline, `budget.max_trials`, the failure budget,
-progress, the input fraction and summary.md, after the planner's own conclusions (`finish()`). `measure` is injectable, so driver logic is tested
-without TensorFlow and the replay benchmark drives the real planners.
+A driver is a *planner*: `next()` gives the next trial (None when it has no more), `done()`
+hears each finished row and `finish()` writes what it concludes. The loop owns everything else,
+once: limits, the sampler (cut to the measured windows), the row, appends, the deadline,
+`budget.max_trials`, the failure budget, progress, the input fraction and summary.md (after the
+planner's `finish()`, so it can show a study's winner). `measure` is injectable, so driver logic
+is tested without TensorFlow and the replay benchmark drives the real planners.
 """
 from __future__ import annotations
 
