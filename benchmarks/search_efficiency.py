@@ -58,7 +58,7 @@ SPACE = {"pipeline": ["aws-sample", "lambdaji-libsvm"], "batch_size": [128, 512,
          "intra_op_threads": [1, 2], "inter_op_threads": [1, 2], "stage.decode.num_parallel_calls": [1, 2]}
 LIMITS = Limits(timeout_sec=120, memory_cap_bytes=8 << 30)
 #: A measurement is taken again while other processes use more than this share of a vCPU (%) during it.
-BUSY_OTHER_CPU_PCT, BUSY_RETRIES = 25.0, 2
+BUSY_OTHER_CPU_PCT = 25.0
 #: The one-sided lower bound G3 reads: the low end of the two-sided 80% interval.
 LOWER_BOUND_CONFIDENCE = 0.80
 
@@ -94,17 +94,17 @@ def _key(spec: TrialSpec, space: dict) -> str:
 class Bench:
     """Measures configurations in fresh workers and keeps every measurement by configuration."""
 
-    def __init__(self, plan: Plan, folder: Path) -> None:
-        self.plan, self.folder, self.count, self.busy = plan, folder, 0, 0
+    def __init__(self, plan: Plan, folder: Path, busy_retries: int) -> None:
+        self.plan, self.folder, self.busy_retries, self.count, self.busy = plan, folder, busy_retries, 0, 0
         self.draws: dict[str, list[float]] = {}
 
     def rate(self, params: dict) -> float:
         """Measure one configuration in a fresh worker; the rate is also kept in `draws`.
 
         The machine is shared: a measurement during which other processes used more than
-        BUSY_OTHER_CPU_PCT of a vCPU is taken again (up to BUSY_RETRIES times), and `busy` counts them.
+        BUSY_OTHER_CPU_PCT of a vCPU is taken again (up to `busy_retries` times), and `busy` counts them.
         """
-        for attempt in range(BUSY_RETRIES + 1):
+        for _ in range(self.busy_retries + 1):
             self.count += 1
             trial = dataclasses.replace(worker_trial(self.plan, params), trial_id=f"m{self.count}")
             outcome = run_worker(trial, self.folder / trial.trial_id, LIMITS,
@@ -167,6 +167,7 @@ def main() -> None:
     parser.add_argument("--confirm", type=int, default=3, help="fresh measurements per confirmed configuration")
     parser.add_argument("--enrich-top", type=int, default=0, help="best configurations measured in rounds")
     parser.add_argument("--enrich-rounds", type=int, default=10)
+    parser.add_argument("--busy-retries", type=int, default=2, help="measure again while the machine is busy")
     parser.add_argument("--save-grid", type=Path, help="write every measurement as JSON (for search_replay.py)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="pipebench-search-"))
@@ -174,7 +175,7 @@ def main() -> None:
     experiment = parse_experiment(_experiment(folder, args.rows, args.budget, 0))
     data = materialise(experiment, log=lambda _: None)
     plan = make_plan(experiment, data, machine)
-    bench = Bench(plan, folder / "measured")
+    bench = Bench(plan, folder / "measured", args.busy_retries)
     names = list(plan.space)
     grid_size = math.prod(len(plan.space[n].choices) for n in names)
 
