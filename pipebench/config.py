@@ -133,7 +133,7 @@ SCHEMA: dict[str, Any] = {
     "modes": _list(str, list(TRIAL_MODES), choices=TRIAL_MODES),
     "search": {
         "driver": Field(str, "grid", choices=("grid", "optuna")),
-        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study, the enqueued reference ones included
+        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study: the exploration and confirmation phase
         "mode": Field(str, "input", choices=TRIAL_MODES),
         "seed": Field(int, None, allowed=SEED),
         "sampler": Field(str, "tpe", choices=("tpe", "random")),

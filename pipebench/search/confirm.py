@@ -32,6 +32,8 @@ from pipebench.search.plan import REFERENCES, Plan, reference_settings, worker_t
 
 #: The confirmation picks a winner only on the one objective it can race: throughput.
 RACED_OBJECTIVE = "examples_per_sec"
+#: How the exploration's best configurations are named in the race ("candidate 1" leads).
+CANDIDATE = "candidate"
 #: Rounds a reference runs before it leaves the race unless it leads: two give its gain an interval.
 REFERENCE_ROUNDS = 2
 
@@ -88,6 +90,11 @@ class Contender:
         """Give the references this contender is (none for a candidate only)."""
         return tuple(part for part in self.name.split(" = ") if part in REFERENCES)
 
+    @property
+    def only_reference(self) -> bool:
+        """Whether it is in the race only as a reference (no exploration candidate is this setting)."""
+        return not self.name.startswith(CANDIDATE)
+
 
 def choose_contenders(plan: Plan, explored: Sequence[Explored], top: int, with_references: bool) -> list[Contender]:
     """Give the race's contenders: the `top` configurations by mean of their exploration values, then the
@@ -96,7 +103,7 @@ def choose_contenders(plan: Plan, explored: Sequence[Explored], top: int, with_r
     for trial in sorted(explored, key=lambda t: t.number):
         groups.setdefault(trial.configuration_id, []).append(trial)
     ranked = sorted(groups.values(), key=lambda g: (-statistics.fmean(t.value for t in g), g[0].number))
-    found = [Contender(f"candidate {i + 1}", dict(g[0].params), g[0].configuration_id, reads(plan, g[0].params),
+    found = [Contender(f"{CANDIDATE} {i + 1}", dict(g[0].params), g[0].configuration_id, reads(plan, g[0].params),
                        tuple(t.number for t in g), statistics.fmean(t.value for t in g))
              for i, g in enumerate(ranked[:top])]
     if not found or not with_references:
@@ -172,7 +179,7 @@ class Race:
             if ratio is not None and ratio.decided and ratio.high < 1.0:
                 continue
             ran = sum(name in seats for seats in self.rounds.values())
-            if self.contenders[name].references and not name.startswith("candidate") and ran >= REFERENCE_ROUNDS:
+            if self.contenders[name].only_reference and ran >= REFERENCE_ROUNDS:
                 continue
             kept.append(name)
         return kept
