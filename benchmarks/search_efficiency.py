@@ -247,7 +247,7 @@ def main() -> None:
     if args.seeds:
         print(f"G3: {passed} of {args.seeds} seeds pass (goal: at least 2 of 3): "
               f"{'MET' if passed >= min(2, args.seeds) else 'NOT MET'}", flush=True)
-    if args.save_grid:
+    if args.save_grid and args.seeds:
         _save(args.save_grid, plan, machine, bench.draws, "search_efficiency.py, with its live checks")
 
 
