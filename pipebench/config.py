@@ -133,7 +133,7 @@ SCHEMA: dict[str, Any] = {
     "modes": _list(str, list(TRIAL_MODES), choices=TRIAL_MODES),
     "search": {
         "driver": Field(str, "grid", choices=("grid", "optuna")),
-        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study, the enqueued reference ones included
+        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study: the exploration and confirmation phase
         "mode": Field(str, "input", choices=TRIAL_MODES),
         "seed": Field(int, None, allowed=SEED),
         "sampler": Field(str, "tpe", choices=("tpe", "random")),
@@ -147,7 +147,13 @@ SCHEMA: dict[str, Any] = {
         # knob → list of choices or {low, high, log}
         "space": Field(_Any, check=_space),
         "pin_inert": Field(bool, True),  # pin knobs this machine cannot honour (KMP_* without OpenMP, ...)
-        "enqueue_reference": Field(bool, True),  # the deck's settings and TF defaults run first
+        # the references (the deck's settings, TF defaults, AUTOTUNE everywhere): the first trials start from
+        # them, and the confirmation phase races them against the best candidates
+        "enqueue_reference": Field(bool, True),
+        # after exploring, the `confirm_top` best configurations (by mean) and the references are measured again
+        # in `confirm_rounds` interleaved rounds, out of n_trials, to pick the winner by a paired test (0: no phase)
+        "confirm_top": Field(int, 2, allowed=Range(0, 10)),
+        "confirm_rounds": Field(int, 3, allowed=Range(2, 100)),
         "catalog": Field(str, None),  # instance catalog for the cost objective; default: the shipped one
         "heartbeat_sec": Field(float, 30.0, allowed=Range(0.5)),  # a trial silent for 4 heartbeats is run again
     },
@@ -306,6 +312,13 @@ def _whole(resolved: dict) -> None:
         raise _Invalid("data.formats", "data.formats: at least one format")
     if not resolved["pipelines"]["source_modes"]:
         raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
+    search = resolved["search"]
+    if search["driver"] == "optuna":
+        from pipebench.search.confirm import exploration_problem
+
+        problem = exploration_problem(search)
+        if problem:
+            raise _Invalid("search.n_trials", f"search.n_trials: {problem}")
 
 
 def redact_url(value: str) -> str:

@@ -349,11 +349,11 @@ def test_a_run_without_train_trials_exports_its_fastest_input_configuration(tmp_
 
 def test_a_study_run_exports_the_winner_the_study_recorded(tmp_path, capsys):
     run = _run_folder(tmp_path)
-    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_id": "t-train-svm-r1"}}))
+    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere", "t-train-svm-r1"]}}))
     assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "a.py")]) == 0
     assert "the study's confirmed winner, trial t-train-svm-r1" in capsys.readouterr().out
     assert _exported_ordering(tmp_path / "a.py") == "decode > shuffle > batch > repeat > prefetch"
-    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_id": "elsewhere"}}))
+    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere"]}}))
     assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "b.py")]) == 0
     assert "the fastest train-mode configuration" in capsys.readouterr().out  # a winner not in this run: the ranking
 

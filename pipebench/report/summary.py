@@ -111,6 +111,16 @@ def header_lines(machine: MachineFacts, data: DataFacts) -> list[str]:
             ""]
 
 
+def winner_section(run: RunFolder) -> list[str]:
+    """Give the search's confirmed winner (or why none) from the study's importances.json; nothing for a grid."""
+    from pipebench.results.run_folder import read_study
+    from pipebench.search.confirm import winner_lines
+
+    study = read_study(run.path)
+    lines = winner_lines(study) if study else []
+    return ["## Winner of the search", "", *lines, ""] if lines else []
+
+
 def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_threshold_pct: float) -> str:
     """Write summary.md into the run folder; give its text."""
     failed = [r for r in rows if r["status"] != "ok"]
@@ -120,6 +130,7 @@ def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_th
     parts += header_lines(run.machine, run.data)
     parts += [f"{len(rows)} trials ({len(rows) - len(failed)} ok, {len(failed)} not).", ""]
     parts += busy_lines(rows, busy_threshold_pct)
+    parts += winner_section(run)
     parts += ["## Best configurations", "",
               "Ranked by mean throughput; each compared with the fastest by their paired ratio over the rounds "
               "both ran in (95% interval; a ratio whose interval holds 1 is no measurable difference).", "",

@@ -175,7 +175,7 @@ def _is_file(path: Path) -> bool:
 
 def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
     """Give the trial to export from a run: `trial_id` if given, else the winner an Optuna study recorded
-    (importances.json `winner.trial_id`), else the first repeat of the fastest configuration (train mode
+    (its first finished trial in importances.json `winner.trial_ids`), else the first repeat of the fastest configuration (train mode
     first, else input; ranked, repeats pooled). UsageError for an unknown trial or a run with nothing finished."""
     rows = {row["trial_id"]: row for row in records(run.trials)}
     if trial_id is not None:
@@ -190,11 +190,12 @@ def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
         raise UsageError(f"{run.run_dir}: no trial {echo(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
                          "are its trial_id column)")
     winner = (run.study or {}).get("winner")
-    winner_id = winner.get("trial_id") if isinstance(winner, dict) else None
-    if isinstance(winner_id, str) and winner_id in rows and rows[winner_id]["status"] == "ok":
-        row = rows[winner_id]
-        return Chosen(winner_id, json.loads(row["params_json"])["pipeline"],
-                      f"the study's confirmed winner, trial {winner_id}", row)
+    winner_ids = winner.get("trial_ids") if isinstance(winner, dict) else None
+    for winner_id in winner_ids if isinstance(winner_ids, list) else []:
+        if isinstance(winner_id, str) and winner_id in rows and rows[winner_id]["status"] == "ok":
+            row = rows[winner_id]
+            return Chosen(winner_id, json.loads(row["params_json"])["pipeline"],
+                          f"the study's confirmed winner, trial {winner_id}", row)
     best = fastest(configurations(list(rows.values())))
     if best is None:
         raise UsageError(f"{run.run_dir}: no finished train or input trial to export (give --trial ID to export any "

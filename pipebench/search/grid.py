@@ -54,6 +54,15 @@ class Candidate:
                              semantics_why=why, breaks_semantics=bool(o and o.breaks_semantics))
 
 
+def preset_candidate(experiment: Experiment, data: DataSet, name: str, fmt: str, mode: str = "file") -> Candidate:
+    """Give preset `name` reading the data's `fmt` files in source mode `mode` (the format must be in the data)."""
+    spec = preset(name, format=fmt, files=tuple(data.files[fmt]), epochs=None, field_size=data.field_size)
+    if fmt == "packed":
+        spec = spec.with_source(rows_per_record=experiment["data"]["rows_per_record"])
+    spec, note = in_source_mode(spec, mode)
+    return Candidate(name, spec, note=note)
+
+
 def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
     """Give the pipelines to measure: presets in their formats, then enumerated orderings."""
     cfg = experiment["pipelines"]
@@ -63,10 +72,7 @@ def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
         for fmt in formats:
             if fmt not in data.files:
                 raise ConfigError(f"pipelines.presets[{i}]: format {fmt} is not in data.formats / data.files")
-            spec = preset(name, format=fmt, files=tuple(data.files[fmt]), epochs=None, field_size=data.field_size)
-            if fmt == "packed":
-                spec = spec.with_source(rows_per_record=experiment["data"]["rows_per_record"])
-            found.append(Candidate(name, spec))
+            found.append(preset_candidate(experiment, data, name, fmt))
     if cfg["orderings"] is not None:
         enumeration = Enumeration.from_dict(cfg["orderings"], "pipelines.orderings")
         fmt = enumeration.reference.source.format
@@ -160,3 +166,6 @@ class GridPlanner:
 
     def done(self, planned: Planned, row: dict) -> None:
         """The grid needs no result to go on."""
+
+    def finish(self, run) -> None:
+        """The grid concludes nothing beyond its rows: summary.md ranks them."""

@@ -1,10 +1,11 @@
 """The one trial loop every driver runs (Optuna's `_optimize` for every sampler; Hydra's launcher).
 
-A driver is a *planner*: `next()` gives the next trial (None when it has no more) and `done()`
-hears each finished row. The loop owns everything else, once: limits, the sampler (cut to the
-measured windows), the row, appends, the deadline, `budget.max_trials`, the failure budget,
-progress, the input fraction and summary.md. `measure` is injectable, so driver logic is tested
-without TensorFlow and the replay benchmark drives the real planners.
+A driver is a *planner*: `next()` gives the next trial (None when it has no more), `done()`
+hears each finished row and `finish()` writes what it concludes. The loop owns everything else,
+once: limits, the sampler (cut to the measured windows), the row, appends, the deadline,
+`budget.max_trials`, the failure budget, progress, the input fraction and summary.md (after the
+planner's `finish()`, so it can show a study's winner). `measure` is injectable, so driver logic
+is tested without TensorFlow and the replay benchmark drives the real planners.
 """
 from __future__ import annotations
 
@@ -51,6 +52,10 @@ class Planner(Protocol):
     def done(self, planned: Planned, row: dict) -> None:
         """Hear a measured trial's row (Optuna tells its study)."""
 
+    def finish(self, run: RunFolder) -> None:
+        """Write what the driver concludes into the run folder (a study's importances and winner), before
+        the loop writes summary.md."""
+
 
 Measure = Callable[..., Outcome]
 
@@ -78,6 +83,8 @@ class Progress:
         rate = row.get("examples_per_sec_median")
         source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
         label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} b{row['batch_size']}".replace("  ", " ")
+        if row.get("repeat"):
+            label += f" (repeat {row['repeat']})"  # a grid's later round, or a confirmation round
         if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
             self.best = (rate, label)
         result = f"{rate:,.0f} ex/s" if rate else f"{row['status']}: {row['reason']}"
@@ -131,6 +138,9 @@ class RemeasureBusy:
         if planned.spec.remeasure_of is None:
             self.planner.done(planned, row)
 
+    def finish(self, run: RunFolder) -> None:
+        self.planner.finish(run)
+
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
@@ -178,5 +188,6 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
         rows.append(row)
         planner.done(planned, row)
         progress.update(row)
+    planner.finish(run)
     write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"])
     return result
