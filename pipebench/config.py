@@ -25,6 +25,7 @@ from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES
+from pipebench.search.budget import exploration_problem
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
                               name_text, refuse_non_finite)
 from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
@@ -314,8 +315,6 @@ def _whole(resolved: dict) -> None:
         raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
     search = resolved["search"]
     if search["driver"] == "optuna":
-        from pipebench.search.confirm import exploration_problem
-
         problem = exploration_problem(search)
         if problem:
             raise _Invalid("search.n_trials", f"search.n_trials: {problem}")

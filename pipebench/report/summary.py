@@ -8,6 +8,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.measure.intervals import Interval
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import configurations, ranked
+from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
 
@@ -114,7 +115,6 @@ def header_lines(machine: MachineFacts, data: DataFacts) -> list[str]:
 def winner_section(run: RunFolder) -> list[str]:
     """Give the search's confirmed winner (or why none) from the study's importances.json; nothing for a grid."""
     from pipebench.results.run_folder import read_study
-    from pipebench.search.confirm import winner_lines
 
     study = read_study(run.path)
     lines = winner_lines(study) if study else []

@@ -3,7 +3,7 @@
 The best of many noisy single measurements is biased upwards (the winner's curse): with about 10%
 spread between fresh processes, the exploration's top value says little about which configuration
 is fastest. So after the exploration trials, the `search.confirm_top` configurations with the best
-mean of what was measured, and the references (plan.REFERENCES, on the leading candidate's format
+mean of what was measured, and the references (budget.REFERENCES, on the leading candidate's format
 and source mode), are measured again in *rounds*: each round measures every contender still in the
 race once, as fresh trials in a seeded random order (RMIT), whose `repeat` is the round (1, 2, ...),
 so pipebench.report.configurations pairs them like the grid's repeats.
@@ -23,45 +23,16 @@ from __future__ import annotations
 import dataclasses
 import random
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipebench.measure.intervals import Interval, difference_verdict, mean_interval, ratio_interval
-from pipebench.search.plan import REFERENCES, Plan, reference_settings, worker_trial
+from pipebench.search.budget import REFERENCE_ROUNDS, REFERENCES
+from pipebench.search.plan import Plan, reference_settings, worker_trial
 
-#: The confirmation picks a winner only on the one objective it can race: throughput.
-RACED_OBJECTIVE = "examples_per_sec"
 #: How the exploration's best configurations are named in the race ("candidate 1" leads).
 CANDIDATE = "candidate"
-#: Rounds a reference runs before it leaves the race unless it leads: two give its gain an interval.
-REFERENCE_ROUNDS = 2
-
-
-def confirms(search: Mapping) -> bool:
-    """Whether a study with these `search` settings ends with a confirmation phase."""
-    return search["confirm_top"] > 0 and list(search["objectives"]) == [RACED_OBJECTIVE]
-
-
-def reserved_trials(search: Mapping) -> int:
-    """Give how many of `search.n_trials` the confirmation phase holds: confirm_rounds × (confirm_top + references)."""
-    if not confirms(search):
-        return 0
-    references = len(REFERENCES) if search["enqueue_reference"] else 0
-    return search["confirm_rounds"] * search["confirm_top"] + REFERENCE_ROUNDS * references
-
-
-def exploration_problem(search: Mapping) -> str | None:
-    """Give why `search.n_trials` leaves too few trials to explore after the confirmation phase, or None."""
-    reserved = reserved_trials(search)
-    needed = search["confirm_top"] + 1  # more explored settings than the top it confirms: a choice to make
-    if not reserved or search["n_trials"] - reserved >= needed:
-        return None
-    references = f" + {REFERENCE_ROUNDS} × {len(REFERENCES)} references" if search["enqueue_reference"] else ""
-    return (f"{search['n_trials']} leaves {max(0, search['n_trials'] - reserved)} trials to explore after the "
-            f"confirmation phase's {reserved} (confirm_rounds {search['confirm_rounds']} × confirm_top "
-            f"{search['confirm_top']}{references}); give at least {reserved + needed}, or lower "
-            "search.confirm_rounds / search.confirm_top (0: no confirmation phase)")
 
 
 @dataclass(frozen=True)
@@ -240,26 +211,3 @@ def decide(race: Race) -> Decision | None:
     dropped = {name: max(r for r, names in race.rounds.items() if name in names)
                for name in contender_names(race) if name not in finalists}
     return Decision(winner, throughput, gains, dropped)
-
-
-def winner_lines(study: Mapping) -> list[str]:
-    """Give the winner an importances.json records — settings with units, interval, paired gains — as
-    Markdown lines, or why it names none (nothing for a file without a winner entry)."""
-    if study.get("winner") is None:
-        return [f"Winner: none ({study['winner_withheld']})."] if study.get("winner_withheld") else []
-    winner = study["winner"]
-    rate = winner["examples_per_sec"]
-    interval = Interval(rate["mean"], rate["low"], rate["high"], rate["rounds"])
-    lines = [f"Winner: **{winner['contender']}**, {interval.text()} examples/s (mean over {rate['rounds']} "
-             f"confirmation rounds, 95% interval; trials {', '.join(winner['trial_ids'])}):"]
-    lines += [f"- {name}: {value}" for name, value in winner["settings"].items()]
-    for reference, gain in winner["gains"].items():
-        if gain["ratio"] is None:
-            lines.append(f"- against {reference}: {gain['verdict']}")
-        else:
-            ratio = Interval(gain["ratio"], gain["low"], gain["high"], gain["rounds"])
-            lines.append(f"- against {reference}: {ratio.text('.2f', unit='×')} (paired over {gain['rounds']} "
-                         f"rounds): {gain['verdict']}")
-    for name, last in winner.get("left_the_race", {}).items():
-        lines.append(f"- {name} left the race after round {last}")
-    return lines

@@ -28,8 +28,9 @@ from pipebench.measure.trial import TrialStatus
 from pipebench.results import IMPORTANCES_FILE
 from pipebench.results.run_folder import RunFolder
 from pipebench.search import slots
-from pipebench.search.confirm import (Contender, Explored, Race, choose_contenders, confirms, decide, reads,
-                                      reserved_trials, winner_lines)
+from pipebench.report.winner import winner_lines
+from pipebench.search.budget import confirms, reserved_trials
+from pipebench.search.confirm import Contender, Explored, Race, choose_contenders, decide, reads
 from pipebench.search.liveness import Heartbeat, reclaim_dead_slots, worker_id
 from pipebench.search.loop import Planned
 from pipebench.search.plan import DIRECTIONS, Plan, objective_values, worker_trial
@@ -354,7 +355,7 @@ def _withheld(study, plan: Plan, race: Race | None) -> str:
 
 def finish(study, plan: Plan, run_dir: Path, log=print) -> dict:
     """Save and print importances and the confirmed winner; give the saved dict."""
-    race = study_race(study, plan) if confirms(plan.experiment["search"]) and slots.STUDY_EXPLORATION in         study.user_attrs else None
+    race = study_race(study, plan) if confirms(plan.experiment["search"]) and slots.STUDY_EXPLORATION in study.user_attrs else None
     found = {"study": study.study_name, "importances": importances(study), "pinned": list(plan.pinned.values())}
     winner = winner_record(study, plan, race) if race is not None else None
     if winner is None:

@@ -21,6 +21,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
+from pipebench.search.budget import REFERENCES, exploration_problem
 from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
 
@@ -30,8 +31,6 @@ DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc
 _ROW_COLUMNS = {"examples_per_sec": "examples_per_sec_median", "rss_peak_bytes": "rss_peak_bytes", "auc": "auc"}
 
 
-#: The references the confirmation phase races, in the order they are reported.
-REFERENCES = ("reference deck", "TF defaults", "AUTOTUNE everywhere")
 #: The pipeline whose settings the references are (the deck's).
 REFERENCE_PIPELINE = "aws-sample"
 #: The stage parameters a PipelineSpec lets be AUTOTUNE.
@@ -110,8 +109,6 @@ def _match_pipeline(choice: str, pipelines: dict[str, Candidate], where: str) ->
 
 def make_plan(experiment: Experiment, data: DataSet, machine: MachineFacts) -> Plan:
     """Give the search plan: space (defaults filled in, inert knobs pinned), pipelines, starts."""
-    from pipebench.search.confirm import exploration_problem
-
     cfg = experiment["search"]
     problem = exploration_problem(cfg)
     if problem:

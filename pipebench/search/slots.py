@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from pipebench.errors import ConfigError
+from pipebench.search.budget import reserved_trials
 from pipebench.search.plan import Plan, encode, suggest
 from pipebench.search.space import Dimension
 
@@ -74,8 +75,6 @@ def exploration_slots(study) -> int:
 
 def enqueue_slots(study, plan: Plan) -> None:
     """Enqueue the study's exploration slots (starts first), then mark it ready for other workers."""
-    from pipebench.search.confirm import reserved_trials
-
     cfg = plan.experiment["search"]
     exploring = cfg["n_trials"] - reserved_trials(cfg)
     for slot in range(exploring):
