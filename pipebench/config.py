@@ -25,7 +25,7 @@ from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES
-from pipebench.search.budget import exploration_problem
+from pipebench.search.budget import exploration_problem, race_problem
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
                               name_text, refuse_non_finite)
 from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
@@ -318,6 +318,9 @@ def _whole(resolved: dict) -> None:
         problem = exploration_problem(search)
         if problem:
             raise _Invalid("search.n_trials", f"search.n_trials: {problem}")
+        problem = race_problem(search)
+        if problem:
+            raise _Invalid("search.confirm_top", f"search.confirm_top: {problem}")
 
 
 def redact_url(value: str) -> str:

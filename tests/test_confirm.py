@@ -222,6 +222,13 @@ def test_too_few_trials_for_the_confirmation_phase_is_a_config_error():
     parse_experiment({"name": "x", "search": {"driver": "optuna", "n_trials": 10, "confirm_top": 0}})
 
 
+def test_a_race_of_one_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"^search\.confirm_top: 1 with search\.enqueue_reference: false races one "
+                                          r"configuration alone"):
+        parse_experiment({"name": "x", "search": {"driver": "optuna", "confirm_top": 1, "enqueue_reference": False}})
+    parse_experiment({"name": "x", "search": {"driver": "optuna", "confirm_top": 1}})  # raced against the references
+
+
 def test_a_round_enqueued_twice_measures_each_seat_once(tmp_path):
     """Two workers finding the exploration done at the same moment may both enqueue round 1: the
     lower-numbered trial of each seat is measured, the other failed as surplus, unmeasured."""

@@ -39,3 +39,11 @@ def exploration_problem(search: Mapping) -> str | None:
             f"confirmation phase's {reserved} (confirm_rounds {search['confirm_rounds']} × confirm_top "
             f"{search['confirm_top']}{references}); give at least {reserved + needed}, or lower "
             "search.confirm_rounds / search.confirm_top (0: no confirmation phase)")
+
+
+def race_problem(search: Mapping) -> str | None:
+    """Give why the confirmation phase would race fewer than two contenders, or None."""
+    if confirms(search) and search["confirm_top"] == 1 and not search["enqueue_reference"]:
+        return ("1 with search.enqueue_reference: false races one configuration alone; confirm at least 2, "
+                "enqueue the references, or 0 (no confirmation phase)")
+    return None
