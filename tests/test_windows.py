@@ -64,3 +64,36 @@ def test_an_empty_pipeline_is_a_clear_error():
     arm = Arm("input", lambda: None, lambda iterator, steps: (0, 0.0))
     with pytest.raises(PipebenchError, match="yields no examples"):
         measure([arm], M, seed=0)
+
+
+def _tracking_arms(releasable: bool):
+    """A train arm whose loop records, per call, which iterator it ran on (a fresh one per make_iterator)."""
+    made, used = itertools.count(), []
+
+    def loop(iterator, steps):
+        used.append(iterator)
+        return _loop([0.0])(iterator, steps)
+    train = Arm("train", lambda: next(made), loop, releasable=releasable)
+    return [train, Arm("synthetic", lambda: None, _loop([0.0]))], used
+
+
+def test_the_pipeline_does_not_run_while_the_synthetic_arm_is_timed():
+    """The train arm's iterator is dropped before a synthetic window that follows a train window (its
+    threads stop, its buffers are not refilled meanwhile); the next train window runs on a fresh one."""
+    arms, used = _tracking_arms(releasable=True)
+    windows = measure(arms, {**M, "windows": 6, "max_windows": 6}, seed=1)["windows_measured"]
+    order = [w.arm for w in windows]
+    released = sum(1 for a, b in zip(order, order[1:]) if (a, b) == ("train", "synthetic"))
+    assert released >= 1
+    assert len(set(used)) >= 1 + released, "every train window after a synthetic one starts a fresh iterator"
+    assert all(w.idle_before_sec is None for w in windows), "a released pipeline needs no wait"
+
+
+def test_a_cached_pipeline_keeps_its_iterator_and_the_synthetic_window_waits_for_idle():
+    arms, used = _tracking_arms(releasable=False)
+    windows = measure(arms, {**M, "windows": 6, "max_windows": 6}, seed=1)["windows_measured"]
+    assert len(set(used)) == 1, "a fresh iterator would throw away a partly filled cache"
+    order = [w.arm for w in windows]
+    waited = [w for prev, w in zip(order, windows[1:]) if prev == "train" and w.arm == "synthetic"]
+    assert waited and all(w.idle_before_sec is not None and w.idle_before_sec >= 0 for w in waited)
+    assert all(w.idle_before_sec is None for w in windows if w.arm == "train")

@@ -108,6 +108,9 @@ class Window:
     examples: int
     seconds: float
     waited_sec: float | None  # train and synthetic arms: time the steps blocked fetching the next batch
+    # a synthetic window after the train window of a cached pipeline: seconds waited, untimed, for its
+    # background threads to go idle first (None: not waited; other pipelines' iterators are released)
+    idle_before_sec: float | None = None
 
 
 @dataclass(frozen=True)

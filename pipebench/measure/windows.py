@@ -4,15 +4,25 @@ An *arm* is one compiled loop over one iterator: the pipeline alone (`input`), t
 pipeline (`train`), or the step on one batch served from memory (`synthetic`, the compute ceiling).
 A *round* times one window of every arm the trial compares. A train trial measures its train and
 synthetic arms in alternation, in a random order per round, so drift on the machine hits both
-alike (RMIT); before a train window that follows a synthetic one, a settle window runs untimed,
-because the pipeline filled its prefetch buffers while the other arm ran and would serve the
-next steps for free. Rounds go on past `windows` while the waiting share's interval straddles a TF
+alike (RMIT). The two arms share one process, so neither may run on what the other left behind:
+before a train window that follows a synthetic one, a settle window runs untimed, because the
+pipeline filled its buffers while the other arm ran and would serve the next steps for free; and
+before a synthetic window that follows a train window, the pipeline must not run, because its
+background threads would compete with the synthetic step for the cores (on 2 vCPUs the
+lambdaji-libsvm preset, whose prefetch(500000) refills for half a minute, cut the ceiling measured
+beside it by a third) and fill buffers the next train window would be served from for free. So the
+train arm's iterator is released (TensorFlow cancels its threads; the next train window starts from
+a fresh iterator, the settle window above covering its start) — except for a pipeline with a cache
+stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
+untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
+Rounds go on past `windows` while the waiting share's interval straddles a TF
 Profiler threshold, up to `max_windows` (the record says when that cap was hit).
 
 No TensorFlow import here: the loops are handed in.
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +35,10 @@ from pipebench.measure.trial import Window
 #: Each timed call runs about this long; windows are made of whole calls.
 CALL_SEC = 0.1
 WARMUP_SLICE_SEC = 0.5
+#: The pipeline is idle once this process uses less than this share of one core (its buffers are full).
+IDLE_CPU_SHARE = 0.1
+#: How long each idleness reading lasts, and the longest wait for idleness before a synthetic window.
+IDLE_SLICE_SEC, IDLE_MAX_SEC = 0.05, 5.0
 #: A loop: (iterator, steps) → (examples, seconds waited for input).
 Loop = Callable[[object, int], tuple[int, float]]
 
@@ -32,14 +46,24 @@ Loop = Callable[[object, int], tuple[int, float]]
 class Arm:
     """One loop over one dataset, renewing the iterator at the end of the data (a new epoch, as Keras fit does)."""
 
-    def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop) -> None:
+    def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop, releasable: bool = True) -> None:
         self.name, self._make_iterator, self._loop = name, make_iterator, loop
         self.times_waiting = name != "input"  # an input arm has no step to wait
-        self._iterator = make_iterator()
+        self.releasable = releasable  # False: a fresh iterator would lose state (a partly filled cache)
+        self._iterator: object | None = make_iterator()
         self.steps = 1
         self.epochs_renewed = 0
 
+    def release(self) -> bool:
+        """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give
+        whether it was released."""
+        if self.releasable:
+            self._iterator = None
+        return self.releasable
+
     def call(self) -> tuple[int, float]:
+        if self._iterator is None:
+            self._iterator = self._make_iterator()
         got, waited = self._loop(self._iterator, self.steps)
         if got == 0:
             self._iterator = self._make_iterator()
@@ -89,6 +113,18 @@ def _warm_up(arms: Sequence[Arm], m: dict) -> tuple[float, bool]:
     return time.perf_counter() - start, steady
 
 
+def wait_until_idle(max_sec: float = IDLE_MAX_SEC) -> float:
+    """Wait until this process's threads (the input pipeline refilling its buffers) use less than
+    IDLE_CPU_SHARE of a core in two readings in a row, or `max_sec`; give the seconds waited."""
+    start = time.perf_counter()
+    calm = 0
+    while calm < 2 and time.perf_counter() - start < max_sec:
+        wall, cpu = time.perf_counter(), time.process_time()
+        time.sleep(IDLE_SLICE_SEC)
+        calm = calm + 1 if (time.process_time() - cpu) / (time.perf_counter() - wall) < IDLE_CPU_SHARE else 0
+    return time.perf_counter() - start
+
+
 def waiting_decided(windows: Sequence[Window]) -> bool:
     """Whether the train windows' waiting share gives a confident input-bound label."""
     shares = [w.waited_sec / w.seconds for w in windows if w.arm == "train"]
@@ -113,9 +149,13 @@ def measure(arms: Sequence[Arm], m: dict, seed: int,
     for round_index in range(cap):
         order = rng.sample(list(arms), len(arms)) if paired else list(arms)
         for arm in order:
+            idle_before = None
             if paired and arm.name == "train" and previous != "train" and m.get("settle", True):
                 arm.timed(m["window_sec"], round_index)  # settle: empty what the buffers filled meanwhile
-            window = arm.timed(m["window_sec"], round_index)
+            if paired and arm.name == "synthetic" and previous == "train" and m.get("settle", True):
+                if not all(other.release() for other in arms if other is not arm):
+                    idle_before = wait_until_idle()  # a cached pipeline refills its buffers first, not meanwhile
+            window = dataclasses.replace(arm.timed(m["window_sec"], round_index), idle_before_sec=idle_before)
             windows.append(window)
             previous = arm.name
             if on_window is not None and arm is arms[0]:

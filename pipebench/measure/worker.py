@@ -123,7 +123,8 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
         # the compute ceiling: the same step on one real batch served from memory, forever
         batch = tf.data.Dataset.from_tensors(next(iter(built.dataset))).repeat()
         synthetic = Arm("synthetic", lambda: iter(batch), loop)
-        train = Arm("train", lambda: iter(built.dataset), loop)
+        # released between its windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
+        train = Arm("train", lambda: iter(built.dataset), loop, releasable=spec.stage("cache") is None)
         # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
     record.update(measure(arms, m, seed, on_window))
