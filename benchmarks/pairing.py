@@ -1,14 +1,15 @@
 """Does pairing a train trial with its synthetic ceiling in one worker hold? Measured against fresh processes.
 
 A train trial times its train arm and its synthetic arm (the same step on one batch from memory) in
-alternating rounds inside one worker, with an untimed settle window before each train window that
-follows a synthetic one (the pipeline filled its prefetch buffers meanwhile). The alternative keeps
+alternating rounds inside one worker; the pipeline does not run while the synthetic arm is timed (its
+iterator is released, see pipebench.measure.windows) and an untimed settle window starts each train
+window that follows a synthetic one. The alternative keeps
 them apart: a train-only worker and a synthetic-only worker, in fresh processes, in random order per
 round (RMIT across processes). This runs both, interleaved, `--rounds` times per pipeline, and prints
 each method's train rate, synthetic rate, slowdown (1 − train/synthetic) and waiting share with
 95% intervals over rounds, and the paired/separate ratio of each. If pairing holds, the intervals
-overlap and the ratios' intervals contain 1. A second paired variant without the settle window
-shows what the settle window is for.
+overlap and the ratios' intervals contain 1. A second paired variant without settling (no release,
+no settle window: `measurement.settle: false`) shows what they are for.
 
     python benchmarks/pairing.py [--rounds 6] [--rows 100000]
 """
