@@ -87,8 +87,9 @@ def verdicts(rows: list[dict]) -> list[str]:
     return out
 
 
-def busy_lines(rows: list[dict], threshold_pct: float) -> list[str]:
-    """Give what the run says about trials measured while other processes used the machine, and what it did."""
+def busy_lines(rows: list[dict], threshold_pct: float, not_remeasured_why: str | None = None) -> list[str]:
+    """Give what the run says about trials measured while other processes used the machine, and what it
+    did (`not_remeasured_why`: why the run stopped measuring them again)."""
     flagged = [r for r in rows if r["status"] == "ok" and r.get("busy_machine") and not r.get("remeasure_of")]
     if not flagged:
         return []
@@ -99,7 +100,8 @@ def busy_lines(rows: list[dict], threshold_pct: float) -> list[str]:
     return [f"**Busy machine:** {len(flagged)} of {len(rows)} trials ran while other processes used more than "
             f"{threshold_pct:g}% of a vCPU during their windows. Measured again at the end of the run: "
             f"{len(quiet) + len(still)} ({len(quiet)} quiet the second time, whose figures replace the first; "
-            f"{len(still)} busy again, left flagged); not measured again: {len(left)} (left flagged). Figures "
+            f"{len(still)} busy again, left flagged); not measured again: {len(left)} (left flagged"
+            f"{': ' + not_remeasured_why if not_remeasured_why and left else ''}). Figures "
             "marked 'busy machine' may be low and their verdicts may not hold on a quiet machine.", ""]
 
 
@@ -121,7 +123,8 @@ def winner_section(run: RunFolder) -> list[str]:
     return ["## Winner of the search", "", *lines, ""] if lines else []
 
 
-def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_threshold_pct: float) -> str:
+def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_threshold_pct: float,
+                  not_remeasured_why: str | None = None) -> str:
     """Write summary.md into the run folder; give its text."""
     failed = [r for r in rows if r["status"] != "ok"]
     parts = [f"# Run {run.run_id}", ""]
@@ -129,7 +132,7 @@ def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_th
         parts += [f"**Stopped early:** {stopped}.", ""]
     parts += header_lines(run.machine, run.data)
     parts += [f"{len(rows)} trials ({len(rows) - len(failed)} ok, {len(failed)} not).", ""]
-    parts += busy_lines(rows, busy_threshold_pct)
+    parts += busy_lines(rows, busy_threshold_pct, not_remeasured_why)
     parts += winner_section(run)
     parts += ["## Best configurations", "",
               "Ranked by mean throughput; each compared with the fastest by their paired ratio over the rounds "

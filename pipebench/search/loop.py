@@ -110,10 +110,16 @@ class RemeasureBusy:
 
     The re-measure is a new row naming the trial it measures again (`remeasure_of`); reports read the
     quieter one in its place. A trial still busy the second time stays flagged: it is not retried again.
+    Before each re-measure the machine is read (`busy_now`, other processes' CPU in % of a vCPU): while
+    it is still past `threshold_pct`, a second measurement would be as busy as the first, so the rest
+    stay flagged and `skipped` says why.
     """
 
-    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder) -> None:
+    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder, threshold_pct: float,
+                 busy_now: Callable[[], float]) -> None:
         self.planner, self.rows, self.run = planner, rows, run
+        self.threshold_pct, self.busy_now = threshold_pct, busy_now
+        self.skipped: str | None = None
         self._driver_done = False
 
     def total(self) -> int | None:
@@ -125,11 +131,18 @@ class RemeasureBusy:
             if planned is not None:
                 return planned
             self._driver_done = True
+        if self.skipped is not None:
+            return None
         again = {r["remeasure_of"] for r in self.rows if r.get("remeasure_of")}
         for row in self.rows:
             path = self.run.trial_dir(row["trial_id"]) / TRIAL_FILE
             if (row["status"] == "ok" and row.get("busy_machine") and not row.get("remeasure_of")
                     and row["trial_id"] not in again and path.exists()):
+                busy = self.busy_now()
+                if busy > self.threshold_pct:
+                    self.skipped = (f"the machine was still busy when the run would measure them again (other "
+                                    f"processes used {busy:.0f}% of a vCPU)")
+                    return None
                 spec = TrialSpec.load(path)
                 return Planned(dataclasses.replace(spec, trial_id=f"{spec.trial_id}-again", remeasure_of=spec.trial_id))
         return None
@@ -144,17 +157,18 @@ class RemeasureBusy:
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
-               stream=sys.stderr) -> LoopResult:
+               stream=sys.stderr, busy_now: Callable[[], float] | None = None) -> LoopResult:
     """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
-    from pipebench.measure.sampler import Sampler
+    from pipebench.measure.sampler import Sampler, others_busy_pct
     from pipebench.report.summary import write_summary
 
+    busy_now = busy_now or others_busy_pct
     budget, measurement = experiment["budget"], experiment["measurement"]
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
     if measurement["remeasure_busy"]:
-        planner = RemeasureBusy(planner, rows, run)
+        planner = RemeasureBusy(planner, rows, run, measurement["busy_other_cpu_pct"], busy_now)
     progress = Progress(planner.total(), len(rows), stream, clock)
     host = socket.gethostname()
     result = LoopResult(rows)
@@ -189,5 +203,8 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
         planner.done(planned, row)
         progress.update(row)
     planner.finish(run)
-    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"])
+    skipped = planner.skipped if isinstance(planner, RemeasureBusy) else None
+    if skipped:
+        log(f"busy trials not measured again: {skipped}")
+    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"], skipped)
     return result
