@@ -83,3 +83,15 @@ def test_busy_trials_are_said_with_what_was_done_about_them():
     assert line.startswith("**Busy machine:** 2 of 3 trials") and "1 quiet the second time" in line
     assert "not measured again: 1 (left flagged)" in line
     assert busy_lines([again], 25.0) == []
+
+
+def test_a_busy_machine_gives_no_confident_label_and_says_what_its_rounds_read():
+    """On a busy machine lambdaji-libsvm's waiting share fell from ~9% (moderately, idle) to 2.9% (0.8–5.0%):
+    other processes slow the step and the pipeline unevenly, so the share itself moves."""
+    rates, synthetic, waited = [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100], [0.01] * 4
+    busy = _row("train", rates, synthetic, [0.010, 0.012, 0.011, 0.013], other_cpu=97.0)
+    (line,) = verdicts([busy])
+    assert "→ **inconclusive (1.1% (0.9–1.4%); not input-bound on a busy machine)**" in line
+    assert busy["input_bound"] == "inconclusive" and busy["busy_machine"] is True
+    quiet = _row("train", rates, synthetic, waited)
+    assert quiet["input_bound"] == "not input-bound" and "→ **not input-bound**" in verdicts([quiet])[0]

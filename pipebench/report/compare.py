@@ -111,7 +111,7 @@ def _side(run: RunResults, config: Configuration | None = None) -> dict:
     pooled = config.pooled
     return {"run_dir": str(run.run_dir), "configuration_id": config.configuration_id, "repeats": config.repeats,
             "examples_per_sec": _interval(config.throughput), "busy_machine": config.busy,
-            "input_wait_pct": _interval(pooled.waiting, 100.0), "verdict": pooled.verdict}
+            "input_wait_pct": _interval(pooled.waiting, 100.0), "verdict": config.verdict}
 
 
 def _interval(interval: Interval | None, scale: float = 1.0) -> dict | None:

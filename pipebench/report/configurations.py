@@ -57,7 +57,10 @@ class Configuration:
 
     @property
     def verdict(self) -> str | None:
-        return self.pooled.verdict
+        """The input-bound label; never a confident one from a busy machine, where other processes slow
+        the step and the pipeline unevenly and so move the waiting share itself, not only its noise."""
+        found = self.pooled.verdict
+        return "inconclusive" if self.busy and found is not None else found
 
     def by_repeat(self) -> dict[int, float]:
         return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows}

@@ -69,9 +69,10 @@ def verdicts(rows: list[dict]) -> list[str]:
     out = []
     for config in sorted(found, key=lambda c: (c.run_id, c.rows[0]["pipeline"], c.rows[0]["format"] or "")):
         row, pooled = config.rows[0], config.pooled
-        verdict = pooled.verdict
+        verdict = config.verdict
         if verdict == "inconclusive":
-            verdict = f"inconclusive ({_pct(pooled.waiting)})"
+            busy = f"; {pooled.verdict} on a busy machine" if config.busy and pooled.verdict != "inconclusive" else ""
+            verdict = f"inconclusive ({_pct(pooled.waiting)}{busy})"
         rounds = sum(r.get("rounds") or 0 for r in config.rows)
         capped = any(r.get("rounds_cap_hit") for r in config.rows)
         notes = [f"{rounds} rounds in {config.repeats} process{'es' if config.repeats > 1 else ''}"]

@@ -86,6 +86,13 @@ def _figure(name: str, part: str, scale: float = 1.0) -> Callable[[RowContext], 
     return get
 
 
+def _input_bound(c: RowContext) -> str | None:
+    """The trial's label; inconclusive on a busy machine (see report.configurations.Configuration.verdict)."""
+    if c.figures is None or c.figures.verdict is None:
+        return None
+    return "inconclusive" if _busy(c) else c.figures.verdict
+
+
 def _busy(c: RowContext) -> bool | None:
     """Whether other processes used more than measurement.busy_other_cpu_pct during the windows."""
     usage = c.outcome.usage
@@ -128,7 +135,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "env_seen_json": lambda c: json.dumps(c.outcome.record.env_seen, sort_keys=True),
     "configuration_id": lambda c: c.spec.configuration_id,
     "remeasure_of": lambda c: c.spec.remeasure_of,
-    "input_bound": lambda c: None if c.figures is None else c.figures.verdict,
+    "input_bound": _input_bound,
     **{f"examples_per_sec_{part}": _figure("throughput", part) for part in ("mean", "low", "high")},
     **{f"synthetic_examples_per_sec_{part}": _figure("synthetic", part) for part in ("mean", "low", "high")},
     "input_wait_pct": _figure("waiting", "mean", 100.0),
