@@ -1,23 +1,28 @@
-"""How close the Optuna driver gets to the grid's best, and with how few trials.
+"""Live check of the Optuna driver (issue 14, goal G3): does a study find the grid's best, and beat AUTOTUNE?
 
-On a fixed space small enough to grid exhaustively on a 2-core machine (pipeline × batch size ×
-intra/inter-op threads × decode parallelism = 48 configurations, input mode), it runs the grid once,
-then the Optuna driver (enqueued references, median pruning, TPE; `--sampler random` adds random
-search beside it) with `--budget-pct` of the grid's trials for each of `--seeds` seeds, and prints the best-found / grid-best ratio and the share of the
-grid's trials each search measured. Goal: within 5% of the grid best using ≤ 15% of its trials
-(median over seeds).
+On a fixed space small enough to grid on a 2-core machine (pipeline × batch size × intra/inter-op
+threads × decode parallelism = 48 configurations, input mode):
 
-A maximum over 48 noisy measurements is biased upwards (the winner's curse), and so is a study's
-best value. So the grid's top `--confirm-top` configurations are measured again, `--confirm` times
-each in fresh processes and in turns, to pick the grid best; then each study's best and the grid
-best are measured `--confirm` times in turns (the machine's speed drifts over minutes, and turns
-make the drift hit both alike), and the ratio compares those means. The raw ratio (the study's
-best value / the grid's maximum, both single draws) is printed beside it.
+1. The grid's best. With `--grid-from RECORD...` it is the configuration with the best mean over
+   every measurement those records hold (as search_replay.py judges); otherwise the grid is measured
+   here `--grid-passes` times (each pass in its own random order), and, unless the surface is
+   enriched (2.), its top `--confirm-top` are measured `--confirm` times again in turns, to pick it
+   on a mean instead of the maximum of 48 noisy draws (the winner's curse).
+2. Optionally, a richer surface for search_replay.py: `--enrich-top N --enrich-rounds R` measures
+   the N best configurations (by mean over the records and this run) and the references (the deck's
+   settings, TF defaults, AUTOTUNE everywhere) in R interleaved rounds, each in a fresh random order.
+3. `--seeds` studies of `--budget` trials each, run by the real loop and planner (exploration, then
+   the confirmation phase, all counted in the budget). Then the study's winner, the grid's best and
+   the AUTOTUNE reference are measured in `--rounds` interleaved rounds (random order per round,
+   fresh processes), and per seed it prints the paired ratio winner / grid best with its one-sided 90%
+   lower bound, and winner / AUTOTUNE. Goal: in ≥ 2 of 3 seeds the ratio to the grid best is ≥ 0.95
+   with its 90% lower bound ≥ 0.90, and the winner beats AUTOTUNE (its ratio's 90% lower bound > 1).
 
-`--save-grid FILE` writes every fresh measurement of every configuration (grid, confirmations,
-paired checks) and the study's enqueued references as JSON, for `benchmarks/search_replay.py`.
+`--save-grid FILE` writes every measurement of this run per configuration (keyed by its knob values,
+see `record_params`) with the space and the references' settings, for benchmarks/search_replay.py.
 
-    python benchmarks/search_efficiency.py [--seeds 3] [--budget-pct 15] [--rows 20000] [--save-grid FILE]
+    python benchmarks/search_efficiency.py [--seeds 3] [--budget 24] [--rounds 5] [--rows 20000]
+        [--grid-from RECORD ...] [--enrich-top N --enrich-rounds R] [--save-grid FILE]
 """
 from __future__ import annotations
 
@@ -28,27 +33,34 @@ import itertools
 import json
 import math
 import platform
+import random
 import statistics
 import tempfile
 from pathlib import Path
 
-import optuna
-
 from pipebench.atomic import atomic_write_json
 from pipebench.config import parse_experiment
 from pipebench.datasets import materialise
-from pipebench.measure.machine import machine_facts
 from pipebench.measure.facts import MachineFacts
+from pipebench.measure.intervals import ratio_interval
+from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits, run_worker
+from pipebench.measure.sampler import Sampler
+from pipebench.measure.trial import TrialSpec
 from pipebench.results.run_folder import RunFolder
-from pipebench.search import slots
 from pipebench.search.loop import run_trials
 from pipebench.search.optuna_driver import OptunaPlanner, open_storage, open_study
-from pipebench.search.plan import Plan, make_plan, suggest, worker_trial
+from pipebench.search.plan import Plan, make_plan, reference_settings, worker_trial
+from pipebench.search.settings import knob_values
+from pipebench.search.confirm import decide
 
 SPACE = {"pipeline": ["aws-sample", "lambdaji-libsvm"], "batch_size": [128, 512, 2048],
          "intra_op_threads": [1, 2], "inter_op_threads": [1, 2], "stage.decode.num_parallel_calls": [1, 2]}
 LIMITS = Limits(timeout_sec=120, memory_cap_bytes=8 << 30)
+#: A measurement is taken again while other processes use more than this share of a vCPU (%) during it.
+BUSY_OTHER_CPU_PCT = 25.0
+#: The one-sided lower bound G3 reads: the low end of the two-sided 80% interval.
+LOWER_BOUND_CONFIDENCE = 0.80
 
 
 def _experiment(folder: Path, rows: int, n_trials: int, seed: int, sampler: str = "tpe") -> dict:
@@ -65,113 +77,178 @@ def _experiment(folder: Path, rows: int, n_trials: int, seed: int, sampler: str 
     }
 
 
-def _key(params: dict) -> str:
-    return json.dumps({name: params[name] for name in SPACE}, sort_keys=True)
+def record_params(spec: TrialSpec, space: dict) -> dict:
+    """Give a record's name for what a trial ran: its value of each knob of the space, and of
+    source.num_parallel_reads when it reads files in parallel (AUTOTUNE everywhere does)."""
+    values = knob_values(spec)
+    found = {name: values[name] for name in space}
+    if values["source.num_parallel_reads"] is not None:
+        found["source.num_parallel_reads"] = values["source.num_parallel_reads"]
+    return found
 
 
-def _rate(plan: Plan, params: dict, folder: Path, tag: str, draws: dict[str, list[float]]) -> float:
-    """Measure one configuration in a fresh worker; the rate is also added to `draws`."""
-    trial = dataclasses.replace(worker_trial(plan, params), trial_id=tag)
-    rate = run_worker(trial, folder / tag, LIMITS).record.examples_per_sec_median or 0.0
-    draws.setdefault(_key(params), []).append(rate)
-    return rate
+def _key(spec: TrialSpec, space: dict) -> str:
+    return json.dumps(record_params(spec, space), sort_keys=True)
 
 
-def _round_robin(plan: Plan, configs: list[dict], folder: Path, tag: str, times: int,
-                 draws: dict[str, list[float]]) -> list[float]:
-    """Give each configuration's mean of `times` fresh measurements, taken in turns so drift hits all alike."""
-    rates: list[list[float]] = [[] for _ in configs]
-    for i in range(times):
-        for j, params in enumerate(configs):
-            rates[j].append(_rate(plan, params, folder, f"{tag}-{j}-{i}", draws))
-    return [statistics.fmean(r) for r in rates]
+class Bench:
+    """Measures configurations in fresh workers and keeps every measurement by configuration."""
+
+    def __init__(self, plan: Plan, folder: Path, busy_retries: int) -> None:
+        self.plan, self.folder, self.busy_retries, self.count, self.busy = plan, folder, busy_retries, 0, 0
+        self.draws: dict[str, list[float]] = {}
+
+    def rate(self, params: dict) -> float:
+        """Measure one configuration in a fresh worker; the rate is also kept in `draws`.
+
+        The machine is shared: a measurement during which other processes used more than
+        BUSY_OTHER_CPU_PCT of a vCPU is taken again (up to `busy_retries` times), and `busy` counts them.
+        """
+        for _ in range(self.busy_retries + 1):
+            self.count += 1
+            trial = dataclasses.replace(worker_trial(self.plan, params), trial_id=f"m{self.count}")
+            outcome = run_worker(trial, self.folder / trial.trial_id, LIMITS,
+                                 sampler_factory=lambda pid: Sampler(pid, 0.25))
+            other = outcome.usage.other_cpu_pct_median if outcome.usage is not None else None
+            if other is None or other <= BUSY_OTHER_CPU_PCT:
+                break
+            self.busy += 1
+        rate = outcome.record.examples_per_sec_median or 0.0
+        self.draws.setdefault(_key(trial, self.plan.space), []).append(rate)
+        return rate
+
+    def rounds(self, configs: list[dict], times: int, seed: object) -> list[list[float]]:
+        """Give each configuration's rates over `times` rounds, each round in its own random order (RMIT)."""
+        rates: list[list[float]] = [[] for _ in configs]
+        rng = random.Random(str(seed))
+        for _ in range(times):
+            for j in rng.sample(range(len(configs)), len(configs)):
+                rates[j].append(self.rate(configs[j]))
+        return rates
 
 
-def _save_grid(path: Path, plan: Plan, machine: MachineFacts, draws: dict[str, list[float]]) -> None:
-    """Write the space, the enqueued references and every measurement per configuration (temp name, then rename)."""
+def _load_records(paths: list[Path]) -> dict[str, list[float]]:
+    draws: dict[str, list[float]] = {}
+    for path in paths:
+        for config in json.loads(path.read_text())["configurations"]:
+            draws.setdefault(json.dumps(config["params"], sort_keys=True), []).extend(config["examples_per_sec"])
+    return draws
+
+
+def _save(path: Path, plan: Plan, machine: MachineFacts, draws: dict[str, list[float]], source: str) -> None:
+    """Write the space, the references' settings and every measurement per configuration (temp name, then rename)."""
+    references = {name: record_params(worker_trial(plan, params), plan.space)
+                  for name, params in reference_settings(plan, "tfrecord", "file").items()}
     recorded = {
-        "recorded": datetime.date.today().isoformat(),
+        "recorded": datetime.date.today().isoformat(), "source": source,
         "machine": {"vcpus": machine.cpu.vcpus, "tensorflow": machine.tensorflow.version,
                     "python": platform.python_version()},
         "space": {name: list(dim.choices) for name, dim in plan.space.items()},
-        "references": [reference.searched for reference in plan.references],
+        "references": references,
         "configurations": [{"params": json.loads(key), "examples_per_sec": rates} for key, rates in draws.items()],
     }
     atomic_write_json(path, recorded)
 
 
+def _params(key: str) -> dict:
+    """Give worker_trial's knob values for a record key (the space's names, plus source.num_parallel_reads)."""
+    return json.loads(key)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--budget-pct", type=float, default=15.0)
+    parser.add_argument("--budget", type=int, default=24, help="search.n_trials, confirmation trials included")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the live check")
     parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--grid-from", type=Path, nargs="+", help="records whose best mean is the grid's best")
+    parser.add_argument("--grid-passes", type=int, default=1, help="passes over the grid, each in its own order")
     parser.add_argument("--confirm-top", type=int, default=5, help="grid configurations measured again")
     parser.add_argument("--confirm", type=int, default=3, help="fresh measurements per confirmed configuration")
-    parser.add_argument("--sampler", action="append", choices=("tpe", "random"),
-                        help="search.sampler to compare (repeatable; default: tpe)")
+    parser.add_argument("--enrich-top", type=int, default=0, help="best configurations measured in rounds")
+    parser.add_argument("--enrich-rounds", type=int, default=10)
+    parser.add_argument("--busy-retries", type=int, default=2, help="measure again while the machine is busy")
     parser.add_argument("--save-grid", type=Path, help="write every measurement as JSON (for search_replay.py)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="pipebench-search-"))
     machine = machine_facts()
-    grid_size = math.prod(len(v) for v in SPACE.values())
-    n_trials = max(1, int(grid_size * args.budget_pct / 100))
-    experiment = parse_experiment(_experiment(folder, args.rows, n_trials, 0))
+    experiment = parse_experiment(_experiment(folder, args.rows, args.budget, 0))
     data = materialise(experiment, log=lambda _: None)
     plan = make_plan(experiment, data, machine)
-
+    bench = Bench(plan, folder / "measured", args.busy_retries)
     names = list(plan.space)
-    draws: dict[str, list[float]] = {}
-    grid: dict[tuple, float] = {}
-    for i, values in enumerate(itertools.product(*(plan.space[n].choices for n in names))):
-        grid[values] = _rate(plan, dict(zip(names, values)), folder / "grid", f"grid-{i}", draws)
-        print(f"grid {i + 1}/{grid_size}: {dict(zip(names, values))}: {grid[values]:,.0f} ex/s", flush=True)
-    grid_max = max(grid.values())
-    top = sorted(grid, key=grid.get, reverse=True)[:args.confirm_top]
-    means = _round_robin(plan, [dict(zip(names, values)) for values in top], folder / "confirm", "top", args.confirm,
-                         draws)
-    confirmed = dict(zip(top, means))
-    best_values = max(confirmed, key=confirmed.get)
-    grid_best = confirmed[best_values]
-    print(f"grid best (top {len(top)} measured {args.confirm}× again): {dict(zip(names, best_values))}: "
-          f"{grid_best:,.0f} ex/s; top {len(top)} confirmed within "
-          f"{1 - min(confirmed.values()) / grid_best:.1%} of each other", flush=True)
-    if args.save_grid:
-        _save_grid(args.save_grid, plan, machine, draws)
+    grid_size = math.prod(len(plan.space[n].choices) for n in names)
 
-    for sampler in args.sampler or ["tpe"]:
-        ratios, raw_ratios, shares = [], [], []
-        for seed in range(args.seeds):
-            seeded = parse_experiment(_experiment(folder, args.rows, n_trials, seed, sampler))
-            run_dir = folder / f"{sampler}-{seed}"
-            run_dir.mkdir()
-            seeded_plan = make_plan(seeded, data, machine)
-            study = open_study(seeded, seeded_plan, open_storage(str(run_dir / "study.journal"), run_dir),
-                               study_name=f"{sampler}-{seed}")
-            run_trials(OptunaPlanner(study, seeded_plan, log=lambda _: None), RunFolder(run_dir, machine, data.facts()),
-                       seeded, log=lambda _: None)
-            best = study.best_trial
-            params = {name: suggest(optuna.trial.FixedTrial(best.params), dim)
-                      for name, dim in seeded_plan.space.items()}
-            params.update(best.user_attrs.get(slots.OVERRIDES) or {})
-            # found and grid best measured in turns, now: the machine's drift since the grid cancels out
-            found, best_now = _round_robin(seeded_plan, [params, dict(zip(names, best_values))], folder / "confirm",
-                                           f"{sampler}-{seed}", args.confirm, draws)
-            measured = sum(not slots.is_duplicate(t) for t in study.trials)
-            ratios.append(found / best_now)
-            raw_ratios.append(best.values[0] / grid_max)
-            shares.append(measured / grid_size)
-            print(f"{sampler} seed {seed}: best {({k: params[k] for k in names})} measured again {found:,.0f} ex/s = "
-                  f"{ratios[-1]:.1%} of the grid best measured in turns with it ({best_now:,.0f}) (raw: {best.values[0]:,.0f} = {raw_ratios[-1]:.1%} of the "
-                  f"grid maximum {grid_max:,.0f}); {measured} trials measured ({len(study.trials) - measured} "
-                  f"duplicates told) = {shares[-1]:.0%} of the grid", flush=True)
-        ratio, share = statistics.median(ratios), statistics.median(shares)
-        verdict = "MET" if ratio >= 0.95 and share <= 0.15 else "NOT MET"
-        print(f"{sampler}: median over {args.seeds} seeds: best-found / grid-best {ratio:.1%} "
-              f"(raw {statistics.median(raw_ratios):.1%}) using {share:.0%} of the grid's {grid_size} trials — "
-              f"goal (≥ 95% using ≤ 15%): {verdict}", flush=True)
+    def means() -> dict[str, float]:
+        pooled = _load_records(args.grid_from or [])
+        for key, rates in bench.draws.items():
+            pooled.setdefault(key, []).extend(rates)
+        return {key: statistics.fmean(rates) for key, rates in pooled.items() if rates}
+
+    if not args.grid_from:
+        grid = [dict(zip(names, values)) for values in itertools.product(*(plan.space[n].choices for n in names))]
+        rng = random.Random("grid")
+        for p in range(args.grid_passes):
+            for i, params in enumerate(rng.sample(grid, len(grid))):
+                rate = bench.rate(params)
+                print(f"grid pass {p + 1}, {i + 1}/{grid_size}: {params}: {rate:,.0f} ex/s", flush=True)
+        if not args.enrich_top:
+            top = sorted(bench.draws, key=lambda k: statistics.fmean(bench.draws[k]), reverse=True)[:args.confirm_top]
+            bench.rounds([_params(k) for k in top], args.confirm, "confirm")
+    in_space = {k: m for k, m in means().items()
+                if set(json.loads(k)) == set(names) and all(plan.space[n].contains(v) for n, v in json.loads(k).items())}
+    grid_best = max(in_space, key=in_space.get)
+    print(f"grid best (best mean over {'the records' if args.grid_from else 'this run'}): {grid_best}: "
+          f"{in_space[grid_best]:,.0f} ex/s", flush=True)
+    references = reference_settings(plan, "tfrecord", "file")
+    if args.enrich_top:
+        top = sorted(in_space, key=in_space.get, reverse=True)[:args.enrich_top]
+        configs = [_params(k) for k in top] + list(references.values())
+        print(f"enriching: {len(top)} best configurations and {len(references)} references, "
+              f"{args.enrich_rounds} interleaved rounds = {len(configs) * args.enrich_rounds} trials", flush=True)
+        for i, rates in enumerate(bench.rounds(configs, args.enrich_rounds, "enrich")):
+            label = top[i] if i < len(top) else list(references)[i - len(top)]
+            print(f"  {label}: mean {statistics.fmean(rates):,.0f} ex/s over {len(rates)}", flush=True)
     if args.save_grid:
-        _save_grid(args.save_grid, plan, machine, draws)
-        print(f"every measurement: {args.save_grid}")
+        source = ("search_efficiency.py" + ("" if args.grid_from else f": {args.grid_passes} grid pass(es)")
+                  + (f"; the {args.enrich_top} best and the references in {args.enrich_rounds} interleaved rounds"
+                     if args.enrich_top else ""))
+        _save(args.save_grid, plan, machine, bench.draws, source)
+        print(f"every measurement: {args.save_grid} ({bench.count} trials, {bench.busy} taken again on a busy "
+              "machine)", flush=True)
+
+    passed = 0
+    for seed in range(args.seeds):
+        seeded = parse_experiment(_experiment(folder, args.rows, args.budget, seed))
+        run_dir = folder / f"study-{seed}"
+        run_dir.mkdir()
+        seeded_plan = make_plan(seeded, data, machine)
+        study = open_study(seeded, seeded_plan, open_storage(str(run_dir / "study.journal"), run_dir),
+                           study_name=f"seed-{seed}", log=lambda _: None)
+        planner = OptunaPlanner(study, seeded_plan, log=lambda _: None)
+        result = run_trials(planner, RunFolder(run_dir, machine, data.facts()), seeded, log=lambda _: None)
+        decision = decide(planner.race())
+        if decision is None:
+            print(f"seed {seed}: no winner ({len(result.rows)} trials, stopped: {result.stopped})", flush=True)
+            continue
+        found = decision.winner.params
+        print(f"seed {seed}: {len(result.rows)} trials; winner {decision.winner.name} "
+              f"{record_params(worker_trial(seeded_plan, found), plan.space)}: "
+              f"{decision.throughput.text()} ex/s in its confirmation rounds", flush=True)
+        live = bench.rounds([found, _params(grid_best), references["AUTOTUNE everywhere"]], args.rounds,
+                            f"live-{seed}")
+        to_best = ratio_interval(live[0], live[1], LOWER_BOUND_CONFIDENCE)
+        to_autotune = ratio_interval(live[0], live[2], LOWER_BOUND_CONFIDENCE)
+        ok = to_best.mean >= 0.95 and to_best.low >= 0.90 and to_autotune.low > 1.0
+        passed += ok
+        print(f"seed {seed}: found / grid best {to_best.mean:.3f} (90% lower bound {to_best.low:.3f}); "
+              f"found / AUTOTUNE everywhere {to_autotune.mean:.3f} (90% lower bound {to_autotune.low:.3f}); "
+              f"{args.rounds} interleaved rounds: {'pass' if ok else 'fail'}", flush=True)
+    if args.seeds:
+        print(f"G3: {passed} of {args.seeds} seeds pass (goal: at least 2 of 3): "
+              f"{'MET' if passed >= min(2, args.seeds) else 'NOT MET'}", flush=True)
+    if args.save_grid and args.seeds:
+        _save(args.save_grid, plan, machine, bench.draws, "search_efficiency.py, with its live checks")
 
 
 if __name__ == "__main__":

@@ -99,7 +99,25 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     from pipebench.pipeline.export import export
     from pipebench.pipeline.presets import PRESETS, resolve
 
-    spec = resolve(args.spec, args.format).reference
+    source = Path(args.spec)
+    if source.is_dir():
+        from pipebench.pipeline.spec import PipelineSpec
+        from pipebench.report.tables import chosen_trial, env_text, threads_text
+        from pipebench.results import load
+
+        if args.format:
+            raise UsageError(f"pipelines export: {source}: --format changes a spec or preset, not a run folder (its "
+                             "trials ran on their own formats)")
+        chosen = chosen_trial(load(source), args.trial)
+        spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
+        settings = ("" if chosen.row is None else
+                    f"; it ran with intra / inter-op threads {threads_text(chosen.row)}, env {env_text(chosen.row)}: "
+                    "set those in training too")
+        what = f" of {chosen.why}{settings}"
+    elif args.trial:
+        raise UsageError(f"pipelines export: --trial picks a trial of a run folder, and {args.spec} is not a folder")
+    else:
+        spec, what = resolve(args.spec, args.format).reference, ""
     out = args.out
     if out.is_dir():
         raise UsageError(f"{out}: is a folder; --out names the .py file to write")
@@ -111,7 +129,7 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
         atomic_write_bytes(out, export(spec).encode())
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
-    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode) to {out}")
+    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
     return 0
 
 
@@ -185,6 +203,14 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
     if not epoch_examples:
         raise UsageError("checklist: the runs do not record their data set's rows; pass --epoch-examples")
     result = checklist(runs, load_catalog(args.catalog), epoch_examples)
+    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from pipebench.report.compare import compare_dirs, to_markdown
+
+    result = compare_dirs(args.run_a, args.run_b)
     print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
@@ -303,10 +329,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--all", action="store_true", help="also list the excluded, semantics-breaking orderings")
     listing.set_defaults(func=_cmd_pipelines_list)
     exporting = pipelines.add_parser("export", help="write a standalone Python module with input_fn(files, ...)")
-    exporting.add_argument("spec", metavar="SPEC_OR_PRESET",
-                           help="a preset, or a YAML/JSON spec or experiment file (its reference ordering)")
+    exporting.add_argument("spec", metavar="SPEC_PRESET_OR_RUN_DIR",
+                           help="a preset, a YAML/JSON spec or experiment file (its reference ordering), or a run "
+                                "folder (its fastest configuration, or the study's confirmed winner)")
     exporting.add_argument("--out", type=Path, required=True, help="the .py file to write")
-    exporting.add_argument("--format", choices=("libsvm", "tfrecord", "packed"), help="override the source format")
+    exporting.add_argument("--trial", metavar="TRIAL_ID", help="with a run folder: export this trial's pipeline")
+    exporting.add_argument("--format", choices=("libsvm", "tfrecord", "packed"),
+                           help="override the source format of a spec or preset")
     exporting.add_argument("--force", action="store_true", help="replace --out if it exists")
     exporting.set_defaults(func=_cmd_pipelines_export)
 
@@ -355,6 +384,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("md", "json"), default="md")
     check.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
     check.set_defaults(func=_cmd_checklist)
+
+    comparing = commands.add_parser("compare", help="throughput of each configuration two runs measured, B / A with "
+                                    "an unpaired 95%% interval")
+    comparing.add_argument("run_a", type=Path, metavar="RUN_A", help="the run to compare against")
+    comparing.add_argument("run_b", type=Path, metavar="RUN_B", help="the run compared (ratios are B / A)")
+    comparing.add_argument("--format", choices=("md", "json"), default="md")
+    comparing.set_defaults(func=_cmd_compare)
 
     sagemaker = commands.add_parser("sagemaker", help="run the experiment as SageMaker training jobs, collect results")
     sagemaker = sagemaker.add_subparsers(dest="sagemaker_command", required=True, metavar="SAGEMAKER_COMMAND")

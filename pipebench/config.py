@@ -25,6 +25,7 @@ from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES
+from pipebench.search.budget import exploration_problem, race_problem
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
                               name_text, refuse_non_finite)
 from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
@@ -133,7 +134,7 @@ SCHEMA: dict[str, Any] = {
     "modes": _list(str, list(TRIAL_MODES), choices=TRIAL_MODES),
     "search": {
         "driver": Field(str, "grid", choices=("grid", "optuna")),
-        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study, the enqueued reference ones included
+        "n_trials": Field(int, 30, allowed=AT_LEAST_1),  # trials in the study: the exploration and confirmation phase
         "mode": Field(str, "input", choices=TRIAL_MODES),
         "seed": Field(int, None, allowed=SEED),
         "sampler": Field(str, "tpe", choices=("tpe", "random")),
@@ -147,19 +148,30 @@ SCHEMA: dict[str, Any] = {
         # knob → list of choices or {low, high, log}
         "space": Field(_Any, check=_space),
         "pin_inert": Field(bool, True),  # pin knobs this machine cannot honour (KMP_* without OpenMP, ...)
-        "enqueue_reference": Field(bool, True),  # the deck's settings and TF defaults run first
+        # the references (the deck's settings, TF defaults, AUTOTUNE everywhere): the first trials start from
+        # them, and the confirmation phase races them against the best candidates
+        "enqueue_reference": Field(bool, True),
+        # after exploring, the `confirm_top` best configurations (by mean) and the references are measured again
+        # in `confirm_rounds` interleaved rounds, out of n_trials, to pick the winner by a paired test (0: no phase)
+        "confirm_top": Field(int, 2, allowed=Range(0, 10)),
+        "confirm_rounds": Field(int, 3, allowed=Range(2, 100)),
         "catalog": Field(str, None),  # instance catalog for the cost objective; default: the shipped one
         "heartbeat_sec": Field(float, 30.0, allowed=Range(0.5)),  # a trial silent for 4 heartbeats is run again
     },
     "measurement": {
         "warmup_max_sec": Field(float, 10.0, allowed=AT_LEAST_0),
         "window_sec": Field(float, 1.0, allowed=Range(0.05)),
-        "windows": Field(int, 5, allowed=AT_LEAST_1),
-        "repeats": Field(int, 1, allowed=AT_LEAST_1),
+        "windows": Field(int, 5, allowed=AT_LEAST_1),  # rounds each trial measures at least
+        # train trials go on measuring rounds while the waiting share's interval straddles a threshold
+        "max_windows": Field(int, 15, allowed=AT_LEAST_1),
+        "repeats": Field(int, 1, allowed=AT_LEAST_1),  # fresh processes per configuration, spread across the run
         "steady_cv_pct": Field(float, 5.0, allowed=AT_LEAST_0),
         "sample_hz": Field(float, 4.0, allowed=Range(0.5, 100)),  # the sampler reads /proc this often
         "cold_cache": Field(bool, False),  # train trials also time a pass after evicting the page cache
         "page_cache": Field(bool, False),  # the sampler also reads page-cache residency of the data files
+        # other processes' CPU during a trial's windows (100 = one vCPU) past which it is flagged busy
+        "busy_other_cpu_pct": Field(float, 25.0, allowed=Range(0, 10_000)),
+        "remeasure_busy": Field(bool, True),  # measure a trial flagged busy once more at the end of the run
     },
     "quality": {
         "enabled": Field(bool, False),
@@ -301,6 +313,14 @@ def _whole(resolved: dict) -> None:
         raise _Invalid("data.formats", "data.formats: at least one format")
     if not resolved["pipelines"]["source_modes"]:
         raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
+    search = resolved["search"]
+    if search["driver"] == "optuna":
+        problem = exploration_problem(search)
+        if problem:
+            raise _Invalid("search.n_trials", f"search.n_trials: {problem}")
+        problem = race_problem(search)
+        if problem:
+            raise _Invalid("search.confirm_top", f"search.confirm_top: {problem}")
 
 
 def redact_url(value: str) -> str:

@@ -95,14 +95,13 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     with _folder(experiment, run_dir, instance_type, experiment["search"]["storage"], None, "search.storage",
                  log) as (run_folder, _, planner):
         result = run_trials(planner, run_folder, experiment, log=log)
-        if experiment["search"]["driver"] == "optuna":
-            from pipebench.search.optuna_driver import finish
-
-            finish(planner.study, run_folder.path, planner.plan.pinned, log)
     log(best_table(result.rows))
     log("\n".join(verdicts(result.rows)))
     log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"
         + (f"; stopped early: {result.stopped}" if result.stopped else ""))
+    from pipebench.report.next_steps import next_steps
+
+    log("\n".join(next_steps(run_folder.path)))
     return RunOutcome(run_folder.path, result)
 
 

@@ -159,7 +159,7 @@ def _unmount(name: str) -> Callable[[Path], None]:
 
 
 def _unreachable_storage(folder: Path) -> None:
-    _experiment(folder, search={"driver": "optuna", "n_trials": 2,
+    _experiment(folder, search={"driver": "optuna", "n_trials": 2, "confirm_top": 0,
                                 "storage": "postgresql://nobody:s3cret@127.0.0.1:1/x"})
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from report_fixtures import SCALAR, data_files, machine, make_run, passing_rows
+from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
+                             passing_configurations, passing_rows, rows_of, trial)
 
 import pipebench.results as results
 from pipebench.catalog import DEFAULT_CATALOG, load_catalog
@@ -20,55 +21,43 @@ from pipebench.report.checklist import RULES, checklist, epoch_examples_of, rank
 GOLDEN = Path(__file__).parent / "golden" / "checklist_rules.json"
 
 
-def _set(rows, trial_id, **values):
-    for row in rows:
-        if row["trial_id"] == trial_id:
-            row.update(values)
+def _change(configs: dict, name: str, **values) -> None:
+    configs[name].update(values)
 
 
-def _stages(rows, trial_id, stages):
-    for row in rows:
-        if row["trial_id"] == trial_id:
-            params = json.loads(row["params_json"])
-            params["pipeline"]["stages"] = stages
-            row["params_json"] = json.dumps(params)
-            row["ordering"] = " > ".join(next(iter(s)) for s in stages)
+def _every(configs: dict, **values) -> None:
+    for kwargs in configs.values():
+        kwargs.update(values)
 
 
-def _pipe_mode(rows, files):
-    for row in rows:
-        params = json.loads(row["params_json"])
-        params["pipeline"]["source"]["mode"] = "pipe"
-        row.update(source_mode="pipe", params_json=json.dumps(params))
-
-
-#: rule id → how to turn the passing run into one on which that rule FAILs: (rows, facts, files) → None.
+BAD_ORDER = SCALAR[1:3] + SCALAR[:1] + [{"repeat": {"epochs": None}}, {"cache": "memory"}, {"prefetch": "AUTOTUNE"}]
+#: rule id → how to turn the passing run into one on which that rule FAILs: (configurations, facts) → None.
 FAILING = {
-    "input_bound": lambda rows, facts, files: _set(rows, "t-train-tfr", input_fraction=0.5),
-    "gpu_utilization": lambda rows, facts, files: _set(rows, "t-train-tfr", gpu_util_pct_median=30.0),
-    "cpu_utilization": lambda rows, facts, files: _set(rows, "t-train-tfr", cpu_pct_of_physical_cores_median=30.0),
-    "cache_fits_ram": lambda rows, facts, files: facts.update(memory_bytes=4500),
-    "stage_order": lambda rows, facts, files: _stages(rows, "t-train-tfr", SCALAR[1:3] + SCALAR[:1]
-                                                      + [{"repeat": {"epochs": None}}, {"cache": "memory"},
-                                                         {"prefetch": "AUTOTUNE"}]),
-    "file_layout": lambda rows, facts, files: _pipe_mode(rows, files),
-    "tfrecord_gain": lambda rows, facts, files: _set(rows, "t-train-svm", examples_per_sec_median=39000.0),
-    "vectorized_map": lambda rows, facts, files: _set(rows, "t-train-svm", examples_per_sec_median=50000.0),
-    "openmp_knobs": lambda rows, facts, files: _set(rows, "t-train-tfr", env_KMP_AFFINITY="granularity=fine,compact,1,0"),
-    "threads_vs_cores": lambda rows, facts, files: [r.update(intra_op_threads=None) for r in rows],
-    "batch_auc": lambda rows, facts, files: _set(rows, "t-train-big", auc=0.80),
+    "input_bound": lambda configs, facts: _change(configs, "t-train-tfr", waiting=0.5),
+    "gpu_utilization": lambda configs, facts: _change(configs, "t-train-tfr", gpu_util_pct_median=30.0),
+    "cpu_utilization": lambda configs, facts: _change(configs, "t-train-tfr", cpu_pct_of_physical_cores_median=30.0),
+    "cache_fits_ram": lambda configs, facts: facts.update(memory_bytes=4500),
+    "stage_order": lambda configs, facts: _change(configs, "t-train-tfr", stages=BAD_ORDER),
+    "file_layout": lambda configs, facts: _every(configs, source_mode="pipe"),
+    # the same pipeline measurably faster on libsvm than on TFRecord
+    "tfrecord_gain": lambda configs, facts: _change(configs, "t-train-tfr-svm", examples_per_sec=48000),
+    # decoding one example at a time measurably cheaper than whole batches, on the same format in input mode
+    "vectorized_map": lambda configs, facts: _change(configs, "t-input-svm", examples_per_sec=200000),
+    "openmp_knobs": lambda configs, facts: _change(configs, "t-train-tfr", env_KMP_AFFINITY="granularity=fine,compact,1,0"),
+    "threads_vs_cores": lambda configs, facts: _every(configs, intra_op_threads=None),
+    "batch_auc": lambda configs, facts: _change(configs, "t-train-big", auc=0.80),
     # two hosts, as machine facts record them from SageMaker's SM_HOSTS
-    "scale_up_first": lambda rows, facts, files: facts["sagemaker"].update(
+    "scale_up_first": lambda configs, facts: facts["sagemaker"].update(
         host_count=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["host_count"]),
 }
 
 
 def _run(tmp_path, fail: str | None = None, **facts):
     files = data_files(tmp_path / "data")
-    rows, found = passing_rows(files), machine(**facts)
+    configs, found = passing_configurations(files), machine(**facts)
     if fail:
-        FAILING[fail](rows, found, files)
-    return results.load(make_run(tmp_path / "run", rows, found))
+        FAILING[fail](configs, found)
+    return results.load(make_run(tmp_path / "run", rows_of(configs, files), found))
 
 
 def _item(run, rule_id):
@@ -101,7 +90,7 @@ def test_passing_run_passes_every_item(tmp_path):
 
 
 def test_rules_without_evidence_say_not_applicable(tmp_path):
-    rows = [r for r in passing_rows([]) if r["mode"] == "synthetic"]
+    rows = configuration("t-synth", "synthetic", "synthetic", "libsvm", [], 41000, [])
     run = results.load(make_run(tmp_path / "run", rows, machine(vcpus=2, physical_cores=2)))
     statuses = {rule.__name__: rule([run])["status"] for rule in RULES}
     assert statuses.pop("openmp_knobs") == "PASS"  # a build fact, true with or without trials
@@ -124,8 +113,9 @@ instances:
 def _instance_runs(tmp_path):
     runs = []
     for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0), ("ml.g4dn.xlarge", 50000.0)):
-        rows = [r | {"instance_type": name} for r in passing_rows([])]
-        _set(rows, "t-train-tfr", examples_per_sec_median=speed)
+        configs = passing_configurations([])
+        _change(configs, "t-train-tfr", examples_per_sec=speed)
+        rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
         runs.append(results.load(make_run(tmp_path / name, rows, machine(instance_type=name))))
     return runs
 
@@ -134,10 +124,12 @@ def test_ranking_arithmetic_and_order(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
     rank = ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000)
     by_name = {e["instance_type"]: e for e in rank["measured"]}
-    assert by_name["ml.c5.xlarge"]["epoch_sec"] == 25.0  # 1e6 examples / 40k ex/s
-    assert by_name["ml.c5.xlarge"]["cost_per_epoch"] == pytest.approx(25.0 / 3600 * 0.2, abs=1e-6)
-    assert by_name["ml.c5.2xlarge"]["cost_per_epoch"] == pytest.approx(10.0 / 3600 * 0.4, abs=1e-6)
-    assert by_name["ml.g4dn.xlarge"]["cost_per_epoch"] == pytest.approx(20.0 / 3600 * 0.75, abs=1e-6)
+    assert by_name["ml.c5.xlarge"]["epoch_sec"] == pytest.approx(25.0, rel=1e-4)  # 1e6 examples / 40k ex/s
+    assert by_name["ml.c5.xlarge"]["cost_per_epoch"] == pytest.approx(25.0 / 3600 * 0.2, rel=1e-4)
+    assert by_name["ml.c5.2xlarge"]["cost_per_epoch"] == pytest.approx(10.0 / 3600 * 0.4, rel=1e-4)
+    assert by_name["ml.g4dn.xlarge"]["cost_per_epoch"] == pytest.approx(20.0 / 3600 * 0.75, rel=1e-4)
+    assert by_name["ml.c5.xlarge"]["examples_per_sec_low"] < 40000 < by_name["ml.c5.xlarge"]["examples_per_sec_high"]
+    assert not any(e["busy_machine"] or e["note"] for e in rank["measured"])
     costs = [e["cost_per_epoch"] for e in rank["measured"]]
     assert costs == sorted(costs)
     assert (rank["region"], rank["prices_as_of"]) == ("us-east-1", "2024-06")
@@ -153,9 +145,9 @@ def test_projections_are_never_mixed_with_measured_rows(tmp_path):
     assert all(e["basis"] == "measured" and "assumption" not in e for e in rank["measured"])
     assert all(e["basis"] == "projected" and "linear" in e["assumption"] for e in rank["projected"])
     c5_4x = next(e for e in rank["projected"] if e["instance_type"] == "ml.c5.4xlarge")
-    assert c5_4x["examples_per_sec"] == pytest.approx(100000.0 / 4 * 8)  # from the nearest c5 size, per core
+    assert c5_4x["examples_per_sec"] == pytest.approx(100000.0 / 4 * 8, rel=1e-4)  # nearest c5 size, per core
     m5 = next(e for e in rank["projected"] if e["instance_type"] == "ml.m5.xlarge")
-    assert m5["examples_per_sec"] == pytest.approx(40000.0) and "ml.c5.xlarge" in m5["assumption"]
+    assert m5["examples_per_sec"] == pytest.approx(40000.0, rel=1e-4) and "ml.c5.xlarge" in m5["assumption"]
 
 
 def test_runs_on_different_data_are_refused(tmp_path, cli):
@@ -239,20 +231,19 @@ def test_every_migration_item_names_a_helper_that_exists():
 
 def test_file_layout_ranks_source_modes_measured_side_by_side(tmp_path):
     files = data_files(tmp_path / "data")
-    rows = passing_rows(files)
-    (train,) = [r for r in rows if r["trial_id"] == "t-train-tfr"]
-    rows.append(train | {"trial_id": "t-train-tfr-pipe", "source_mode": "pipe",
-                         "examples_per_sec_median": train["examples_per_sec_median"] / 2})
-    item = _item([results.load(make_run(tmp_path / "run", rows, machine()))], "file_layout")
+    configs = passing_configurations(files)
+    configs["t-train-tfr-pipe"] = configs["t-train-tfr"] | {"source_mode": "pipe", "examples_per_sec": 20000}
+    item = _item([results.load(make_run(tmp_path / "run", rows_of(configs, files), machine()))], "file_layout")
     assert item["status"] == "PASS"
-    assert item["evidence"]["examples_per_sec_by_source_mode"]["pipe"] == train["examples_per_sec_median"] / 2
+    assert item["evidence"]["examples_per_sec_by_source_mode"]["pipe"] == pytest.approx(20000, rel=1e-3)
     assert "file mode is fastest (pipe 50% of it)" in item["advice"]
 
 
 def test_each_row_is_judged_against_its_own_runs_machine(tmp_path):
     """The checklist took runs[0]'s machine for every row, so one host's CPUs judged another's trials."""
-    slow = [r | {"run_id": "small"} for r in passing_rows([])]
-    fast = [r | {"run_id": "big", "examples_per_sec_median": r["examples_per_sec_median"] * 3} for r in passing_rows([])]
+    slow = rows_of({n: c | {"run_id": "small"} for n, c in passing_configurations([]).items()}, [])
+    fast = rows_of({n: c | {"run_id": "big", "examples_per_sec": c["examples_per_sec"] * 3}
+                    for n, c in passing_configurations([]).items()}, [])
     runs = [results.load(make_run(tmp_path / "small", slow, machine(vcpus=2, physical_cores=1))),
             results.load(make_run(tmp_path / "big", fast, machine(vcpus=96, physical_cores=48)))]
     item = next(rule(runs) for rule in RULES if rule.__name__ == "cpu_utilization")
@@ -265,21 +256,22 @@ def test_a_collected_folder_is_priced_per_instance_type(tmp_path):
     collected = tmp_path / "collected"
     jobs = []
     for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0)):
-        rows = [r | {"run_id": name, "instance_type": name} for r in passing_rows([])]
-        _set(rows, "t-train-tfr", examples_per_sec_median=speed)
+        configs = {n: c | {"run_id": name} for n, c in passing_configurations([]).items()}
+        _change(configs, "t-train-tfr", examples_per_sec=speed)
+        rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
         make_run(collected / name / "File" / "algo-1", rows, machine(instance_type=name))
         jobs.append({"instance_type": name, "run_dir": f"{name}/File/algo-1"})
     (collected / "jobs.json").write_text(json.dumps(jobs))
     rank = ranking(results.load_many([collected], allow_mixed=True), load_catalog(tmp_path / "catalog.yaml"), 10**6)
-    assert {e["instance_type"]: e["examples_per_sec"] for e in rank["measured"]} == {
-        "ml.c5.xlarge": 40000.0, "ml.c5.2xlarge": 100000.0}
+    assert {e["instance_type"]: e["examples_per_sec"] for e in rank["measured"]} == pytest.approx({
+        "ml.c5.xlarge": 40000.0, "ml.c5.2xlarge": 100000.0}, rel=1e-4)
 
 
 def test_a_knob_pipebench_pinned_itself_is_not_blamed_on_the_best_trial(tmp_path):
     """A search pins inert KMP_* knobs itself; the checklist FAILed 'Can KMP_* matter?' for it."""
-    rows = passing_rows([])
-    _set(rows, "t-train-tfr", env_KMP_AFFINITY="disabled", pinned_knobs=["env.KMP_AFFINITY"])
-    run = results.load(make_run(tmp_path / "run", rows, machine()))
+    configs = passing_configurations([])
+    _change(configs, "t-train-tfr", env_KMP_AFFINITY="disabled", pinned_knobs=["env.KMP_AFFINITY"])
+    run = results.load(make_run(tmp_path / "run", rows_of(configs, []), machine()))
     item = next(rule([run]) for rule in RULES if rule.__name__ == "openmp_knobs")
     assert item["status"] == "PASS" and item["evidence"]["best_trial_knobs"] == {}
 
@@ -296,3 +288,123 @@ def test_real_data_is_priced_at_its_own_rows_never_the_synthetic_default(tmp_pat
                                                         {"libsvm": 2}, None).to_json()))
     code, _, err = cli("checklist", run)
     assert code == 2 and "pass --epoch-examples" in err
+
+
+# --- decisions downstream use the configurations' rules (issue 14, item 6) ---
+
+def _repeats(name: str, mode: str, pipeline: str, fmt: str, stages: list[dict], means: list[float],
+             files: list[str], **kwargs) -> list[dict]:
+    """Give one configuration's rows, repeat r measured at about means[r]."""
+    return [trial(f"{name}-r{r}", mode, pipeline, fmt, stages, mean, files, repeat=r, configuration_id=name, **kwargs)
+            for r, mean in enumerate(means)]
+
+
+def _load(tmp_path, rows, **facts):
+    return [results.load(make_run(tmp_path / "run", rows, machine(**facts)))]
+
+
+def test_decode_style_is_judged_by_input_mode_cost_never_by_one_lucky_train_trial(tmp_path):
+    """Found on real data: one repeat of a scalar-decode train configuration drew high (CV 16%), so the checklist
+    FAILed vectorized decode although decoding whole batches was 9× cheaper in input mode. The old rule read
+    the fastest single train row — the lucky repeat here — and FAILed."""
+    files = data_files(tmp_path / "data")
+    rows = (_repeats("scalar-train", "train", "lambdaji-libsvm", "libsvm", SCALAR, [34000, 18000, 19000], files)
+            + configuration("vector-train", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files)
+            + configuration("vector-input", "input", "aws-sample", "libsvm", VECTORIZED, 180000, files)
+            + configuration("scalar-input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 20000, files))
+    train = [r for r in rows if r["mode"] == "train"]
+    assert max(train, key=lambda r: r["examples_per_sec_median"])["configuration_id"] == "scalar-train"
+    item = _item(_load(tmp_path, rows), "vectorized_map")
+    assert item["status"] == "PASS", item
+    assert item["evidence"]["mode"] == "input" and item["evidence"]["gain"] == pytest.approx(9.0, rel=0.01)
+    assert item["evidence"]["gain_low"] > 1 and item["evidence"]["best_decode_style"] == "vectorized"
+
+
+def test_a_scalar_best_configuration_is_named_but_decode_cost_decides(tmp_path):
+    files = data_files(tmp_path / "data")
+    rows = (configuration("scalar-train", "train", "lambdaji-libsvm", "libsvm", SCALAR, 26000, files)
+            + configuration("vector-input", "input", "aws-sample", "libsvm", VECTORIZED, 180000, files)
+            + configuration("scalar-input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 20000, files))
+    item = _item(_load(tmp_path, rows), "vectorized_map")
+    assert item["status"] == "PASS" and item["evidence"]["best_decode_style"] == "scalar"
+    assert "decodes one example at a time all the same" in item["advice"]
+
+
+def test_decode_styles_within_noise_are_inconclusive_never_pass_or_fail(tmp_path):
+    files = data_files(tmp_path / "data")
+    rows = (configuration("vector-input", "input", "aws-sample", "libsvm", VECTORIZED, 100000, files)
+            + configuration("scalar-input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 99000, files))
+    item = _item(_load(tmp_path, rows), "vectorized_map")
+    assert item["status"] == "WARN" and item["evidence"]["comparison"] == "inconclusive", item
+    assert item["evidence"]["gain_low"] < 1 < item["evidence"]["gain_high"]
+    assert "add repeats (measurement.repeats)" in item["advice"]
+
+
+def test_tfrecord_gain_never_compares_two_different_pipelines(tmp_path):
+    """Found on real data: a "TFRecord gain" from the best libsvm pipeline (lambdaji, scalar decode) against the
+    best TFRecord one (aws-sample, vectorized): stage order, not format. The old rule took the best row of
+    each format and PASSed a 2× gain here."""
+    files = data_files(tmp_path / "data")
+    rows = (configuration("svm", "train", "lambdaji-libsvm", "libsvm", SCALAR, 20000, files)
+            + configuration("tfr", "train", "aws-sample", "tfrecord", VECTORIZED, 40000, files))
+    item = _item(_load(tmp_path, rows), "tfrecord_gain")
+    assert item["status"] == "N/A" and "same pipeline" in item["advice"], item
+
+
+def test_tfrecord_gain_is_paired_on_the_same_pipeline_batch_and_threads(tmp_path):
+    files = data_files(tmp_path / "data")
+    rows = (configuration("svm-aws", "train", "aws-sample", "libsvm", VECTORIZED, 20000, files, intra_op_threads=2)
+            + configuration("svm-aws-4", "train", "aws-sample", "libsvm", VECTORIZED, 39000, files, intra_op_threads=4)
+            + configuration("tfr-aws", "train", "aws-sample", "tfrecord", VECTORIZED, 40000, files, intra_op_threads=2)
+            + configuration("svm-lambdaji", "train", "lambdaji-libsvm", "libsvm", SCALAR, 10000, files,
+                            intra_op_threads=2))
+    item = _item(_load(tmp_path, rows), "tfrecord_gain")
+    assert item["status"] == "PASS", item
+    assert (item["evidence"]["configuration_id"], item["evidence"]["libsvm_configuration_id"]) == ("tfr-aws", "svm-aws")
+    assert item["evidence"]["gain"] == pytest.approx(2.0, rel=0.01) and item["evidence"]["gain_low"] > 1
+
+
+def test_a_format_gain_the_interval_cannot_decide_is_inconclusive(tmp_path):
+    files = data_files(tmp_path / "data")
+    rows = (configuration("svm-a", "train", "aws-sample", "libsvm", VECTORIZED, 39500, files)
+            + configuration("tfr-a", "train", "aws-sample", "tfrecord", VECTORIZED, 40000, files))
+    item = _item(_load(tmp_path, rows), "tfrecord_gain")
+    assert item["status"] == "WARN" and item["evidence"]["comparison"] == "inconclusive", item
+    alone = [r for r in rows if r["repeat"] == 0]  # one shared round: no interval at all
+    item = _item(_load(tmp_path / "one", alone), "tfrecord_gain")
+    assert item["status"] == "WARN" and item["evidence"]["gain_low"] is None and "fewer than two" in item["advice"]
+
+
+def test_input_bound_reads_the_pooled_waiting_interval_and_an_undecided_one_is_a_warning(tmp_path):
+    files = data_files(tmp_path / "data")
+    rows = configuration("edge", "train", "aws-sample", "tfrecord", VECTORIZED, 30000, files, waiting=0.05)
+    item = _item(_load(tmp_path, rows), "input_bound")
+    assert item["status"] == "WARN", item
+    low, high = item["evidence"]["input_wait_low_pct"], item["evidence"]["input_wait_high_pct"]
+    assert low < 5 < high and item["evidence"]["rounds"] == 9  # three repeats' rounds, pooled
+    assert item["evidence"]["verdict"] == f"inconclusive ({low:.1f}–{high:.1f}%)"
+    assert "add repeats" in item["advice"]
+
+
+def test_input_bound_judges_the_fastest_configuration_not_its_fastest_repeat(tmp_path):
+    """The old rule read the fastest single train row: here a lucky repeat of a highly input-bound pipeline."""
+    files = data_files(tmp_path / "data")
+    rows = (_repeats("lucky", "train", "lambdaji-libsvm", "libsvm", SCALAR, [34000, 18000, 19000], files, waiting=0.5)
+            + configuration("steady", "train", "aws-sample", "tfrecord", VECTORIZED, 25000, files, waiting=0.01))
+    item = _item(_load(tmp_path, rows), "input_bound")
+    assert item["status"] == "PASS" and item["evidence"]["configuration_id"] == "steady", item
+
+
+def test_cost_rows_built_on_a_busy_machines_throughput_say_so(tmp_path, cli):
+    """A throughput measured while other processes used the machine priced an instance type as if quiet."""
+    (tmp_path / "catalog.yaml").write_text(CATALOG)
+    configs = {n: c | {"busy": True} for n, c in passing_configurations([]).items()}
+    rows = [r | {"instance_type": "ml.c5.xlarge"} for r in rows_of(configs, [])]
+    run = make_run(tmp_path / "run", rows, machine(instance_type="ml.c5.xlarge"))
+    rank = ranking([results.load(run)], load_catalog(tmp_path / "catalog.yaml"), 10**6)
+    (entry,) = rank["measured"]
+    assert entry["busy_machine"] is True and "busy machine" in entry["note"]
+    assert all(e["busy_machine"] and "busy machine" in e["assumption"] for e in rank["projected"])
+    code, out, _ = cli("checklist", run, "--catalog", tmp_path / "catalog.yaml")
+    assert code == 0 and "**Busy machine:** the throughput of ml.c5.xlarge was measured while" in out
+    assert "| ml.c5.xlarge | " in out and "| busy machine |" in out

@@ -91,8 +91,8 @@ def test_in_graph_loop_runs_the_asked_steps(synth):
     step = make_train_step(model)
     loop = make_train_loop(step)
     iterator = iter(dataset(train).repeat())
-    assert loop(iterator, 7) == 7 * BATCH
-    assert loop(iterator, 3) == 3 * BATCH
+    assert loop(iterator, 7)[0] == 7 * BATCH
+    assert loop(iterator, 3)[0] == 3 * BATCH
     assert int(step.optimizer.iterations) == 10
 
 
@@ -103,9 +103,31 @@ def test_in_graph_loop_stops_at_the_end_of_the_data(synth):
     step = make_train_step(model)
     loop = make_train_loop(step)
     iterator = iter(dataset((ids[:rows], values[:rows], labels[:rows]), batch=100))
-    assert loop(iterator, 1000) == rows
+    assert loop(iterator, 1000)[0] == rows
     assert int(step.optimizer.iterations) == 11
-    assert loop(iterator, 5) == 0
+    assert loop(iterator, 5)[0] == 0
+
+
+def test_in_graph_loop_times_the_wait_for_input_not_the_step(synth):
+    """The TF Profiler's input time: a pipeline that sleeps 50 ms per batch makes each step wait at least
+    about that long; a batch served from memory makes it wait next to nothing."""
+    import time
+
+    train, _, _ = synth
+    step = make_train_step(small_model())
+    loop = make_train_loop(step)
+    fast = dataset(train).take(1).cache().repeat()
+
+    def sleepy(features, labels):
+        slept = tf.py_function(lambda: time.sleep(0.05) or 0.0, [], tf.float32)
+        return features, labels + 0.0 * slept
+
+    slow = dataset(train).repeat().map(sleepy)
+    loop(iter(fast), 2), loop(iter(slow), 2)  # trace both
+    _, waited_slow = loop(iter(slow), 10)
+    _, waited_fast = loop(iter(fast), 10)
+    assert waited_slow >= 0.3, waited_slow  # ten fetches of at least 50 ms, some overlap with the steps allowed
+    assert waited_fast < waited_slow / 5, (waited_fast, waited_slow)
 
 
 @pytest.mark.parametrize("name", OPTIMIZERS)

@@ -16,7 +16,8 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 @pytest.fixture(scope="module")
 def fresh_run(tmp_path_factory) -> Path:
-    """Give the folder of a tiny real run: one preset, TFRecord, input / train / synthetic modes."""
+    """Give the folder of a tiny real run: one preset, TFRecord, two batch sizes (a figure needs two points to
+    compare), input / train / synthetic modes."""
     root = tmp_path_factory.mktemp("notebook-run")
     experiment = {
         "name": "tiny",
@@ -24,9 +25,9 @@ def fresh_run(tmp_path_factory) -> Path:
                  "cache_dir": str(root / "cache")},
         "model": {"embedding_size": 4, "deep_layers": [8]},
         "pipelines": {"presets": ["aws-sample"]},
-        "grid": {"batch_size": [256]},
+        "grid": {"batch_size": [256, 512]},
         "modes": ["input", "train", "synthetic"],
-        "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
         "results": str(root / "results"),
     }

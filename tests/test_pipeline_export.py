@@ -10,7 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from badinput import Bad, run_case
 from pipeline_fixtures import FORMATS, ROWS_PER_RECORD, data  # noqa: F401
+from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, trial
 
 from pipebench.cli import main
 from pipebench.errors import ConfigError
@@ -308,3 +310,99 @@ def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches
             assert np.array_equal(saved[f"ids{n}"], ids), mode
             assert np.array_equal(saved[f"vals{n}"], vals), mode
             assert np.array_equal(saved[f"labels{n}"], labels), mode
+
+
+# ---- issue 14: export a run's fastest configuration, the study's winner, or any trial ----------------------
+
+def _run_folder(folder: Path, rows: list[dict] | None = None) -> Path:
+    return make_run(folder / "run", rows if rows is not None else passing_rows([]), machine())
+
+
+def _exported_ordering(out: Path) -> str:
+    return _header(out.read_text()).splitlines()[0].split(": ", 1)[1].rstrip(".")
+
+
+def test_a_run_exports_its_fastest_configuration_with_repeats_pooled(tmp_path, capsys):
+    """A lucky repeat of a scalar-decode pipeline must not be what a user pastes into training."""
+    lucky = [trial(f"lucky-r{r}", "train", "lambdaji-libsvm", "libsvm", SCALAR, rate, [], repeat=r,
+                   configuration_id="lucky") for r, rate in enumerate([34000, 18000, 19000])]
+    steady = configuration("steady", "train", "aws-sample", "tfrecord", VECTORIZED, 25000, [], intra_op_threads=2)
+    fast_input = configuration("input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 900000, [])
+    run = _run_folder(tmp_path, lucky + steady + fast_input)
+    out = tmp_path / "input_fn.py"
+    assert main(["pipelines", "export", str(run), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "of the fastest train-mode configuration, 25,000 (" in said and "over 3 repeat(s) (trial steady-r0)" in said
+    assert "intra / inter-op threads 2 / default, env none set: set those in training too" in said
+    assert _exported_ordering(out) == "cache > shuffle > batch > decode > repeat > prefetch"
+    assert "Format tfrecord, file mode" in out.read_text()
+    compile(out.read_text(), str(out), "exec")
+
+
+def test_a_run_without_train_trials_exports_its_fastest_input_configuration(tmp_path, capsys):
+    run = _run_folder(tmp_path, configuration("slow", "input", "aws-sample", "tfrecord", VECTORIZED, 10000, [])
+                      + configuration("quick", "input", "lambdaji-libsvm", "libsvm", SCALAR, 20000, []))
+    assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "input_fn.py")]) == 0
+    assert "fastest input-mode configuration" in capsys.readouterr().out
+    assert _exported_ordering(tmp_path / "input_fn.py") == "decode > shuffle > batch > repeat > prefetch"
+
+
+def test_a_study_run_exports_the_winner_the_study_recorded(tmp_path, capsys):
+    run = _run_folder(tmp_path)
+    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere", "t-train-svm-r1"]}}))
+    assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "a.py")]) == 0
+    assert "the study's confirmed winner, trial t-train-svm-r1" in capsys.readouterr().out
+    assert _exported_ordering(tmp_path / "a.py") == "decode > shuffle > batch > repeat > prefetch"
+    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere"]}}))
+    assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "b.py")]) == 0
+    assert "the fastest train-mode configuration" in capsys.readouterr().out  # a winner not in this run: the ranking
+
+
+def test_any_trial_exports_by_id_even_one_that_never_finished(tmp_path, capsys):
+    from pipebench.testing import trial_spec
+
+    run = _run_folder(tmp_path)
+    assert main(["pipelines", "export", str(run), "--trial", "t-input-svm-r2", "--out", str(tmp_path / "a.py")]) == 0
+    assert "of trial t-input-svm-r2 (input mode, ok)" in capsys.readouterr().out
+    assert _exported_ordering(tmp_path / "a.py") == "decode > shuffle > batch > repeat > prefetch"
+    unfinished = run / "trials" / "killed"
+    unfinished.mkdir(parents=True)
+    (unfinished / "trial.json").write_text(json.dumps(trial_spec(trial_id="killed").to_json()))
+    assert main(["pipelines", "export", str(run), "--trial", "killed", "--out", str(tmp_path / "b.py")]) == 0
+    assert "of trial killed (not finished: " in capsys.readouterr().out
+    assert _exported_ordering(tmp_path / "b.py") == "batch > decode > repeat > prefetch"
+
+
+def _run_in(folder: Path) -> None:
+    _run_folder(folder)
+
+
+def _run_of_failed_trials(folder: Path) -> None:
+    _run_folder(folder, [row | {"status": "failed"} for row in passing_rows([])])
+
+
+EXPORT_CASES = [
+    Bad("export-unknown-trial", ("pipelines", "export", "{tmp}/run", "--trial", "nope", "--out", "{tmp}/x.py"),
+        r"^{tmp}/run: no trial 'nope' \(21 trials in trials.parquet", make=_run_in, out="x.py", code=2),
+    Bad("export-path-as-trial", ("pipelines", "export", "{tmp}/run", "--trial", "../run", "--out", "{tmp}/x.py"),
+        r"^{tmp}/run: no trial '../run' ", make=_run_in, out="x.py", code=2),
+    Bad("export-long-trial", ("pipelines", "export", "{tmp}/run", "--trial", "t" * 5000, "--out", "{tmp}/x.py"),
+        r"^{tmp}/run: no trial 't+… \(5,000 characters\) ", make=_run_in, out="x.py", code=2),
+    Bad("export-not-a-run", ("pipelines", "export", "{tmp}/empty", "--out", "{tmp}/x.py"),
+        r"^{tmp}/empty: no trials.parquet: not a pipebench run folder", make=lambda f: (f / "empty").mkdir(),
+        out="x.py", code=2),
+    Bad("export-run-with-format", ("pipelines", "export", "{tmp}/run", "--format", "packed", "--out", "{tmp}/x.py"),
+        r"^pipelines export: {tmp}/run: --format changes a spec or preset, not a run folder", make=_run_in,
+        out="x.py", code=2),
+    Bad("export-trial-of-a-preset", ("pipelines", "export", "guide", "--trial", "t", "--out", "{tmp}/x.py"),
+        r"^pipelines export: --trial picks a trial of a run folder, and guide is not a folder", out="x.py", code=2),
+    Bad("export-run-without-finished-trials", ("pipelines", "export", "{tmp}/run", "--out", "{tmp}/x.py"),
+        r"^{tmp}/run: no finished train or input trial to export \(give --trial ID",
+        make=_run_of_failed_trials,
+        out="x.py", code=2),
+]
+
+
+@pytest.mark.parametrize("case", EXPORT_CASES, ids=str)
+def test_export_from_a_run_refused(case, tmp_path):
+    run_case(case, tmp_path)

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from pipebench.report.tables import ENV_COLUMNS
-from report_fixtures import data_files, machine, make_run, passing_rows
+from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
+                             passing_configurations, passing_rows, rows_of, trial)
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -50,15 +51,116 @@ def test_report_inlines_every_figure_and_writes_a_markdown_twin(report):
         assert text in markdown and html.escape(text) in page
 
 
-def test_card_reports_gain_over_the_deck_and_tf_defaults(tmp_path, cli):
-    rows = passing_rows(data_files(tmp_path / "data"))
-    rows.append(rows[0] | {"trial_id": "t-default", "intra_op_threads": None, "examples_per_sec_median": 32000.0})
+def _markdown(tmp_path, cli, rows) -> str:
     run = make_run(tmp_path / "run", rows, machine())
     code, _, err = cli("report", run, "--out", tmp_path / "out")
     assert code == 0, err
-    markdown = (tmp_path / "out" / "report.md").read_text()
-    assert "| the deck's recommended pipeline (aws-sample, TFRecord, TF default threads) | 32,000 | 1.25× |" in markdown
-    assert "| the same pipeline with TF default threads and no env knobs | 32,000 | 1.25× |" in markdown
+    return (tmp_path / "out" / "report.md").read_text()
+
+
+def _card(markdown: str) -> str:
+    return markdown.split("## Best configuration\n", 1)[1].split("```python", 1)[0]
+
+
+def test_card_reports_paired_gains_over_the_deck_and_tf_defaults_with_intervals(tmp_path, cli):
+    files = data_files(tmp_path / "data")
+    configs = passing_configurations(files)
+    configs["t-default"] = configs["t-train-tfr"] | {"intra_op_threads": None, "examples_per_sec": 32000}
+    card = _card(_markdown(tmp_path, cli, rows_of(configs, files)))
+    assert "| examples/sec (95% interval) | 40,000 (" in card and "| repeats | 3 repeats" in card
+    deck = next(line for line in card.splitlines() if line.startswith("| the deck's recommended pipeline"))
+    assert "(aws-sample, tfrecord, TF default threads) | 32,000 (" in deck and re.search(r"\| 1\.25× \([\d.]+–[\d.]+×\): "
+                                                                                        r"faster \| faster \|", deck)
+    same = next(line for line in card.splitlines() if line.startswith("| the same pipeline with TF default threads"))
+    assert "1.25× (" in same and "faster" in same
+
+
+def test_the_deck_reference_runs_on_the_best_configurations_own_format(tmp_path, cli):
+    """The reference deck ran on libsvm because libsvm was listed first, and the gain printed was mostly the format."""
+    files = data_files(tmp_path / "data")
+    rows = (configuration("best-svm", "train", "guide", "libsvm", VECTORIZED, 30000, files, intra_op_threads=2)
+            + configuration("deck-svm", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files)
+            + configuration("deck-tfr", "train", "aws-sample", "tfrecord", VECTORIZED, 5000, files, batch_size=512))
+    card = _card(_markdown(tmp_path, cli, rows))
+    assert "| pipeline | guide |" in card
+    deck = next(line for line in card.splitlines() if line.startswith("| the deck's recommended pipeline"))
+    assert "(aws-sample, libsvm, TF default threads) | 25,000 (" in deck and "1.20× (" in deck
+
+
+def test_a_gain_without_two_shared_rounds_is_not_compared(tmp_path, cli):
+    files = data_files(tmp_path / "data")
+    rows = (configuration("best", "train", "aws-sample", "tfrecord", VECTORIZED, 40000, files, intra_op_threads=2)
+            + [trial("deck-r7", "train", "aws-sample", "tfrecord", VECTORIZED, 20000, files, repeat=7,
+                     configuration_id="deck")])
+    card = _card(_markdown(tmp_path, cli, rows))
+    deck = next(line for line in card.splitlines() if line.startswith("| the deck's recommended pipeline"))
+    assert "not compared (fewer than two shared rounds)" in deck and "×" not in deck
+
+
+def test_the_best_configuration_pools_repeats_never_one_lucky_trial(tmp_path, cli):
+    """Found on real data: the card's "Best configuration" was a scalar-decode pipeline from one train trial with CV
+    16% ("1.23× the deck's pipeline"). The old card took the fastest single row: the lucky repeat here."""
+    files = data_files(tmp_path / "data")
+    lucky = [trial(f"lucky-r{r}", "train", "lambdaji-libsvm", "libsvm", SCALAR, rate, files, repeat=r,
+                   configuration_id="lucky", rates=[rate * 1.3, rate, rate * 0.7])
+             for r, rate in enumerate([34000, 18000, 19000])]
+    steady = configuration("steady", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files, intra_op_threads=2)
+    markdown = _markdown(tmp_path, cli, lucky + steady)
+    assert max(lucky + steady, key=lambda r: r["examples_per_sec_median"])["trial_id"] == "lucky-r0"
+    card = _card(markdown)
+    assert "| pipeline | aws-sample |" in card and "| examples/sec (95% interval) | 25,000 (" in card
+    assert "No measurable difference from 1 other configuration(s)" in card and "lambdaji-libsvm" in card
+    table = markdown.split("## Best configurations per mode", 1)[1].split("##", 1)[0]
+    assert table.count("| train |") == 2, "repeats are one configuration, never separate rows"
+
+
+def test_busy_configurations_are_marked(tmp_path, cli):
+    files = data_files(tmp_path / "data")
+    configs = {n: c | {"busy": n.startswith("t-train")} for n, c in passing_configurations(files).items()}
+    markdown = _markdown(tmp_path, cli, rows_of(configs, files))
+    assert "| busy machine | other processes used the CPU during its windows" in _card(markdown)
+    assert "Busy machine: 12 of 21 trials ran while other processes used" in markdown
+    assert "measured while other processes used the machine" in markdown  # the verdict lines
+
+
+def test_figures_give_each_mode_its_own_scale_and_draw_intervals(tmp_path):
+    """One axis held 614k input bars beside 25k train bars, so the train bars were unreadable; no intervals."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.container import BarContainer
+
+    from pipebench.report.configurations import configurations
+    from pipebench.report.figures import input_bound, throughput
+
+    found = configurations(passing_rows([]))
+    figure = plt.figure()
+    assert throughput(found, figure)
+    axes = {ax.get_title(loc="left"): ax for ax in figure.axes}
+    assert set(axes) == {"input mode", "train mode"}
+    assert axes["input mode"].get_xlim()[1] > 10 * axes["train mode"].get_xlim()[1]  # each mode on its own scale
+    for ax in axes.values():
+        (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
+        assert bars.errorbar is not None and len(bars) == len(ax.get_yticks())
+    plt.close(figure)
+    figure = plt.figure()
+    assert input_bound(found, figure)
+    waiting, slowdown = figure.axes
+    assert sorted(line.get_xdata()[0] for line in waiting.get_lines() if line.get_linestyle() == ":") == [5.0, 20.0]
+    for ax in (waiting, slowdown):
+        (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
+        assert bars.errorbar is not None
+    plt.close(figure)
+
+
+def test_a_figure_with_a_single_point_is_left_out(tmp_path, cli):
+    """The quick run drew a 1×1 threads heatmap and a one-point batch curve."""
+    files = data_files(tmp_path / "data")
+    rows = (configuration("train", "train", "aws-sample", "tfrecord", VECTORIZED, 25000, files)
+            + configuration("input", "input", "aws-sample", "tfrecord", VECTORIZED, 600000, files))
+    _markdown(tmp_path, cli, rows)
+    drawn = sorted(p.stem for p in (tmp_path / "out" / "figures").iterdir())
+    assert drawn == ["throughput", "utilization"]  # two configurations, one per mode; nothing else to compare
 
 
 def test_study_figures_appear_only_when_a_study_exists(tmp_path, cli):
@@ -76,13 +178,13 @@ def test_parameter_importance_and_pareto_front():
 
     from pipebench.report.figures import parameter_importance, pareto_front
 
-    rows = pd.DataFrame({"examples_per_sec_median": [10.0, 10.0, 30.0, 30.0], "batch_size": [256, 256, 1024, 1024],
+    rows = pd.DataFrame({"examples_per_sec_mean": [10.0, 10.0, 30.0, 30.0], "batch_size": [256, 256, 1024, 1024],
                          "intra_op_threads": [1, 2, 1, 2], "inter_op_threads": [None] * 4,
                          "ordering": ["a"] * 4, "format": ["tfrecord"] * 4,
                          **{c: [None] * 4 for c in ENV_COLUMNS}})
     importance = parameter_importance(rows)
     assert importance.to_dict() == {"intra_op_threads": 0.0, "batch_size": 1.0}  # batch explains it all
-    points = pd.DataFrame({"rss_peak_bytes": [1, 2, 3, 4], "examples_per_sec_median": [5.0, 4.0, 9.0, 8.0]})
+    points = pd.DataFrame({"rss_peak_bytes": [1, 2, 3, 4], "examples_per_sec_mean": [5.0, 4.0, 9.0, 8.0]})
     assert pareto_front(points)["rss_peak_bytes"].tolist() == [1, 3]
 
 
@@ -102,7 +204,7 @@ def test_importance_figure_reads_the_importances_the_study_saved(tmp_path):
 
 def test_chosen_trials_get_the_utilization_plot(tmp_path, cli):
     run = make_run(tmp_path / "run", passing_rows([]), machine())
-    code, _, err = cli("report", run, "--out", tmp_path / "out", "--trial", "t-train-svm", "--trial", "t-input-svm")
+    code, _, err = cli("report", run, "--out", tmp_path / "out", "--trial", "t-train-svm-r0", "--trial", "t-input-svm-r1")
     assert code == 0, err
     code, _, err = cli("report", run, "--out", tmp_path / "out", "--trial", "nope")
     assert code == 2 and "no trial nope" in err
@@ -174,3 +276,38 @@ def test_figures_render_visibly_in_headless_chromium(report, tmp_path):
     # The figures' coloured bars (not only black text on white) reached the screen.
     coloured = sum(count for count, (r, g, b) in colours if max(r, g, b) - min(r, g, b) > 60)
     assert coloured > 0.01 * picture.width * picture.height
+
+
+def test_next_steps_name_the_exact_commands_and_the_run_before(tmp_path):
+    from pipebench.report.next_steps import next_steps
+
+    first = make_run(tmp_path / "results" / "exp" / "20240101-000000-aaaa", passing_rows([]), machine())
+    lines = next_steps(first)
+    assert lines[0] == "Next steps:"
+    assert [line.split("    #")[0].strip() for line in lines[1:]] == [
+        f"pipebench report {first}", f"pipebench checklist {first}",
+        f"pipebench pipelines export {first} --out input_fn.py", f"pipebench compare {first} OTHER_RUN_DIR"]
+    second = make_run(tmp_path / "results" / "exp" / "20240102-000000-bbbb", passing_rows([]), machine())
+    assert next_steps(second)[-1].split("    #")[0].strip() == f"pipebench compare {first} {second}"
+    odd = make_run(tmp_path / "a run's folder", passing_rows([]), machine())
+    assert f"pipebench report '{tmp_path}/a run'\"'\"'s folder'" in next_steps(odd)[1]  # pastes into a shell
+
+
+def test_run_ends_by_printing_the_next_steps(tmp_path, monkeypatch):
+    """The trial loop measures with pipebench.testing.fake_measure (no worker, no TensorFlow); the rest is real."""
+    import functools
+
+    import pipebench.runner as runner
+    from pipebench.config import parse_experiment
+    from pipebench.report.next_steps import next_steps
+    from pipebench.testing import fake_measure
+
+    monkeypatch.setattr(runner, "run_trials", functools.partial(runner.run_trials, measure=fake_measure(lambda s: 100.0)))
+    experiment = parse_experiment({
+        "name": "steps", "modes": ["input"], "grid": {"batch_size": [64]}, "pipelines": {"presets": ["lambdaji-libsvm"]},
+        "data": {"synth": {"rows": 200, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,
+                 "cache_dir": str(tmp_path / "cache")},
+        "measurement": {"repeats": 1}, "results": str(tmp_path / "results")})
+    said = []
+    outcome = runner.run(experiment, log=said.append)
+    assert said[-2].startswith("results: ") and said[-1].splitlines() == next_steps(outcome.run_dir)

@@ -107,7 +107,7 @@ def test_an_old_machine_json_says_upgrade_and_upgrade_makes_the_folder_readable(
                                                   r"`pipebench upgrade .*run`"):
         results.load(run)
     code, out, _ = cli("upgrade", run)
-    assert code == 0 and "rewrote trials.parquet (schema v2 → v3)" in out and "machine.json (layout 1 → 2)" in out
+    assert code == 0 and f"rewrote trials.parquet (schema v2 → v{SCHEMA_VERSION})" in out and "machine.json (layout 1 → 2)" in out
     loaded = results.load(run)
     assert loaded.machine.cpu.vcpus == 2 and loaded.data.rows == 4000 and loaded.data.source == "synthetic"
     assert loaded.trials["trial_id"].is_unique and len(loaded.trials) == 3

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 from report_fixtures import machine
 
 from pipebench.measure.facts import MachineFacts
@@ -13,7 +15,7 @@ from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import TrialRecord, TrialStatus
 from pipebench.results.rows import COLUMNS, RowContext, trial_row, unproduced_fields
 from pipebench.results.schema import TRIAL_SCHEMA
-from pipebench.testing import trial_spec
+from pipebench.testing import trial_spec, windows_at
 
 FACTS = MachineFacts.from_json(machine(instance_type="ml.c5.xlarge"), "machine.json")
 
@@ -50,9 +52,26 @@ def test_duration_and_peak_come_from_the_manager_and_cpu_from_the_windows_only()
     assert row["cpu_pct_median"] == 150.0 and row["usage_samples"] == 3 and row["other_cpu_pct_median"] == 3.0
 
 
-def test_a_train_row_takes_its_input_fraction_from_the_ceiling_it_is_given():
-    spec = trial_spec(mode="train")
-    outcome = Outcome(TrialRecord(TrialStatus.OK, examples_per_sec_median=15_000.0), ProcessFacts(1.0, 0, None, None, 1))
-    row = trial_row(RowContext(spec, outcome, "run", "host", FACTS, 0.0, 1.0, ceiling=20_000.0))
-    assert row["input_fraction"] == 0.25 and row["input_bound"] == "highly input-bound"
-    assert trial_row(RowContext(spec, outcome, "run", "host", FACTS, 0.0, 1.0))["input_fraction"] is None
+def test_a_train_rows_figures_and_verdict_come_from_its_paired_windows_with_intervals():
+    windows = windows_at("train", [15_000, 14_800, 15_200, 15_000], synthetic=[20_000, 19_800, 20_300, 20_000],
+                         waited=[0.30, 0.28, 0.32, 0.30])
+    outcome = Outcome(TrialRecord(TrialStatus.OK, windows_measured=windows), ProcessFacts(1.0, 0, None, None, 1))
+    row = trial_row(RowContext(trial_spec(mode="train"), outcome, "run", "host", FACTS, 0.0, 1.0))
+    assert row["examples_per_sec_low"] < row["examples_per_sec_mean"] < row["examples_per_sec_high"]
+    assert row["examples_per_sec_mean"] == pytest.approx(15_000, rel=1e-4)  # the geometric mean of the windows
+    assert row["synthetic_examples_per_sec_mean"] == pytest.approx(20_025, rel=1e-4)
+    assert row["input_wait_pct"] == pytest.approx(30.0)
+    assert row["input_wait_low_pct"] < row["input_wait_pct"] < row["input_wait_high_pct"]
+    assert row["input_slowdown_pct"] == pytest.approx(25.0, abs=0.2) and row["rounds"] is None
+    assert row["input_bound"] == "highly input-bound"
+    undecided = windows_at("train", [15_000] * 3, synthetic=[20_000] * 3, waited=[0.02, 0.09, 0.05])
+    outcome = Outcome(TrialRecord(TrialStatus.OK, windows_measured=undecided), ProcessFacts(1.0, 0, None, None, 1))
+    row = trial_row(RowContext(trial_spec(mode="train"), outcome, "run", "host", FACTS, 0.0, 1.0))
+    assert row["input_bound"] == "inconclusive" and row["input_wait_low_pct"] < 5 < row["input_wait_high_pct"]
+
+
+def test_a_trial_is_flagged_busy_when_other_processes_used_the_machine_during_its_windows():
+    for other, busy in ((80.0, True), (3.0, False)):
+        outcome = Outcome(TrialRecord(TrialStatus.OK, windows_measured=windows_at("input", [1.0, 1.0])),
+                          ProcessFacts(1.0, 0, None, None, 1), usage=_usage(other_cpu_pct_median=other))
+        assert trial_row(RowContext(trial_spec(), outcome, "run", "host", FACTS, 0.0, 1.0))["busy_machine"] is busy

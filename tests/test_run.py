@@ -30,7 +30,7 @@ def _experiment(tmp_path, **extra) -> str:
         "pipelines": {"presets": ["lambdaji-libsvm", "aws-sample"]},
         "grid": {"batch_size": [256]},
         "modes": ["input", "train", "synthetic"],
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
         "results": str(tmp_path / "results"),
         **extra,
@@ -59,11 +59,13 @@ def test_run_writes_results_with_all_modes_and_a_verdict(tmp_path):
         assert (run_dir / name).exists(), name
     loaded = results.load(run_dir)
     trials = loaded.trials
-    assert sorted(trials["mode"]) == ["input", "input", "synthetic", "train", "train"]
+    # a train trial measures its synthetic ceiling itself: no separate synthetic trial
+    assert sorted(trials["mode"]) == ["input", "input", "train", "train"]
     assert (trials["status"] == "ok").all(), trials[["mode", "status", "reason"]]
-    assert set(trials["pipeline"]) == {"synthetic", "lambdaji-libsvm", "aws-sample"}
+    assert set(trials["pipeline"]) == {"lambdaji-libsvm", "aws-sample"}
     train = trials[trials["mode"] == "train"]
-    assert train["input_fraction"].notna().all() and train["input_bound"].notna().all()
+    assert train["input_wait_pct"].notna().all() and train["input_slowdown_pct"].notna().all()
+    assert train["input_bound"].notna().all() and train["synthetic_examples_per_sec_mean"].notna().all()
     assert (trials["examples_per_sec_median"] > 0).all()
     assert trials["trial_id"].is_unique and trials["data_fingerprint"].nunique() == 1
     assert not loaded.samples.empty and set(loaded.samples["trial_id"]) <= set(trials["trial_id"])
@@ -101,12 +103,12 @@ def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
                and str(run_dir) in " ".join(p.info["cmdline"] or [])]
     assert not orphans, "a worker outlived its manager"
     before = _trial_ids(run_dir)
-    assert 2 <= len(before) < 5
+    assert 2 <= len(before) < 4
     resumed = _pipebench("run", "--resume", str(run_dir))
     out, _ = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, out
     after = _trial_ids(run_dir)
-    assert after[: len(before)] == before and len(after) == 5 and len(set(after)) == 5
+    assert after[: len(before)] == before and len(after) == 4 and len(set(after)) == 4
     assert f"{len(before)} done before" in out
 
 
@@ -123,7 +125,7 @@ def test_two_resumes_of_one_folder_run_each_trial_once(tmp_path):
     assert re.fullmatch(rf"pipebench: error: {re.escape(str(run_dir))}: already running \(pid {winner.pid} on "
                         rf"{re.escape(socket.gethostname())} since [\d:T+-]+\)\n", refused), refused
     after = _trial_ids(run_dir)
-    assert after[: len(before)] == before and len(after) == 5 and len(set(after)) == 5, after
+    assert after[: len(before)] == before and len(after) == 4 and len(set(after)) == 4, after
     assert sorted(p.name for p in (run_dir / "trials").iterdir()) == sorted(after), "a trial ran twice or not at all"
     assert not (run_dir / ".lock").exists()
 
@@ -160,7 +162,7 @@ def _source_modes_run(tmp_path):
     experiment = _experiment(
         tmp_path, pipelines={"presets": ["aws-sample"], "formats": ["tfrecord"],
                              "source_modes": ["file", "fastfile", "pipe"]},
-        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1, "windows": 2, "steady_cv_pct": 50})
+        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False})
     proc = _pipebench("run", experiment)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out

@@ -265,3 +265,28 @@ def test_sampler_reports_residency_of_the_data_files(tmp_path):
         pytest.skip(f"eviction did not take on {filesystem_of(tmp_path)} (see the test above)")
     assert cold.page_cache_resident_fraction == pytest.approx(0.25, abs=0.05)  # 1 of 4 MiB still cached
     assert resident_pages(files[2]) == (0, 0) and resident_fraction(files[2]) == 1.0
+
+
+def test_others_busy_pct_sees_another_process_using_a_core_and_not_this_one():
+    from pipebench.measure.sampler import others_busy_pct
+
+    hog = subprocess.Popen([sys.executable, "-c", "while True:\n    pass\n"])
+    try:
+        assert others_busy_pct(0.5) > 25.0, "a process spinning on a core is other processes' CPU"
+    finally:
+        hog.kill()
+        hog.wait()
+    spin = threading.Event()
+
+    def work():
+        while not spin.is_set():
+            pass
+    thread = threading.Thread(target=work)
+    thread.start()
+    try:
+        ours = others_busy_pct(0.5)
+    finally:
+        spin.set()
+        thread.join()
+    with_hog_gone = others_busy_pct(0.5)
+    assert ours < with_hog_gone + 60.0, "this process's own spinning thread is not counted as others'"

@@ -37,9 +37,11 @@ def _doc(tmp_path: Path, cache: Path, **search) -> dict:
         "model": {"embedding_size": 4, "deep_layers": [8]},
         "pipelines": {"presets": ["aws-sample"]},
         "grid": {"batch_size": [256]},
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50},
+        # a busy machine's trials measured again would add rows no study trial owns (test_loop covers them)
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50,
+                        "remeasure_busy": False},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
-        "search": {"driver": "optuna", "n_trials": 4, "seed": 1,
+        "search": {"driver": "optuna", "n_trials": 4, "seed": 1, "confirm_top": 0,  # tests/test_confirm.py races
                    "space": {"batch_size": [128, 256], "intra_op_threads": [0, 1, 2],
                              "inter_op_threads": [0, 1, 2, 4], "env.KMP_AFFINITY": ["disabled", "compact", None]},
                    **search},
@@ -143,8 +145,8 @@ def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(
     _assert_every_slot_once(study, 4)
     first = sorted(study.get_trials(states=(TrialState.COMPLETE,)), key=lambda t: t.user_attrs["slot"])[:2]
     assert [t.user_attrs["enqueued_as"] for t in first] == ["reference deck", "TF defaults"]
-    assert first[0].params["intra_op_threads"] == first[0].params["inter_op_threads"] == 2
-    assert first[1].params["intra_op_threads"] == first[1].params["inter_op_threads"] == 0
+    assert first[0].user_attrs["settings"]["intra_op_threads"] == first[0].user_attrs["settings"]["inter_op_threads"] == 2
+    assert first[1].user_attrs["settings"]["intra_op_threads"] == first[1].user_attrs["settings"]["inter_op_threads"] == 0
     rows = sorted((r for r in _rows(run_dir) if r["status"] == "ok"), key=lambda r: r["optuna_trial_number"])
     # the deck's KMP_AFFINITY=disabled does nothing on this build (no OpenMP): pinned unset, and the row says so
     assert rows[0]["env_KMP_AFFINITY"] is None and "env.KMP_AFFINITY" in rows[0]["pinned_knobs"]
@@ -195,8 +197,8 @@ def test_a_slow_trial_is_pruned(tmp_path, cache):
     doc["measurement"]["windows"] = 8
     experiment = parse_experiment(doc)
     study = optuna.create_study(storage=_journal(journal), study_name="tiny", direction="maximize")
-    for slot, batch_size in enumerate([512, 256, 1]):  # the third is hopeless: one example per batch
-        study.enqueue_trial({"batch_size": batch_size}, user_attrs={"slot": slot, "enqueued_as": "test"})
+    for slot, index in enumerate([2, 1, 0]):  # batch 512, 256, 1 (ordinal: the index); 1 is hopeless
+        study.enqueue_trial({"batch_size": index}, user_attrs={"slot": slot, "enqueued_as": "test"})
     study.set_user_attr("pipebench_slots", 3)
     search(experiment, log=lambda _: None)
     trials = optuna.load_study(study_name="tiny", storage=_journal(journal)).get_trials()
@@ -363,7 +365,7 @@ from pipebench.config import parse_experiment
 from pipebench.search.optuna_driver import open_storage, open_study
 from pipebench.search.plan import Plan
 from pathlib import Path
-experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6}})
+experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6, "confirm_top": 0}})
 start = float(sys.argv[2])
 while time.time() < start:
     pass
@@ -437,11 +439,11 @@ def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="none", heartbeat_sec=1,
                space={"batch_size": [128, 256, 512]})
     study = optuna.create_study(storage=_journal(journal), study_name="tiny", direction="maximize")
-    for slot, batch_size in enumerate([128, 256, 512]):
-        study.enqueue_trial({"batch_size": batch_size}, user_attrs={"slot": slot, "enqueued_as": "test"})
+    for slot, index in enumerate([0, 1, 2]):  # batch 128, 256, 512 (ordinal: the index)
+        study.enqueue_trial({"batch_size": index}, user_attrs={"slot": slot, "enqueued_as": "test"})
     study.set_user_attr("pipebench_slots", 3)
     remote = study.ask()  # slot 0, taken by a worker on another host that then falls silent
-    remote.suggest_categorical("batch_size", [128, 256, 512])
+    remote.suggest_int("batch_size", 0, 2)  # an ordinal knob: the index of 128 among 128, 256, 512
     for key, value in {"worker": "elsewhere:4242:1.000", "host": "elsewhere", "heartbeat": time.time()}.items():
         remote.set_user_attr(key, value)
     logged: list[str] = []
@@ -449,5 +451,5 @@ def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker
     study = optuna.load_study(study_name="tiny", storage=_journal(journal))
     _assert_every_slot_once(study, 3)
     (retry,) = [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if "retry_of" in t.user_attrs]
-    assert retry.user_attrs["retry_of"] == remote.number and retry.params == {"batch_size": 128}
+    assert retry.user_attrs["retry_of"] == remote.number and retry.params == {"batch_size": 0}
     assert any("no heartbeat from its worker elsewhere:4242:1.000" in line for line in logged), logged

@@ -1,38 +1,97 @@
-"""summary.md verdicts: the input fraction against the synthetic ceiling, with a caveat when noisy."""
+"""summary.md from recorded windows (no TensorFlow, no timing): verdicts with intervals, inconclusive when the
+interval straddles a threshold, configurations ranked by paired ratio, repeats pooled, busy trials said."""
 from __future__ import annotations
 
-from pipebench.report.summary import best_table, verdicts
+import dataclasses
+
+from report_fixtures import machine
+
+from pipebench.measure.facts import MachineFacts
+from pipebench.measure.manager import Outcome, ProcessFacts
+from pipebench.measure.sampler import Usage
+from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.report.summary import best_table, busy_lines, verdicts
+from pipebench.results.rows import RowContext, trial_row
+from pipebench.testing import trial_spec, windows_at
+
+FACTS = MachineFacts.from_json(machine(), "machine.json")
 
 
-def _row(mode: str, rate: float, fraction=None, bound=None) -> dict:
-    return {"run_id": "r", "mode": mode, "status": "ok", "examples_per_sec_median": rate, "config_key": "k", "pipeline": "p",
-            "format": "tfrecord", "ordering": "batch > decode", "batch_size": 1024, "intra_op_threads": None,
-            "inter_op_threads": None, "input_fraction": fraction, "input_bound": bound}
+def _row(mode: str, rates: list[float], synthetic: list[float] | None = None, waited: list[float] | None = None,
+         run_id: str = "r", repeat: int = 0, configuration: str = "c", other_cpu: float = 0.0, **spec) -> dict:
+    record = TrialRecord(TrialStatus.OK, windows_measured=windows_at(mode, rates, synthetic, waited),
+                         rounds=len(rates), rounds_cap_hit=False)
+    usage = Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 1, "other_cpu_pct_median": other_cpu})
+    trial = trial_spec(mode=mode, repeat=repeat, configuration_id=configuration,
+                       trial_id=f"{run_id}-{configuration}-{repeat}", **spec)
+    return trial_row(RowContext(trial, Outcome(record, ProcessFacts(1.0, 0, None, None, 1), usage=usage), run_id,
+                                "host", FACTS, 0.0, 1.0))
 
 
-def test_verdict_names_both_rates_and_the_label():
-    (line,) = verdicts([_row("synthetic", 40_000), _row("train", 20_000, 0.5, "highly input-bound")])
-    assert "train 20,000 ex/s vs synthetic 40,000 ex/s → 50% of step time" in line
-    assert line.endswith("**highly input-bound**")
+def test_a_verdict_gives_waiting_and_slowdown_with_their_intervals_and_the_label():
+    (line,) = verdicts([_row("train", [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100],
+                             [0.010, 0.012, 0.011, 0.013])])
+    assert "waiting for input 1.1% (0.9–1.4%) of step time → **not input-bound**" in line
+    assert "slowdown against the synthetic ceiling 46.1% (45.9–46.4%)" in line
+    assert "train 14,050 (" in line and "synthetic 26,075 (" in line and "4 rounds in 1 process" in line
 
 
-def test_train_beating_the_ceiling_is_flagged_not_hidden():
-    (line,) = verdicts([_row("synthetic", 28_000), _row("train", 40_000, 0.0, "not input-bound")])
-    assert "train beat the synthetic ceiling by 43%" in line and "rerun" in line
+def test_an_interval_across_a_threshold_is_inconclusive_never_a_confident_label():
+    (line,) = verdicts([_row("train", [14_000] * 3, [20_000] * 3, [0.02, 0.09, 0.05])])
+    assert "→ **inconclusive (" in line and "not input-bound" not in line and "moderately" not in line
 
 
-def test_a_verdict_never_borrows_another_runs_ceiling():
-    """`pipebench report R1 R2` printed R2's train rate against R1's ceiling when they shared a config key."""
-    rows = [_row("synthetic", 27_000) | {"run_id": "r1"}, _row("train", 14_500, 0.46, "highly input-bound") | {"run_id": "r1"},
-            _row("synthetic", 17_000) | {"run_id": "r2"}, _row("train", 14_518, 0.15, "moderately input-bound") | {"run_id": "r2"}]
+def test_repeats_are_one_configuration_and_runs_never_share_one():
+    """A verdict borrowed another run's synthetic ceiling when rows of two runs shared a config key."""
+    rows = [_row("train", [14_500] * 3, [27_000] * 3, [0.30] * 3, run_id="r1", repeat=0),
+            _row("train", [14_500] * 3, [27_000] * 3, [0.32] * 3, run_id="r1", repeat=1),
+            _row("train", [14_518] * 3, [17_000] * 3, [0.01] * 3, run_id="r2")]
     first, second = verdicts(rows)
-    assert first.startswith("- run r1: ") and "vs synthetic 27,000 ex/s" in first
-    assert second.startswith("- run r2: ") and "vs synthetic 17,000 ex/s" in second
+    assert first.startswith("- run r1: ") and "synthetic 27,000" in first and "6 rounds in 2 processes" in first
+    assert second.startswith("- run r2: ") and "synthetic 17,000" in second
+
+
+def test_the_best_table_ranks_by_paired_ratio_and_names_ties():
+    fast = [_row("input", [1_000_000 + d] * 2, repeat=r, configuration="fast", batch_size=1024)
+            for r, d in enumerate((0, 30_000, -20_000))]
+    tie = [_row("input", [990_000 + d] * 2, repeat=r, configuration="tie", batch_size=512)
+           for r, d in enumerate((10_000, 20_000, 0))]
+    slow = [_row("input", [500_000 + d] * 2, repeat=r, configuration="slow", batch_size=128)
+            for r, d in enumerate((0, 10_000, -5_000))]
+    lines = best_table(fast + tie + slow).splitlines()[2:]
+    assert "fastest" in lines[0] and "| 3 |" in lines[0]
+    assert "no measurable difference" in lines[1] and lines[1].count("|") == lines[0].count("|")
+    assert ": slower" in lines[2] and "0.50×" in lines[2]
+    assert len(lines) == 3, "repeats are one configuration, never separate rows"
+    single = best_table([_row("input", [10.0, 11.0], configuration="a"), _row("input", [9.0, 9.5], configuration="b")])
+    assert "not compared (fewer than two shared rounds)" in single
 
 
 def test_the_best_table_names_the_run_of_each_row_when_runs_are_pooled():
-    rows = [_row("train", 10.0) | {"run_id": "r1", "examples_per_sec_cv_pct": 1.0},
-            _row("train", 20.0) | {"run_id": "r2", "examples_per_sec_cv_pct": 1.0}]
+    rows = [_row("input", [10.0, 10.0], run_id="r1"), _row("input", [20.0, 20.0], run_id="r2")]
     header, _, *lines = best_table(rows).splitlines()
-    assert header.startswith("| run | mode |") and lines[0].startswith("| r2 | train |")
+    assert header.startswith("| run | mode |") and lines[0].startswith("| r2 | input |")
     assert not best_table(rows[:1]).startswith("| run")
+
+
+def test_busy_trials_are_said_with_what_was_done_about_them():
+    busy = _row("input", [5.0, 5.0], other_cpu=97.0, configuration="a")
+    again = dict(_row("input", [9.0, 9.0], configuration="a"), trial_id=busy["trial_id"] + "-again",
+                 remeasure_of=busy["trial_id"])
+    left = _row("input", [5.0, 5.0], other_cpu=80.0, configuration="b")
+    (line, _) = busy_lines([busy, again, left], 25.0)
+    assert line.startswith("**Busy machine:** 2 of 3 trials") and "1 quiet the second time" in line
+    assert "not measured again: 1 (left flagged)" in line
+    assert busy_lines([again], 25.0) == []
+
+
+def test_a_busy_machine_gives_no_confident_label_and_says_what_its_rounds_read():
+    """On a busy machine lambdaji-libsvm's waiting share fell from ~9% (moderately, idle) to 2.9% (0.8–5.0%):
+    other processes slow the step and the pipeline unevenly, so the share itself moves."""
+    rates, synthetic, waited = [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100], [0.01] * 4
+    busy = _row("train", rates, synthetic, [0.010, 0.012, 0.011, 0.013], other_cpu=97.0)
+    (line,) = verdicts([busy])
+    assert "→ **inconclusive (1.1% (0.9–1.4%); not input-bound on a busy machine)**" in line
+    assert busy["input_bound"] == "inconclusive" and busy["busy_machine"] is True
+    quiet = _row("train", rates, synthetic, waited)
+    assert quiet["input_bound"] == "not input-bound" and "→ **not input-bound**" in verdicts([quiet])[0]

@@ -115,14 +115,23 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> In
     return Interval(mean, mean - half, mean + half, len(values))
 
 
+def geometric_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """Give the geometric mean of positive per-round values with its interval (Student t on their logs).
+
+    Throughput varies by factors, not by amounts: on the log scale the interval stays positive and
+    symmetric in ratio, however few rounds there are.
+    """
+    logs = mean_interval([math.log(v) for v in values], confidence)
+    return Interval(math.exp(logs.mean), None if logs.low is None else math.exp(logs.low),
+                    None if logs.high is None else math.exp(logs.high), logs.n)
+
+
 def ratio_interval(numerators: Sequence[float], denominators: Sequence[float],
                    confidence: float = CONFIDENCE) -> Interval:
     """Give the paired ratio numerator/denominator: the geometric mean of per-round ratios, with its interval."""
     if len(numerators) != len(denominators):
         raise ValueError("paired rounds must have both arms")
-    logs = mean_interval([math.log(a / b) for a, b in zip(numerators, denominators)], confidence)
-    return Interval(math.exp(logs.mean), None if logs.low is None else math.exp(logs.low),
-                    None if logs.high is None else math.exp(logs.high), logs.n)
+    return geometric_interval([a / b for a, b in zip(numerators, denominators)], confidence)
 
 
 def share_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Interval:

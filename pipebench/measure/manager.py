@@ -23,6 +23,8 @@ from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
 
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
+#: In each trial's folder: the TrialSpec the worker ran (a busy trial is measured again from it).
+TRIAL_FILE = "trial.json"
 _POLL_SEC = 0.1
 _STDERR_TAIL_BYTES = 2000
 
@@ -133,7 +135,7 @@ def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
     returning True stops the worker and the outcome's status is `pruned`.
     """
     trial_dir.mkdir(parents=True, exist_ok=True)
-    trial_path, result_path, stderr_path = trial_dir / "trial.json", trial_dir / "result.json", trial_dir / "stderr.txt"
+    trial_path, result_path, stderr_path = trial_dir / TRIAL_FILE, trial_dir / "result.json", trial_dir / "stderr.txt"
     trial_path.write_text(json.dumps(trial.to_json(), indent=2))
     result_path.unlink(missing_ok=True)
     (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)

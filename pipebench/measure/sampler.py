@@ -286,6 +286,19 @@ class Sampler:
         return util, used
 
 
+def others_busy_pct(seconds: float = 1.0) -> float:
+    """Give the CPU that processes other than this one use now, over `seconds`, in % of one vCPU (the
+    units of `other_cpu_pct_median`): the host's busy CPU less this process's own."""
+    me = psutil.Process()
+    cores, mine, start = psutil.cpu_times(percpu=True), me.cpu_times(), time.monotonic()
+    time.sleep(seconds)
+    cores_after, mine_after = psutil.cpu_times(percpu=True), me.cpu_times()
+    elapsed = time.monotonic() - start
+    host = sum(_busy_pct(before, after) for before, after in zip(cores, cores_after))
+    own = 100.0 * ((mine_after.user + mine_after.system) - (mine.user + mine.system)) / elapsed
+    return max(0.0, host - own)
+
+
 def _busy_pct(before, after) -> float:
     """Give the busy percentage of one CPU between two psutil cpu_times readings."""
     idle = (after.idle - before.idle) + (getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0))

@@ -1,11 +1,9 @@
-"""Throughput statistics: medians and spread of windows, steadiness, the input-bound verdict."""
+"""Throughput statistics of one process's windows: medians and spread, steadiness, stalls (intervals: intervals.py)."""
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 
-#: TF Profiler's thresholds on the share of step time spent waiting for input.
-INPUT_BOUND_THRESHOLDS = ((0.05, "not input-bound"), (0.20, "moderately input-bound"), (1.01, "highly input-bound"))
 #: A result whose windows vary more than this is flagged unstable (pyperf-style check as output).
 UNSTABLE_CV_PCT = 10.0
 
@@ -45,22 +43,6 @@ def summarize_rates(rates: Sequence[float]) -> dict:
 def is_steady(rates: Sequence[float], tolerance_pct: float, last: int = 3) -> bool:
     """Tell whether the last `last` rates agree within tolerance_pct (CV): warm-up is over."""
     return len(rates) >= last and cv_pct(rates[-last:]) <= tolerance_pct
-
-
-def input_fraction(train_rate: float, synthetic_rate: float) -> float:
-    """Give the share of step time spent waiting for input: 1 − train / synthetic throughput.
-
-    Synthetic data costs the model nothing to fetch, so the extra time per example of the real
-    pipeline over it is time the step waited; negative noise is clamped to 0.
-    """
-    if not synthetic_rate or not train_rate:
-        raise ValueError("rates must be positive")
-    return max(0.0, 1.0 - train_rate / synthetic_rate)
-
-
-def input_bound_label(fraction: float) -> str:
-    """Classify an input fraction as the TF Profiler does (<5% not, 5–20% moderately, >20% highly)."""
-    return next(label for limit, label in INPUT_BOUND_THRESHOLDS if fraction < limit)
 
 
 def stall_pct(slow_rate: float, fast_rate: float) -> float:

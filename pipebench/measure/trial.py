@@ -69,6 +69,7 @@ class TrialSpec:
     """Everything a worker needs to run one trial; `trial_id` hashes it (with the repeat index)."""
 
     trial_id: str
+    configuration_id: str  # the trial without its repeat index: repeats of one configuration share it
     repeat: int
     mode: str
     config_key: str  # the compute setting (batch, threads, env, model) train rows share with their ceiling
@@ -87,6 +88,7 @@ class TrialSpec:
     sources: dict[str, Any]
     knobs_not_applied: tuple[str, ...] = ()  # search knobs this pipeline could not take
     pinned_knobs: tuple[str, ...] = ()  # knobs pipebench pinned because this machine cannot honour them
+    remeasure_of: str | None = None  # the trial this one measures again (its machine was busy)
     fault: str | None = None  # tests only: make the worker fail this way
 
     def to_json(self) -> dict:
@@ -95,6 +97,20 @@ class TrialSpec:
     @classmethod
     def load(cls, path: Path) -> TrialSpec:
         return load_json(cls, path)
+
+
+@dataclass(frozen=True)
+class Window:
+    """One timed window of one arm (input, train or synthetic) in one round of a trial."""
+
+    arm: str
+    round: int
+    examples: int
+    seconds: float
+    waited_sec: float | None  # train and synthetic arms: time the steps blocked fetching the next batch
+    # a synthetic window after the train window of a cached pipeline: seconds waited, untimed, for its
+    # background threads to go idle first (None: not waited; other pipelines' iterators are released)
+    idle_before_sec: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +134,9 @@ class TrialRecord:
     windows: int | None = None
     stable: bool | None = None
     window_rates: tuple[float, ...] = ()
+    windows_measured: tuple[Window, ...] = ()
+    rounds: int | None = None
+    rounds_cap_hit: bool | None = None  # the waiting share was still undecided at measurement.max_windows
     warmup_sec: float | None = None
     warmup_steady: bool | None = None
     steps_per_call: int | None = None

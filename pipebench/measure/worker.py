@@ -10,6 +10,7 @@ inside a `tf.function` loop, so no per-batch Python work is timed.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import sys
@@ -23,11 +24,9 @@ from pipebench.atomic import atomic_write_json
 from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
+from pipebench.measure.windows import Arm, measure
 from pipebench.parent_death import die_with_parent
 
-#: Each timed call runs about this long; windows are made of whole calls.
-_CALL_SEC = 0.1
-_WARMUP_SLICE_SEC = 0.5
 #: Beside the result file: one JSON line per finished window, read by the manager for pruning.
 PROGRESS_FILE = "progress.jsonl"
 #: Beside the result file: the trial's scratch folder (emulated Pipe FIFOs); the manager removes it.
@@ -52,75 +51,8 @@ def _inject(fault: str | None) -> None:
         raise PipebenchError(f"unknown fault {fault!r}")
 
 
-class _Counter:
-    """Calls a compiled `examples = run(iterator, steps)` loop, renewing the iterator at end of data."""
-
-    def __init__(self, tf, dataset, run) -> None:
-        self._tf = tf
-        self._dataset = dataset
-        self._run = run
-        self._iterator = iter(dataset)
-        self.steps = 1
-        self.epochs_renewed = 0
-
-    def call(self) -> int:
-        got = int(self._run(self._iterator, self._tf.constant(self.steps, self._tf.int64)))
-        if got == 0:  # end of data: a new iterator is a new epoch, as Keras fit makes one
-            self._iterator = iter(self._dataset)
-            self.epochs_renewed += 1
-            got = int(self._run(self._iterator, self._tf.constant(self.steps, self._tf.int64)))
-            if got == 0:
-                raise PipebenchError("the pipeline yields no examples (batch larger than the data with "
-                                     "drop_remainder, or an empty shard?)")
-        return got
-
-    def timed(self, seconds: float) -> tuple[int, float]:
-        """Run whole calls for at least `seconds`; give (examples, elapsed)."""
-        examples = 0
-        start = time.perf_counter()
-        while True:
-            examples += self.call()
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds:
-                return examples, elapsed
-
-
-def _measure(counter: _Counter, m: dict, on_window: Callable[[int, float], None] | None = None) -> dict:
-    """Calibrate steps per call, warm up until steady (capped), then time the windows.
-
-    `on_window(index, examples_per_sec)` hears each window as it ends, so a pruner can stop a hopeless
-    trial before its last window.
-    """
-    start = time.perf_counter()
-    while True:  # calibrate: one call should take about _CALL_SEC
-        t0 = time.perf_counter()
-        counter.call()
-        took = time.perf_counter() - t0
-        if took >= _CALL_SEC or time.perf_counter() - start > m["warmup_max_sec"]:
-            break
-        counter.steps = min(counter.steps * 2, 1 << 20)
-    rates: list[float] = []
-    steady = False
-    while time.perf_counter() - start < m["warmup_max_sec"]:
-        examples, elapsed = counter.timed(_WARMUP_SLICE_SEC)
-        rates.append(examples / elapsed)
-        if stats.is_steady(rates, m["steady_cv_pct"]):
-            steady = True
-            break
-    warmup_sec = time.perf_counter() - start
-    windows = []
-    started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
-    for index in range(m["windows"]):
-        examples, elapsed = counter.timed(m["window_sec"])
-        windows.append(examples / elapsed)
-        if on_window is not None:
-            on_window(index, windows[-1])
-    return {**stats.summarize_rates(windows), "window_rates": tuple(windows), "warmup_sec": warmup_sec,
-            "warmup_steady": steady, "steps_per_call": counter.steps, "epochs_renewed": counter.epochs_renewed,
-            "windows_started_sec": started, "windows_ended_sec": time.monotonic()}
-
-
 def _input_loop(tf):
+    """Give the input arm's loop: count examples inside a tf.function, no per-batch Python work."""
     @tf.function
     def run(iterator, steps):
         examples = tf.constant(0, tf.int64)
@@ -131,7 +63,10 @@ def _input_loop(tf):
             examples += tf.shape(element.get_value()[1], out_type=tf.int64)[0]
         return examples
 
-    return run
+    def loop(iterator, steps: int) -> tuple[int, float]:
+        return int(run(iterator, tf.constant(steps, tf.int64))), 0.0
+
+    return loop
 
 
 def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None = None,
@@ -174,8 +109,9 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
                               "source_note": built.source_note}
     mode = trial.mode
     m = trial.measurement
+    seed = int(hashlib.sha256(trial.trial_id.encode()).hexdigest()[:8], 16)  # the rounds' order, repeatable
     if mode == "input":
-        counter = _Counter(tf, built.dataset, _input_loop(tf))
+        arms = [Arm("input", lambda: iter(built.dataset), _input_loop(tf))]
     else:
         from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step
 
@@ -183,15 +119,17 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
         model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
                              tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
         step = make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"])
-        dataset = built.dataset
-        if mode == "synthetic":  # the compute ceiling: one real batch, served from memory forever
-            batch = next(iter(built.dataset))
-            dataset = tf.data.Dataset.from_tensors(batch).repeat()
-        counter = _Counter(tf, dataset, make_train_loop(step))
-    record.update(_measure(counter, m, on_window))
+        loop = make_train_loop(step)
+        # the compute ceiling: the same step on one real batch served from memory, forever
+        batch = tf.data.Dataset.from_tensors(next(iter(built.dataset))).repeat()
+        synthetic = Arm("synthetic", lambda: iter(batch), loop)
+        # released between its windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
+        train = Arm("train", lambda: iter(built.dataset), loop, releasable=spec.stage("cache") is None)
+        # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
+        arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
+    record.update(measure(arms, m, seed, on_window))
     if mode == "train" and m.get("cold_cache"):
-        record.update(_cold_pass(tf, spec, sources, built.files, make_train_loop(step), m,
-                                 record["examples_per_sec_median"]))
+        record.update(_cold_pass(tf, spec, sources, built.files, loop, m, record["examples_per_sec_median"]))
     if mode == "train" and trial.quality.get("enabled"):
         record["auc"] = _quality(tf, trial, spec, sources)
     return record
@@ -208,11 +146,12 @@ def _cold_pass(tf, spec, sources: dict, files: list[str], loop, m: dict, warm_ra
     from pipebench.pipeline.build import build
 
     resident = evict_page_cache(files)
-    counter = _Counter(tf, build(spec, sources).dataset, loop)
-    counter.steps = max(1, int(m["window_sec"] * warm_rate / _batch_size(spec) / 10))
+    dataset = build(spec, sources).dataset
+    arm = Arm("train", lambda: iter(dataset), loop)
+    arm.steps = max(1, int(m["window_sec"] * warm_rate / _batch_size(spec) / 10))
     examples, start = 0, time.perf_counter()
-    while counter.epochs_renewed == 0 and time.perf_counter() - start < m["window_sec"] * m["windows"]:
-        examples += counter.call()
+    while arm.epochs_renewed == 0 and time.perf_counter() - start < m["window_sec"] * m["windows"]:
+        examples += arm.call()[0]
     cold_rate = examples / (time.perf_counter() - start)
     return {"cold_examples_per_sec": cold_rate, "page_cache_resident_after_evict": resident,
             "fetch_stall_pct": stats.stall_pct(cold_rate, warm_rate)}
@@ -234,11 +173,12 @@ def _quality(tf, trial: TrialSpec, spec, sources: dict) -> float:
     model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
                          tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
     loop = make_train_loop(make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"]))
-    counter = _Counter(tf, build(spec, sources).dataset, loop)
-    counter.steps = 16
+    dataset = build(spec, sources).dataset
+    arm = Arm("train", lambda: iter(dataset), loop)
+    arm.steps = 16
     seen = 0
     while seen < q["train_examples"]:
-        seen += counter.call()
+        seen += arm.call()[0]
     holdout = preset("aws-sample", files=trial.holdout_files, batch_size=4096, epochs=1,
                      field_size=spec.source.field_size)
     return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))

@@ -122,29 +122,43 @@ def make_train_step(model: DeepFM, optimizer: str = "adam", learning_rate: float
     return step
 
 
-def make_train_loop(step: Callable) -> Callable[[tf.data.Iterator, int], int]:
-    """Give `loop(iterator, steps) -> examples consumed`: `steps` train steps run inside one tf.function.
+def make_train_loop(step: Callable) -> Callable[[tf.data.Iterator, int], tuple[int, float]]:
+    """Give `loop(iterator, steps) -> (examples consumed, seconds spent waiting for input)`: `steps` train
+    steps run inside one tf.function.
 
     Timing a window around one loop call measures the pipeline and the step without per-batch
-    Python work. The loop stops early, without error, when the iterator runs out; the count it
-    returns (read back as a Python int, which also waits for the work to finish) says how far it got.
+    Python work. The wait is the TF Profiler's input time: how long each step blocked in the
+    iterator's get_next, timed in the graph (tf.timestamp) with control dependencies that keep the
+    clock reads on either side of the fetch, after the previous step's update. The loop stops early,
+    without error, when the iterator runs out; the count (read back as a Python int, which also
+    waits for the work to finish) says how far it got.
     """
 
     @tf.function
-    def run(iterator: tf.data.Iterator, steps: tf.Tensor) -> tf.Tensor:
+    def run(iterator: tf.data.Iterator, steps: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         examples = tf.constant(0, tf.int64)
+        waited = tf.constant(0.0, tf.float64)
+        done = tf.constant(0.0, tf.float32)  # the previous step's loss: the next fetch starts after it
         for _ in tf.range(steps):
-            element = iterator.get_next_as_optional()
-            if not element.has_value():
+            with tf.control_dependencies([done]):
+                asked = tf.timestamp()
+            with tf.control_dependencies([asked]):
+                element = iterator.get_next_as_optional()
+                has_value = element.has_value()
+            with tf.control_dependencies([has_value]):
+                waited += tf.timestamp() - asked
+            if not has_value:
                 break
             features, labels = element.get_value()
-            step(features, labels)
+            done = tf.cast(step(features, labels), tf.float32)
             examples += tf.shape(labels, out_type=tf.int64)[0]
-        return examples
+        with tf.control_dependencies([done]):
+            return tf.identity(examples), tf.identity(waited)
 
-    def loop(iterator: tf.data.Iterator, steps: int) -> int:
+    def loop(iterator: tf.data.Iterator, steps: int) -> tuple[int, float]:
         # A tensor, not a Python int, so a new step count does not retrace the loop.
-        return int(run(iterator, tf.constant(steps, tf.int64)))
+        examples, waited = run(iterator, tf.constant(steps, tf.int64))
+        return int(examples), float(waited)
 
     return loop
 

@@ -1,34 +1,46 @@
-"""The pre-migration checklist: rules over measured trials, a cost-per-epoch ranking, TF1→TF2 notes.
+"""The pre-migration checklist: rules over measured configurations, a cost-per-epoch ranking, TF1→TF2 notes.
 
 JSON shape (stable, for CI gates; new keys may be added, none renamed or removed):
   {"version": 1,
    "items":   [{"id", "title", "status": "PASS"|"WARN"|"FAIL"|"N/A", "evidence": {...}, "advice"}],
    "ranking": {"epoch_examples", "region", "prices_as_of", "currency",
                "measured":  [{"instance_type", "basis": "measured", "examples_per_sec", "epoch_sec",
-                              "price_per_hour", "cost_per_epoch", "run_dirs"}],
-               "projected": [{... "basis": "projected", "assumption"}]},
+                              "price_per_hour", "cost_per_epoch", "run_dirs",
+                              "examples_per_sec_low", "examples_per_sec_high", "configuration_id",
+                              "busy_machine", "note"}],
+               "projected": [{... "basis": "projected", "assumption", "busy_machine"}]},
    "migration": [{"id", "title", "advice", "helper"}]}
 Measured and projected rows live in separate lists so a gate can never rank a guess above a measurement.
+`evidence` is each item's own: what it measured, with the interval it was judged on.
+
+Every rule reads configurations (a configuration's repeats pooled, pipebench.report.configurations),
+never a single trial, and compares like with like by paired ratio over the rounds both ran in. A
+comparison whose 95% interval cannot decide says "inconclusive" and is a WARN, never a PASS or FAIL.
 """
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+import statistics
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from pipebench.errors import PipebenchError
-from pipebench.measure.stats import INPUT_BOUND_THRESHOLDS
 from pipebench.catalog import Catalog
-from pipebench.report.tables import ENV_COLUMNS, best_row, decode_style, listed, ok_rows, stage_kinds
+from pipebench.errors import PipebenchError
+from pipebench.measure.intervals import Interval
+from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
 from pipebench.results import RunResults
 
 JSON_VERSION = 1
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
-#: TF Profiler's input-bound thresholds, as fractions of step time (the ones summaries use).
-INPUT_BOUND_LOW, INPUT_BOUND_HIGH = (limit for limit, _ in INPUT_BOUND_THRESHOLDS[:2])
+#: What to do when an interval cannot decide: more rounds narrow it.
+MORE_ROUNDS = ("add repeats (measurement.repeats) or raise the round cap (measurement.max_windows) and measure "
+               "again before deciding")
+BUSY = ("measured while other processes used the machine (busy machine) and not measured again quietly: its "
+        "figures may not hold on a quiet one")
 
 
 def _item(id_: str, title: str, status: str, evidence: dict, advice: str) -> dict:
@@ -39,68 +51,131 @@ def _num(value) -> float | None:
     return None if value is None or pd.isna(value) else round(float(value), 4)
 
 
+def _pct(interval: Interval | None) -> dict:
+    """Give an interval of a share as {pct, low_pct, high_pct} (None where it has no bound)."""
+    if interval is None:
+        return {"pct": None, "low_pct": None, "high_pct": None}
+    return {"pct": _num(100 * interval.mean), "low_pct": None if not interval.decided else _num(100 * interval.low),
+            "high_pct": None if not interval.decided else _num(100 * interval.high)}
+
+
+def _ratio(ratio: Interval | None) -> dict:
+    """Give a paired ratio as {gain, gain_low, gain_high, rounds}."""
+    if ratio is None:
+        return {"gain": None, "gain_low": None, "gain_high": None, "rounds": 0}
+    return {"gain": _num(ratio.mean), "gain_low": _num(ratio.low), "gain_high": _num(ratio.high), "rounds": ratio.n}
+
+
+def _undecided(ratio: Interval | None) -> bool:
+    """Tell whether a paired ratio cannot decide: no shared rounds, one, or an interval that holds 1."""
+    return ratio is None or not ratio.decided or ratio.contains(1.0)
+
+
+def _ratio_text(ratio: Interval | None) -> str:
+    if ratio is None or not ratio.decided:
+        return "no interval: fewer than two shared rounds"
+    return ratio.text(".2f", unit="×")
+
+
 def _all_trials(runs: list[RunResults]) -> pd.DataFrame:
     return pd.concat([r.trials for r in runs], ignore_index=True)
 
 
-def _run_of(runs: list[RunResults], row: pd.Series) -> RunResults:
+def _configurations(runs: list[RunResults]) -> list[Configuration]:
+    return configurations(records(_all_trials(runs)))
+
+
+def _run_of(runs: list[RunResults], run_id: str) -> RunResults:
     """Give the run a row came from: each row is judged against its own machine, never the first run's."""
-    return next(r for r in runs if (r.trials["run_id"] == row["run_id"]).any())
+    return next(r for r in runs if (r.trials["run_id"] == run_id).any())
+
+
+def _median(config: Configuration, column: str) -> float | None:
+    """Give the median over a configuration's repeats of a per-trial column (None when none has it)."""
+    values = [r[column] for r in config.rows if r.get(column) is not None]
+    return float(statistics.median(values)) if values else None
+
+
+def _fastest_train_with(runs: list[RunResults], column: str | None = None) -> Configuration | None:
+    """Give the fastest train configuration (ranked, repeats pooled) that measured `column`, or None."""
+    found = [c for c in _configurations(runs) if c.mode == "train" and c.pooled.waiting is not None
+             and (column is None or _median(c, column) is not None)]
+    return fastest(found, ("train",))
+
+
+def _best_row(runs: list[RunResults]) -> dict | None:
+    """Give the first repeat's row of the fastest configuration (train mode, else input), or None."""
+    best = fastest(_configurations(runs))
+    return None if best is None else best.rows[0]
+
+
+def _who(config: Configuration) -> dict:
+    row = config.rows[0]
+    return {"trial_id": row["trial_id"], "configuration_id": config.configuration_id, "repeats": config.repeats,
+            "busy_machine": config.busy}
 
 
 def input_bound(runs: list[RunResults]) -> dict:
-    """Give the input-bound item: the fastest train trial's share of step time spent waiting for input."""
+    """Give the input-bound item: the fastest train configuration's pooled share of step time spent waiting for input."""
     title = "Is training input-bound? (TF Profiler: <5% not, 5–20% moderately, >20% highly)"
-    row = _fastest_train_with(runs, "input_fraction")
-    if row is None:
-        return _item("input_bound", title, "N/A", {}, "Run the train and synthetic modes to measure input waiting.")
-    fraction = float(row["input_fraction"])
-    evidence = {"trial_id": row["trial_id"], "pipeline": row["pipeline"], "format": row["format"],
-                "input_fraction": _num(fraction), "prep_stall_pct": _num(row["prep_stall_pct"]),
-                "fetch_stall_pct": _num(row["fetch_stall_pct"])}
-    if fraction < INPUT_BOUND_LOW:
-        return _item("input_bound", title, "PASS", evidence, "The fastest pipeline keeps up with training.")
-    status = "WARN" if fraction <= INPUT_BOUND_HIGH else "FAIL"
-    return _item("input_bound", title, status, evidence,
+    config = _fastest_train_with(runs)
+    if config is None:
+        return _item("input_bound", title, "N/A", {}, "Run the train mode to measure input waiting.")
+    row, waiting = config.rows[0], _pct(config.pooled.waiting)
+    slowdown = _pct(config.pooled.slowdown)
+    verdict = config.verdict
+    evidence = {**_who(config), "pipeline": row["pipeline"], "format": row["format"],
+                "input_wait_pct": waiting["pct"], "input_wait_low_pct": waiting["low_pct"],
+                "input_wait_high_pct": waiting["high_pct"], "input_slowdown_pct": slowdown["pct"],
+                "input_slowdown_low_pct": slowdown["low_pct"], "input_slowdown_high_pct": slowdown["high_pct"],
+                "rounds": config.pooled.waiting.n, "verdict": verdict,
+                "fetch_stall_pct": _num(_median(config, "fetch_stall_pct"))}
+    busy = f" Note: {BUSY}." if config.busy else ""
+    if verdict == "not input-bound":
+        return _item("input_bound", title, "PASS", evidence, "The fastest pipeline keeps up with training." + busy)
+    if verdict == "inconclusive":
+        interval = config.pooled.waiting
+        evidence["verdict"] = (f"inconclusive ({100 * interval.low:.1f}–{100 * interval.high:.1f}%)"
+                               if interval.decided else f"inconclusive ({interval.n} round, no interval)")
+        return _item("input_bound", title, "WARN", evidence,
+                     f"Inconclusive: the waiting share's 95% interval ({config.pooled.waiting.text('.1f', 100.0, '%')})"
+                     f" straddles a threshold; {MORE_ROUNDS}." + busy)
+    return _item("input_bound", title, "WARN" if verdict == "moderately input-bound" else "FAIL", evidence,
                  "Tune the input pipeline (vectorized map, TFRecord, cache, parallel reads) before choosing a "
-                 "bigger or different instance: it is waiting for data, not computing.")
-
-
-def _fastest_train_with(runs: list[RunResults], column: str) -> pd.Series | None:
-    """Give the first finished train row (ok_rows' order: fastest first) that has `column`, or None."""
-    rows = ok_rows(_all_trials(runs), "train")
-    rows = rows[rows[column].notna()]
-    return None if rows.empty else rows.iloc[0]
+                 "bigger or different instance: it is waiting for data, not computing." + busy)
 
 
 def gpu_utilization(runs: list[RunResults]) -> dict:
     """Give the GPU item: a GPU idle while input keeps up means a small model (try CPU instances)."""
     title = "GPU utilization after input tuning"
-    row = _fastest_train_with(runs, "gpu_util_pct_median")
-    if row is None:
+    config = _fastest_train_with(runs, "gpu_util_pct_median")
+    if config is None:
         return _item("gpu_utilization", title, "N/A", {}, "No GPU was sampled: nothing to judge.")
-    util = float(row["gpu_util_pct_median"])
-    fraction = row["input_fraction"]
-    evidence = {"trial_id": row["trial_id"], "gpu_util_pct_median": _num(util), "input_fraction": _num(fraction)}
+    util = _median(config, "gpu_util_pct_median")
+    evidence = {**_who(config), "gpu_util_pct_median": _num(util),
+                "input_wait_pct": _pct(config.pooled.waiting)["pct"], "verdict": config.verdict}
     if util >= 80:
         return _item("gpu_utilization", title, "PASS", evidence, "The GPU is busy; mixed precision may pay now.")
-    if fraction is not None and not pd.isna(fraction) and fraction > INPUT_BOUND_LOW:
+    if config.verdict in ("moderately input-bound", "highly input-bound"):
         return _item("gpu_utilization", title, "WARN", evidence,
                      "The GPU waits for input: tune the pipeline first, then look again.")
+    if config.verdict == "inconclusive":
+        return _item("gpu_utilization", title, "WARN", evidence,
+                     f"The GPU idles, and whether it waits for input is inconclusive: {MORE_ROUNDS}.")
     return _item("gpu_utilization", title, "FAIL", evidence,
                  "The input keeps up yet the GPU idles: the model is small for this GPU. Try CPU instances "
                  "(often faster and cheaper for DeepFM); don't grow the model to raise utilization.")
 
 
 def cpu_utilization(runs: list[RunResults]) -> dict:
-    """Give the CPU item: utilization of physical cores during the fastest train trial."""
+    """Give the CPU item: utilization of physical cores during the fastest train configuration."""
     title = "CPU utilization against physical cores"
-    row = _fastest_train_with(runs, "cpu_pct_of_physical_cores_median")
-    if row is None:
+    config = _fastest_train_with(runs, "cpu_pct_of_physical_cores_median")
+    if config is None:
         return _item("cpu_utilization", title, "N/A", {}, "No train trial with CPU samples.")
-    util = float(row["cpu_pct_of_physical_cores_median"])
-    cpu = _run_of(runs, row).machine.cpu
-    evidence = {"trial_id": row["trial_id"], "cpu_pct_of_physical_cores_median": _num(util),
+    util = _median(config, "cpu_pct_of_physical_cores_median")
+    cpu = _run_of(runs, config.run_id).machine.cpu
+    evidence = {**_who(config), "cpu_pct_of_physical_cores_median": _num(util),
                 "physical_cores": cpu.physical_cores, "vcpus": cpu.vcpus}
     if util < 50:
         return _item("cpu_utilization", title, "FAIL", evidence,
@@ -111,7 +186,7 @@ def cpu_utilization(runs: list[RunResults]) -> dict:
     return _item("cpu_utilization", title, "PASS", evidence, "Cores are well used with headroom.")
 
 
-def _data_files(best: pd.Series | None) -> list[Path]:
+def _data_files(best: dict | None) -> list[Path]:
     if best is None:
         return []
     try:
@@ -124,9 +199,9 @@ def _data_files(best: pd.Series | None) -> list[Path]:
 def cache_fits_ram(runs: list[RunResults]) -> dict:
     """Give the cache item: the data files' size against this machine's RAM."""
     title = "Data set size against RAM: is cache() safe?"
-    best = best_row(_all_trials(runs))
+    best = _best_row(runs)
     files = _data_files(best)
-    memory = None if best is None else _run_of(runs, best).machine.memory_bytes
+    memory = None if best is None else _run_of(runs, best["run_id"]).machine.memory_bytes
     if not files or not memory or not all(f.exists() for f in files):
         return _item("cache_fits_ram", title, "N/A", {"files": len(files), "memory_bytes": memory},
                      "Data files or machine memory unknown on this host: cannot size the cache.")
@@ -144,11 +219,11 @@ def cache_fits_ram(runs: list[RunResults]) -> dict:
 def stage_order(runs: list[RunResults]) -> dict:
     """Give the stage-order item: cache before repeat, cache before shuffle, prefetch last."""
     title = "cache / repeat / shuffle / prefetch order"
-    best = best_row(_all_trials(runs))
+    best = _best_row(runs)
     kinds = [] if best is None else stage_kinds(best)
     if not kinds:
         return _item("stage_order", title, "N/A", {}, "No finished trial with a pipeline.")
-    evidence = {"trial_id": best["trial_id"], "stages": kinds}
+    evidence = {"trial_id": best["trial_id"], "configuration_id": best["configuration_id"], "stages": kinds}
     if "cache" in kinds and "repeat" in kinds and kinds.index("repeat") < kinds.index("cache"):
         return _item("stage_order", title, "FAIL", evidence,
                      "cache() after repeat() grows memory every epoch: put cache before repeat.")
@@ -166,87 +241,147 @@ def stage_order(runs: list[RunResults]) -> dict:
 def file_layout(runs: list[RunResults]) -> dict:
     """Give the file-layout item: file count and size against the source mode used."""
     title = "File count and size against Pipe / FastFile / File mode"
-    trials = _all_trials(runs)
-    best = best_row(trials)
-    files = _data_files(best)
+    found = _configurations(runs)
+    best = fastest(found)
+    files = _data_files(None if best is None else best.rows[0])
     if best is None or not files:
         return _item("file_layout", title, "N/A", {}, "No finished trial names its data files.")
+    row = best.rows[0]
     sizes = [f.stat().st_size for f in files if f.exists()]
     mean_mib = sum(sizes) / len(sizes) / 2**20 if sizes and len(sizes) == len(files) else None
-    source = json.loads(best["params_json"]).get("pipeline", {}).get("source", {})
-    mode = best["source_mode"] or source.get("mode")
+    source = json.loads(row["params_json"]).get("pipeline", {}).get("source", {})
+    mode = row["source_mode"] or source.get("mode")
     evidence = {"files": len(files), "mean_file_mib": _num(mean_mib), "source_mode": mode,
                 "num_parallel_reads": source.get("num_parallel_reads")}
     for trial_mode in ("train", "input"):
-        by_source = _best_by(ok_rows(trials, trial_mode), "source_mode")
+        by_source = {k: c.throughput.mean for k, c in
+                     fastest_by([c for c in found if c.mode == trial_mode], lambda c: c.label["source_mode"]).items()}
         if len(by_source) > 1:  # the modes were measured side by side: the numbers decide, not the rule of thumb
-            ranked = sorted(by_source, key=by_source.get, reverse=True)
+            order = sorted(by_source, key=by_source.get, reverse=True)
             evidence["examples_per_sec_by_source_mode"] = {k: _num(v) for k, v in by_source.items()}
-            behind = ", ".join(f"{m} {by_source[m] / by_source[ranked[0]]:.0%} of it" for m in ranked[1:])
+            behind = ", ".join(f"{m} {by_source[m] / by_source[order[0]]:.0%} of it" for m in order[1:])
             return _item("file_layout", title, "PASS", evidence,
-                         f"Measured side by side on this layout ({trial_mode} trials): {ranked[0]} mode is fastest "
-                         f"({behind}). Local FastFile figures are emulated (latency and bandwidth assumed); "
-                         "confirm on SageMaker with `pipebench sagemaker launch --input-mode ...`.")
+                         f"Measured side by side on this layout ({trial_mode} configurations, repeats pooled): "
+                         f"{order[0]} mode is fastest ({behind}). Local FastFile figures are emulated (latency and "
+                         "bandwidth assumed); confirm on SageMaker with `pipebench sagemaker launch --input-mode ...`.")
     many_small = len(files) >= 8 or (mean_mib is not None and mean_mib < 100)
     if mode == "pipe" and many_small:
         return _item("file_layout", title, "FAIL", evidence,
                      "Pipe mode has no parallel reads and suits few large files: use File (or FastFile) mode "
                      "with num_parallel_reads / interleave, or merge small files upstream.")
-    if mode != "pipe" and len(files) > 1 and not source.get("num_parallel_reads") and "interleave" not in best["ordering"]:
+    if mode != "pipe" and len(files) > 1 and not source.get("num_parallel_reads") and "interleave" not in row["ordering"]:
         return _item("file_layout", title, "WARN", evidence,
                      "Several files read one at a time: set num_parallel_reads or interleave.")
     return _item("file_layout", title, "PASS", evidence, "The input mode suits this file layout.")
 
 
-def _best_by(rows: pd.DataFrame, column: str) -> dict[str, float]:
-    return {key: float(group["examples_per_sec_median"].max()) for key, group in rows.groupby(column) if key}
+#: What a format comparison holds fixed: the same pipeline, in the same run, mode, batch, threads and env.
+_SAME_PIPELINE = ("mode", "pipeline", "ordering", "source_mode", "batch_size", "intra_op_threads", "inter_op_threads")
+#: What a decode-style comparison holds fixed: the same format and setting (the pipelines differ in stage order).
+_SAME_SETTING = ("mode", "format", "source_mode", "batch_size", "intra_op_threads", "inter_op_threads")
+
+
+def _key(config: Configuration, columns: Sequence[str]) -> tuple:
+    return (config.run_id, *(config.label[c] for c in columns), *(config.rows[0].get(c) for c in ENV_COLUMNS))
+
+
+def _pair_evidence(a: Configuration, b: Configuration, ratio: Interval | None) -> dict:
+    return {"pipeline": a.label["pipeline"], "ordering": a.label["ordering"], "format": a.label["format"],
+            "batch_size": a.label["batch_size"], **_ratio(ratio)}
 
 
 def tfrecord_gain(runs: list[RunResults]) -> dict:
-    """Give the format item: the best TFRecord (or packed) throughput over the best libsvm one."""
-    title = "TFRecord gain over libsvm"
-    trials = _all_trials(runs)
+    """Give the format item: the same pipeline on TFRecord (or packed) against libsvm, by paired ratio."""
+    title = "TFRecord gain over libsvm (same pipeline, paired)"
+    found = _configurations(runs)
     for mode in ("train", "input"):
-        by_format = _best_by(ok_rows(trials, mode), "format")
-        if "libsvm" in by_format and ("tfrecord" in by_format or "packed" in by_format):
+        configs = [c for c in found if c.mode == mode]
+        libsvm = {_key(c, _SAME_PIPELINE): c for c in configs if c.label["format"] == "libsvm"}
+        pairs = [(c, libsvm[_key(c, _SAME_PIPELINE)]) for c, _, _ in ranked(configs)
+                 if c.label["format"] in ("tfrecord", "packed") and _key(c, _SAME_PIPELINE) in libsvm]
+        if pairs:
             break
     else:
-        return _item("tfrecord_gain", title, "N/A", {}, "Measure both libsvm and TFRecord (data.formats).")
-    binary = max(by_format.get("tfrecord", 0.0), by_format.get("packed", 0.0))
-    gain = binary / by_format["libsvm"]
-    evidence = {"mode": mode, "examples_per_sec": {k: _num(v) for k, v in by_format.items()}, "gain": _num(gain)}
-    if gain >= 1.2:
+        return _item("tfrecord_gain", title, "N/A", {},
+                     "Measure the same pipeline on libsvm and TFRecord (pipelines.formats: [libsvm, tfrecord]): "
+                     "two different pipelines compare their stage order, not the format.")
+    binary, text = pairs[0]
+    ratio = paired_ratio(binary, text)
+    evidence = {"mode": mode, **_pair_evidence(binary, text, ratio),
+                "examples_per_sec": {"libsvm": _num(text.throughput.mean),
+                                     binary.label["format"]: _num(binary.throughput.mean)},
+                "libsvm_configuration_id": text.configuration_id, "configuration_id": binary.configuration_id,
+                "busy_machine": binary.busy or text.busy,
+                "pairs": [{"format_pair": f"{b.label['format']}/libsvm", **_pair_evidence(b, t, paired_ratio(b, t))}
+                          for b, t in pairs]}
+    what = (f"{binary.label['pipeline']} ({binary.label['ordering']}, batch {binary.label['batch_size']}) on "
+            f"{binary.label['format']} against libsvm, {mode} mode: {_ratio_text(ratio)}")
+    if _undecided(ratio):
+        evidence["comparison"] = "inconclusive"
+        return _item("tfrecord_gain", title, "WARN", evidence, f"Inconclusive: {what}; {MORE_ROUNDS}.")
+    evidence["comparison"] = "faster" if ratio.low > 1.0 else "slower"
+    if ratio.low > 1.0 and ratio.mean >= 1.2:
         return _item("tfrecord_gain", title, "PASS", evidence,
-                     f"TFRecord is {gain:.1f}× libsvm: convert once (pipebench convert) and weigh conversion time.")
-    status = "WARN" if gain >= 1.05 else "FAIL"
-    return _item("tfrecord_gain", title, status, evidence,
-                 "TFRecord barely beats libsvm here: the bottleneck is elsewhere (model, decode style, threads); "
-                 "conversion may not pay for itself.")
+                     f"{what}: convert once (pipebench convert) and weigh conversion time.")
+    if ratio.low > 1.0:
+        return _item("tfrecord_gain", title, "WARN", evidence,
+                     f"TFRecord barely beats libsvm here ({what}): the bottleneck is elsewhere (model, decode style, "
+                     "threads); conversion may not pay for itself.")
+    return _item("tfrecord_gain", title, "FAIL", evidence,
+                 f"TFRecord is slower than libsvm for the same pipeline ({what}): check the TFRecord files "
+                 "(compression, record size) before converting.")
 
 
 def vectorized_map(runs: list[RunResults]) -> dict:
-    """Give the decode item: whether the fastest pipeline decodes whole batches."""
-    title = "Vectorized map (batch before decode)"
-    trials = _all_trials(runs)
-    best = best_row(trials)
-    if best is None or decode_style(best) is None:
-        return _item("vectorized_map", title, "N/A", {}, "No finished trial with batch and decode stages.")
-    rows = ok_rows(trials, best["mode"]).copy()
-    rows["decode_style"] = rows.apply(decode_style, axis=1)
-    evidence = {"mode": best["mode"], "best_decode_style": decode_style(best),
-                "examples_per_sec": {k: _num(v) for k, v in _best_by(rows, "decode_style").items()}}
-    if decode_style(best) == "vectorized":
-        return _item("vectorized_map", title, "PASS", evidence, "The fastest pipeline decodes whole batches.")
+    """Give the decode item: what decoding costs, batch-then-decode against decode-then-batch, in input mode
+    (the pipeline alone) on one format and setting, by paired ratio."""
+    title = "Vectorized map (batch before decode): decode cost in input mode"
+    found = _configurations(runs)
+    configs = [c for c in found if c.mode == "input"]
+    cells = fastest_by(configs, lambda c: None if decode_style(c.rows[0]) is None
+                       else (_key(c, _SAME_SETTING), decode_style(c.rows[0])))
+    pairs = [(cells[key, "vectorized"], cells[key, "scalar"]) for key, style in cells
+             if style == "vectorized" and (key, "scalar") in cells]
+    if not pairs:
+        return _item("vectorized_map", title, "N/A", {},
+                     "Measure input mode with both decode styles on one format (e.g. the aws-sample and "
+                     "lambdaji-libsvm presets on libsvm): decode cost is what the pipeline alone shows.")
+    best = fastest(found)
+    best_format = None if best is None else best.label["format"]
+    # the pair on the best configuration's format answers for it; otherwise the fastest vectorized one
+    vectorized, scalar = max(pairs, key=lambda p: (p[0].label["format"] == best_format, p[0].throughput.mean))
+    ratio = paired_ratio(vectorized, scalar)
+    best_style = None if best is None else decode_style(best.rows[0])
+    evidence = {"mode": "input", "format": vectorized.label["format"], "batch_size": vectorized.label["batch_size"],
+                "vectorized_pipeline": vectorized.label["pipeline"], "scalar_pipeline": scalar.label["pipeline"],
+                "examples_per_sec": {"vectorized": _num(vectorized.throughput.mean),
+                                     "scalar": _num(scalar.throughput.mean)},
+                **_ratio(ratio), "best_decode_style": best_style, "busy_machine": vectorized.busy or scalar.busy}
+    what = f"vectorized / scalar decode on {vectorized.label['format']}, input mode: {_ratio_text(ratio)}"
+    if _undecided(ratio):
+        evidence["comparison"] = "inconclusive"
+        return _item("vectorized_map", title, "WARN", evidence, f"Inconclusive: {what}; {MORE_ROUNDS}.")
+    if ratio.low > 1.0:
+        evidence["comparison"] = "faster"
+        note = ""
+        if best_style == "scalar":
+            note = (" The fastest configuration decodes one example at a time all the same: see how it compares "
+                    "with the vectorized ones in the best table before keeping it.")
+        return _item("vectorized_map", title, "PASS", evidence,
+                     f"Batch first, then map(decode): decoding whole batches costs less ({what}).{note}")
+    evidence["comparison"] = "slower"
     return _item("vectorized_map", title, "FAIL", evidence,
-                 "The fastest pipeline decodes one example at a time: batch first, then map(decode), and measure again.")
+                 f"Decoding one example at a time measured cheaper here ({what}): the deck's rule does not hold "
+                 "for this decode function; check that it parses whole batches (parse_example, not "
+                 "parse_single_example) before adopting it.")
 
 
 def openmp_knobs(runs: list[RunResults]) -> dict:
     """Give the OpenMP item: KMP_* / OMP_NUM_THREADS only act when the TF build links OpenMP."""
     title = "Can KMP_* / OMP_NUM_THREADS matter on this TensorFlow build?"
-    best = best_row(_all_trials(runs))
-    # a build fact: the best trial's machine, or (with no finished trial) the first run's
-    openmp = (runs[0] if best is None else _run_of(runs, best)).machine.tensorflow.openmp
+    best = _best_row(runs)
+    # a build fact: the best configuration's machine, or (with no finished trial) the first run's
+    openmp = (runs[0] if best is None else _run_of(runs, best["run_id"])).machine.tensorflow.openmp
     linked = openmp.linked
     if linked is None:
         return _item("openmp_knobs", title, "N/A", {}, "The run did not record the TF build's OpenMP linkage.")
@@ -262,7 +397,7 @@ def openmp_knobs(runs: list[RunResults]) -> dict:
                      "OpenMP is linked: sweep KMP_AFFINITY, KMP_BLOCKTIME and OMP_NUM_THREADS per instance type.")
     if knobs:
         return _item("openmp_knobs", title, "FAIL", evidence,
-                     "No OpenMP runtime is linked, yet the best trial sets OpenMP knobs: its lead is noise. "
+                     "No OpenMP runtime is linked, yet the best configuration sets OpenMP knobs: its lead is noise. "
                      "Use TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS instead.")
     return _item("openmp_knobs", title, "PASS", evidence,
                  "No OpenMP runtime linked: leave KMP_* / OMP_NUM_THREADS alone; tune TF's thread pools.")
@@ -271,23 +406,31 @@ def openmp_knobs(runs: list[RunResults]) -> dict:
 def threads_vs_cores(runs: list[RunResults]) -> dict:
     """Give the threads item: intra-op threads measured at both physical cores and vCPUs?"""
     title = "Threads at vCPUs vs physical cores"
-    rows = ok_rows(_all_trials(runs), "train")
-    if rows.empty:
+    best = _fastest_train_with(runs)
+    if best is None:
         return _item("threads_vs_cores", title, "N/A", {}, "No train trial.")
-    machine = _run_of(runs, rows.iloc[0]).machine  # the fastest train trial's machine, and only its rows
-    rows = rows[rows["host_fingerprint"] == machine.host_fingerprint]
+    machine = _run_of(runs, best.run_id).machine  # the fastest train configuration's machine, and only its run
     vcpus, physical = machine.cpu.vcpus, machine.cpu.physical_cores
     if vcpus == physical:
         return _item("threads_vs_cores", title, "N/A", {"vcpus": vcpus, "physical_cores": physical},
                      "No simultaneous multithreading here: vCPUs and physical cores are the same count.")
-    measured = {int(v): float(g["examples_per_sec_median"].max())
-                for v, g in rows.groupby("intra_op_threads") if v in (vcpus, physical)}
+    train = [c for c in _configurations(runs) if c.mode == "train" and c.run_id == best.run_id]
+    measured = fastest_by(train, lambda c: c.label["intra_op_threads"] if c.label["intra_op_threads"] in
+                           (vcpus, physical) else None)
     evidence = {"vcpus": vcpus, "physical_cores": physical,
-                "examples_per_sec_by_intra_op_threads": {str(k): _num(v) for k, v in measured.items()}}
+                "examples_per_sec_by_intra_op_threads": {str(k): _num(c.throughput.mean) for k, c in measured.items()}}
     if len(measured) == 2:
-        winner = max(measured, key=measured.get)
+        winner = max(measured, key=lambda k: measured[k].throughput.mean)
+        other = physical if winner == vcpus else vcpus
+        ratio = paired_ratio(measured[winner], measured[other])
+        evidence.update(_ratio(ratio))
+        if _undecided(ratio):
+            return _item("threads_vs_cores", title, "PASS", evidence,
+                         f"Both measured; {winner} and {other} intra-op threads show no measurable difference here "
+                         f"({_ratio_text(ratio)}); re-measure per instance type and batch size.")
         return _item("threads_vs_cores", title, "PASS", evidence,
-                     f"{winner} intra-op threads won here; re-measure per instance type and batch size.")
+                     f"{winner} intra-op threads won here ({_ratio_text(ratio)} of {other}); re-measure per instance "
+                     "type and batch size.")
     if measured:
         return _item("threads_vs_cores", title, "WARN", evidence,
                      f"Only one of {physical} / {vcpus} threads measured: add both to grid.intra_op_threads.")
@@ -297,17 +440,17 @@ def threads_vs_cores(runs: list[RunResults]) -> dict:
 
 
 def batch_auc(runs: list[RunResults]) -> dict:
-    """Give the batch item: AUC of the fastest batch size against the best AUC measured."""
+    """Give the batch item: AUC of the fastest configuration's batch size against the best AUC measured."""
     title = "Batch size against AUC"
-    rows = ok_rows(_all_trials(runs), "train")
-    rows = rows[rows["auc"].notna()]
-    if rows["batch_size"].nunique() < 2:
-        return _item("batch_auc", title, "N/A", {"batch_sizes_with_auc": sorted(int(b) for b in rows["batch_size"].unique())},
+    found = [c for c in _configurations(runs) if c.mode == "train" and _median(c, "auc") is not None]
+    sizes = sorted({c.label["batch_size"] for c in found})
+    if len(sizes) < 2:
+        return _item("batch_auc", title, "N/A", {"batch_sizes_with_auc": sizes},
                      "Measure AUC at two or more batch sizes to see what speed costs in accuracy.")
-    fastest = rows.iloc[0]
-    best_auc = float(rows["auc"].max())
-    loss = best_auc - float(fastest["auc"])
-    evidence = {"fastest_batch_size": int(fastest["batch_size"]), "fastest_auc": _num(fastest["auc"]),
+    quickest = fastest(found, ("train",))
+    best_auc = max(_median(c, "auc") for c in found)
+    loss = best_auc - _median(quickest, "auc")
+    evidence = {"fastest_batch_size": quickest.label["batch_size"], "fastest_auc": _num(_median(quickest, "auc")),
                 "best_auc": _num(best_auc), "auc_loss": _num(loss)}
     if loss <= 0.005:
         return _item("batch_auc", title, "PASS", evidence, "The fastest batch size keeps AUC (within 0.005).")
@@ -318,22 +461,23 @@ def batch_auc(runs: list[RunResults]) -> dict:
 def scale_up_first(runs: list[RunResults]) -> dict:
     """Give the scaling item: scale out only once one tuned machine is busy."""
     title = "Scale up before scaling out"
-    rows = ok_rows(_all_trials(runs), "train")
-    if rows.empty:
+    config = _fastest_train_with(runs)
+    if config is None:
         return _item("scale_up_first", title, "N/A", {}, "No train trial.")
-    row = rows.iloc[0]
-    hosts = _run_of(runs, row).machine.sagemaker.host_count or 1
-    util = row["cpu_pct_of_physical_cores_median"]
-    gpu = row["gpu_util_pct_median"]
-    busy = gpu if gpu is not None and not pd.isna(gpu) else util
-    fraction = row["input_fraction"]
-    evidence = {"hosts": hosts, "utilization_pct": _num(busy), "input_fraction": _num(fraction)}
-    saturated = busy is not None and not pd.isna(busy) and busy >= 90
+    hosts = _run_of(runs, config.run_id).machine.sagemaker.host_count or 1
+    gpu = _median(config, "gpu_util_pct_median")
+    busy = gpu if gpu is not None else _median(config, "cpu_pct_of_physical_cores_median")
+    evidence = {"hosts": hosts, "utilization_pct": _num(busy), "input_wait_pct": _pct(config.pooled.waiting)["pct"],
+                "verdict": config.verdict, "configuration_id": config.configuration_id}
+    saturated = busy is not None and busy >= 90
     if hosts > 1 and not saturated:
         return _item("scale_up_first", title, "FAIL", evidence,
                      "Several hosts while one is not busy: go back to one machine, tune it, then scale up.")
-    if fraction is not None and not pd.isna(fraction) and fraction > INPUT_BOUND_LOW:
+    if config.verdict in ("moderately input-bound", "highly input-bound"):
         return _item("scale_up_first", title, "WARN", evidence, "Make input overlap compute before any scaling.")
+    if config.verdict == "inconclusive":
+        return _item("scale_up_first", title, "WARN", evidence,
+                     f"Whether input overlaps compute is inconclusive: {MORE_ROUNDS}, then decide on scaling.")
     return _item("scale_up_first", title, "PASS", evidence,
                  "Next: a bigger single instance (see the ranking); scale out only when the biggest sensible one is busy.")
 
@@ -367,21 +511,30 @@ def _instance_type(run: RunResults) -> str | None:
 
 
 def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> dict:
-    """Give cost per epoch for measured instance types and, separately, projections for the other CPU types."""
-    best: dict[str, tuple[float, list[str]]] = {}
+    """Give cost per epoch for measured instance types and, separately, projections for the other CPU types.
+
+    Each instance type is priced at its fastest train configuration (repeats pooled; the fastest over its
+    runs); a throughput measured on a busy machine says so (`busy_machine`, `note`), and so do the
+    projections built on it.
+    """
+    best: dict[str, tuple[Configuration, list[str]]] = {}
     for run in runs:
         name = _instance_type(run)
-        rows = ok_rows(run.trials, "train")
-        if name is None or rows.empty:
+        config = fastest(configurations(records(run.trials)), ("train",))
+        if name is None or config is None:
             continue
-        speed, dirs = best.get(name, (0.0, []))
-        best[name] = (max(speed, float(rows.iloc[0]["examples_per_sec_median"])), dirs + [str(run.run_dir)])
+        known, dirs = best.get(name, (config, []))
+        best[name] = (max(known, config, key=lambda c: c.throughput.mean), dirs + [str(run.run_dir)])
     measured = []
-    for name, (speed, dirs) in best.items():
+    for name, (config, dirs) in best.items():
         instance = catalog.instances.get(name)
+        speed = config.throughput.mean
         entry = {"instance_type": name, "basis": "measured", "examples_per_sec": round(speed, 2),
                  "epoch_sec": round(epoch_examples / speed, 3), "price_per_hour": None, "cost_per_epoch": None,
-                 "run_dirs": dirs}
+                 "run_dirs": dirs, "examples_per_sec_low": _num(config.throughput.low),
+                 "examples_per_sec_high": _num(config.throughput.high), "configuration_id": config.configuration_id,
+                 "busy_machine": config.busy,
+                 "note": f"throughput {BUSY}: the epoch time and cost may be too high" if config.busy else None}
         if instance:
             entry["price_per_hour"] = instance.price_per_hour
             entry["cost_per_epoch"] = round(epoch_examples / speed / 3600 * instance.price_per_hour, 6)
@@ -403,7 +556,10 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> di
                           "cost_per_epoch": round(epoch_sec / 3600 * instance.price_per_hour, 6),
                           "assumption": f"throughput scales linearly with physical cores from {base.name} "
                                         f"({entry['examples_per_sec']:,.0f} ex/s on {base.physical_cores}); an "
-                                        "optimistic bound — bigger instances are not always faster"})
+                                        "optimistic bound — bigger instances are not always faster"
+                                        + ("; that throughput was measured on a busy machine" if entry["busy_machine"]
+                                           else ""),
+                          "busy_machine": entry["busy_machine"]})
     projected.sort(key=lambda e: e["cost_per_epoch"])
     return {"epoch_examples": epoch_examples, "region": catalog.region, "prices_as_of": catalog.prices_as_of,
             "currency": catalog.currency, "measured": measured, "projected": projected}
@@ -443,11 +599,20 @@ def to_markdown(result: dict) -> str:
     out += ["", f"## Cost per epoch (measured) — {rank['epoch_examples']:,} examples, {rank['currency']} "
                 f"on-demand, {rank['region']}, prices as of {rank['prices_as_of']}", ""]
     if rank["measured"]:
-        out += ["| instance type | examples/s | epoch (s) | $/hour | $/epoch |", "|---|---|---|---|---|"]
+        out += ["| instance type | examples/s (95% interval) | epoch (s) | $/hour | $/epoch | notes |",
+                "|---|---|---|---|---|---|"]
         for e in rank["measured"]:
-            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f} | {e['epoch_sec']:,.1f} | "
+            spread = (f" ({e['examples_per_sec_low']:,.0f}–{e['examples_per_sec_high']:,.0f})"
+                      if e.get("examples_per_sec_low") is not None else " (no interval)")
+            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour'] if e['price_per_hour'] is not None else 'not in catalog'} | "
-                       f"{e['cost_per_epoch'] if e['cost_per_epoch'] is not None else '—'} |")
+                       f"{e['cost_per_epoch'] if e['cost_per_epoch'] is not None else '—'} | "
+                       f"{'busy machine' if e.get('busy_machine') else ''} |")
+        busy = [e["instance_type"] for e in rank["measured"] if e.get("busy_machine")]
+        if busy:
+            out += ["", f"**Busy machine:** the throughput of {', '.join(busy)} was {BUSY}; its epoch time and cost "
+                        "may be too high, and projections built on it say so. Measure it again on a quiet machine "
+                        "before choosing an instance on cost."]
     else:
         out.append("No run recorded its instance type (run with --instance-type or on SageMaker).")
     out += ["", "## Projections (not measured)", ""]

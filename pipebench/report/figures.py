@@ -1,19 +1,27 @@
-"""Matplotlib figures of a run's tables, as PNG bytes; a figure the data cannot support is left out.
+"""Matplotlib figures of a run's configurations, as PNG bytes: every figure draws 95% intervals, each
+mode gets its own axis (input-only throughput is 10–50× train throughput), configurations measured on a
+busy machine are hatched and labelled, and a figure the data cannot support — fewer than two points
+to compare — is left out.
 
 matplotlib is imported inside `render`, with the Agg backend, so the CLI stays light and no display is needed.
 """
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
 from pipebench.errors import PipebenchError
+from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.measure.trial import TRIAL_MODES
-from pipebench.report.tables import ENV_COLUMNS, decode_style, ok_rows
+from pipebench.report.configurations import Configuration, configurations, ranked
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by, records
 
+MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
+BUSY_HATCH = "//"
+BUSY_NOTE = " [busy machine]"
 
 
 @dataclass(frozen=True)
@@ -25,90 +33,149 @@ class Figure:
     png: bytes
 
 
-def _label(row: pd.Series) -> str:
-    return f"{row['pipeline']} · {row['format'] or '-'} · {row['source_mode'] or '-'} · {row['ordering'] or '-'}"
+def _label(config: Configuration, several_runs: bool = False) -> str:
+    row = config.rows[0]
+    threads = "/".join("def" if row[k] is None else str(row[k]) for k in ("intra_op_threads", "inter_op_threads"))
+    text = (f"{row['pipeline']} · {row['format'] or '-'} · {row['source_mode'] or '-'} · {row['ordering'] or '-'}"
+            f" · batch {row['batch_size']} · threads {threads}")
+    return (f"{config.run_id}: " if several_runs else "") + text + (BUSY_NOTE if config.busy else "")
 
 
-def throughput(trials: pd.DataFrame, ax) -> bool:
-    rows = ok_rows(trials)
-    if rows.empty:
+def _errors(intervals: Sequence[Interval], scale: float = 1.0) -> list[list[float]]:
+    """Give matplotlib's [below, above] error lengths; zero where an interval has fewer than two rounds."""
+    below = [0.0 if not i.decided else max(0.0, (i.mean - i.low) * scale) for i in intervals]
+    above = [0.0 if not i.decided else max(0.0, (i.high - i.mean) * scale) for i in intervals]
+    return [below, above]
+
+
+def _bars(ax, configs: Sequence[Configuration], intervals: Sequence[Interval], color: str, scale: float = 1.0,
+          several_runs: bool = False) -> None:
+    """Draw one horizontal bar per configuration with its interval; busy ones hatched."""
+    positions = list(range(len(configs)))
+    bars = ax.barh(positions, [i.mean * scale for i in intervals], xerr=_errors(intervals, scale), color=color,
+                   capsize=3, error_kw={"elinewidth": 1})
+    for bar, config in zip(bars, configs):
+        if config.busy:
+            bar.set_hatch(BUSY_HATCH)
+    ax.set_yticks(positions, [_label(c, several_runs) for c in configs], fontsize=7)
+
+
+def _several_runs(found: Sequence[Configuration]) -> bool:
+    return len({c.run_id for c in found}) > 1
+
+
+def throughput(found: Sequence[Configuration], figure) -> bool:
+    """Examples/sec per configuration with intervals, one panel (own scale) per mode; slowest at the bottom."""
+    by_mode = {mode: sorted((c for c in found if c.mode == mode), key=lambda c: c.throughput.mean)
+               for mode in TRIAL_MODES}
+    by_mode = {mode: configs for mode, configs in by_mode.items() if configs}
+    if sum(map(len, by_mode.values())) < 2:
         return False
-    rows = rows.assign(label=rows.apply(_label, axis=1)).sort_values(["mode", "examples_per_sec_median"])
-    y = range(len(rows))
-    colors = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
-    median = rows["examples_per_sec_median"]
-    spread = [(median - rows["examples_per_sec_p25"]).clip(lower=0).fillna(0),
-              (rows["examples_per_sec_p75"] - median).clip(lower=0).fillna(0)]
-    ax.barh(list(y), median, xerr=spread, color=[colors.get(m, "grey") for m in rows["mode"]], capsize=3)
-    ax.set_yticks(list(y), [f"{m}: {l}" for m, l in zip(rows["mode"], rows["label"])], fontsize=7)
-    ax.set_xlabel("examples/sec (median, bars p25–p75)")
+    axes = figure.subplots(len(by_mode), 1, squeeze=False,
+                           gridspec_kw={"height_ratios": [len(c) + 1 for c in by_mode.values()]})[:, 0]
+    several = _several_runs(found)
+    for ax, (mode, configs) in zip(axes, by_mode.items()):
+        _bars(ax, configs, [c.throughput for c in configs], MODE_COLORS[mode], several_runs=several)
+        ax.set_title(f"{mode} mode", fontsize=9, loc="left")
+        ax.set_xlabel("examples/sec (mean; bars: 95% interval over repeats, or over windows of one repeat)",
+                      fontsize=8)
     return True
 
 
-def format_and_map(trials: pd.DataFrame, ax) -> bool:
-    rows = ok_rows(trials, "input")
-    if rows.empty:
-        rows = ok_rows(trials, "train")
-    rows = rows.assign(style=rows.apply(decode_style, axis=1)).dropna(subset=["style"])
-    if rows.empty:
+def format_and_map(found: Sequence[Configuration], figure) -> bool:
+    """Decode cost: the fastest input-mode configuration per format and decode style, with intervals."""
+    mode = "input" if any(c.mode == "input" for c in found) else "train"
+    configs = [c for c in found if c.mode == mode]
+    cells = fastest_by(configs, lambda c: None if decode_style(c.rows[0]) is None
+                         else (c.label["format"], decode_style(c.rows[0])))
+    if len(cells) < 2:
         return False
-    table = rows.groupby(["format", "style"])["examples_per_sec_median"].max().unstack("style")
-    table.plot.bar(ax=ax, rot=0)
-    ax.set_ylabel(f"best {rows['mode'].iloc[0]} examples/sec")
-    ax.set_xlabel("format (libsvm / tfrecord / packed)")
-    ax.legend(title="map")
+    ax = figure.subplots()
+    formats = sorted({f for f, _ in cells})
+    styles = sorted({s for _, s in cells})
+    width = 0.8 / len(styles)
+    for index, style in enumerate(styles):
+        present = [(position, cells[(fmt, style)]) for position, fmt in enumerate(formats) if (fmt, style) in cells]
+        chosen = [c for _, c in present]
+        bars = ax.bar([p + index * width for p, _ in present], [c.throughput.mean for c in chosen], width,
+                      yerr=_errors([c.throughput for c in chosen]), capsize=3, label=f"{style} map")
+        for bar, config in zip(bars, chosen):
+            if config.busy:
+                bar.set_hatch(BUSY_HATCH)
+    ax.set_xticks([p + width * (len(styles) - 1) / 2 for p in range(len(formats))], formats)
+    ax.set_yscale("log")  # decode styles differ by 5–10×: ratios read as equal steps
+    ax.set_ylabel(f"fastest {mode}-mode examples/sec\n(95% interval; log scale)")
+    ax.set_xlabel("format" + (" (hatched: busy machine)" if any(c.busy for c in cells.values()) else ""))
+    ax.legend(title="decode")
     return True
 
 
-def threads_heatmap(trials: pd.DataFrame, ax) -> bool:
-    rows = ok_rows(trials, "train")
-    if rows.empty:
-        rows = ok_rows(trials, "input")
-    if rows.empty:
+def threads_heatmap(found: Sequence[Configuration], figure) -> bool:
+    """The fastest configuration at each intra × inter thread setting, with its interval in the cell."""
+    mode = "train" if any(c.mode == "train" for c in found) else "input"
+    name = lambda value: "default" if value is None else str(value)  # noqa: E731
+    cells = fastest_by([c for c in found if c.mode == mode],
+                         lambda c: (name(c.label["intra_op_threads"]), name(c.label["inter_op_threads"])))
+    if len(cells) < 2:
         return False
-    rows = rows.assign(intra=rows["intra_op_threads"].map(lambda v: "default" if pd.isna(v) else str(int(v))),
-                       inter=rows["inter_op_threads"].map(lambda v: "default" if pd.isna(v) else str(int(v))))
-    grid = rows.groupby(["intra", "inter"])["examples_per_sec_median"].max().unstack("inter")
+    ax = figure.subplots()
+    order = lambda values: sorted(set(values), key=lambda v: (v != "default", int(v) if v.isdigit() else 0))  # noqa: E731
+    grid = pd.Series({key: c.throughput.mean for key, c in cells.items()}).unstack()
+    grid = grid.reindex(index=order(grid.index), columns=order(grid.columns))
     image = ax.imshow(grid.values, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(grid.columns)), grid.columns)
     ax.set_yticks(range(len(grid.index)), grid.index)
     ax.set_xlabel("inter-op threads")
     ax.set_ylabel("intra-op threads")
-    for (i, j), value in pd.DataFrame(grid.values).stack().items():
-        ax.text(j, i, f"{value:,.0f}", ha="center", va="center", color="white", fontsize=8)
-    ax.figure.colorbar(image, ax=ax, label=f"best {rows['mode'].iloc[0]} examples/sec")
+    for i, intra in enumerate(grid.index):
+        for j, inter in enumerate(grid.columns):
+            config = cells.get((intra, inter))
+            if config is not None:
+                text = config.throughput.text(",.0f").replace(" (", "\n(") + (BUSY_NOTE if config.busy else "")
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        bbox={"facecolor": "white", "alpha": 0.75, "edgecolor": "none"})
+    figure.colorbar(image, ax=ax, label=f"fastest {mode}-mode examples/sec (mean)")
     return True
 
 
-def batch_curve(trials: pd.DataFrame, ax) -> bool:
-    rows = ok_rows(trials)
-    if rows.empty:
-        return False
+def batch_curve(found: Sequence[Configuration], figure) -> bool:
+    """Throughput against batch size, one panel (own scale) per mode with two or more batch sizes; AUC on train."""
+    curves = {}
     for mode in TRIAL_MODES:
-        curve = rows[rows["mode"] == mode].groupby("batch_size")["examples_per_sec_median"].max()
-        if not curve.empty:
-            ax.plot(curve.index, curve.values, marker="o", label=mode)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("batch size")
-    ax.set_ylabel("best examples/sec")
-    auc = rows[rows["auc"].notna()].groupby("batch_size")["auc"].max()
-    if not auc.empty:
-        twin = ax.twinx()
-        twin.plot(auc.index, auc.values, marker="s", color="black", linestyle="--", label="AUC")
-        twin.set_ylabel("AUC (train mode, held-out)")
-    ax.legend(loc="upper left")
+        best = fastest_by([c for c in found if c.mode == mode], lambda c: c.label["batch_size"])
+        if len(best) >= 2:
+            curves[mode] = dict(sorted(best.items()))
+    if not curves:
+        return False
+    axes = figure.subplots(1, len(curves), squeeze=False)[0]
+    for ax, (mode, best) in zip(axes, curves.items()):
+        configs = list(best.values())
+        ax.errorbar(list(best), [c.throughput.mean for c in configs], yerr=_errors([c.throughput for c in configs]),
+                    marker="o", capsize=3, color=MODE_COLORS[mode], label=f"{mode} examples/sec")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("batch size")
+        ax.set_ylabel(f"fastest {mode}-mode examples/sec (95% interval)")
+        auc = {size: c.rows[0]["auc"] for size, c in best.items() if c.rows[0].get("auc") is not None}
+        if mode == "train" and auc:
+            twin = ax.twinx()
+            twin.plot(list(auc), list(auc.values()), marker="s", color="black", linestyle="--", label="AUC")
+            twin.set_ylabel("AUC (train mode, held-out)")
+        ax.legend(loc="upper left", fontsize=7)
     return True
 
 
 def fastest_per_mode(trials: pd.DataFrame) -> list[str]:
-    """Give the trial ids worth a utilization plot by default: the fastest trial of each mode."""
-    return [ok_rows(trials, mode).iloc[0]["trial_id"] for mode in TRIAL_MODES if not ok_rows(trials, mode).empty]
+    """Give the trial ids worth a utilization plot by default: the first repeat of each mode's fastest configuration."""
+    found = configurations(records(trials))
+    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0]["trial_id"]
+            for mode in TRIAL_MODES if any(c.mode == mode for c in found)]
 
 
-def utilization(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str], ax) -> bool:
+def utilization(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str], figure) -> bool:
     shown = samples[samples["trial_id"].isin(chosen)]
     if shown.empty:
         return False
+    ax = figure.subplots()
     modes = dict(zip(trials["trial_id"], trials["mode"]))
     for trial_id, series in shown.groupby("trial_id"):
         t = series["t_sec"] - series["t_sec"].min()
@@ -122,38 +189,33 @@ def utilization(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str], 
     return True
 
 
-def input_bound(trials: pd.DataFrame, ax) -> bool:
-    rows = ok_rows(trials, "train")
-    rows = rows[rows["input_fraction"].notna()]
-    if rows.empty:
+def input_bound(found: Sequence[Configuration], figure) -> bool:
+    """Waiting share (with the TF Profiler's 5% / 20% lines) and slowdown per train configuration, with intervals."""
+    configs = sorted((c for c in found if c.mode == "train" and c.pooled.waiting is not None),
+                     key=lambda c: c.pooled.waiting.mean)
+    if len(configs) < 2:
         return False
-    labels = [f"{_label(r)} b{r['batch_size']}" for _, r in rows.iterrows()]
-    prep = rows["prep_stall_pct"].fillna(100 * rows["input_fraction"])
-    fetch = rows["fetch_stall_pct"].fillna(0)
-    positions = list(range(len(labels)))
-    ax.barh(positions, prep, label="prep stall (vs synthetic)")
-    ax.barh(positions, fetch, left=prep, label="fetch stall (vs cached)")
-    ax.set_yticks(positions, labels)
-    for threshold in (5, 20):
-        ax.axvline(threshold, color="red", linestyle=":")
-    ax.set_xlabel("% of train step time waiting for input (TF Profiler: 5% / 20% lines)")
-    ax.tick_params(axis="y", labelsize=7)
-    ax.legend(fontsize=7)
-    return True
-
-
-def study_history(trials: pd.DataFrame, ax) -> bool:
-    if "study" not in trials or trials["study"].isna().all():
-        return False
-    rows = trials[trials["study"].notna() & (trials["status"] == "ok")].sort_values("optuna_trial_number")
-    if rows.empty:
-        return False
-    for (study, mode), group in rows.groupby(["study", "mode"]):
-        ax.scatter(group["optuna_trial_number"], group["examples_per_sec_median"], s=12, label=f"{study} {mode}")
-        ax.step(group["optuna_trial_number"], group["examples_per_sec_median"].cummax(), where="post")
-    ax.set_xlabel("Optuna trial number")
-    ax.set_ylabel("examples/sec (dots: trial, line: best so far)")
-    ax.legend(fontsize=7)
+    several = _several_runs(found)
+    waiting_ax, slowdown_ax = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [3, 2]})
+    _bars(waiting_ax, configs, [c.pooled.waiting for c in configs], MODE_COLORS["train"], 100.0, several)
+    for threshold in (INPUT_BOUND_LOW, INPUT_BOUND_HIGH):
+        waiting_ax.axvline(100 * threshold, color="red", linestyle=":")
+    for position, config in enumerate(configs):
+        waiting_ax.annotate(config.verdict, (100 * (config.pooled.waiting.high or config.pooled.waiting.mean),
+                                             position), xytext=(4, 0), textcoords="offset points", va="center",
+                            fontsize=7)
+    waiting_ax.set_xlabel("waiting for input, % of train-step time (95% interval; red: 5% / 20%)", fontsize=8)
+    with_slowdown = [c for c in configs if c.pooled.slowdown is not None]
+    if with_slowdown:
+        slowdown = [c.pooled.slowdown if c.pooled.slowdown is not None else Interval(0.0, None, None, 0)
+                    for c in configs]
+        bars = slowdown_ax.barh(range(len(configs)), [i.mean * 100 for i in slowdown], xerr=_errors(slowdown, 100.0),
+                                color="tab:purple", capsize=3)
+        for bar, config in zip(bars, configs):
+            if config.busy:
+                bar.set_hatch(BUSY_HATCH)
+    slowdown_ax.axvline(0, color="black", linewidth=0.5)
+    slowdown_ax.set_xlabel("slowdown: 1 − train / synthetic, % (95% interval)", fontsize=8)
     return True
 
 
@@ -161,6 +223,24 @@ def _study_rows(trials: pd.DataFrame) -> pd.DataFrame:
     if "study" not in trials:
         return trials.iloc[0:0]
     return trials[trials["study"].notna() & (trials["status"] == "ok")]
+
+
+def study_history(trials: pd.DataFrame, figure) -> bool:
+    rows = _study_rows(trials).sort_values("optuna_trial_number")
+    if len(rows) < 2:
+        return False
+    ax = figure.subplots()
+    for (study, mode), group in rows.groupby(["study", "mode"]):
+        mean = group["examples_per_sec_mean"]
+        errors = [(mean - group["examples_per_sec_low"]).fillna(0).clip(lower=0),
+                  (group["examples_per_sec_high"] - mean).fillna(0).clip(lower=0)]
+        ax.errorbar(group["optuna_trial_number"], mean, yerr=errors, fmt="o", markersize=3, capsize=2,
+                    label=f"{study} {mode}")
+        ax.step(group["optuna_trial_number"], mean.cummax(), where="post")
+    ax.set_xlabel("Optuna trial number")
+    ax.set_ylabel("examples/sec (dots: trial with its 95% interval over windows; line: best so far)")
+    ax.legend(fontsize=7)
+    return True
 
 
 STUDY_PARAMETERS = ("batch_size", "intra_op_threads", "inter_op_threads", "ordering", "format", *ENV_COLUMNS)
@@ -172,7 +252,7 @@ def parameter_importance(rows: pd.DataFrame) -> pd.Series:
     A plain analysis of variance over the study's rows, not Optuna's fANOVA: it needs no Optuna and
     reads only the results table, but it ignores interactions between parameters.
     """
-    speed = rows["examples_per_sec_median"]
+    speed = rows["examples_per_sec_mean"]
     total = ((speed - speed.mean()) ** 2).sum()
     shares = {}
     for column in STUDY_PARAMETERS:
@@ -193,7 +273,7 @@ def optuna_importance(studies: list[dict]) -> tuple[str, pd.Series]:
     return "", pd.Series(dtype=float)
 
 
-def study_importance(trials: pd.DataFrame, studies: list[dict], ax) -> bool:
+def study_importance(trials: pd.DataFrame, studies: list[dict], figure) -> bool:
     """Bar chart of Optuna's importances as the study saved them; η² over the rows when it saved none."""
     name, importance = optuna_importance(studies)
     label = f"Optuna parameter importance for examples/sec (study {name}, Optuna's default evaluator)"
@@ -201,8 +281,9 @@ def study_importance(trials: pd.DataFrame, studies: list[dict], ax) -> bool:
         rows = _study_rows(trials)
         importance = parameter_importance(rows) if len(rows) > 2 else importance
         label = "share of throughput variance explained (η², no interactions; no importances.json)"
-    if importance.empty:
+    if len(importance) < 2:
         return False
+    ax = figure.subplots()
     ax.barh(list(importance.index), importance.values)
     ax.set_xlim(0, 1)
     ax.set_xlabel(label, fontsize=8)
@@ -211,25 +292,26 @@ def study_importance(trials: pd.DataFrame, studies: list[dict], ax) -> bool:
 
 def pareto_front(points: pd.DataFrame) -> pd.DataFrame:
     """Give the rows no other row beats on both higher examples/sec and lower peak RSS."""
-    ordered = points.sort_values(["rss_peak_bytes", "examples_per_sec_median"], ascending=[True, False])
+    ordered = points.sort_values(["rss_peak_bytes", "examples_per_sec_mean"], ascending=[True, False])
     best, keep = float("-inf"), []
     for index, row in ordered.iterrows():
-        if row["examples_per_sec_median"] > best:
+        if row["examples_per_sec_mean"] > best:
             keep.append(index)
-            best = row["examples_per_sec_median"]
+            best = row["examples_per_sec_mean"]
     return ordered.loc[keep]
 
 
-def study_pareto(trials: pd.DataFrame, ax) -> bool:
+def study_pareto(trials: pd.DataFrame, figure) -> bool:
     rows = _study_rows(trials).dropna(subset=["rss_peak_bytes"])
-    if rows.empty:
+    if len(rows) < 2:
         return False
-    ax.scatter(rows["rss_peak_bytes"] / 2**20, rows["examples_per_sec_median"], s=12, color="grey", label="trial")
+    ax = figure.subplots()
+    ax.scatter(rows["rss_peak_bytes"] / 2**20, rows["examples_per_sec_mean"], s=12, color="grey", label="trial")
     front = pareto_front(rows)
-    ax.step(front["rss_peak_bytes"] / 2**20, front["examples_per_sec_median"], where="post", color="tab:red",
+    ax.step(front["rss_peak_bytes"] / 2**20, front["examples_per_sec_mean"], where="post", color="tab:red",
             marker="o", label="Pareto front")
     ax.set_xlabel("peak RSS (MiB)")
-    ax.set_ylabel("examples/sec")
+    ax.set_ylabel("examples/sec (mean over windows)")
     ax.legend(fontsize=7)
     return True
 
@@ -243,9 +325,9 @@ def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, ax = plt.subplots(figsize=size)
+    figure = plt.figure(figsize=size)
     try:
-        if not draw(ax):
+        if not draw(figure):
             return None
         figure.tight_layout()
         buffer = io.BytesIO()
@@ -261,20 +343,26 @@ def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None
 
     `studies`: the runs' importances.json contents (RunResults.study), for Optuna's importances.
     """
+    found = configurations(records(trials))
     chosen = chosen or fastest_per_mode(trials)
+    train = sum(c.mode == "train" for c in found)
     plans = [
-        ("throughput", "Examples/sec by pipeline, format, source mode, ordering and mode",
-         lambda ax: throughput(trials, ax), (11, max(4.0, 0.3 * len(ok_rows(trials))))),
-        ("format_and_map", "Scalar vs vectorized map; libsvm vs TFRecord vs packed", lambda ax: format_and_map(trials, ax), (7, 4)),
-        ("threads", "Threads heatmap (intra × inter)", lambda ax: threads_heatmap(trials, ax), (6, 4)),
-        ("batch_size", "Batch-size curve (AUC when measured)", lambda ax: batch_curve(trials, ax), (7, 4)),
+        ("throughput", "Examples/sec per configuration, one scale per mode (95% intervals)",
+         lambda f: throughput(found, f), (11, 1.5 + 0.3 * len(found))),
+        ("format_and_map", "Decode cost: scalar vs vectorized map by format (95% intervals)",
+         lambda f: format_and_map(found, f), (7, 4)),
+        ("threads", "Threads heatmap (intra × inter), fastest configuration per cell with its 95% interval",
+         lambda f: threads_heatmap(found, f), (7, 4.5)),
+        ("batch_size", "Batch-size curves, one scale per mode (95% intervals; AUC when measured)",
+         lambda f: batch_curve(found, f), (11, 4)),
         ("utilization", "CPU / GPU utilization over time of the chosen trials",
-         lambda ax: utilization(trials, samples, chosen, ax), (9, 4)),
-        ("input_bound", "Input-bound fraction and stall decomposition", lambda ax: input_bound(trials, ax),
-         (11, max(3.0, 0.4 * len(ok_rows(trials, "train"))))),
-        ("study_history", "Optuna study history", lambda ax: study_history(trials, ax), (8, 4)),
-        ("study_importance", "Optuna study: parameter importance", lambda ax: study_importance(trials, studies or [], ax), (8, 4)),
-        ("study_pareto", "Optuna study: throughput vs peak memory, Pareto front", lambda ax: study_pareto(trials, ax),
+         lambda f: utilization(trials, samples, chosen, f), (9, 4)),
+        ("input_bound", "Waiting for input and slowdown per train configuration (95% intervals)",
+         lambda f: input_bound(found, f), (12, 1.5 + 0.4 * train)),
+        ("study_history", "Optuna study history", lambda f: study_history(trials, f), (8, 4)),
+        ("study_importance", "Optuna study: parameter importance",
+         lambda f: study_importance(trials, studies or [], f), (8, 4)),
+        ("study_pareto", "Optuna study: throughput vs peak memory, Pareto front", lambda f: study_pareto(trials, f),
          (8, 4)),
     ]
     out = []

@@ -14,9 +14,10 @@ import pandas as pd
 
 from pipebench.atomic import atomic_write_bytes
 from pipebench.errors import PipebenchError, UsageError
+from pipebench.report.configurations import Configuration, configurations
 from pipebench.report.figures import Figure, render
-from pipebench.report.summary import best_table, verdicts
-from pipebench.report.tables import ENV_COLUMNS, best_row, gains
+from pipebench.report.summary import MEASURES, best_table, busy_lines, verdicts
+from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
 from pipebench.results import RunResults, load_many
 
 HTML_FILE, MARKDOWN_FILE, FIGURES_DIR = "report.html", "report.md", "figures"
@@ -24,18 +25,6 @@ _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:
           "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
           "pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}img{max-width:100%;display:block}"
           ".card{border:2px solid #4a7;border-radius:8px;padding:0 1em;margin:1em 0}")
-
-
-_INT_COLUMNS = ("batch_size", "intra_op_threads", "inter_op_threads")
-
-
-def _records(trials: pd.DataFrame) -> list[dict]:
-    """Give the rows as dicts with None for missing values and whole numbers as int (pandas made them float)."""
-    def clean(key: str, value):
-        if isinstance(value, float) and pd.isna(value):
-            return None
-        return int(value) if key in _INT_COLUMNS else value
-    return [{k: clean(k, v) for k, v in row.items()} for row in trials.to_dict("records")]
 
 
 def _machine_rows(run: RunResults) -> list[list[str]]:
@@ -48,28 +37,49 @@ def _machine_rows(run: RunResults) -> list[list[str]]:
               else "not recorded"), m.host_fingerprint]]
 
 
-def _card(trials: pd.DataFrame) -> list[tuple]:
-    best = best_row(trials)
+def _basis(config: Configuration) -> str:
+    """Give what a configuration's throughput interval is taken over."""
+    if config.repeats > 1:
+        return f"{config.repeats} repeats (fresh processes spread across the run): t interval over their means"
+    return ("1 repeat: t interval over the windows of one process, narrower than the noise between processes "
+            "(add measurement.repeats to widen it honestly)")
+
+
+def _card(found: list[Configuration]) -> list[tuple]:
+    best = fastest(found)
     if best is None:
-        return [("p", "No finished train or input trial: no best configuration.")]
-    env = {c[4:]: best[c] for c in ENV_COLUMNS if isinstance(best[c], str)}
-    threads = [best["intra_op_threads"], best["inter_op_threads"]]
-    settings = [["mode", best["mode"]], ["pipeline", best["pipeline"]], ["format", str(best["format"])],
-                ["source mode", str(best["source_mode"])], ["ordering", best["ordering"]],
-                ["batch size", str(best["batch_size"])],
-                ["intra / inter-op threads", " / ".join("default" if pd.isna(t) else str(int(t)) for t in threads)],
-                ["environment", ", ".join(f"{k}={v}" for k, v in env.items()) or "none set"],
-                ["examples/sec (median)", f"{best['examples_per_sec_median']:,.0f}"]]
-    blocks: list[tuple] = [("table", ["setting", "value"], settings)]
-    found = gains(trials, best)
-    lines = [[g["against"], f"{g['examples_per_sec']:,.0f}", f"{g['speedup']:.2f}×"] for g in found.values()]
-    blocks.append(("table", ["compared with", "examples/sec", "best is"], lines) if lines else
-                  ("p", "No trial with the deck's recommended pipeline or TF default settings to compare with."))
+        return [("p", "No finished train or input configuration: no best configuration.")]
+    row = best.rows[0]
+    settings = [["mode", best.mode], ["pipeline", row["pipeline"]], ["format", str(row["format"])],
+                ["source mode", str(row["source_mode"])], ["ordering", row["ordering"]],
+                ["batch size", str(row["batch_size"])], ["intra / inter-op threads", threads_text(row)],
+                ["environment", env_text(row)], ["examples/sec (95% interval)", best.throughput.text(",.0f")],
+                ["repeats", _basis(best)]]
+    if len({c.run_id for c in found}) > 1:
+        settings.insert(0, ["run", best.run_id])
+    if best.busy:
+        settings.append(["busy machine", "other processes used the CPU during its windows and it was not measured "
+                                         "again quietly: its throughput may be low"])
+    blocks: list[tuple] = [("p", f"The fastest {best.mode}-mode configuration by mean throughput, its repeats pooled "
+                                 "(never a single trial)."), ("table", ["setting", "value"], settings)]
+    tied = ties(found, best)
+    if tied:
+        blocks.append(("p", f"No measurable difference from {len(tied)} other configuration(s) (their paired ratio "
+                            "with it holds 1): " + "; ".join(
+                                f"{c.rows[0]['pipeline']} · {c.rows[0]['format']} · {c.rows[0]['ordering']} · "
+                                f"batch {c.rows[0]['batch_size']} · threads {threads_text(c.rows[0])}" for c in tied)
+                            + ". On this evidence any of them is as good."))
+    lines = [[g.against, "not measured" if g.reference is None else g.reference.throughput.text(",.0f"),
+              "—" if g.reference is None or g.reference is best else g.text(),
+              g.verdict if g.reference is not None else "not measured in this run"]
+             for g in gains(found, best)]
+    blocks.append(("table", ["compared with (same run, same mode)", "its examples/sec (95% interval)",
+                             "best / it (paired, 95% interval)", "verdict"], lines))
     try:
         from pipebench.pipeline.export import export
         from pipebench.pipeline.spec import PipelineSpec
 
-        code = export(PipelineSpec.from_dict(json.loads(best["params_json"])["pipeline"]))
+        code = export(PipelineSpec.from_dict(json.loads(row["params_json"])["pipeline"]))
         blocks.append(("code", code))
     except (PipebenchError, KeyError, TypeError, ValueError) as error:
         blocks.append(("p", f"Pipeline code not exported: {error}"))
@@ -80,15 +90,22 @@ def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
     """Give the report as blocks: ('h', text), ('p', text), ('table', header, rows), ('code', text),
     ('figure', Figure), ('card', blocks)."""
     trials = pd.concat([r.trials for r in runs], ignore_index=True)
-    records = _records(trials)
+    rows = records(trials)
+    found = configurations(rows)
     ok = int((trials["status"] == "ok").sum())
+    busy_threshold = runs[0].config.get("measurement", {}).get("busy_other_cpu_pct", 25.0)
     blocks: list[tuple] = [
         ("h1", "pipebench report"),
-        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok."),
-        ("h", "Best configuration"), *_card(trials),
-        ("h", "Best trials per mode"), ("md", best_table(records)),
-        ("h", "Is the input pipeline the bottleneck?"),
-        *[("p", line.removeprefix("- ").replace("**", "")) for line in verdicts(records)],
+        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok, "
+              f"{len(found)} configurations."),
+        *[("p", line.replace("**", "")) for line in busy_lines(rows, busy_threshold) if line],
+        ("h", "Best configuration"), *_card(found),
+        ("h", "Best configurations per mode"),
+        ("p", "Ranked by mean throughput, repeats pooled; each compared with the fastest by their paired ratio over "
+              "the rounds both ran in (95% interval; a ratio whose interval holds 1 is no measurable difference)."),
+        ("md", best_table(rows)),
+        ("h", "Is the input pipeline the bottleneck?"), ("p", MEASURES.replace("**", "")),
+        *[("p", line.removeprefix("- ").replace("**", "")) for line in verdicts(rows)],
         ("h", "Figures"), *[("figure", f) for f in figures],
         ("h", "Machine facts"),
         ("table", ["run", "CPU", "vCPUs / physical cores", "memory", "TensorFlow", "OpenMP", "GPUs", "instance type",

@@ -1,32 +1,44 @@
-"""Shared views of the trials table for figures, report and checklist: best rows, decode style, gains."""
+"""Shared views of the trials table for figures, report, checklist and compare: rows as records, the
+fastest configuration, decode style, and the paired gains over the references a run measured.
+
+Every comparison here is between configurations (repeats pooled, pipebench.report.configurations),
+never between single rows: one draw of a noisy trial decides nothing.
+"""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
-from pipebench.measure.trial import ENV_KNOBS
+from pipebench.errors import UsageError
+from pipebench.measure.intervals import Interval, difference_verdict
+from pipebench.measure.trial import ENV_KNOBS, TrialSpec
+from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.results import TRIALS_FILE, RunResults
+from pipebench.results.run_folder import TRIALS_DIR
+from pipebench.values import echo
 
 ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
 #: The deck's recommended pipeline (the AWS sample's File-mode input_fn) is pipebench's `aws-sample` preset.
 DECK_PIPELINE = "aws-sample"
+#: The batch size of the deck's pipeline (the sample's default), used when the run has none at the best's batch.
+DECK_BATCH_SIZE = 1024
+#: Which mode answers "which configuration is fastest": train when measured, else the pipeline alone.
+BEST_MODES = ("train", "input")
+NOT_COMPARED = "not compared (fewer than two shared rounds)"
+_INT_COLUMNS = ("batch_size", "intra_op_threads", "inter_op_threads", "repeat")
 
 
-def ok_rows(trials: pd.DataFrame, mode: str | None = None) -> pd.DataFrame:
-    """Give the finished trials (of `mode`), fastest first."""
-    rows = trials[trials["status"] == "ok"]
-    if mode is not None:
-        rows = rows[rows["mode"] == mode]
-    return rows.sort_values("examples_per_sec_median", ascending=False)
-
-
-def best_row(trials: pd.DataFrame) -> pd.Series | None:
-    """Give the fastest train trial, else the fastest input trial, else None."""
-    for mode in ("train", "input"):
-        rows = ok_rows(trials, mode)
-        if not rows.empty:
-            return rows.iloc[0]
-    return None
+def records(trials: pd.DataFrame) -> list[dict]:
+    """Give the rows as dicts with None for missing values and whole numbers as int (pandas made them float)."""
+    def clean(key: str, value):
+        if isinstance(value, float) and pd.isna(value):
+            return None
+        return int(value) if key in _INT_COLUMNS and value is not None else value
+    return [{k: clean(k, v) for k, v in row.items()} for row in trials.to_dict("records")]
 
 
 def listed(value) -> list:
@@ -34,7 +46,7 @@ def listed(value) -> list:
     return [] if value is None or (isinstance(value, float) and pd.isna(value)) else list(value)
 
 
-def stage_kinds(row: pd.Series) -> list[str]:
+def stage_kinds(row: Mapping) -> list[str]:
     """Give the stage names of the trial's pipeline in order (from params_json)."""
     try:
         stages = json.loads(row["params_json"] or "{}").get("pipeline", {}).get("stages", [])
@@ -43,7 +55,7 @@ def stage_kinds(row: pd.Series) -> list[str]:
     return [next(iter(stage)) for stage in stages if isinstance(stage, dict) and stage]
 
 
-def decode_style(row: pd.Series) -> str | None:
+def decode_style(row: Mapping) -> str | None:
     """Give 'vectorized' (batch before decode), 'scalar' (decode before batch) or None."""
     kinds = stage_kinds(row) or [part.strip() for part in str(row.get("ordering") or "").split(">")]
     if "batch" not in kinds or "decode" not in kinds:
@@ -51,33 +63,144 @@ def decode_style(row: pd.Series) -> str | None:
     return "vectorized" if kinds.index("batch") < kinds.index("decode") else "scalar"
 
 
-def at_defaults(row: pd.Series) -> bool:
+def at_defaults(row: Mapping) -> bool:
     """Tell whether the trial left threads and every environment knob at TensorFlow's defaults."""
     values = [row.get("intra_op_threads"), row.get("inter_op_threads"), *(row.get(c) for c in ENV_COLUMNS)]
     return all(v is None or (isinstance(v, float) and pd.isna(v)) for v in values)
 
 
-def gains(trials: pd.DataFrame, best: pd.Series) -> dict[str, dict]:
-    """Give the best trial's speed-up over the deck's recommended pipeline and over TF's default settings.
+def threads_text(row: Mapping) -> str:
+    """Give 'intra / inter' threads, 'default' where TensorFlow chose."""
+    return " / ".join("default" if row.get(k) is None else str(int(row[k]))
+                      for k in ("intra_op_threads", "inter_op_threads"))
 
-    Each entry names the row it compares against; an entry is absent when the run has no such row.
-    """
-    rows = ok_rows(trials, best["mode"])
-    out: dict[str, dict] = {}
-    deck = rows[(rows["pipeline"] == DECK_PIPELINE) & (rows["format"] == "tfrecord")]
-    deck = deck[deck.apply(at_defaults, axis=1)] if not deck.empty else deck
-    if not deck.empty:
-        out["deck_recommended"] = _gain(best, deck.iloc[0], "the deck's recommended pipeline (aws-sample, "
-                                                           "TFRecord, TF default threads)")
-    same = rows[(rows["pipeline"] == best["pipeline"]) & (rows["format"] == best["format"])
-                & (rows["ordering"] == best["ordering"]) & (rows["batch_size"] == best["batch_size"])]
-    same = same[same.apply(at_defaults, axis=1)] if not same.empty else same
-    if not same.empty:
-        out["tf_defaults"] = _gain(best, same.iloc[0], "the same pipeline with TF default threads and no env knobs")
+
+def env_text(row: Mapping) -> str:
+    """Give the environment knobs a trial set, 'none set' when it set none."""
+    return ", ".join(f"{c[4:]}={row[c]}" for c in ENV_COLUMNS if isinstance(row.get(c), str)) or "none set"
+
+
+def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -> Configuration | None:
+    """Give the fastest configuration of the first of `modes` that has one (ranked by mean), else None."""
+    for mode in modes:
+        order = ranked([c for c in found if c.mode == mode])
+        if order:
+            return order[0][0]
+    return None
+
+
+def fastest_by(found: Sequence[Configuration], key: Callable[[Configuration], object]) -> dict:
+    """Give, for each value of `key` (None skipped), its fastest configuration by pooled mean."""
+    out: dict = {}
+    for config in found:
+        value = key(config)
+        if value is not None and (value not in out or config.throughput.mean > out[value].throughput.mean):
+            out[value] = config
     return out
 
 
-def _gain(best: pd.Series, other: pd.Series, what: str) -> dict:
-    return {"against": what, "trial_id": other["trial_id"],
-            "examples_per_sec": float(other["examples_per_sec_median"]),
-            "speedup": float(best["examples_per_sec_median"] / other["examples_per_sec_median"])}
+def ties(found: Sequence[Configuration], best: Configuration) -> list[Configuration]:
+    """Give the configurations of best's mode and run its paired ratio cannot tell from it."""
+    return [config for config, _, verdict in ranked([c for c in found if c.mode == best.mode])
+            if config is not best and verdict == "no measurable difference"]
+
+
+@dataclass(frozen=True)
+class Gain:
+    """The best configuration against one reference the run measured: their paired ratio, how they compare."""
+
+    id: str  # "deck_recommended" or "tf_defaults"
+    against: str
+    reference: Configuration | None  # None: the run measured no such configuration
+    ratio: Interval | None  # best / reference over their shared rounds
+    verdict: str
+
+    def text(self) -> str:
+        """Give the gain as 'N× (a–b): verdict', or why there is none."""
+        if self.reference is None:
+            return "not measured in this run"
+        if self.ratio is None or not self.ratio.decided:
+            return NOT_COMPARED
+        return f"{self.ratio.text('.2f', unit='×')}: {self.verdict}"
+
+
+def _same(config: Configuration, best: Configuration, columns: Sequence[str]) -> bool:
+    return config.run_id == best.run_id and all(config.label[c] == best.label[c] for c in columns)
+
+
+def _gain(best: Configuration, candidates: list[Configuration], id_: str, against: str) -> Gain:
+    if not candidates:
+        return Gain(id_, against, None, None, "not measured")
+    # the reference at best's batch size when there is one, else the deck's own batch size
+    candidates.sort(key=lambda c: (c.label["batch_size"] != best.label["batch_size"],
+                                   c.label["batch_size"] != DECK_BATCH_SIZE, c.label["batch_size"]))
+    reference = candidates[0]
+    if reference is best:
+        return Gain(id_, against, reference, None, "the best configuration is this reference")
+    ratio = paired_ratio(best, reference)
+    verdict = NOT_COMPARED if ratio is None or not ratio.decided else difference_verdict(ratio)
+    return Gain(id_, against, reference, ratio, verdict)
+
+
+def gains(found: Sequence[Configuration], best: Configuration) -> list[Gain]:
+    """Give best's paired gain over the deck's recommended pipeline (aws-sample, on best's own format and source
+    mode, TF default threads, no env knobs) and over its own pipeline at TF defaults, in best's mode and run."""
+    fmt = best.label["format"]
+    deck = [c for c in found if _same(c, best, ("mode", "format", "source_mode")) and
+            c.label["pipeline"] == DECK_PIPELINE and at_defaults(c.rows[0])]
+    own = [c for c in found if _same(c, best, ("mode", "pipeline", "format", "source_mode", "ordering", "batch_size"))
+           and at_defaults(c.rows[0])]
+    return [_gain(best, deck, "deck_recommended",
+                  f"the deck's recommended pipeline ({DECK_PIPELINE}, {fmt}, TF default threads)"),
+            _gain(best, own, "tf_defaults", "the same pipeline with TF default threads and no env knobs")]
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A trial whose pipeline `pipebench pipelines export RUN_DIR` writes, and why it was chosen."""
+
+    trial_id: str
+    pipeline: dict  # PipelineSpec.to_dict() form
+    why: str
+    row: dict | None  # its results row (threads and env to set beside the input_fn), None if only trial.json has it
+
+
+def _is_file(path: Path) -> bool:
+    """Tell whether `path` is a file; a name the system cannot hold (too long, NUL) names none."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
+    """Give the trial to export from a run: `trial_id` if given, else the winner an Optuna study recorded
+    (its first finished trial in importances.json `winner.trial_ids`), else the first repeat of the fastest configuration (train mode
+    first, else input; ranked, repeats pooled). UsageError for an unknown trial or a run with nothing finished."""
+    rows = {row["trial_id"]: row for row in records(run.trials)}
+    if trial_id is not None:
+        if trial_id in rows:
+            row = rows[trial_id]
+            return Chosen(trial_id, json.loads(row["params_json"])["pipeline"], f"trial {trial_id} ({row['mode']} "
+                          f"mode, {row['status']})", row)
+        path = run.run_dir / TRIALS_DIR / trial_id / "trial.json"
+        if "/" not in trial_id and trial_id not in (".", "..") and _is_file(path):
+            return Chosen(trial_id, TrialSpec.load(path).pipeline_spec, f"trial {trial_id} (not finished: {path})",
+                          None)
+        raise UsageError(f"{run.run_dir}: no trial {echo(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
+                         "are its trial_id column)")
+    winner = (run.study or {}).get("winner")
+    winner_ids = winner.get("trial_ids") if isinstance(winner, dict) else None
+    for winner_id in winner_ids if isinstance(winner_ids, list) else []:
+        if isinstance(winner_id, str) and winner_id in rows and rows[winner_id]["status"] == "ok":
+            row = rows[winner_id]
+            return Chosen(winner_id, json.loads(row["params_json"])["pipeline"],
+                          f"the study's confirmed winner, trial {winner_id}", row)
+    best = fastest(configurations(list(rows.values())))
+    if best is None:
+        raise UsageError(f"{run.run_dir}: no finished train or input trial to export (give --trial ID to export any "
+                         "trial's pipeline)")
+    row = best.rows[0]
+    return Chosen(row["trial_id"], json.loads(row["params_json"])["pipeline"],
+                  f"the fastest {best.mode}-mode configuration, {best.throughput.text(',.0f')} examples/s over "
+                  f"{best.repeats} repeat(s) (trial {row['trial_id']})", row)

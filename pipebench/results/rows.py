@@ -9,16 +9,18 @@ a producer reports has a column (or is listed below as kept in the trial's folde
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pipebench.measure import stats
 from pipebench.measure.facts import MachineFacts
+from pipebench.measure.figures import Figures, figures
 from pipebench.measure.manager import Outcome
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
+from pipebench.typed import to_json
 
 #: TrialRecord fields copied into the column of the same name.
 RECORD_COLUMNS = (
@@ -27,10 +29,11 @@ RECORD_COLUMNS = (
     "examples_per_sec_p25", "examples_per_sec_p75", "examples_per_sec_cv_pct", "windows", "stable",
     "window_rates", "warmup_sec", "warmup_steady", "steps_per_call", "epochs_renewed", "windows_started_sec",
     "windows_ended_sec", "cold_examples_per_sec", "page_cache_resident_after_evict", "fetch_stall_pct", "auc",
-    "worker_sec")
+    "worker_sec", "rounds", "rounds_cap_hit")
 #: TrialRecord fields that stay in the trial's folder (trials/<id>/result.json), with why.
 RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cause",
-               "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)"}
+               "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)",
+               "windows_measured": "stored as windows_json; the figure columns are computed from it"}
 #: Usage (sampler, measured windows only) fields copied into the column of the same name.
 USAGE_COLUMNS = ("cpu_pct_median", "cpu_pct_p95", "cpu_pct_of_vcpus_median", "cpu_pct_of_physical_cores_median",
                  "busiest_core_pct_median", "other_cpu_pct_median", "rss_median_bytes",
@@ -53,9 +56,13 @@ class RowContext:
     machine: MachineFacts
     started: float  # time.time() when the trial started
     ended: float
-    ceiling: float | None = None  # examples/sec of the synthetic trial of the same run and compute setting
     study: str | None = None
     optuna_trial_number: int | None = None
+
+    @functools.cached_property
+    def figures(self) -> Figures | None:
+        """The trial's figures with their intervals, computed once from its windows."""
+        return figures(self.outcome.record.windows_measured) if self.outcome.record.status is TrialStatus.OK else None
 
 
 def _utc(t: float) -> str:
@@ -69,22 +76,29 @@ def _params(c: RowContext) -> str:
                        "model": s.model, "measurement": s.measurement, "sources": s.sources}, sort_keys=True)
 
 
-def _input_fraction(c: RowContext) -> float | None:
-    rate = c.outcome.record.examples_per_sec_median
-    if c.spec.mode != "train" or c.outcome.record.status is not TrialStatus.OK or not c.ceiling or not rate:
-        return None
-    return stats.input_fraction(rate, c.ceiling)
+def _figure(name: str, part: str, scale: float = 1.0) -> Callable[[RowContext], float | None]:
+    """Give the producer of one bound (mean, low or high) of one figure (pipebench.measure.figures)."""
+    def get(c: RowContext) -> float | None:
+        found = c.figures
+        interval = None if found is None else getattr(found, name)
+        value = None if interval is None else getattr(interval, part)
+        return None if value is None else value * scale
+    return get
 
 
 def _input_bound(c: RowContext) -> str | None:
-    fraction = _input_fraction(c)
-    return None if fraction is None else stats.input_bound_label(fraction)
+    """The trial's label; inconclusive on a busy machine (see report.configurations.Configuration.verdict)."""
+    if c.figures is None or c.figures.verdict is None:
+        return None
+    return "inconclusive" if _busy(c) else c.figures.verdict
 
 
-def _prep_stall_pct(c: RowContext) -> float | None:
-    # DS-Analyzer's prep stall (warm data vs synthetic) is the same ratio, kept under its own name.
-    fraction = _input_fraction(c)
-    return None if fraction is None else 100.0 * fraction
+def _busy(c: RowContext) -> bool | None:
+    """Whether other processes used more than measurement.busy_other_cpu_pct during the windows."""
+    usage = c.outcome.usage
+    if usage is None or usage.other_cpu_pct_median is None:
+        return None
+    return usage.other_cpu_pct_median > c.spec.measurement["busy_other_cpu_pct"]
 
 
 def _from(part: str, name: str) -> Callable[[RowContext], Any]:
@@ -119,9 +133,19 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "knobs_not_applied": lambda c: list(c.spec.knobs_not_applied),
     "pinned_knobs": lambda c: list(c.spec.pinned_knobs),
     "env_seen_json": lambda c: json.dumps(c.outcome.record.env_seen, sort_keys=True),
-    "input_fraction": _input_fraction,
+    "configuration_id": lambda c: c.spec.configuration_id,
+    "remeasure_of": lambda c: c.spec.remeasure_of,
     "input_bound": _input_bound,
-    "prep_stall_pct": _prep_stall_pct,
+    **{f"examples_per_sec_{part}": _figure("throughput", part) for part in ("mean", "low", "high")},
+    **{f"synthetic_examples_per_sec_{part}": _figure("synthetic", part) for part in ("mean", "low", "high")},
+    "input_wait_pct": _figure("waiting", "mean", 100.0),
+    "input_wait_low_pct": _figure("waiting", "low", 100.0),
+    "input_wait_high_pct": _figure("waiting", "high", 100.0),
+    "input_slowdown_pct": _figure("slowdown", "mean", 100.0),
+    "input_slowdown_low_pct": _figure("slowdown", "low", 100.0),
+    "input_slowdown_high_pct": _figure("slowdown", "high", 100.0),
+    "busy_machine": _busy,
+    "windows_json": lambda c: json.dumps(to_json(c.outcome.record.windows_measured)),
     "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
     "study": lambda c: c.study,
     "optuna_trial_number": lambda c: c.optuna_trial_number,

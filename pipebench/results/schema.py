@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -24,8 +24,7 @@ TRIAL_FIELDS = [
     ("examples_per_sec_median", pa.float64()), ("examples_per_sec_p25", pa.float64()),
     ("examples_per_sec_p75", pa.float64()), ("examples_per_sec_cv_pct", pa.float64()),
     ("windows", pa.int64()), ("warmup_sec", pa.float64()), ("warmup_steady", pa.bool_()), ("stable", pa.bool_()),
-    ("input_fraction", pa.float64()), ("input_bound", pa.string()),
-    ("prep_stall_pct", pa.float64()), ("fetch_stall_pct", pa.float64()), ("auc", pa.float64()),
+    ("input_bound", pa.string()), ("fetch_stall_pct", pa.float64()), ("auc", pa.float64()),
     ("cold_examples_per_sec", pa.float64()),
     ("cpu_pct_median", pa.float64()), ("cpu_pct_p95", pa.float64()), ("cpu_pct_of_vcpus_median", pa.float64()),
     ("cpu_pct_of_physical_cores_median", pa.float64()), ("busiest_core_pct_median", pa.float64()),
@@ -45,6 +44,15 @@ TRIAL_FIELDS = [
     ("usage_samples", pa.int64()), ("other_cpu_pct_median", pa.float64()), ("rss_median_bytes", pa.int64()),
     ("page_cache_resident_fraction_start", pa.float64()), ("page_cache_resident_fraction_end", pa.float64()),
     ("gpu_util_pct_p95", pa.float64()),
+    # v4: figures with their 95% intervals, from paired rounds (pipebench.measure.figures)
+    ("configuration_id", pa.string()), ("remeasure_of", pa.string()),
+    ("examples_per_sec_mean", pa.float64()), ("examples_per_sec_low", pa.float64()),
+    ("examples_per_sec_high", pa.float64()), ("synthetic_examples_per_sec_mean", pa.float64()),
+    ("synthetic_examples_per_sec_low", pa.float64()), ("synthetic_examples_per_sec_high", pa.float64()),
+    ("input_wait_pct", pa.float64()), ("input_wait_low_pct", pa.float64()), ("input_wait_high_pct", pa.float64()),
+    ("input_slowdown_pct", pa.float64()), ("input_slowdown_low_pct", pa.float64()),
+    ("input_slowdown_high_pct", pa.float64()), ("rounds", pa.int64()), ("rounds_cap_hit", pa.bool_()),
+    ("busy_machine", pa.bool_()), ("windows_json", pa.string()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.

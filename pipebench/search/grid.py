@@ -1,8 +1,5 @@
-"""The grid driver: every combination of pipeline × format × batch size × threads × env × mode.
-
-For each compute setting (batch size, threads, env) one `synthetic` trial comes first — the model
-on in-memory batches, the ceiling the `train` trials of every pipeline are compared with — then
-each pipeline's `input` and `train` trials.
+"""The grid driver: every combination of pipeline × format × batch size × threads × env × mode,
+measured in `measurement.repeats` shuffled rounds (see `trials`).
 """
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import random
 from dataclasses import dataclass
 
 from pipebench.config import Experiment
@@ -56,6 +54,15 @@ class Candidate:
                              semantics_why=why, breaks_semantics=bool(o and o.breaks_semantics))
 
 
+def preset_candidate(experiment: Experiment, data: DataSet, name: str, fmt: str, mode: str = "file") -> Candidate:
+    """Give preset `name` reading the data's `fmt` files in source mode `mode` (the format must be in the data)."""
+    spec = preset(name, format=fmt, files=tuple(data.files[fmt]), epochs=None, field_size=data.field_size)
+    if fmt == "packed":
+        spec = spec.with_source(rows_per_record=experiment["data"]["rows_per_record"])
+    spec, note = in_source_mode(spec, mode)
+    return Candidate(name, spec, note=note)
+
+
 def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
     """Give the pipelines to measure: presets in their formats, then enumerated orderings."""
     cfg = experiment["pipelines"]
@@ -65,10 +72,7 @@ def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
         for fmt in formats:
             if fmt not in data.files:
                 raise ConfigError(f"pipelines.presets[{i}]: format {fmt} is not in data.formats / data.files")
-            spec = preset(name, format=fmt, files=tuple(data.files[fmt]), epochs=None, field_size=data.field_size)
-            if fmt == "packed":
-                spec = spec.with_source(rows_per_record=experiment["data"]["rows_per_record"])
-            found.append(Candidate(name, spec))
+            found.append(preset_candidate(experiment, data, name, fmt))
     if cfg["orderings"] is not None:
         enumeration = Enumeration.from_dict(cfg["orderings"], "pipelines.orderings")
         fmt = enumeration.reference.source.format
@@ -105,7 +109,7 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
               "quality": experiment["quality"], "holdout_files": data.holdout.get("tfrecord", []),
               "sources": experiment["sources"]}
     body = {"mode": mode, **setting, "pipeline_spec": candidate.spec.fingerprint(), **common}
-    return TrialSpec(trial_id=_key({**body, "repeat": repeat}), repeat=repeat, mode=mode,
+    return TrialSpec(trial_id=_key({**body, "repeat": repeat}), configuration_id=_key(body), repeat=repeat, mode=mode,
                      config_key=_key({**setting, "model": experiment["model"]}),
                      pipeline_spec=candidate.spec.to_dict(), pipeline_fingerprint=candidate.spec.fingerprint(),
                      label=label, batch_size=setting["batch_size"], threads=threads, env=dict(setting["env"]),
@@ -116,7 +120,13 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
 
 
 def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
-    """Give every trial of the grid, in run order."""
+    """Give every trial of the grid, in run order: `measurement.repeats` rounds, each measuring every
+    configuration once in its own shuffled order (RMIT), so drift on the machine hits all of them alike.
+
+    A train trial measures its synthetic ceiling itself, in the same worker (pipebench.measure.windows);
+    a separate synthetic trial runs only when `modes` asks for synthetic without train. The order is
+    seeded by the experiment, so a resumed run plans the same one.
+    """
     pipelines = candidates(experiment, data)
     if not pipelines:
         raise ConfigError("pipelines: nothing to measure (no presets, no orderings)")
@@ -124,17 +134,20 @@ def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
     env_names = list(ENV_KNOBS)
     env_values = [grid["env"][name] for name in env_names]
     modes = experiment["modes"]
-    out = []
+    configurations = []
     for batch_size, intra, inter, *env_combo in itertools.product(
             grid["batch_size"], grid["intra_op_threads"], grid["inter_op_threads"], *env_values):
         env = {name: value for name, value in zip(env_names, env_combo) if value is not None}
         setting = {"batch_size": batch_size, "threads": {"intra": intra, "inter": inter}, "env": env}
-        planned = [("synthetic", pipelines[0])] if "synthetic" in modes else []
-        for candidate in pipelines:
-            planned += [(mode, candidate) for mode in ("input", "train") if mode in modes]
-        for mode, candidate in planned:
-            out += [make_trial(experiment, data, mode, candidate, setting, repeat)
-                    for repeat in range(experiment["measurement"]["repeats"])]
+        if "synthetic" in modes and "train" not in modes:
+            configurations.append(("synthetic", pipelines[0], setting))
+        configurations += [(mode, candidate, setting) for candidate in pipelines
+                           for mode in ("input", "train") if mode in modes]
+    rng = random.Random(experiment.fingerprint())
+    out = []
+    for repeat in range(experiment["measurement"]["repeats"]):
+        order = rng.sample(configurations, len(configurations))
+        out += [make_trial(experiment, data, mode, candidate, setting, repeat) for mode, candidate, setting in order]
     return out
 
 
@@ -153,3 +166,6 @@ class GridPlanner:
 
     def done(self, planned: Planned, row: dict) -> None:
         """The grid needs no result to go on."""
+
+    def finish(self, run) -> None:
+        """The grid concludes nothing beyond its rows: summary.md ranks them."""

@@ -1,14 +1,16 @@
 """The one trial loop every driver runs (Optuna's `_optimize` for every sampler; Hydra's launcher).
 
-A driver is a *planner*: `next()` gives the next trial (None when it has no more) and `done()`
-hears each finished row. The loop owns everything else, once: limits, the sampler (cut to the
-measured windows), the row, appends, the deadline, `budget.max_trials`, the failure budget,
-progress, the input fraction and summary.md. `measure` is injectable, so driver logic is tested
-without TensorFlow and the replay benchmark drives the real planners.
+A driver is a *planner*: `next()` gives the next trial (None when it has no more), `done()`
+hears each finished row and `finish()` writes what it concludes. The loop owns everything else,
+once: limits, the sampler (cut to the measured windows), the row, appends, the deadline,
+`budget.max_trials`, the failure budget, progress, the input fraction and summary.md (after the
+planner's `finish()`, so it can show a study's winner). `measure` is injectable, so driver logic
+is tested without TensorFlow and the replay benchmark drives the real planners.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import socket
 import sys
 import time
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipebench.config import Experiment
-from pipebench.measure.manager import Limits, Outcome, run_worker
+from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.results.rows import RowContext, trial_row
 from pipebench.results.run_folder import RunFolder
@@ -50,6 +52,10 @@ class Planner(Protocol):
     def done(self, planned: Planned, row: dict) -> None:
         """Hear a measured trial's row (Optuna tells its study)."""
 
+    def finish(self, run: RunFolder) -> None:
+        """Write what the driver concludes into the run folder (a study's importances and winner), before
+        the loop writes summary.md."""
+
 
 Measure = Callable[..., Outcome]
 
@@ -77,9 +83,15 @@ class Progress:
         rate = row.get("examples_per_sec_median")
         source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
         label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} b{row['batch_size']}".replace("  ", " ")
+        if row.get("repeat"):
+            label += f" (repeat {row['repeat']})"  # a grid's later round, or a confirmation round
         if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
             self.best = (rate, label)
         result = f"{rate:,.0f} ex/s" if rate else f"{row['status']}: {row['reason']}"
+        if row.get("remeasure_of"):
+            label += " (again: its first measurement shared the machine)"
+        elif row.get("busy_machine"):
+            result += " [busy machine]"
         best = f" | best train {self.best[0]:,.0f} ex/s ({self.best[1]})" if self.best else ""
         total = self.total if self.total is not None and self.total >= self.done else "?"
         eta = ""
@@ -93,26 +105,70 @@ def failures(rows: list[dict]) -> int:
     return sum(TrialStatus(r["status"]).counts_as_failure for r in rows)
 
 
-def _ceiling(row_spec: TrialSpec, rows: list[dict], run_id: str) -> float | None:
-    """Give this run's synthetic throughput at the train trial's compute setting (never another run's)."""
-    if row_spec.mode != "train":
+class RemeasureBusy:
+    """A planner's trials, then once more each ok trial its windows shared with busy other processes.
+
+    The re-measure is a new row naming the trial it measures again (`remeasure_of`); reports read the
+    quieter one in its place. A trial still busy the second time stays flagged: it is not retried again.
+    Before each re-measure the machine is read (`busy_now`, other processes' CPU in % of a vCPU): while
+    it is still past `threshold_pct`, a second measurement would be as busy as the first, so the rest
+    stay flagged and `skipped` says why.
+    """
+
+    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder, threshold_pct: float,
+                 busy_now: Callable[[], float]) -> None:
+        self.planner, self.rows, self.run = planner, rows, run
+        self.threshold_pct, self.busy_now = threshold_pct, busy_now
+        self.skipped: str | None = None
+        self._driver_done = False
+
+    def total(self) -> int | None:
+        return self.planner.total()
+
+    def next(self) -> Planned | None:
+        if not self._driver_done:
+            planned = self.planner.next()
+            if planned is not None:
+                return planned
+            self._driver_done = True
+        if self.skipped is not None:
+            return None
+        again = {r["remeasure_of"] for r in self.rows if r.get("remeasure_of")}
+        for row in self.rows:
+            path = self.run.trial_dir(row["trial_id"]) / TRIAL_FILE
+            if (row["status"] == "ok" and row.get("busy_machine") and not row.get("remeasure_of")
+                    and row["trial_id"] not in again and path.exists()):
+                busy = self.busy_now()
+                if busy > self.threshold_pct:
+                    self.skipped = (f"the machine was still busy when the run would measure them again (other "
+                                    f"processes used {busy:.0f}% of a vCPU)")
+                    return None
+                spec = TrialSpec.load(path)
+                return Planned(dataclasses.replace(spec, trial_id=f"{spec.trial_id}-again", remeasure_of=spec.trial_id))
         return None
-    found = [r["examples_per_sec_median"] for r in rows if r["mode"] == "synthetic" and r["status"] == "ok"
-             and r["config_key"] == row_spec.config_key and r["run_id"] == run_id]
-    return found[-1] if found else None
+
+    def done(self, planned: Planned, row: dict) -> None:
+        if planned.spec.remeasure_of is None:
+            self.planner.done(planned, row)
+
+    def finish(self, run: RunFolder) -> None:
+        self.planner.finish(run)
 
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
-               stream=sys.stderr) -> LoopResult:
+               stream=sys.stderr, busy_now: Callable[[], float] | None = None) -> LoopResult:
     """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
-    from pipebench.measure.sampler import Sampler
+    from pipebench.measure.sampler import Sampler, others_busy_pct
     from pipebench.report.summary import write_summary
 
+    busy_now = busy_now or others_busy_pct
     budget, measurement = experiment["budget"], experiment["measurement"]
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
+    if measurement["remeasure_busy"]:
+        planner = RemeasureBusy(planner, rows, run, measurement["busy_other_cpu_pct"], busy_now)
     progress = Progress(planner.total(), len(rows), stream, clock)
     host = socket.gethostname()
     result = LoopResult(rows)
@@ -141,10 +197,14 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
                                                                   data_files=files),
                               on_progress=planned.on_window)
         row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
-                                   _ceiling(spec, rows, run.run_id), planned.study, planned.optuna_trial_number))
+                                   planned.study, planned.optuna_trial_number))
         run.append(row, outcome.samples)
         rows.append(row)
         planner.done(planned, row)
         progress.update(row)
-    write_summary(run, rows, result.stopped)
+    planner.finish(run)
+    skipped = planner.skipped if isinstance(planner, RemeasureBusy) else None
+    if skipped:
+        log(f"busy trials not measured again: {skipped}")
+    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"], skipped)
     return result

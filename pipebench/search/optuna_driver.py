@@ -1,10 +1,16 @@
 """The Optuna driver: a planner for the trial loop that asks the study here and tells it each row.
 
-A study holds exactly `search.n_trials` slots (pipebench.search.slots). Every process (`pipebench
-run`, any number of `pipebench worker`s on any host) pops waiting slots until none is left, so the
-study ends at its size whoever runs it; the last worker standing waits for the others' running
-trials and runs again any whose worker is gone (pipebench.search.liveness). Settings this host
-already measured are told their earlier values, not measured again.
+A study holds at most `search.n_trials` slots (pipebench.search.slots): the exploration's, then the
+confirmation phase's (pipebench.search.confirm), whose rounds are enqueued here once the trials
+before them have finished. Every process (`pipebench run`, any number of `pipebench worker`s on any
+host) pops waiting slots until none is left, so the study ends at its size whoever runs it; the last
+worker standing waits for the others' running trials and runs again any whose worker is gone
+(pipebench.search.liveness). Settings this host already measured in the exploration are told their
+earlier values, not measured again; confirmation trials measure again on purpose.
+
+The study ends like the grid: importances (once enough exploration trials finished to mean
+something) and the confirmed winner — settings with units, throughput interval, paired gain over
+each reference — go to importances.json and the log before the loop writes summary.md.
 """
 from __future__ import annotations
 
@@ -20,12 +26,22 @@ from pipebench.config import Experiment, redact_url
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import TrialStatus
 from pipebench.results import IMPORTANCES_FILE
+from pipebench.results.run_folder import RunFolder
 from pipebench.search import slots
+from pipebench.report.winner import winner_lines
+from pipebench.search.budget import confirms, reserved_trials
+from pipebench.search.confirm import Contender, Explored, Race, choose_contenders, decide, reads
 from pipebench.search.liveness import Heartbeat, reclaim_dead_slots, worker_id
 from pipebench.search.loop import Planned
 from pipebench.search.plan import DIRECTIONS, Plan, objective_values, worker_trial
+from pipebench.search.settings import settings_text
 
 STUDY_FILE = "study.journal"
+#: Optuna's default importance evaluator (PED-ANOVA) compares the trials in the top TOP_QUANTILE with the
+#: rest; its documentation asks for at least MIN_TOP_TRIALS there to be stable. Fewer exploration trials
+#: than that give importances that are noise, so they are withheld, with the reason.
+TOP_QUANTILE, MIN_TOP_TRIALS = 0.1, 5
+MIN_TRIALS_FOR_IMPORTANCES = round(MIN_TOP_TRIALS / TOP_QUANTILE)
 
 
 def open_storage(url: str | None, run_dir: Path | None, where: str = "search.storage"):
@@ -61,8 +77,11 @@ def make_sampler(cfg: dict):
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         # Multivariate: batch size, threads and pipeline interact. Constant liar: workers sharing a
         # study see each other's running trials as bad, so they do not all try the same settings.
+        # Few random startup trials: the starts and an ordinal space give TPE its bearings early, and on
+        # search_replay.py's recorded surface 3 found the best setting more often than 8 in the same budget.
+        exploring = cfg["n_trials"] - reserved_trials(cfg)
         return optuna.samplers.TPESampler(seed=cfg["seed"], multivariate=True, constant_liar=True,
-                                          n_startup_trials=max(2, min(10, cfg["n_trials"] // 3)))
+                                          n_startup_trials=max(3, min(10, exploring // 6)))
 
 
 def _pruner(experiment: Experiment, log):
@@ -108,7 +127,8 @@ def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | No
 
 
 class OptunaPlanner:
-    """Planner over a study: `next()` asks (skipping settings measured before), `done()` tells."""
+    """Planner over a study: `next()` asks (skipping settings measured before), `done()` tells; after the
+    exploration it enqueues the confirmation rounds, and `finish()` records the winner."""
 
     def __init__(self, study, plan: Plan, log: Callable[[str], None] = print) -> None:
         import optuna
@@ -118,6 +138,8 @@ class OptunaPlanner:
         self.objectives = study.user_attrs.get(slots.STUDY_OBJECTIVES, experiment["search"]["objectives"])
         self.heartbeat_sec = experiment["search"]["heartbeat_sec"]
         self.prunable = len(self.objectives) == 1 and not isinstance(study.pruner, optuna.pruners.NopPruner)
+        cfg = experiment["search"]
+        self.seed = cfg["seed"] if cfg["seed"] is not None else study.study_name
 
     def total(self) -> int | None:
         return self.study.user_attrs.get(slots.STUDY_SLOTS)
@@ -128,23 +150,38 @@ class OptunaPlanner:
         while True:
             if not self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
                 # The last worker standing sees the study through: it waits for the others' running
-                # trials and runs again any whose worker is gone.
+                # trials, runs again any whose worker is gone, then enqueues the next confirmation round.
                 if not self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+                    if self._enqueue_round():
+                        continue
                     return None
                 if not reclaim_dead_slots(self.study, self.log, self.heartbeat_sec):
                     time.sleep(min(self.heartbeat_sec, 2.0))
                 continue
             trial = self.study.ask()
-            if slots.slot_of(trial) is None:  # another process took the last slot between the check and the ask
+            if slots.slot_of(trial) is None or (slots.round_of(trial) is not None
+                                                and slots.seat_taken(self.study, trial)):
+                # another process took the last slot between the check and the ask, or enqueued this round too
                 trial.set_user_attr(slots.SURPLUS, True)
                 self.study.tell(trial, state=TrialState.FAIL)
-                return None
+                if slots.slot_of(trial) is None:
+                    return None
+                continue
             trial.set_user_attr(slots.WORKER, worker_id())
             trial.set_user_attr(slots.HOST, socket.gethostname())
             trial.set_user_attr(slots.HEARTBEAT, time.time())
-            spec = worker_trial(self.plan, slots.params_of(trial, self.plan))
-            if slots.tell_duplicate(self.study, trial, f"{socket.gethostname()}:{spec.trial_id}", self.plan, self.log):
-                continue
+            round_number = slots.round_of(trial)
+            if round_number is None:
+                params = slots.params_of(trial, self.plan)
+                spec = worker_trial(self.plan, params)
+                trial.set_user_attr(slots.SETTINGS, params)
+                trial.set_user_attr(slots.CONFIGURATION, spec.configuration_id)
+                if slots.tell_duplicate(self.study, trial, f"{socket.gethostname()}:{spec.trial_id}", self.plan,
+                                        self.log):
+                    continue
+            else:  # a confirmation trial: its contender's settings again, as repeat `round`
+                spec = dataclasses.replace(worker_trial(self.plan, trial.user_attrs[slots.SETTINGS]),
+                                           repeat=round_number)
             if spec.knobs_not_applied:
                 trial.set_user_attr(slots.KNOBS_NOT_APPLIED, list(spec.knobs_not_applied))
             spec = dataclasses.replace(spec, trial_id=f"{self.study.study_name}-{trial.number}")
@@ -153,7 +190,9 @@ class OptunaPlanner:
                 trial.report(examples_per_sec, window)
                 return trial.should_prune()
 
-            return Planned(spec, on_window if self.prunable else None, Heartbeat(trial, self.heartbeat_sec),
+            # a confirmation trial is never pruned: its rounds are what the race compares
+            prunable = self.prunable and round_number is None
+            return Planned(spec, on_window if prunable else None, Heartbeat(trial, self.heartbeat_sec),
                            self.study.study_name, trial.number, trial)
 
     def done(self, planned: Planned, row: dict) -> None:
@@ -176,41 +215,157 @@ class OptunaPlanner:
         except (RuntimeError, ValueError) as err:  # taken as lost and reclaimed meanwhile (a stalled host)
             self.log(f"trial {trial.number}: could not be told ({err}); its row is kept, its slot was run again")
 
+    def race(self) -> Race | None:
+        """Give the confirmation race as the study holds it, or None when the study has no confirmation phase."""
+        cfg = self.plan.experiment["search"]
+        if not confirms(cfg) or slots.STUDY_EXPLORATION not in self.study.user_attrs:
+            return None
+        return study_race(self.study, self.plan)
+
+    def _enqueue_round(self) -> bool:
+        """Enqueue the next confirmation round once every trial before it finished; give whether one was."""
+        race = self.race()
+        names = race.next_round() if race is not None else None
+        if names is None:
+            return False
+        round_number = race.last_round() + 1
+        if round_number == 1:
+            self.log(f"confirmation: {len(names)} contenders ({', '.join(names)}) race in interleaved rounds, "
+                     f"{race.budget} trials at most")
+        slots.enqueue_round(self.study, round_number, names, race.contenders, self.seed)
+        return True
+
+    def finish(self, run: RunFolder) -> None:
+        finish(self.study, self.plan, run.path, self.log)
+
+
+def _explored(study) -> list:
+    """Give the study's measured exploration trials (complete, not told a duplicate's values, not confirming)."""
+    from optuna.trial import TrialState
+
+    return [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if slots.round_of(t) is None and not slots.is_duplicate(t)]
+
+
+def study_race(study, plan: Plan) -> Race:
+    """Give the confirmation race from the study's trials: its contenders (chosen from the exploration until
+    the first round names them), the seats of each round, and what each measured."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    confirming = [t for t in trials if slots.round_of(t) is not None and not t.user_attrs.get(slots.SURPLUS)]
+    rounds: dict[int, list[str]] = {}
+    contenders = {}
+    for trial in sorted(confirming, key=lambda t: t.number):
+        name = trial.user_attrs[slots.CONTENDER]
+        seats = rounds.setdefault(slots.round_of(trial), [])
+        if name not in seats:
+            seats.append(name)
+        contenders.setdefault(name, trial)
+    cfg = plan.experiment["search"]
+    explored = [Explored(t.number, t.user_attrs[slots.CONFIGURATION], t.user_attrs[slots.SETTINGS], t.values[0])
+                for t in _explored(study) if slots.CONFIGURATION in t.user_attrs]
+    chosen = {c.name: c for c in choose_contenders(plan, explored, cfg["confirm_top"], cfg["enqueue_reference"])}
+    if contenders:  # the first round named them: the exploration cannot have changed since, but the study is the record
+        chosen = {name: chosen.get(name) or _contender(trial, plan) for name, trial in contenders.items()}
+    race = Race(chosen, {r: rounds[r] for r in sorted(rounds)},
+                budget=study.user_attrs.get(slots.STUDY_SLOTS, 0) - slots.exploration_slots(study))
+    for trial in confirming:
+        if trial.state == TrialState.COMPLETE:
+            race.values.setdefault(trial.user_attrs[slots.CONTENDER], {})[slots.round_of(trial)] = trial.values[0]
+    return race
+
+
+def _contender(trial, plan: Plan):
+    """Give the contender a confirmation trial names, from its own attributes."""
+    params = trial.user_attrs[slots.SETTINGS]
+    return Contender(trial.user_attrs[slots.CONTENDER], params, trial.user_attrs[slots.CONFIGURATION],
+                     reads(plan, params))
+
 
 def importances(study) -> dict:
-    """Give each objective's parameter importances (Optuna's default evaluator), or why there are none."""
+    """Give each objective's parameter importances over the measured exploration trials (Optuna's default
+    evaluator), or why there are none: fewer than MIN_TRIALS_FOR_IMPORTANCES of them, or Optuna's reason."""
     import optuna
 
+    explored = _explored(study)
+    objectives = study.user_attrs.get(slots.STUDY_OBJECTIVES, ["examples_per_sec"])
+    if len(explored) < MIN_TRIALS_FOR_IMPORTANCES:
+        why = (f"withheld: {len(explored)} exploration trials finished, and Optuna's default evaluator (PED-ANOVA) "
+               f"needs {MIN_TOP_TRIALS} in its top {TOP_QUANTILE:.0%} ({MIN_TRIALS_FOR_IMPORTANCES} trials) to be "
+               "stable; with fewer, importances follow the noise")
+        return {objective: {"unavailable": why} for objective in objectives}
+    # over the exploration alone: confirmation trials measure chosen settings again, and carry no parameters
+    explored_study = optuna.create_study(directions=study.directions)
+    explored_study.add_trials(explored)
     out = {}
-    for i, objective in enumerate(study.user_attrs.get(slots.STUDY_OBJECTIVES, ["examples_per_sec"])):
-        # Optuna 5's default evaluator (PED-ANOVA) explains low target values: negate what is maximised.
+    evaluator = optuna.importance.PedAnovaImportanceEvaluator(target_quantile=TOP_QUANTILE)
+    for i, objective in enumerate(objectives):
+        # PED-ANOVA explains low target values: negate what is maximised.
         sign = -1.0 if study.directions[i] == optuna.study.StudyDirection.MAXIMIZE else 1.0
         try:
             with warnings.catch_warnings():  # the direction warning: the sign above already answers it
                 warnings.simplefilter("ignore", UserWarning)
-                found = optuna.importance.get_param_importances(study, target=lambda t, i=i, s=sign: s * t.values[i])
+                found = optuna.importance.get_param_importances(explored_study, evaluator=evaluator,
+                                                                target=lambda t, i=i, s=sign: s * t.values[i])
             out[objective] = {name: float(value) for name, value in found.items()}
         except (RuntimeError, ValueError) as err:
             out[objective] = {"unavailable": str(err)}
     return out
 
 
-def finish(study, run_dir: Path, pinned: dict[str, str], log=print) -> dict:
-    """Save and print importances, how the best trial compares with the enqueued references; give the saved dict."""
+def winner_record(study, plan: Plan, race: Race) -> dict | None:
+    """Give the confirmed winner as importances.json records it, or None when no round finished."""
+    decision = decide(race)
+    if decision is None:
+        return None
     from optuna.trial import TrialState
 
-    done = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    found = {"study": study.study_name, "importances": importances(study), "pinned": list(pinned.values()),
-             "references": {slots.enqueued_as(t): t.values for t in done if slots.enqueued_as(t) != slots.SAMPLED}}
-    if done and len(study.directions) == 1:
-        best = study.best_trial
-        found["best"] = {"number": best.number, "values": best.values, "params": best.params}
+    winner = decision.winner
+    trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+              if slots.round_of(t) is not None and t.user_attrs.get(slots.CONTENDER) == winner.name]
+    rate = decision.throughput
+    gains = {}
+    for reference, (ratio, verdict) in decision.gains.items():
+        gains[reference] = {"ratio": None, "low": None, "high": None, "rounds": 0, "verdict": verdict}
+        if ratio is not None:
+            gains[reference].update(ratio=ratio.mean, low=ratio.low, high=ratio.high, rounds=ratio.n)
+    return {"contender": winner.name, "trial_ids": [f"{study.study_name}-{t.number}" for t in trials],
+            "configuration_id": winner.configuration_id, "explored_trials": list(winner.explored),
+            "settings": settings_text(worker_trial(plan, winner.params)),
+            "examples_per_sec": {"mean": rate.mean, "low": rate.low, "high": rate.high, "rounds": rate.n},
+            "gains": gains, "left_the_race": decision.dropped}
+
+
+def _withheld(study, plan: Plan, race: Race | None) -> str:
+    """Give why a study names no winner."""
+    cfg = plan.experiment["search"]
+    if race is None and cfg["confirm_top"] == 0:
+        return "no confirmation phase (search.confirm_top: 0): no single trial's value is a winner under noise"
+    if race is None and list(cfg["objectives"]) != ["examples_per_sec"]:
+        return f"the objectives {cfg['objectives']} form a Pareto front; the confirmation phase races examples/sec alone"
+    if race is None:
+        return "the study was made before confirmation phases (no exploration/confirmation split)"
+    if not race.contenders:
+        return "no exploration trial finished, so there was nothing to confirm"
+    if not race.rounds:
+        return "the run stopped before the confirmation phase"
+    return "the run stopped before a contender finished two confirmation rounds"
+
+
+def finish(study, plan: Plan, run_dir: Path, log=print) -> dict:
+    """Save and print importances and the confirmed winner; give the saved dict."""
+    race = study_race(study, plan) if confirms(plan.experiment["search"]) and slots.STUDY_EXPLORATION in study.user_attrs else None
+    found = {"study": study.study_name, "importances": importances(study), "pinned": list(plan.pinned.values())}
+    winner = winner_record(study, plan, race) if race is not None else None
+    if winner is None:
+        found["winner"], found["winner_withheld"] = None, _withheld(study, plan, race)
+    else:
+        found["winner"] = winner
     atomic_write_json(run_dir / IMPORTANCES_FILE, found, default=str)
     for objective, values in found["importances"].items():
         log(f"importances ({objective}): " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}"
                                                       for k, v in values.items()))
-    if "best" in found:
-        beats = ", ".join(f"{name} {values[0]:,.0f}" for name, values in found["references"].items())
-        log(f"best: trial {found['best']['number']} {found['best']['values'][0]:,.0f}"
-            + (f" (references: {beats})" if beats else ""))
+    for line in winner_lines(found):
+        log(line)
     return found

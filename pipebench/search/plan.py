@@ -1,5 +1,12 @@
 """What a search measures: its space, its pipelines, its reference settings, and how one set of knob
 values becomes a TrialSpec. No Optuna import here (the replay benchmark and tests use it bare).
+
+Two kinds of settings come from outside the sampler. *Starts* are the reference settings cut to the
+searched space, measured first so the sampler begins from them. *References* are whole settings —
+the deck's (aws-sample, intra = inter = vCPUs, KMP_AFFINITY disabled), TF's defaults (threads and
+environment unset) and AUTOTUNE everywhere (every parallelism and buffer at AUTOTUNE, TF's
+defaults) — raced against the best candidates in the confirmation phase, in the candidates' own
+format and source mode: a gain over a reference read in another format would be the format's.
 """
 from __future__ import annotations
 
@@ -12,8 +19,10 @@ from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec
-from pipebench.pipeline.spec import PipelineSpec
-from pipebench.search.grid import Candidate, candidates, make_trial
+from pipebench.pipeline.presets import NATIVE_FORMAT
+from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
+from pipebench.search.budget import REFERENCES, exploration_problem
+from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
 
 #: Each objective's direction, and the results column that holds its value.
@@ -22,9 +31,17 @@ DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc
 _ROW_COLUMNS = {"examples_per_sec": "examples_per_sec_median", "rss_peak_bytes": "rss_peak_bytes", "auc": "auc"}
 
 
+#: The pipeline whose settings the references are (the deck's).
+REFERENCE_PIPELINE = "aws-sample"
+#: The stage parameters a PipelineSpec lets be AUTOTUNE.
+_AUTOTUNABLE = (("interleave", "cycle_length"), ("interleave", "num_parallel_calls"), ("decode", "num_parallel_calls"),
+                ("prefetch", "buffer_size"))
+
+
 @dataclass(frozen=True)
-class Reference:
-    """A setting every study measures first: its name, the searched knobs' values, the fixed knobs' values."""
+class Start:
+    """A reference's settings cut to the searched space, measured first: the searched knobs' values
+    (as values, not the sampler's indices), and the values it fixes outside the searched space."""
 
     name: str
     searched: dict[str, Any]
@@ -40,8 +57,11 @@ class Plan:
     pipelines: dict[str, Candidate]  # by the name the space uses for it
     space: dict[str, Dimension]
     pinned: dict[str, str]  # knob → why pipebench pinned or narrowed it on this machine
-    references: list[Reference]
+    starts: list[Start]
     price_per_hour: float | None = None  # this host's instance price, for the cost objective
+    vcpus: int = 1
+    # the deck's pipeline in each format and source mode of the candidates, by the name the space uses
+    reference_pipelines: dict[str, Candidate] = dataclasses.field(default_factory=dict)
 
     @property
     def pinned_knobs(self) -> tuple[str, ...]:
@@ -88,8 +108,11 @@ def _match_pipeline(choice: str, pipelines: dict[str, Candidate], where: str) ->
 
 
 def make_plan(experiment: Experiment, data: DataSet, machine: MachineFacts) -> Plan:
-    """Give the search plan: space (defaults filled in, inert knobs pinned), pipelines, reference settings."""
+    """Give the search plan: space (defaults filled in, inert knobs pinned), pipelines, starts."""
     cfg = experiment["search"]
+    problem = exploration_problem(cfg)
+    if problem:
+        raise ConfigError(f"search.n_trials: {problem}")
     if "auc" in cfg["objectives"] and not (experiment["quality"]["enabled"] and cfg["mode"] == "train"):
         raise ConfigError("search.objectives: auc is measured only by train trials with quality.enabled: true "
                           "(set search.mode: train and quality.enabled: true)")
@@ -109,25 +132,72 @@ def make_plan(experiment: Experiment, data: DataSet, machine: MachineFacts) -> P
         raise ConfigError("search.space.pipeline: must be a list of pipelines")
     space["pipeline"] = Dimension("pipeline", tuple(
         _match_pipeline(str(c), pipelines, "search.space.pipeline") for c in pipeline.choices))
-    reference = next((name for name, c in pipelines.items() if c.name == "aws-sample"), None)
-    batch = experiment["grid"]["batch_size"][0]
-    deck = {"pipeline": reference, "batch_size": batch, "intra_op_threads": vcpus, "inter_op_threads": vcpus,
-            "env.KMP_AFFINITY": "disabled"}
-    tf_defaults = {"pipeline": reference, "batch_size": batch, "intra_op_threads": 0, "inter_op_threads": 0,
-                   **{f"env.{name}": None for name in ENV_KNOBS}}
+    reference_pipelines = {}
+    for candidate in pipelines.values():
+        fmt, mode = candidate.spec.source.format, candidate.spec.source.mode
+        deck = preset_candidate(experiment, data, REFERENCE_PIPELINE, fmt, mode)
+        reference_pipelines[deck.name_in_space] = deck
+    # The starts read the deck's pipeline in its own format when the space holds it (never the first-listed one).
+    native = f"{REFERENCE_PIPELINE}:{NATIVE_FORMAT[REFERENCE_PIPELINE]}"
+    searched_pipelines = space["pipeline"].choices
+    start_pipeline = native if native in searched_pipelines else next(
+        (name for name in searched_pipelines if pipelines[name].name == REFERENCE_PIPELINE), None)
     pinned: dict[str, str] = {}
     fixed = {name for name, dim in space.items() if dim.pinned}  # pinned by the user or left out of the space
+    batch = experiment["grid"]["batch_size"][0]
     if cfg["pin_inert"]:
-        space, pinned = pin_inert(space, machine, deck)
-    references = []
-    for name, params in (("reference deck", deck), ("TF defaults", tf_defaults)):
+        space, pinned = pin_inert(space, machine, _reference_params("reference deck", start_pipeline, batch, vcpus,
+                                                                    None))
+    starts = []
+    for name in REFERENCES[:2]:
+        params = _reference_params(name, start_pipeline, batch, vcpus, None)
         searched = {k: v for k, v in params.items() if k in space and not space[k].pinned and space[k].contains(v)}
-        # A knob the space does not search still takes the reference's value in the reference trial.
+        # A knob the space does not search still takes the reference's value in the start trial.
         overrides = {k: v for k, v in params.items()
                      if (k in fixed or k not in space) and (v is not None or k.startswith("env."))}
-        references.append(Reference(name, searched, overrides))
-    return Plan(experiment, data, pipelines, space, pinned, references if cfg["enqueue_reference"] else [],
-                instance_price(experiment, machine))
+        starts.append(Start(name, searched, overrides))
+    return Plan(experiment, data, pipelines, space, pinned, starts if cfg["enqueue_reference"] else [],
+                instance_price(experiment, machine), vcpus, reference_pipelines)
+
+
+def _autotuned(spec: PipelineSpec) -> dict[str, Any]:
+    """Give the knobs that set every parallelism and buffer of `spec` to AUTOTUNE (tf.data's own tuning)."""
+    knobs = {f"stage.{kind}.{param}": AUTOTUNE for kind, param in _AUTOTUNABLE if kind in spec.kinds}
+    if spec.source.mode != "pipe" and "interleave" not in spec.kinds:
+        knobs["source.num_parallel_reads"] = AUTOTUNE  # Pipe mode has one stream; interleave reads in parallel itself
+    knobs["option.autotune.enabled"] = True
+    return knobs
+
+
+def _reference_params(name: str, pipeline: str | None, batch: int, vcpus: int,
+                      spec: PipelineSpec | None) -> dict[str, Any]:
+    """Give reference `name`'s knob values on `pipeline` (whose spec AUTOTUNE everywhere needs)."""
+    tf_defaults = {"pipeline": pipeline, "batch_size": batch, "intra_op_threads": 0, "inter_op_threads": 0,
+                   **{f"env.{knob}": None for knob in ENV_KNOBS}}
+    if name == "reference deck":
+        return {**tf_defaults, "intra_op_threads": vcpus, "inter_op_threads": vcpus, "env.KMP_AFFINITY": "disabled"}
+    if name == "TF defaults":
+        return tf_defaults
+    return {**tf_defaults, **_autotuned(spec)}
+
+
+def reference_settings(plan: Plan, fmt: str, source_mode: str) -> dict[str, dict[str, Any]]:
+    """Give each reference's whole knob values on the deck's pipeline in `fmt` and `source_mode`.
+
+    Knobs pipebench pinned as inert on this machine keep their pinned value (a reference would only
+    claim a setting that did nothing); every other knob is the reference's own.
+    """
+    deck = next(c for name, c in plan.reference_pipelines.items()
+                if c.spec.source.format == fmt and c.spec.source.mode == source_mode)
+    batch = plan.experiment["grid"]["batch_size"][0]
+    out = {}
+    for name in REFERENCES:
+        params = _reference_params(name, deck.name_in_space, batch, plan.vcpus, deck.spec)
+        for knob in plan.pinned:
+            if knob in params and plan.space[knob].pinned:
+                params[knob] = plan.space[knob].choices[0]
+        out[name] = params
+    return out
 
 
 def _apply_knob(spec: PipelineSpec, name: str, value: Any) -> PipelineSpec:
@@ -152,7 +222,7 @@ def worker_trial(plan: Plan, params: dict[str, Any]) -> TrialSpec:
     A pipeline knob that a chosen pipeline cannot take (no such stage, an option Pipe mode lacks)
     is left out for that trial and listed in `knobs_not_applied`.
     """
-    candidate = plan.pipelines[params["pipeline"]]
+    candidate = plan.pipelines.get(params["pipeline"]) or plan.reference_pipelines[params["pipeline"]]
     spec, not_applied = candidate.spec, []
     for name, value in sorted(params.items()):
         if name.startswith(("stage.", "source.", "option.")):
@@ -170,9 +240,21 @@ def worker_trial(plan: Plan, params: dict[str, Any]) -> TrialSpec:
 
 
 def suggest(trial, dim: Dimension) -> Any:
-    """Give an Optuna trial's value of one knob (a pinned knob's only value is not asked for)."""
+    """Give an Optuna trial's value of one knob (a pinned knob's only value is not asked for).
+
+    An ordinal knob is asked for as the index of its value in ascending order, so the sampler
+    models it as ordered; the value is what comes back.
+    """
     if dim.pinned:
         return dim.choices[0]
+    if dim.ordinal:
+        return dim.ordered[trial.suggest_int(dim.name, 0, len(dim.choices) - 1)]
     if dim.choices is not None:
         return trial.suggest_categorical(dim.name, list(dim.choices))
     return trial.suggest_int(dim.name, dim.low, dim.high, log=dim.log)
+
+
+def encode(params: dict[str, Any], space: dict[str, Dimension]) -> dict[str, Any]:
+    """Give knob values as the sampler stores them (an ordinal knob's index), for enqueueing a trial."""
+    return {name: space[name].ordered.index(value) if name in space and space[name].ordinal else value
+            for name, value in params.items()}

@@ -1,9 +1,13 @@
-"""A study's slots: exactly `search.n_trials` trials, enqueued once, and the attributes pipebench keeps on them.
+"""A study's slots: at most `search.n_trials` trials, and the attributes pipebench keeps on them.
 
 Every attribute name lives here once (Optuna keeps its own in-storage keys as constants read
 through helpers: a misspelt key must fail, not read None). The process whose `create_study`
-succeeds enqueues the slots — references first, then empty ones the sampler fills — and sets
-`STUDY_SLOTS` last, the sign the others wait for; so two workers starting at once cannot both enqueue.
+succeeds enqueues the exploration slots — the starts first, then empty ones the sampler fills — and
+sets `STUDY_SLOTS` last, the sign the others wait for; so two workers starting at once cannot both
+enqueue. The remaining slots belong to the confirmation phase (pipebench.search.confirm): each of
+its rounds is enqueued once the trials before it have finished, one trial per *seat* (round and
+contender). Should two processes enqueue one round at once, the lower-numbered trial of a seat is
+measured and the other is failed as surplus, unmeasured.
 """
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ import time
 from typing import Any
 
 from pipebench.errors import ConfigError
-from pipebench.search.plan import Plan, suggest
+from pipebench.search.budget import reserved_trials
+from pipebench.search.plan import Plan, encode, suggest
 from pipebench.search.space import Dimension
 
 # Trial user_attrs pipebench sets.
@@ -27,12 +32,18 @@ SETTINGS_KEY = "settings_key"  # host + the trial's id: equal settings measured 
 DUPLICATE_OF = "duplicate_of"  # the trial whose values were told instead of measuring again
 REPLACES_DUPLICATE = "replaces_duplicate"
 RETRY_OF = "retry_of"  # the trial whose worker died, run again
-SURPLUS = "surplus"  # asked after the last slot was taken: failed, never measured
+SURPLUS = "surplus"  # asked after the last slot was taken, or a seat taken twice: failed, never measured
 KNOBS_NOT_APPLIED = "knobs_not_applied"
+SETTINGS = "settings"  # the trial's whole knob values (values, not the sampler's indices)
+CONFIGURATION = "configuration_id"  # the trial's configuration (TrialSpec.configuration_id)
+ROUND = "confirm_round"  # a confirmation trial's round (1, 2, ...): its repeat index
+CONTENDER = "contender"  # a confirmation trial's contender ("candidate 1", "TF defaults", ...)
 # Study user_attrs.
 STUDY_SLOTS = "pipebench_slots"
+STUDY_EXPLORATION = "pipebench_exploration_slots"  # the slots before the confirmation phase
 STUDY_OBJECTIVES = "objectives"
 SAMPLED = "sampled"
+CONFIRMATION = "confirmation"
 
 
 def slot_of(trial) -> int | None:
@@ -52,16 +63,52 @@ def was_measured(trial) -> bool:
     return STATUS in trial.user_attrs
 
 
+def round_of(trial) -> int | None:
+    """Give a confirmation trial's round, None for an exploration trial."""
+    return trial.user_attrs.get(ROUND)
+
+
+def exploration_slots(study) -> int:
+    """Give how many slots the study explores with (all of them in a study made before confirmation phases)."""
+    return study.user_attrs.get(STUDY_EXPLORATION, study.user_attrs.get(STUDY_SLOTS, 0))
+
+
 def enqueue_slots(study, plan: Plan) -> None:
-    """Enqueue the study's slots (references first), then mark it ready for other workers."""
-    n_trials = plan.experiment["search"]["n_trials"]
-    for slot in range(n_trials):
-        reference = plan.references[slot] if slot < len(plan.references) else None
-        study.enqueue_trial(reference.searched if reference else {},
-                            user_attrs={SLOT: slot, ENQUEUED_AS: reference.name if reference else SAMPLED,
-                                        OVERRIDES: reference.overrides if reference else {}})
-    study.set_user_attr(STUDY_OBJECTIVES, plan.experiment["search"]["objectives"])
-    study.set_user_attr(STUDY_SLOTS, n_trials)  # last: the sign for waiting workers
+    """Enqueue the study's exploration slots (starts first), then mark it ready for other workers."""
+    cfg = plan.experiment["search"]
+    exploring = cfg["n_trials"] - reserved_trials(cfg)
+    for slot in range(exploring):
+        start = plan.starts[slot] if slot < len(plan.starts) else None
+        study.enqueue_trial(encode(start.searched, plan.space) if start else {},
+                            user_attrs={SLOT: slot, ENQUEUED_AS: start.name if start else SAMPLED,
+                                        OVERRIDES: start.overrides if start else {}})
+    study.set_user_attr(STUDY_OBJECTIVES, cfg["objectives"])
+    study.set_user_attr(STUDY_EXPLORATION, exploring)
+    study.set_user_attr(STUDY_SLOTS, cfg["n_trials"])  # last: the sign for waiting workers
+
+
+def enqueue_round(study, round_number: int, names: list[str], contenders: dict, seed: object) -> None:
+    """Enqueue one confirmation round: a trial per contender, in the round's shuffled order."""
+    from pipebench.search.confirm import round_order
+
+    seats = {(round_of(t), t.user_attrs.get(CONTENDER)) for t in study.get_trials(deepcopy=False)
+             if round_of(t) is not None}
+    first = exploration_slots(study) + len(seats)
+    for i, name in enumerate(round_order(names, round_number, seed)):
+        contender = contenders[name]
+        study.enqueue_trial({}, user_attrs={SLOT: first + i, ENQUEUED_AS: CONFIRMATION, OVERRIDES: {},
+                                            ROUND: round_number, CONTENDER: name, SETTINGS: contender.params,
+                                            CONFIGURATION: contender.configuration_id})
+
+
+def seat_taken(study, trial) -> bool:
+    """Whether a lower-numbered trial of this confirmation trial's seat is waiting, running or done."""
+    from optuna.trial import TrialState
+
+    seat = (round_of(trial), trial.user_attrs.get(CONTENDER))
+    return any((round_of(t), t.user_attrs.get(CONTENDER)) == seat and t.number < trial.number
+               for t in study.get_trials(deepcopy=False, states=(TrialState.WAITING, TrialState.RUNNING,
+                                                                 TrialState.COMPLETE)))
 
 
 def wait_for_slots(study, name: str, wait_sec: float) -> None:

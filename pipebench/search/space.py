@@ -6,8 +6,11 @@ A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `i
 switches cache or prefetch off), `source.<field>` (e.g. `source.num_parallel_reads`) or
 `option.<group>.<name>` (a tf.data option, e.g. `option.threading.private_threadpool_size`), set on
 every candidate that can take it.
-A dimension is a list of choices or `{low, high, log}` integers. No Optuna import here: the study
-module turns dimensions into `suggest_*` calls.
+A dimension is a list of choices or `{low, high, log}` integers. A list of numbers (batch sizes,
+thread counts, parallelism, buffer sizes) is *ordinal*: the sampler sees the index of each value in
+ascending order, so TPE learns that 2048 lies beyond 512 (a categorical knob's values are unordered
+to it). A list holding anything else (pipelines, env strings, AUTOTUNE, null, flags) is categorical.
+No Optuna import here: plan.suggest turns dimensions into `suggest_*` calls.
 """
 from __future__ import annotations
 
@@ -50,6 +53,17 @@ class Dimension:
 
     def pin(self, value: Any) -> Dimension:
         return Dimension(self.name, (value,))
+
+    @property
+    def ordinal(self) -> bool:
+        """Whether the sampler sees this knob's choices as ordered numbers (by index), not as categories."""
+        return (self.choices is not None and len(self.choices) > 1
+                and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in self.choices))
+
+    @property
+    def ordered(self) -> tuple:
+        """Give an ordinal knob's choices in ascending order (the index the sampler suggests)."""
+        return tuple(sorted(self.choices))
 
 
 def _knob_problem(name: str) -> str | None:

@@ -1,0 +1,119 @@
+"""Do the input-bound verdicts hold between identical runs, on an idle and on a busy machine?
+
+Runs `pipebench run experiments/deepfm.yaml --quick` `--idle` times on the machine as it is, then
+`--busy` times with one core kept busy by another process (started and stopped here: a Python loop
+pinned to the last CPU), and prints, per train configuration and run, the waiting share with its
+95% interval and the label, the busy flag, and each run's wall time. Then the goals:
+
+- across the idle runs no configuration gets two different confident labels;
+- the median 95% interval width of the waiting share over the idle runs is ≤ 6 percentage points;
+- every busy run is flagged as such in its summary;
+- no busy run gives a confident label that contradicts the idle runs' label;
+- the quick run stays under 10 minutes.
+
+    python benchmarks/verdict_stability.py [--idle 5] [--busy 5] [--results DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pipebench.results as results
+from pipebench.report.configurations import configurations
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIDENT = ("not input-bound", "moderately input-bound", "highly input-bound")
+BUSY_LOOP = "import os\nos.sched_setaffinity(0, {max(os.sched_getaffinity(0))})\nwhile True:\n    pass\n"
+
+
+def _run(results_dir: Path, tag: str) -> tuple[Path, float]:
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "pipebench", "run", str(ROOT / "experiments" / "deepfm.yaml"),
+                           "--quick", "--set", f"results={results_dir / tag}"], capture_output=True, text=True)
+    took = time.monotonic() - started
+    if done.returncode != 0:
+        sys.exit(f"{tag}: pipebench run failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+    (run_dir,) = (results_dir / tag / "deepfm").iterdir()
+    return run_dir, took
+
+
+def _verdicts(run_dir: Path) -> dict[str, tuple[str, float, float, float, bool]]:
+    """Give each train configuration's (label, waiting %, low, high, busy)."""
+    run = results.load(run_dir)
+    out = {}
+    for config in configurations(run.trials.to_dict("records")):
+        if config.mode != "train" or config.pooled.waiting is None:
+            continue
+        row, waiting = config.rows[0], config.pooled.waiting
+        key = f"{row['pipeline']} / {row['format']}"
+        out[key] = (config.verdict, 100 * waiting.mean, 100 * (waiting.low or 0), 100 * (waiting.high or 100),
+                    config.busy)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--idle", type=int, default=5)
+    parser.add_argument("--busy", type=int, default=5)
+    parser.add_argument("--results", type=Path, default=None, help="where the runs go (default: a temp folder)")
+    args = parser.parse_args()
+    folder = args.results or Path(tempfile.mkdtemp(prefix="pipebench-verdicts-"))
+    runs: list[tuple[str, Path, float]] = []
+    for i in range(args.idle):
+        run_dir, took = _run(folder, f"idle-{i + 1}")
+        runs.append((f"idle {i + 1}", run_dir, took))
+        print(f"idle {i + 1}: {took / 60:.1f} min, load average {os.getloadavg()[0]:.2f}", flush=True)
+    for i in range(args.busy):
+        hog = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
+        try:
+            run_dir, took = _run(folder, f"busy-{i + 1}")
+        finally:
+            hog.kill()
+            hog.wait()
+        runs.append((f"busy {i + 1}", run_dir, took))
+        print(f"busy {i + 1}: {took / 60:.1f} min", flush=True)
+
+    table = {name: _verdicts(run_dir) for name, run_dir, _ in runs}
+    configs = sorted({key for found in table.values() for key in found})
+    print("\nwaiting share of train-step time (95% interval) and label, per run")
+    print("| configuration | " + " | ".join(name for name, _, _ in runs) + " |")
+    print("|---|" + "---|" * len(runs))
+    for key in configs:
+        cells = []
+        for name, _, _ in runs:
+            found = table[name].get(key)
+            cells.append("—" if found is None else
+                         f"{found[1]:.1f}% ({found[2]:.1f}–{found[3]:.1f}) {found[0].replace(' input-bound', '')}"
+                         + (" [busy]" if found[4] else ""))
+        print(f"| {key} | " + " | ".join(cells) + " |")
+
+    idle = [name for name, _, _ in runs if name.startswith("idle")]
+    busy = [name for name, _, _ in runs if name.startswith("busy")]
+    flips = {key: {table[n][key][0] for n in idle if key in table[n] and table[n][key][0] in CONFIDENT}
+             for key in configs}
+    widths = [table[n][key][3] - table[n][key][2] for n in idle for key in table[n]]
+    idle_label = {key: next(iter(labels)) for key, labels in flips.items() if len(labels) == 1}
+    contradictions = [(n, key) for n in busy for key, found in table[n].items()
+                      if found[0] in CONFIDENT and key in idle_label and found[0] != idle_label[key]]
+    flagged = [n for n, run_dir, _ in runs if n in busy and "**Busy machine:**" in (run_dir / "summary.md").read_text()]
+    longest = max(took for _, _, took in runs) / 60
+    print("\ngoals")
+    print(f"- idle runs, configurations with two different confident labels: "
+          f"{sum(len(v) > 1 for v in flips.values())} (goal 0)")
+    print(f"- idle runs, median 95% interval width of the waiting share: "
+          f"{statistics.median(widths) if widths else float('nan'):.1f} pp (goal ≤ 6)")
+    print(f"- busy runs flagged as busy in their summary: {len(flagged)} of {len(busy)} (goal all)")
+    print(f"- busy runs' confident labels contradicting the idle label: {len(contradictions)} (goal 0)"
+          + (f": {contradictions}" if contradictions else ""))
+    print(f"- longest quick run: {longest:.1f} min (goal < 10)")
+    print(f"runs: {folder}")
+
+
+if __name__ == "__main__":
+    main()

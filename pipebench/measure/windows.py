@@ -1,0 +1,171 @@
+"""Timed windows inside a worker: calibration, warm-up, and the rounds a trial's figures come from.
+
+An *arm* is one compiled loop over one iterator: the pipeline alone (`input`), the DeepFM step on the
+pipeline (`train`), or the step on one batch served from memory (`synthetic`, the compute ceiling).
+A *round* times one window of every arm the trial compares. A train trial measures its train and
+synthetic arms in alternation, in a random order per round, so drift on the machine hits both
+alike (RMIT). The two arms share one process, so neither may run on what the other left behind:
+before a train window that follows a synthetic one, a settle window runs untimed, because the
+pipeline filled its buffers while the other arm ran and would serve the next steps for free; and
+before a synthetic window that follows a train window, the pipeline must not run, because its
+background threads would compete with the synthetic step for the cores (on 2 vCPUs the
+lambdaji-libsvm preset, whose prefetch(500000) refills for half a minute, cut the ceiling measured
+beside it by a third) and fill buffers the next train window would be served from for free. So the
+train arm's iterator is released (TensorFlow cancels its threads; the next train window starts from
+a fresh iterator, the settle window above covering its start) — except for a pipeline with a cache
+stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
+untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
+Rounds go on past `windows` while the waiting share's interval straddles a TF
+Profiler threshold, up to `max_windows` (the record says when that cap was hit).
+
+No TensorFlow import here: the loops are handed in.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Callable, Sequence
+
+from pipebench.errors import PipebenchError
+from pipebench.measure import stats
+from pipebench.measure.intervals import input_bound_verdict, share_interval
+from pipebench.measure.trial import Window
+
+#: Each timed call runs about this long; windows are made of whole calls.
+CALL_SEC = 0.1
+WARMUP_SLICE_SEC = 0.5
+#: The pipeline is idle once this process uses less than this share of one core (its buffers are full).
+IDLE_CPU_SHARE = 0.1
+#: How long each idleness reading lasts, and the longest wait for idleness before a synthetic window.
+IDLE_SLICE_SEC, IDLE_MAX_SEC = 0.05, 5.0
+#: A loop: (iterator, steps) → (examples, seconds waited for input).
+Loop = Callable[[object, int], tuple[int, float]]
+
+
+class Arm:
+    """One loop over one dataset, renewing the iterator at the end of the data (a new epoch, as Keras fit does)."""
+
+    def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop, releasable: bool = True) -> None:
+        self.name, self._make_iterator, self._loop = name, make_iterator, loop
+        self.times_waiting = name != "input"  # an input arm has no step to wait
+        self.releasable = releasable  # False: a fresh iterator would lose state (a partly filled cache)
+        self._iterator: object | None = make_iterator()
+        self.steps = 1
+        self.epochs_renewed = 0
+
+    def release(self) -> bool:
+        """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give
+        whether it was released."""
+        if self.releasable:
+            self._iterator = None
+        return self.releasable
+
+    def call(self) -> tuple[int, float]:
+        if self._iterator is None:
+            self._iterator = self._make_iterator()
+        got, waited = self._loop(self._iterator, self.steps)
+        if got == 0:
+            self._iterator = self._make_iterator()
+            self.epochs_renewed += 1
+            got, waited = self._loop(self._iterator, self.steps)
+            if got == 0:
+                raise PipebenchError("the pipeline yields no examples (batch larger than the data with "
+                                     "drop_remainder, or an empty shard?)")
+        return got, waited
+
+    def timed(self, seconds: float, round_index: int) -> Window:
+        """Run whole calls for at least `seconds`; give the window they made."""
+        examples, waited = 0, 0.0
+        start = time.perf_counter()
+        while True:
+            got, wait = self.call()
+            examples, waited = examples + got, waited + wait
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds:
+                return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None)
+
+    def calibrate(self, deadline: float) -> None:
+        """Double the steps per call until one call takes about CALL_SEC (or the warm-up time is up)."""
+        while True:
+            t0 = time.perf_counter()
+            self.call()
+            if time.perf_counter() - t0 >= CALL_SEC or time.perf_counter() > deadline:
+                return
+            self.steps = min(self.steps * 2, 1 << 20)
+
+
+def _warm_up(arms: Sequence[Arm], m: dict) -> tuple[float, bool]:
+    """Calibrate every arm and warm them up in turns until each is steady (capped); give (seconds, steady)."""
+    start = time.perf_counter()
+    deadline = start + m["warmup_max_sec"]
+    for arm in arms:
+        arm.calibrate(deadline)
+    rates: dict[str, list[float]] = {arm.name: [] for arm in arms}
+    steady = False
+    while time.perf_counter() < deadline:
+        for arm in arms:
+            window = arm.timed(WARMUP_SLICE_SEC, -1)
+            rates[arm.name].append(window.examples / window.seconds)
+        if all(stats.is_steady(r, m["steady_cv_pct"]) for r in rates.values()):
+            steady = True
+            break
+    return time.perf_counter() - start, steady
+
+
+def wait_until_idle(max_sec: float = IDLE_MAX_SEC) -> float:
+    """Wait until this process's threads (the input pipeline refilling its buffers) use less than
+    IDLE_CPU_SHARE of a core in two readings in a row, or `max_sec`; give the seconds waited."""
+    start = time.perf_counter()
+    calm = 0
+    while calm < 2 and time.perf_counter() - start < max_sec:
+        wall, cpu = time.perf_counter(), time.process_time()
+        time.sleep(IDLE_SLICE_SEC)
+        calm = calm + 1 if (time.process_time() - cpu) / (time.perf_counter() - wall) < IDLE_CPU_SHARE else 0
+    return time.perf_counter() - start
+
+
+def waiting_decided(windows: Sequence[Window]) -> bool:
+    """Whether the train windows' waiting share gives a confident input-bound label."""
+    shares = [w.waited_sec / w.seconds for w in windows if w.arm == "train"]
+    return len(shares) >= 2 and input_bound_verdict(share_interval(shares)) != "inconclusive"
+
+
+def measure(arms: Sequence[Arm], m: dict, seed: int,
+            on_window: Callable[[int, float], None] | None = None) -> dict:
+    """Warm up `arms`, then time rounds of one window each; give the TrialRecord fields.
+
+    With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
+    random order (seeded) and continue past `windows` while the waiting share is undecided, up to
+    `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
+    """
+    warmup_sec, steady = _warm_up(arms, m)
+    rng = random.Random(seed)
+    paired = len(arms) > 1
+    cap = max(m["windows"], m.get("max_windows") or m["windows"]) if paired else m["windows"]
+    windows: list[Window] = []
+    started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
+    previous = arms[-1].name
+    for round_index in range(cap):
+        order = rng.sample(list(arms), len(arms)) if paired else list(arms)
+        for arm in order:
+            idle_before = None
+            if paired and arm.name == "train" and previous != "train" and m.get("settle", True):
+                arm.timed(m["window_sec"], round_index)  # settle: empty what the buffers filled meanwhile
+            if paired and arm.name == "synthetic" and previous == "train" and m.get("settle", True):
+                if not all(other.release() for other in arms if other is not arm):
+                    idle_before = wait_until_idle()  # a cached pipeline refills its buffers first, not meanwhile
+            window = dataclasses.replace(arm.timed(m["window_sec"], round_index), idle_before_sec=idle_before)
+            windows.append(window)
+            previous = arm.name
+            if on_window is not None and arm is arms[0]:
+                on_window(round_index, window.examples / window.seconds)
+        if round_index + 1 >= m["windows"] and (not paired or waiting_decided(windows)):
+            break
+    rounds = round_index + 1
+    main = [w.examples / w.seconds for w in windows if w.arm == arms[0].name]
+    return {**stats.summarize_rates(main), "window_rates": tuple(main), "windows_measured": tuple(windows),
+            "rounds": rounds, "rounds_cap_hit": paired and rounds == cap and not waiting_decided(windows),
+            "warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arms[0].steps,
+            "epochs_renewed": arms[0].epochs_renewed, "windows_started_sec": started,
+            "windows_ended_sec": time.monotonic()}

@@ -1,0 +1,122 @@
+"""Configurations, not trials: the repeats of one measured setting pooled, ranked and compared with intervals.
+
+A configuration is what `configuration_id` names — a pipeline in a source mode and format, at a
+batch size, thread setting and environment, in a mode — in one run. Its repeats (fresh processes,
+spread across the run) are the rounds its throughput is judged over: the interval is Student's t
+on the logs of the repeats' means when there are two or more (honestly wide with two), else on the
+one process's windows (narrower than the noise between processes: the summary says which). The waiting share, slowdown and
+synthetic ceiling pool every paired round of every repeat.
+
+Two configurations compare by their paired ratio: repeat r of each ran in the same round of the
+run (RMIT), so the ratio of their means per round cancels what the machine did in that round.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pipebench.measure.figures import Figures, figures
+from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, ratio_interval
+from pipebench.measure.trial import Window
+
+#: What names a configuration in a row, beside its id (for tables).
+LABEL_COLUMNS = ("mode", "pipeline", "format", "source_mode", "ordering", "batch_size", "intra_op_threads",
+                 "inter_op_threads")
+
+
+def _windows(row: dict, repeat_index: int) -> list[Window]:
+    """Give a row's windows, their rounds renumbered so every repeat's rounds stay apart when pooled."""
+    windows = json.loads(row["windows_json"] or "[]")
+    return [Window(w["arm"], repeat_index * 10_000 + w["round"], w["examples"], w["seconds"], w["waited_sec"])
+            for w in windows]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One configuration of one run: its ok rows (one per repeat) and the figures pooled over them."""
+
+    run_id: str
+    configuration_id: str
+    rows: tuple[dict, ...]
+    pooled: Figures
+    throughput: Interval
+    busy: bool  # a repeat measured while other processes used the machine, and not measured again quietly
+
+    @property
+    def label(self) -> dict:
+        return {column: self.rows[0].get(column) for column in LABEL_COLUMNS}
+
+    @property
+    def mode(self) -> str:
+        return self.rows[0]["mode"]
+
+    @property
+    def repeats(self) -> int:
+        return len(self.rows)
+
+    @property
+    def verdict(self) -> str | None:
+        """The input-bound label; never a confident one from a busy machine, where other processes slow
+        the step and the pipeline unevenly and so move the waiting share itself, not only its noise."""
+        found = self.pooled.verdict
+        return "inconclusive" if self.busy and found is not None else found
+
+    def by_repeat(self) -> dict[int, float]:
+        return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows}
+
+
+def configurations(rows: Iterable[dict]) -> list[Configuration]:
+    """Give the configurations of ok rows (re-measured busy trials replace the busy ones they re-measure)."""
+    ok = [r for r in rows if r["status"] == "ok" and r.get("windows_json")]
+    replaced = {r["remeasure_of"] for r in ok if r.get("remeasure_of")}
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for row in ok:
+        if row["trial_id"] in replaced:
+            continue
+        groups.setdefault((row["run_id"], row["configuration_id"]), []).append(row)
+    found = []
+    for (run_id, configuration_id), members in groups.items():
+        members.sort(key=lambda r: r["repeat"])
+        windows = [w for i, r in enumerate(members) for w in _windows(r, i)]
+        pooled = figures(windows)
+        means = [float(r["examples_per_sec_mean"]) for r in members]
+        throughput = geometric_interval(means) if len(means) > 1 else pooled.throughput
+        found.append(Configuration(run_id, configuration_id, tuple(members), pooled, throughput,
+                                   any(bool(r.get("busy_machine")) for r in members)))
+    return found
+
+
+def paired_ratio(a: Configuration, b: Configuration) -> Interval | None:
+    """Give a / b throughput from the rounds both were measured in (None when they share none).
+
+    Repeat r of two runs ran at different times: only configurations of one run share rounds.
+    """
+    if a.run_id != b.run_id:
+        return None
+    left, right = a.by_repeat(), b.by_repeat()
+    shared = sorted(set(left) & set(right))
+    if not shared:
+        return None
+    return ratio_interval([left[r] for r in shared], [right[r] for r in shared])
+
+
+def ranked(found: Sequence[Configuration]) -> list[tuple[Configuration, Interval | None, str]]:
+    """Give configurations fastest first, each with its paired ratio to the fastest and how it compares.
+
+    A configuration whose ratio interval holds 1 ties with the fastest ("no measurable difference");
+    with one round there is no interval and the comparison says so.
+    """
+    order = sorted(found, key=lambda c: -c.throughput.mean)
+    if not order:
+        return []
+    best = order[0]
+    out = [(best, None, "fastest")]
+    for config in order[1:]:
+        ratio = paired_ratio(config, best)
+        if ratio is None or not ratio.decided:
+            out.append((config, ratio, "not compared (fewer than two shared rounds)"))
+        else:
+            out.append((config, ratio, difference_verdict(ratio)))
+    return out
+

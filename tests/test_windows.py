@@ -1,0 +1,99 @@
+"""Rounds inside a worker, with loops that stand in for TensorFlow: alternation, settle windows, the
+adaptive stop and its cap. The loops report a chosen waiting share; nothing here asserts a duration."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from pipebench.errors import PipebenchError
+from pipebench.measure.windows import Arm, measure
+
+M = {"warmup_max_sec": 0.05, "window_sec": 0.01, "windows": 3, "max_windows": 8, "steady_cv_pct": 100.0}
+
+
+def _loop(shares):
+    """A loop whose calls take ~1 ms a step and say they waited `share` of it, the shares taken in turn.
+
+    Calibration grows a call past the 10 ms windows, so each window is one call and takes one share."""
+    import time
+
+    turn = itertools.cycle(shares)
+
+    def loop(iterator, steps):
+        time.sleep(0.001 * steps)
+        return 10 * steps, 0.001 * steps * next(turn)
+    return loop
+
+
+def _arms(train_shares):
+    return [Arm("train", lambda: None, _loop(train_shares)), Arm("synthetic", lambda: None, _loop([0.0]))]
+
+
+def test_a_decided_waiting_share_stops_at_the_minimum_rounds():
+    found = measure(_arms([0.01]), M, seed=1)
+    assert found["rounds"] == 3 and found["rounds_cap_hit"] is False
+    arms = [w.arm for w in found["windows_measured"]]
+    assert arms.count("train") == arms.count("synthetic") == 3
+
+
+def test_an_undecided_share_measures_more_rounds_and_says_when_the_cap_was_hit():
+    """Windows wait 2% to 9% of their time, around 5%: the interval keeps straddling the threshold."""
+    found = measure(_arms([0.02, 0.09, 0.05, 0.08, 0.03]), M, seed=1)
+    assert found["rounds"] == 8 and found["rounds_cap_hit"] is True
+
+
+def test_rounds_alternate_the_arms_in_a_seeded_random_order():
+    orders = []
+    for seed in (1, 2):
+        windows = measure(_arms([0.5]), {**M, "windows": 6, "max_windows": 6}, seed=seed)["windows_measured"]
+        orders.append([w.arm for w in windows])
+    assert all(sorted(o[i:i + 2]) == ["synthetic", "train"] for o in orders for i in range(0, 12, 2))
+    assert orders[0] != orders[1], "the order is random per round"
+    assert orders[0] == [w.arm for w in measure(_arms([0.5]), {**M, "windows": 6, "max_windows": 6},
+                                                seed=1)["windows_measured"]]
+
+
+def test_an_input_trial_has_one_arm_and_no_waiting():
+    found = measure([Arm("input", lambda: None, _loop([0.0]))], M, seed=0)
+    assert found["rounds"] == 3 and {w.arm for w in found["windows_measured"]} == {"input"}
+    assert all(w.waited_sec is None for w in found["windows_measured"])
+
+
+def test_an_empty_pipeline_is_a_clear_error():
+    arm = Arm("input", lambda: None, lambda iterator, steps: (0, 0.0))
+    with pytest.raises(PipebenchError, match="yields no examples"):
+        measure([arm], M, seed=0)
+
+
+def _tracking_arms(releasable: bool):
+    """A train arm whose loop records, per call, which iterator it ran on (a fresh one per make_iterator)."""
+    made, used = itertools.count(), []
+
+    def loop(iterator, steps):
+        used.append(iterator)
+        return _loop([0.0])(iterator, steps)
+    train = Arm("train", lambda: next(made), loop, releasable=releasable)
+    return [train, Arm("synthetic", lambda: None, _loop([0.0]))], used
+
+
+def test_the_pipeline_does_not_run_while_the_synthetic_arm_is_timed():
+    """The train arm's iterator is dropped before a synthetic window that follows a train window (its
+    threads stop, its buffers are not refilled meanwhile); the next train window runs on a fresh one."""
+    arms, used = _tracking_arms(releasable=True)
+    windows = measure(arms, {**M, "windows": 6, "max_windows": 6}, seed=1)["windows_measured"]
+    order = [w.arm for w in windows]
+    released = sum(1 for a, b in zip(order, order[1:]) if (a, b) == ("train", "synthetic"))
+    assert released >= 1
+    assert len(set(used)) >= 1 + released, "every train window after a synthetic one starts a fresh iterator"
+    assert all(w.idle_before_sec is None for w in windows), "a released pipeline needs no wait"
+
+
+def test_a_cached_pipeline_keeps_its_iterator_and_the_synthetic_window_waits_for_idle():
+    arms, used = _tracking_arms(releasable=False)
+    windows = measure(arms, {**M, "windows": 6, "max_windows": 6}, seed=1)["windows_measured"]
+    assert len(set(used)) == 1, "a fresh iterator would throw away a partly filled cache"
+    order = [w.arm for w in windows]
+    waited = [w for prev, w in zip(order, windows[1:]) if prev == "train" and w.arm == "synthetic"]
+    assert waited and all(w.idle_before_sec is not None and w.idle_before_sec >= 0 for w in waited)
+    assert all(w.idle_before_sec is None for w in windows if w.arm == "train")
