@@ -15,8 +15,8 @@ do). A reference is in the race to state the winner's gain over it: after REFERE
 the close candidates apart. Rounds go on while the phase's share of `search.n_trials`
 (`confirm_rounds` × `confirm_top` + REFERENCE_ROUNDS × the references) holds one more round of
 those left, and at least two are left. The winner has the highest mean over its rounds; its
-interval is Student's t over them, and its gain over each reference is their paired ratio with its
-95% interval. No Optuna import here.
+throughput is their geometric mean with Student's t over their logs (as every throughput), and its
+gain over each reference is their paired ratio with its 95% interval. No Optuna import here.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipebench.measure.intervals import Interval, difference_verdict, mean_interval, ratio_interval
+from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, ratio_interval
 from pipebench.search.budget import REFERENCE_ROUNDS, REFERENCES
 from pipebench.search.plan import Plan, reference_settings, worker_trial
 
@@ -193,7 +193,8 @@ def decide(race: Race) -> Decision | None:
     if leader is None or len(race.values[leader]) < 2:
         return None
     winner = race.contenders[leader]
-    throughput = mean_interval(list(race.values[leader].values()))
+    # geometric, as every throughput interval: with two rounds a Student t interval on the values went negative
+    throughput = geometric_interval(list(race.values[leader].values()))
     gains: dict[str, tuple[Interval | None, str]] = {}
     playing = {reference: name for name, contender in race.contenders.items() for reference in contender.references}
     for reference in (r for r in REFERENCES if r in playing):
