@@ -305,3 +305,25 @@ def test_the_winner_is_recorded_with_settings_interval_and_gains_and_summary_md_
     assert "## Winner of the search" in summary and "- batch_size: 1,024 examples" in summary
     assert "- against TF defaults: 4.00× (" in summary
     assert any(line.startswith("- against reference deck: 4.00×") for line in logged)
+
+
+def test_a_search_does_not_measure_busy_trials_again_outside_its_budget(tmp_path):
+    """The live check ran 31 trials for a budget of 24: busy exploration trials were measured again at the
+    end, trials the study never heard of. The confirmation race is the search's own re-measurement."""
+    import dataclasses
+
+    from pipebench.measure.sampler import Usage
+
+    experiment = _experiment(tmp_path, n_trials=3, confirm_top=0, enqueue_reference=False,
+                             space={"batch_size": [128, 512, 2048]})
+    assert experiment["measurement"]["remeasure_busy"] is True  # the default the grid uses
+    planner, run, _ = _study(experiment, _data(tmp_path), tmp_path)
+    quiet = fake_measure(lambda spec: float(spec.batch_size))
+
+    def busy(*args, **kwargs):
+        outcome = quiet(*args, **kwargs)
+        usage = Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 3, "other_cpu_pct_median": 95.0})
+        return dataclasses.replace(outcome, usage=usage)
+    result = run_trials(planner, run, experiment, busy, stream=io.StringIO(), busy_now=lambda: 0.0)
+    assert 1 <= len(result.rows) <= 3 and all(r["busy_machine"] for r in result.rows)  # duplicates are told, not run
+    assert not any(r.get("remeasure_of") for r in result.rows)

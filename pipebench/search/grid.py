@@ -154,6 +154,8 @@ def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
 class GridPlanner:
     """Planner over the grid's trials, in run order, skipping those the run folder already holds."""
 
+    remeasures_busy = True
+
     def __init__(self, planned: list[TrialSpec], done: set[str]) -> None:
         self._todo = collections.deque(t for t in planned if t.trial_id not in done)
         self._total = len(done) + len(self._todo)

@@ -43,6 +43,11 @@ class Planned:
 class Planner(Protocol):
     """What the loop asks of a driver."""
 
+    #: Whether trials measured on a busy machine are measured again at the end (measurement.remeasure_busy):
+    #: the grid's are; a search's would be trials outside its budget that it never hears of, and its
+    #: confirmation race already measures its contenders again, paired.
+    remeasures_busy: bool
+
     def total(self) -> int | None:
         """Give how many trials the run holds in all (done before included), for progress; None if unknown."""
 
@@ -167,7 +172,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
-    if measurement["remeasure_busy"]:
+    if measurement["remeasure_busy"] and planner.remeasures_busy:
         planner = RemeasureBusy(planner, rows, run, measurement["busy_other_cpu_pct"], busy_now)
     progress = Progress(planner.total(), len(rows), stream, clock)
     host = socket.gethostname()

@@ -130,6 +130,8 @@ class OptunaPlanner:
     """Planner over a study: `next()` asks (skipping settings measured before), `done()` tells; after the
     exploration it enqueues the confirmation rounds, and `finish()` records the winner."""
 
+    remeasures_busy = False  # every trial is in the study's budget (pipebench.search.loop.Planner)
+
     def __init__(self, study, plan: Plan, log: Callable[[str], None] = print) -> None:
         import optuna
 
