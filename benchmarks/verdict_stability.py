@@ -52,8 +52,9 @@ def _verdicts(run_dir: Path) -> dict[str, tuple[str, float, float, float, bool]]
             continue
         row, waiting = config.rows[0], config.pooled.waiting
         key = f"{row['pipeline']} / {row['format']}"
-        out[key] = (config.verdict, 100 * waiting.mean, 100 * (waiting.low or 0), 100 * (waiting.high or 100),
-                    config.busy)
+        if waiting.low is None or waiting.high is None:  # one round: no interval, so no row to judge
+            continue
+        out[key] = (config.verdict, 100 * waiting.mean, 100 * waiting.low, 100 * waiting.high, config.busy)
     return out
 
 
