@@ -97,6 +97,7 @@ class Bench:
     def __init__(self, plan: Plan, folder: Path, busy_retries: int) -> None:
         self.plan, self.folder, self.busy_retries, self.count, self.busy = plan, folder, busy_retries, 0, 0
         self.draws: dict[str, list[float]] = {}
+        self.round_values: dict[str, int] = {}  # configuration → its last N draws are interleaved rounds 1..N
 
     def rate(self, params: dict) -> float:
         """Measure one configuration in a fresh worker; the rate is also kept in `draws`.
@@ -124,6 +125,8 @@ class Bench:
         for _ in range(times):
             for j in rng.sample(range(len(configs)), len(configs)):
                 rates[j].append(self.rate(configs[j]))
+        # the replay pairs a race's rounds by these (search_replay.py): only the last set measured side by side
+        self.round_values = {_key(worker_trial(self.plan, params), self.plan.space): times for params in configs}
         return rates
 
 
@@ -135,8 +138,9 @@ def _load_records(paths: list[Path]) -> dict[str, list[float]]:
     return draws
 
 
-def _save(path: Path, plan: Plan, machine: MachineFacts, draws: dict[str, list[float]], source: str) -> None:
-    """Write the space, the references' settings and every measurement per configuration (temp name, then rename)."""
+def _save(path: Path, plan: Plan, machine: MachineFacts, bench: Bench, source: str) -> None:
+    """Write the space, the references' settings and every measurement per configuration (temp name, then
+    rename); `round_values`: how many of a configuration's last measurements are the interleaved rounds."""
     references = {name: record_params(worker_trial(plan, params), plan.space)
                   for name, params in reference_settings(plan, "tfrecord", "file").items()}
     recorded = {
@@ -145,7 +149,9 @@ def _save(path: Path, plan: Plan, machine: MachineFacts, draws: dict[str, list[f
                     "python": platform.python_version()},
         "space": {name: list(dim.choices) for name, dim in plan.space.items()},
         "references": references,
-        "configurations": [{"params": json.loads(key), "examples_per_sec": rates} for key, rates in draws.items()],
+        "configurations": [{"params": json.loads(key), "examples_per_sec": rates,
+                            **({"round_values": bench.round_values[key]} if key in bench.round_values else {})}
+                           for key, rates in bench.draws.items()],
     }
     atomic_write_json(path, recorded)
 
@@ -213,7 +219,7 @@ def main() -> None:
         source = ("search_efficiency.py" + ("" if args.grid_from else f": {args.grid_passes} grid pass(es)")
                   + (f"; the {args.enrich_top} best and the references in {args.enrich_rounds} interleaved rounds"
                      if args.enrich_top else ""))
-        _save(args.save_grid, plan, machine, bench.draws, source)
+        _save(args.save_grid, plan, machine, bench, source)
         print(f"every measurement: {args.save_grid} ({bench.count} trials, {bench.busy} taken again on a busy "
               "machine)", flush=True)
 
@@ -248,7 +254,7 @@ def main() -> None:
         print(f"G3: {passed} of {args.seeds} seeds pass (goal: at least 2 of 3): "
               f"{'MET' if passed >= min(2, args.seeds) else 'NOT MET'}", flush=True)
     if args.save_grid and args.seeds:
-        _save(args.save_grid, plan, machine, bench.draws, "search_efficiency.py, with its live checks")
+        _save(args.save_grid, plan, machine, bench, "search_efficiency.py, with its live checks")
 
 
 if __name__ == "__main__":
