@@ -71,8 +71,7 @@ def _experiment(folder: Path, rows: int, n_trials: int, seed: int, sampler: str 
         "pipelines": {"presets": ["aws-sample", "lambdaji-libsvm"]},
         "grid": {"batch_size": [512]},
         "measurement": {"warmup_max_sec": 2.0, "window_sec": 0.5, "windows": 3, "steady_cv_pct": 10},
-        "search": {"driver": "optuna", "n_trials": n_trials, "seed": seed, "space": SPACE, "pruner": "median",
-                   "sampler": sampler},
+        "search": {"driver": "optuna", "n_trials": n_trials, "seed": seed, "space": SPACE, "sampler": sampler},
         "results": str(folder / "results"),
     }
 
