@@ -33,7 +33,6 @@ class StageCost:
 class CapacityProfile:
     """A pipeline's stage costs, measured in fresh workers pinned to `cores` CPUs."""
 
-    profile_version: int
     configuration_id: str  # the configuration profiled (pipebench.report.configurations)
     pipeline: str  # its label ("aws-sample / tfrecord, file mode")
     batch_size: int
@@ -48,9 +47,17 @@ class CapacityProfile:
         """Give the whole pipeline's measured input throughput at `cores`."""
         return self.stages[-1].prefix_examples_per_sec
 
+
+@dataclass(frozen=True)
+class CapacityProfiles:
+    """What capacity.json in a run folder holds: every profile measured for that run."""
+
+    profile_version: int
+    profiles: tuple[CapacityProfile, ...]
+
     def to_json(self) -> dict:
         return to_json(self)
 
     @classmethod
-    def load(cls, path: Path) -> CapacityProfile:
+    def load(cls, path: Path) -> CapacityProfiles:
         return load_json(cls, path)
