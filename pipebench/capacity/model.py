@@ -1,0 +1,175 @@
+"""Predicted input throughput on any number of cores, from a pipeline's measured per-stage CPU costs.
+
+The allocation is Plumber's LP (MLSys'22, `LP_upper_bounds`) in closed form. Every example passes every
+stage, so at X examples/s stage i keeps X·c_i cores busy, where c_i is its CPU-seconds per example.
+Maximise X subject to: a sequential stage gets at most one core (X·c_i ≤ 1), all stages together get
+at most the cores left after the train step (X·Σc_i ≤ cores − train_cores), and X stays under the read
+ceiling when one is known. Hence
+
+    X = min( min over sequential i of 1/c_i,  (cores − train_cores) / Σ c_i,  I/O ceiling )
+
+and the bottleneck is the term that wins: a sequential stage, "cores" or "I/O".
+
+No TensorFlow and no I/O here: the profile (pipebench.capacity.costs) is read by the caller.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pipebench.capacity.costs import CapacityProfile, StageCost
+from pipebench.errors import DataError, UsageError
+from pipebench.measure.intervals import Interval
+
+#: Printed wherever a prediction for another machine is: the model's one transfer assumption.
+TRANSFER_ASSUMPTION = ("per-example CPU costs were measured on one machine and transfer to another only as far as "
+                       "its per-core speed matches; a faster or slower core moves every prediction by that factor")
+CORES, IO = "cores", "I/O"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What the allocation predicts for one profile on `cores` cores."""
+
+    examples_per_sec: Interval  # predicted input throughput, with its 95% interval (see `predict`)
+    bottleneck: str  # the binding term: a sequential stage's name, "cores" or "I/O"
+    cores_used: float  # cores the pipeline keeps busy at the predicted rate (≤ cores − train_cores)
+    sequential_cap: float | None  # the slowest sequential stage's rate (examples/s on its one core); None: none
+    heaviest_stage: str  # the stage that needs the most cores at the predicted rate (what more cores go to)
+    stage_cores: tuple[tuple[str, float], ...]  # (stage, cores it keeps busy at the predicted rate), in order
+
+
+def _check_positive(name: str, value: float, *, zero_ok: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or (value == 0 and not zero_ok):
+        raise UsageError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} finite number, not {value!r}")
+
+
+def _half_width(interval: Interval) -> float | None:
+    """Give the larger distance from the mean to a bound (None without an interval)."""
+    return None if not interval.decided else max(interval.mean - interval.low, interval.high - interval.mean)
+
+
+def _cost_bounds(profile: CapacityProfile) -> tuple[list[float], list[float]] | None:
+    """Give each stage's CPU-sec/example at the low and at the high end of its 95% interval (None: no interval).
+
+    A stage's cost is its prefix's less the previous prefix's, each measured in separate workers, so the
+    two errors are independent: the half-widths add in quadrature. The low end is clipped at zero.
+    """
+    prefixes = [s.prefix_cpu_sec_per_example for s in profile.stages]
+    if not all(p.decided for p in prefixes):
+        return None
+    low, high = [], []
+    for i, stage in enumerate(profile.stages):
+        half = _half_width(prefixes[i]) ** 2 + (_half_width(prefixes[i - 1]) ** 2 if i else 0.0)
+        low.append(max(0.0, stage.cpu_sec_per_example - math.sqrt(half)))
+        high.append(stage.cpu_sec_per_example + math.sqrt(half))
+    return low, high
+
+
+def _total_bounds(profile: CapacityProfile) -> tuple[float, float] | None:
+    """Give Σc_i at the ends of the whole pipeline's measured CPU-sec/example interval (None: no interval).
+
+    The stage costs telescope to the last prefix's, so the sum's uncertainty is that one measurement's,
+    not the sum of every stage's (which would count each inner prefix twice).
+    """
+    whole = profile.stages[-1].prefix_cpu_sec_per_example
+    if not whole.decided:
+        return None
+    total = sum(s.cpu_sec_per_example for s in profile.stages)
+    return max(0.0, total - (whole.mean - whole.low)), total + (whole.high - whole.mean)
+
+
+def _terms(stages: tuple[StageCost, ...], costs: list[float], total: float, available: float,
+           io: float | None) -> list[tuple[float, str]]:
+    """Give every ceiling on X as (examples/s, its name): I/O first, then sequential stages, then cores."""
+    terms = [] if io is None else [(io, IO)]
+    terms += [(1.0 / c if c > 0 else math.inf, s.stage) for s, c in zip(stages, costs) if s.sequential]
+    terms.append((available / total if total > 0 else math.inf, CORES))
+    return terms
+
+
+def _check_profile(profile: CapacityProfile) -> None:
+    if not profile.stages:
+        raise DataError(f"capacity profile {profile.configuration_id}: no stages")
+    if sum(s.cpu_sec_per_example for s in profile.stages) <= 0:
+        raise DataError(f"capacity profile {profile.configuration_id}: no stage has a CPU cost (every "
+                        "cpu_sec_per_example is 0), so nothing limits it")
+
+
+def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
+            io_examples_per_sec: float | None = None) -> Prediction:
+    """Give the predicted input throughput of `profile` on `cores` cores, its interval and its bottleneck.
+
+    `train_cores` are the cores the train step keeps for itself; `io_examples_per_sec` is a read ceiling
+    (the profile's own when not given). UsageError for cores ≤ train_cores or a non-finite / negative value.
+
+    The 95% interval: each stage's cost is taken at the low and at the high end of its interval (the
+    prefix intervals, differences added in quadrature; the core-budget term uses the whole pipeline's
+    measured interval), and X is evaluated at both ends. X only falls as a cost rises, so those two
+    evaluations bound it. The interval is at least as wide as each measured one it is built from; it
+    covers measurement noise on this machine, not the transfer to another (TRANSFER_ASSUMPTION).
+    Without an interval on every prefix there is none on the prediction (n = the fewest rounds).
+    """
+    _check_positive("cores", cores)
+    _check_positive("train_cores", train_cores, zero_ok=True)
+    if cores <= train_cores:
+        raise UsageError(f"cores ({cores:g}) must exceed train_cores ({train_cores:g}): no core is left for input")
+    io = profile.io_examples_per_sec if io_examples_per_sec is None else io_examples_per_sec
+    if io is not None:
+        _check_positive("io_examples_per_sec", io)
+    _check_profile(profile)
+    available = cores - train_cores
+    costs = [s.cpu_sec_per_example for s in profile.stages]
+    total = sum(costs)
+    rate, bottleneck = min(_terms(profile.stages, costs, total, available, io), key=lambda t: t[0])
+    rounds = min(s.prefix_cpu_sec_per_example.n for s in profile.stages)
+    bounds, totals = _cost_bounds(profile), _total_bounds(profile)
+    if bounds is None or totals is None:
+        interval = Interval(rate, None, None, rounds)
+    else:
+        (cheap, dear), (total_low, total_high) = bounds, totals
+        low = min(t[0] for t in _terms(profile.stages, dear, total_high, available, io))
+        high = min(t[0] for t in _terms(profile.stages, cheap, total_low, available, io))
+        interval = Interval(rate, min(low, rate), max(high, rate), rounds)
+    sequential = [1.0 / c for s, c in zip(profile.stages, costs) if s.sequential and c > 0]
+    stage_cores = tuple((s.stage, rate * c) for s, c in zip(profile.stages, costs))
+    return Prediction(examples_per_sec=interval, bottleneck=bottleneck, cores_used=rate * total,
+                      sequential_cap=min(sequential) if sequential else None,
+                      heaviest_stage=max(stage_cores, key=lambda sc: sc[1])[0], stage_cores=stage_cores)
+
+
+def ceiling(profile: CapacityProfile, io_examples_per_sec: float | None = None) -> tuple[float, str] | None:
+    """Give the rate no number of cores can pass and what sets it (a sequential stage or "I/O"); None: none does."""
+    _check_profile(profile)
+    io = profile.io_examples_per_sec if io_examples_per_sec is None else io_examples_per_sec
+    if io is not None:
+        _check_positive("io_examples_per_sec", io)
+    costs = [s.cpu_sec_per_example for s in profile.stages]
+    capped = [t for t in _terms(profile.stages, costs, sum(costs), 1.0, io)[:-1] if math.isfinite(t[0])]
+    return min(capped, key=lambda t: t[0]) if capped else None
+
+
+def feed_cores(profile: CapacityProfile, rate: float, io_examples_per_sec: float | None = None) -> Interval | None:
+    """Give the cores the pipeline keeps busy at `rate` examples/s, with its interval; None when a ceiling is below.
+
+    Cores = rate × Σc_i, its interval from the whole pipeline's measured CPU-sec/example (train cores
+    not included: add them). None when a sequential stage or the I/O ceiling caps below `rate`.
+    """
+    _check_positive("rate", rate)
+    limit = ceiling(profile, io_examples_per_sec)
+    if limit is not None and limit[0] < rate:
+        return None
+    rounds = profile.stages[-1].prefix_cpu_sec_per_example.n
+    total = sum(s.cpu_sec_per_example for s in profile.stages)
+    totals = _total_bounds(profile)
+    if totals is None:
+        return Interval(rate * total, None, None, rounds)
+    return Interval(rate * total, rate * totals[0], rate * totals[1], rounds)
+
+
+def cores_to_feed(profile: CapacityProfile, rate: float) -> float | None:
+    """Give the cores the pipeline needs to deliver `rate` examples/s; None when a sequential stage (or the
+    profile's I/O ceiling) caps below `rate`, so no number of cores will do."""
+    found = feed_cores(profile, rate)
+    return None if found is None else found.mean
