@@ -99,11 +99,11 @@ def _free(found: CapacityProfile) -> CapacityProfile:
 
 @pytest.mark.parametrize("call, says", [
     (lambda p: predict(p, 2, train_cores=2), r"cores \(2\) must exceed train_cores \(2\)"),
-    (lambda p: predict(p, 0), "cores must be a positive finite number, not 0"),
-    (lambda p: predict(p, math.nan), "cores must be a positive finite number, not nan"),
-    (lambda p: predict(p, 4, train_cores=-1), "train_cores must be a non-negative finite number"),
-    (lambda p: predict(p, 4, io_examples_per_sec=0.0), "io_examples_per_sec must be a positive"),
-    (lambda p: cores_to_feed(p, -5), "rate must be a positive finite number, not -5"),
+    (lambda p: predict(p, 0), "cores: must be above 0, not 0"),
+    (lambda p: predict(p, math.nan), "cores: must be a finite number \\(above 0\\), not nan"),
+    (lambda p: predict(p, 4, train_cores=-1), "train_cores: must be at least 0, not -1"),
+    (lambda p: predict(p, 4, io_examples_per_sec=0.0), "io_examples_per_sec: must be above 0, not 0.0"),
+    (lambda p: cores_to_feed(p, -5), "rate: must be above 0, not -5"),
     (lambda p: predict(_free(p), 4), "cfg-a: no stage has a CPU cost"),
 ])
 def test_nonsense_is_one_line_error(call, says):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pipebench.capacity.costs import CapacityProfile, StageCost
 from pipebench.errors import DataError, UsageError
 from pipebench.measure.intervals import Interval
+from pipebench.values import ABOVE_0, AT_LEAST_0, check_number
 
 #: Printed wherever a prediction for another machine is: the model's one transfer assumption.
 TRANSFER_ASSUMPTION = ("per-example CPU costs were measured on one machine and transfer to another only as far as "
@@ -37,12 +38,6 @@ class Prediction:
     sequential_cap: float | None  # the slowest sequential stage's rate (examples/s on its one core); None: none
     heaviest_stage: str  # the stage that needs the most cores at the predicted rate (what more cores go to)
     stage_cores: tuple[tuple[str, float], ...]  # (stage, cores it keeps busy at the predicted rate), in order
-
-
-def _check_positive(name: str, value: float, *, zero_ok: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0 or (value == 0 and not zero_ok):
-        raise UsageError(f"{name} must be a {'non-negative' if zero_ok else 'positive'} finite number, not {value!r}")
 
 
 def _half_width(interval: Interval) -> float | None:
@@ -89,6 +84,12 @@ def _terms(stages: tuple[StageCost, ...], costs: list[float], total: float, avai
     return terms
 
 
+def _io(profile: CapacityProfile, given: float | None) -> float | None:
+    """Give the read ceiling in force: the caller's, else the profile's (checked: a finite rate above 0)."""
+    io = profile.io_examples_per_sec if given is None else given
+    return None if io is None else check_number(io, "io_examples_per_sec", float, ABOVE_0)
+
+
 def _check_profile(profile: CapacityProfile) -> None:
     if not profile.stages:
         raise DataError(f"capacity profile {profile.configuration_id}: no stages")
@@ -102,7 +103,8 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
     """Give the predicted input throughput of `profile` on `cores` cores, its interval and its bottleneck.
 
     `train_cores` are the cores the train step keeps for itself; `io_examples_per_sec` is a read ceiling
-    (the profile's own when not given). UsageError for cores ≤ train_cores or a non-finite / negative value.
+    (the profile's own when not given). ConfigError for a value that is no finite number in range, UsageError
+    for cores ≤ train_cores.
 
     The 95% interval: each stage's cost is taken at the low and at the high end of its interval (the
     prefix intervals, differences added in quadrature; the core-budget term uses the whole pipeline's
@@ -111,13 +113,11 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
     covers measurement noise on this machine, not the transfer to another (TRANSFER_ASSUMPTION).
     Without an interval on every prefix there is none on the prediction (n = the fewest rounds).
     """
-    _check_positive("cores", cores)
-    _check_positive("train_cores", train_cores, zero_ok=True)
+    check_number(cores, "cores", float, ABOVE_0)
+    check_number(train_cores, "train_cores", float, AT_LEAST_0)
     if cores <= train_cores:
         raise UsageError(f"cores ({cores:g}) must exceed train_cores ({train_cores:g}): no core is left for input")
-    io = profile.io_examples_per_sec if io_examples_per_sec is None else io_examples_per_sec
-    if io is not None:
-        _check_positive("io_examples_per_sec", io)
+    io = _io(profile, io_examples_per_sec)
     _check_profile(profile)
     available = cores - train_cores
     costs = [s.cpu_sec_per_example for s in profile.stages]
@@ -142,9 +142,7 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
 def ceiling(profile: CapacityProfile, io_examples_per_sec: float | None = None) -> tuple[float, str] | None:
     """Give the rate no number of cores can pass and what sets it (a sequential stage or "I/O"); None: none does."""
     _check_profile(profile)
-    io = profile.io_examples_per_sec if io_examples_per_sec is None else io_examples_per_sec
-    if io is not None:
-        _check_positive("io_examples_per_sec", io)
+    io = _io(profile, io_examples_per_sec)
     costs = [s.cpu_sec_per_example for s in profile.stages]
     capped = [t for t in _terms(profile.stages, costs, sum(costs), 1.0, io)[:-1] if math.isfinite(t[0])]
     return min(capped, key=lambda t: t[0]) if capped else None
@@ -156,7 +154,7 @@ def feed_cores(profile: CapacityProfile, rate: float, io_examples_per_sec: float
     Cores = rate × Σc_i, its interval from the whole pipeline's measured CPU-sec/example (train cores
     not included: add them). None when a sequential stage or the I/O ceiling caps below `rate`.
     """
-    _check_positive("rate", rate)
+    check_number(rate, "rate", float, ABOVE_0)
     limit = ceiling(profile, io_examples_per_sec)
     if limit is not None and limit[0] < rate:
         return None
