@@ -6,10 +6,11 @@ from dataclasses import replace
 
 import pytest
 
+from capacity_fixtures import profile
+
 from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import CORES, IO, ceiling, cores_to_feed, feed_cores, predict
 from pipebench.errors import PipebenchError
-from tests.capacity_fixtures import profile
 
 # A single reader (sequential, 2 µs/example: 500k ex/s on its one core), a parallel decode (8 µs) and a
 # batch that costs nothing of its own: 10 µs per example in all.
