@@ -6,15 +6,18 @@ intervals by pipebench.measure.intervals, a stage's own cost as the difference o
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
-from pipebench.capacity.costs import PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
+from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.measure.intervals import geometric_interval, mean_interval
 
 
 def stage_rounds(cost: float, spread: float = 0.0, rounds: int = 5) -> list[float]:
-    """Give `rounds` per-round CPU-sec/example values around `cost`, ±`spread` (a fraction) in turn."""
-    return [cost * (1 + spread * (-1) ** i * (i % 3) / 2) for i in range(rounds)]
+    """Give `rounds` per-round CPU-sec/example values spread up to ±`spread` (a fraction) around `cost`, in
+    pairs about it, so their mean is `cost` for an odd count."""
+    return [cost * (1 + spread * (-1) ** i * ((i + 1) // 2) / max(1, rounds // 2)) for i in range(rounds)]
 
 
 def profile(stages: Sequence[tuple[str, float, bool]], *, spread: float = 0.0, rounds: int = 5, cores: int = 2,
@@ -41,3 +44,9 @@ def profile(stages: Sequence[tuple[str, float, bool]], *, spread: float = 0.0, r
 def profiles(*found: CapacityProfile) -> CapacityProfiles:
     """Give capacity.json's record holding `found`."""
     return CapacityProfiles(profile_version=PROFILE_VERSION, profiles=tuple(found))
+
+
+def write_capacity(run_dir: Path, *found: CapacityProfile) -> Path:
+    """Write capacity.json holding `found` into a run folder, as `pipebench capacity` would; give the folder."""
+    (Path(run_dir) / PROFILE_FILE).write_text(json.dumps(profiles(*found).to_json()))
+    return Path(run_dir)
