@@ -216,7 +216,7 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
 
 
 def _cmd_whatif(args: argparse.Namespace) -> int:
-    from pipebench.capacity.whatif import to_text, whatif
+    from pipebench.report.whatif import to_text, whatif
     from pipebench.catalog import accelerator_rates, load_catalog
     from pipebench.results import load
 

@@ -10,7 +10,7 @@ from report_fixtures import machine, make_run, passing_configurations, rows_of
 
 import pipebench.results as results
 from pipebench.capacity.model import TRANSFER_ASSUMPTION
-from pipebench.capacity.whatif import whatif
+from pipebench.report.whatif import whatif
 from pipebench.catalog import USER_SUPPLIED, accelerator_rates, load_catalog
 
 # A single reader (1 µs/example: 1M ex/s on its one core), decode 15 µs, batch free: 16 µs in all.
