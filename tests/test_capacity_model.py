@@ -9,7 +9,7 @@ import pytest
 from capacity_fixtures import profile
 
 from pipebench.capacity.costs import CapacityProfile
-from pipebench.capacity.model import CORES, IO, ceiling, cores_to_feed, feed_cores, predict
+from pipebench.capacity.model import CORES, IO, ceiling, cores_to_feed, feed_cores, predict, stage_costs
 from pipebench.errors import PipebenchError
 
 # A single reader (sequential, 2 µs/example: 500k ex/s on its one core), a parallel decode (8 µs) and a
@@ -111,3 +111,13 @@ def test_nonsense_is_one_line_error(call, says):
     with pytest.raises(PipebenchError, match=says) as caught:
         call(profile(STAGES))
     assert "\n" not in str(caught.value)
+
+
+def test_a_stage_cost_interval_adds_its_two_prefixes_in_quadrature():
+    noisy = profile(STAGES, spread=0.1)
+    source, decode, batch = stage_costs(noisy)
+    first, second = (s.prefix_cpu_sec_per_example for s in noisy.stages[:2])
+    assert source.high - source.mean == pytest.approx(first.high - first.mean)
+    assert decode.high - decode.mean == pytest.approx(math.hypot(first.high - first.mean, second.high - second.mean))
+    assert batch.low == 0.0 and batch.mean == pytest.approx(0.0, abs=1e-18)  # clipped: a cost is never negative
+    assert not any(c.decided for c in stage_costs(profile(STAGES, rounds=1)))

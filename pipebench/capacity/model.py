@@ -45,21 +45,32 @@ def _half_width(interval: Interval) -> float | None:
     return None if not interval.decided else max(interval.mean - interval.low, interval.high - interval.mean)
 
 
-def _cost_bounds(profile: CapacityProfile) -> tuple[list[float], list[float]] | None:
-    """Give each stage's CPU-sec/example at the low and at the high end of its 95% interval (None: no interval).
+def stage_costs(profile: CapacityProfile) -> tuple[Interval, ...]:
+    """Give each stage's own CPU-sec/example with its 95% interval (none when a prefix it reads has none).
 
     A stage's cost is its prefix's less the previous prefix's, each measured in separate workers, so the
     two errors are independent: the half-widths add in quadrature. The low end is clipped at zero.
     """
     prefixes = [s.prefix_cpu_sec_per_example for s in profile.stages]
-    if not all(p.decided for p in prefixes):
-        return None
-    low, high = [], []
+    found = []
     for i, stage in enumerate(profile.stages):
-        half = _half_width(prefixes[i]) ** 2 + (_half_width(prefixes[i - 1]) ** 2 if i else 0.0)
-        low.append(max(0.0, stage.cpu_sec_per_example - math.sqrt(half)))
-        high.append(stage.cpu_sec_per_example + math.sqrt(half))
-    return low, high
+        used = prefixes[max(0, i - 1):i + 1]
+        rounds = min(p.n for p in used)
+        if not all(p.decided for p in used):
+            found.append(Interval(stage.cpu_sec_per_example, None, None, rounds))
+            continue
+        half = math.sqrt(sum(_half_width(p) ** 2 for p in used))
+        found.append(Interval(stage.cpu_sec_per_example, max(0.0, stage.cpu_sec_per_example - half),
+                              stage.cpu_sec_per_example + half, rounds))
+    return tuple(found)
+
+
+def _cost_bounds(profile: CapacityProfile) -> tuple[list[float], list[float]] | None:
+    """Give each stage's CPU-sec/example at the low and at the high end of its interval (None: any has none)."""
+    costs = stage_costs(profile)
+    if not all(c.decided for c in costs):
+        return None
+    return [c.low for c in costs], [c.high for c in costs]
 
 
 def _total_bounds(profile: CapacityProfile) -> tuple[float, float] | None:
