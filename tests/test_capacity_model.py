@@ -9,7 +9,8 @@ import pytest
 from capacity_fixtures import profile
 
 from pipebench.capacity.costs import CapacityProfile
-from pipebench.capacity.model import CORES, IO, ceiling, cores_to_feed, feed_cores, predict, stage_costs
+from pipebench.capacity.model import (CORES, IO, ceiling, cores_to_feed, feed_cores, predict, rates_per_core,
+                                      stage_costs)
 from pipebench.errors import PipebenchError
 
 # A single reader (sequential, 2 µs/example: 500k ex/s on its one core), a parallel decode (8 µs) and a
@@ -121,3 +122,10 @@ def test_a_stage_cost_interval_adds_its_two_prefixes_in_quadrature():
     assert decode.high - decode.mean == pytest.approx(math.hypot(first.high - first.mean, second.high - second.mean))
     assert batch.low == 0.0 and batch.mean == pytest.approx(0.0, abs=1e-18)  # clipped: a cost is never negative
     assert not any(c.decided for c in stage_costs(profile(STAGES, rounds=1)))
+
+
+def test_rates_per_core_invert_the_costs_and_their_interval():
+    source, decode, batch = rates_per_core(profile(STAGES, spread=0.1))
+    costs = stage_costs(profile(STAGES, spread=0.1))
+    assert decode.mean == pytest.approx(125_000) and decode.low == pytest.approx(1 / costs[1].high)
+    assert source.high == pytest.approx(1 / costs[0].low) and batch is None  # no measurable cost: no rate

@@ -25,6 +25,10 @@ from pipebench.values import ABOVE_0, AT_LEAST_0, check_number
 #: Printed wherever a prediction for another machine is: the model's one transfer assumption.
 TRANSFER_ASSUMPTION = ("per-example CPU costs were measured on one machine and transfer to another only as far as "
                        "its per-core speed matches; a faster or slower core moves every prediction by that factor")
+#: The allocation in one sentence, for reports.
+MODEL_SUMMARY = ("at X examples/s stage i keeps X·c_i cores busy; a sequential stage gets at most one core and all "
+                 "stages together at most the cores left after the train step, so X = min(1/c_i over sequential "
+                 "stages, cores / Σc_i, the I/O ceiling when one is known).")
 CORES, IO = "cores", "I/O"
 
 
@@ -62,6 +66,20 @@ def stage_costs(profile: CapacityProfile) -> tuple[Interval, ...]:
         half = math.sqrt(sum(_half_width(p) ** 2 for p in used))
         found.append(Interval(stage.cpu_sec_per_example, max(0.0, stage.cpu_sec_per_example - half),
                               stage.cpu_sec_per_example + half, rounds))
+    return tuple(found)
+
+
+def rates_per_core(profile: CapacityProfile) -> tuple[Interval | None, ...]:
+    """Give each stage's examples per CPU-second (1 / its cost; the interval's ends swap; high = inf when the
+    cost's interval reaches 0); None for a stage with no measurable cost."""
+    found: list[Interval | None] = []
+    for cost in stage_costs(profile):
+        if cost.mean <= 0:
+            found.append(None)
+        elif not cost.decided:
+            found.append(Interval(1 / cost.mean, None, None, cost.n))
+        else:
+            found.append(Interval(1 / cost.mean, 1 / cost.high, 1 / cost.low if cost.low > 0 else math.inf, cost.n))
     return tuple(found)
 
 
