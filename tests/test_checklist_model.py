@@ -103,3 +103,15 @@ def test_cli_json_carries_the_model_rows(tmp_path, cli):
     assert code == 0, err
     doc = json.loads(out)["ranking"]
     assert doc["projected_by"] == "per-stage model" and doc["model_error"][0]["profiled_here"]
+
+
+def test_a_configuration_profiled_on_several_core_counts_projects_from_the_most_cores(tmp_path):
+    run = _run(tmp_path, "ml.c5.xlarge", 4, 790_000.0, capacity=False)
+    cheap = profile([("source", 1e-6, True), ("decode", 2e-6, False)], configuration_id="t-input-tfr", cores=1)
+    wide = profile(STAGES, configuration_id="t-input-tfr", cores=2)
+    write_capacity(run.run_dir, cheap, wide)
+    rank = ranking([results.load(run.run_dir)], _catalog(tmp_path), 1_000_000)
+    found = {e["instance_type"]: e for e in rank["projected"]}
+    assert found["ml.g5.xlarge"]["examples_per_sec"] == pytest.approx(800_000)  # 4 / 5 µs, not 4 / 3 µs
+    assert "profiled on 2 pinned CPU(s)" in found["ml.g5.xlarge"]["assumption"]
+    assert sorted(e["error_pct"] > 0 for e in rank["model_error"]) == [True, True]  # both profiles' errors shown

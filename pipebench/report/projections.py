@@ -64,11 +64,17 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
                       measured_types: set[str]) -> list[dict]:
     """Give projected ranking rows for the catalog types not measured, from the runs' capacity profiles.
 
-    Each type is projected with the profile that predicts most for it (the pipeline one would choose
-    there). Rows are the checklist's projected rows with `model`, an interval, the bottleneck and
-    the profile they come from.
+    Of a configuration profiled on several core counts, the profile on the most cores is used (its
+    costs include what running in parallel adds, as on the larger types projected); of several
+    configurations, the one predicting most for the type (the pipeline one would choose there). Rows
+    are the checklist's projected rows with an interval, the bottleneck and the profile they come from.
     """
-    found = profiled(runs)
+    widest: dict[tuple[str, str], Profiled] = {}
+    for item in profiled(runs):
+        key = (str(item.run.run_dir), item.profile.configuration_id)
+        if key not in widest or item.profile.cores > widest[key].profile.cores:
+            widest[key] = item
+    found = list(widest.values())
     rows = []
     for name, instance in catalog.instances.items():
         if name in measured_types or not found:
