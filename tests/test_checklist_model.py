@@ -115,3 +115,13 @@ def test_a_configuration_profiled_on_several_core_counts_projects_from_the_most_
     assert found["ml.g5.xlarge"]["examples_per_sec"] == pytest.approx(800_000)  # 4 / 5 µs, not 4 / 3 µs
     assert "profiled on 2 pinned CPU(s)" in found["ml.g5.xlarge"]["assumption"]
     assert sorted(e["error_pct"] > 0 for e in rank["model_error"]) == [True, True]  # both profiles' errors shown
+
+
+def test_a_projection_with_no_upper_end_says_so(tmp_path):
+    run = _run(tmp_path, "ml.c5.xlarge", 4, 790_000.0, capacity=False)
+    write_capacity(run.run_dir, profile(STAGES, spread=0.5, rounds=2, configuration_id="t-input-tfr"))
+    rank = ranking([results.load(run.run_dir)], _catalog(tmp_path), 1_000_000)
+    found = {e["instance_type"]: e for e in rank["projected"]}["ml.g5.xlarge"]
+    assert found["examples_per_sec_low"] is not None and found["examples_per_sec_high"] is None
+    json.dumps(rank, allow_nan=False)
+    assert "; no upper end) |" in to_markdown({"items": [], "ranking": rank, "migration": []})

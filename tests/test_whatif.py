@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -9,9 +10,9 @@ from capacity_fixtures import profile, write_capacity
 from report_fixtures import machine, make_run, passing_configurations, rows_of
 
 import pipebench.results as results
-from pipebench.capacity.model import TRANSFER_ASSUMPTION
-from pipebench.report.whatif import whatif
+from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
 from pipebench.catalog import USER_SUPPLIED, accelerator_rates, load_catalog
+from pipebench.report.whatif import to_text, whatif
 
 # A single reader (1 µs/example: 1M ex/s on its one core), decode 15 µs, batch free: 16 µs in all.
 STAGES = [("source", 1e-6, True), ("decode", 15e-6, False), ("batch", 0.0, False)]
@@ -115,3 +116,15 @@ def test_cli_prints_the_assumption_the_sections_and_feeding(tmp_path, cli):
 
 def test_a_folder_without_capacity_json_loads_as_before(tmp_path):
     assert _run(tmp_path, capacity=False).capacity is None
+
+
+def test_a_cost_interval_reaching_zero_gives_no_upper_end_and_valid_json(tmp_path):
+    """Two wildly different rounds: the whole pipeline's CPU interval reaches below 0, so throughput has no upper
+    end; JSON has no infinity, so `high` is null beside a `low`, and the text says so."""
+    run = _run(tmp_path, spread=0.5, rounds=2)
+    assert math.isinf(predict(run.capacity.profiles[0], 8).examples_per_sec.high)
+    result = whatif(run, CATALOG, ["ml.c5.2xlarge"])
+    json.dumps(result, allow_nan=False)
+    found = _by_type(result)["ml.c5.2xlarge"]["input"]
+    assert found["low"] is not None and found["high"] is None
+    assert "(at least " in to_text(result) and "; no upper end)" in to_text(result)

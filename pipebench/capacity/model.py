@@ -52,8 +52,10 @@ def _half_width(interval: Interval) -> float | None:
 def stage_costs(profile: CapacityProfile) -> tuple[Interval, ...]:
     """Give each stage's own CPU-sec/example with its 95% interval (none when a prefix it reads has none).
 
-    A stage's cost is its prefix's less the previous prefix's, each measured in separate workers, so the
-    two errors are independent: the half-widths add in quadrature. The low end is clipped at zero.
+    A stage's cost is its prefix's less the previous prefix's, each measured in its own workers: the
+    half-widths add in quadrature, as for independent errors (when both prefixes ran in the same rounds
+    and shared the machine's drift, the errors move together and this overstates the spread: it errs
+    wide, never narrow). The low end is clipped at zero.
     """
     prefixes = [s.prefix_cpu_sec_per_example for s in profile.stages]
     found = []

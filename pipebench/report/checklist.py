@@ -39,7 +39,9 @@ from pipebench.catalog import Catalog
 from pipebench.errors import PipebenchError
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
-from pipebench.report.projections import LINEAR_LABEL, MODEL_LABEL, model_errors, model_projections, profiled
+from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
+                                          profiled)
+from pipebench.report.whatif import interval_text
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
 from pipebench.results import RunResults
 
@@ -609,10 +611,6 @@ def _cell(value) -> str:
     return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
-def _interval_text(found: dict) -> str:
-    return Interval(found["mean"], found["low"], found["high"], found["rounds"]).text()
-
-
 def to_markdown(result: dict) -> str:
     """Give the checklist as Markdown: items, measured ranking, projections apart, migration notes."""
     out = ["# Pre-migration checklist", "", "| status | item | evidence | advice |", "|---|---|---|---|"]
@@ -646,8 +644,9 @@ def to_markdown(result: dict) -> str:
         out += ["| instance type | projected examples/s | epoch (s) | $/hour | $/epoch | assumption |",
                 "|---|---|---|---|---|---|"]
         for e in rank["projected"]:
-            spread = (f" ({e['examples_per_sec_low']:,.0f}–{e['examples_per_sec_high']:,.0f})"
-                      if e.get("examples_per_sec_low") is not None else " (no interval)" if by_model else "")
+            low, high = e.get("examples_per_sec_low"), e.get("examples_per_sec_high")
+            spread = (" (no interval)" if by_model else "") if low is None else (
+                f" ({low:,.0f}–{high:,.0f})" if high is not None else f" (at least {low:,.0f}; no upper end)")
             out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour']} | {e['cost_per_epoch']} | {e['assumption']} |")
     else:
@@ -659,11 +658,9 @@ def to_markdown(result: dict) -> str:
                 "| instance type | run | vCPUs | mode | predicted ex/s | measured ex/s | error |",
                 "|---|---|---|---|---|---|---|"]
         for e in rank["model_error"]:
-            error = f"{e['error_pct']:+.1f}%" + (f" ({e['error_low_pct']:+.1f}% to {e['error_high_pct']:+.1f}%)"
-                                                 if e["error_low_pct"] is not None else " (no interval)")
             out.append(f"| {e['instance_type'] or 'not recorded'} | {e['run_dir']}"
                        f"{' (profiled here: in-sample)' if e['profiled_here'] else ''} | {e['vcpus']} | {e['mode']} | "
-                       f"{_interval_text(e['predicted'])} | {_interval_text(e['measured'])} | {error} |")
+                       f"{interval_text(e['predicted'])} | {interval_text(e['measured'])} | {error_text(e)} |")
     out += ["", "## TF1 → TF2 migration", ""]
     out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]
     return "\n".join(out) + "\n"

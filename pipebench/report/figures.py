@@ -348,15 +348,20 @@ def stage_rates(profiles: Sequence[Profiled], figure) -> bool:
     return True
 
 
+def _drawn(found: dict) -> Interval:
+    """Give a JSON interval to draw; one with no upper end (high null, low set) loses its upper whisker."""
+    open_above = found["high"] is None and found["low"] is not None
+    return Interval(found["mean"], found["low"], found["mean"] if open_above else found["high"], found["rounds"])
+
+
 def model_vs_measured(errors: Sequence[dict], figure) -> bool:
     """The per-stage model's prediction beside each measurement of the profiled pipeline (95% intervals)."""
     if not errors:
         return False
     ax = figure.subplots()
     positions = list(range(len(errors)))
-    as_interval = lambda e: Interval(e["mean"], e["low"], e["high"], e["rounds"])  # noqa: E731
-    predicted = [as_interval(e["predicted"]) for e in errors]
-    measured = [as_interval(e["measured"]) for e in errors]
+    predicted = [_drawn(e["predicted"]) for e in errors]
+    measured = [_drawn(e["measured"]) for e in errors]
     ax.barh([p + 0.2 for p in positions], [i.mean for i in predicted], height=0.4, xerr=_errors(predicted),
             color="tab:purple", capsize=3, label="predicted (per-stage model)")
     ax.barh([p - 0.2 for p in positions], [i.mean for i in measured], height=0.4, xerr=_errors(measured),

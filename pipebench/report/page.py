@@ -19,7 +19,8 @@ from pipebench.errors import PipebenchError, UsageError
 from pipebench.report.configurations import Configuration, configurations
 from pipebench.measure.intervals import Interval
 from pipebench.report.figures import Figure, render
-from pipebench.report.projections import model_errors, profiled
+from pipebench.report.projections import error_text, model_errors, profiled
+from pipebench.report.whatif import interval_text
 from pipebench.report.summary import MEASURES, best_table, busy_lines, verdicts
 from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
 from pipebench.results import RunResults, load_many
@@ -117,10 +118,8 @@ def _capacity_blocks(runs: list[RunResults]) -> list[tuple]:
                          "measured − 1, bounds from both intervals; the profiled run's own error is in-sample)."),
                    ("table", ["machine", "vCPUs", "mode", "predicted examples/s", "measured examples/s", "error"],
                     [[(e["instance_type"] or e["host_fingerprint"]) + (" (profiled here)" if e["profiled_here"] else ""),
-                      str(e["vcpus"]), e["mode"], _interval(e["predicted"]).text(), _interval(e["measured"]).text(),
-                      f"{e['error_pct']:+.1f}%" + ("" if e["error_low_pct"] is None else
-                                                  f" ({e['error_low_pct']:+.1f}% to {e['error_high_pct']:+.1f}%)")]
-                     for e in errors])]
+                      str(e["vcpus"]), e["mode"], interval_text(e["predicted"]), interval_text(e["measured"]),
+                      error_text(e)] for e in errors])]
     return blocks
 
 
@@ -130,10 +129,6 @@ def _rate_text(rate: Interval | None) -> str:
     if rate.decided and math.isinf(rate.high):
         return f"{rate.mean:,.0f} (at least {rate.low:,.0f}: its cost's interval reaches 0)"
     return rate.text(",.0f")
-
-
-def _interval(found: dict) -> Interval:
-    return Interval(found["mean"], found["low"], found["high"], found["rounds"])
 
 
 def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:

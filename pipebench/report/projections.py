@@ -8,6 +8,7 @@ beside the measurement: that is the model's error, printed so it can be judged.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pipebench.capacity.costs import CapacityProfile
@@ -84,8 +85,9 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
         epoch_sec = epoch_examples / speed.mean
         rows.append({
             "instance_type": name, "basis": "projected", "model": MODEL_LABEL,
-            "examples_per_sec": round(speed.mean, 2), "examples_per_sec_low": speed.low,
-            "examples_per_sec_high": speed.high, "epoch_sec": round(epoch_sec, 3),
+            "examples_per_sec": round(speed.mean, 2), **{f"examples_per_sec_{end}": interval_json(speed)[end]
+                                                         for end in ("low", "high")},
+            "epoch_sec": round(epoch_sec, 3),
             "price_per_hour": instance.price_per_hour,
             "cost_per_epoch": round(epoch_sec / 3600 * instance.price_per_hour, 6),
             "bottleneck": bottleneck, "configuration_id": best.profile.configuration_id,
@@ -100,11 +102,21 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
 
 
 def _error(predicted: Interval, measured: Interval) -> dict:
-    """Give predicted / measured − 1 in percent, with bounds from both intervals' ends (None without both)."""
+    """Give predicted / measured − 1 in percent, with bounds from both intervals' ends (None without both;
+    the high bound alone None when the prediction has no upper end)."""
     both = predicted.decided and measured.decided
+    high = 100 * (predicted.high / measured.low - 1) if both else None
     return {"error_pct": 100 * (predicted.mean / measured.mean - 1),
             "error_low_pct": 100 * (predicted.low / measured.high - 1) if both else None,
-            "error_high_pct": 100 * (predicted.high / measured.low - 1) if both else None}
+            "error_high_pct": high if high is None or math.isfinite(high) else None}
+
+
+def error_text(entry: dict) -> str:
+    """Give a model_error row's error as '+5.3% (+0.8% to +22.7%)', with what is missing said."""
+    low, high = entry["error_low_pct"], entry["error_high_pct"]
+    bounds = (" (no interval)" if low is None else f" ({low:+.1f}% to {high:+.1f}%)" if high is not None
+              else f" (at least {low:+.1f}%; no upper end)")
+    return f"{entry['error_pct']:+.1f}%{bounds}"
 
 
 def model_errors(runs: list[RunResults]) -> list[dict]:

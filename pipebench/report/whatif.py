@@ -17,10 +17,12 @@ JSON shape (`pipebench whatif --json`; new keys may be added, none renamed or re
                                 "feed": {"rate", "rate_from", "vcpus": {interval}, "heaviest_stage",
                                          "stage_vcpus", "fits"} | {"rate", "rate_from", "unavailable"} | {"unavailable"},
                                 "epoch_sec": {interval} | {"unavailable"}, "cost_per_epoch": {interval} | {"unavailable"}}]}]}
-where {interval} is {"mean", "low", "high", "rounds"} (low/high null with fewer than two rounds).
+where {interval} is {"mean", "low", "high", "rounds"} (low/high null with fewer than two rounds; high
+alone null when the interval has no upper end: a stage cost whose interval reaches 0).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -69,7 +71,19 @@ def capped(found: Interval, limit: Interval | float) -> Interval:
 
 
 def interval_json(found: Interval) -> dict:
-    return {"mean": found.mean, "low": found.low, "high": found.high, "rounds": found.n}
+    """Give an interval as {mean, low, high, rounds}; high null with low set when it has no upper end (a
+    throughput whose cost interval reaches 0: JSON has no infinity)."""
+    high = found.high if found.high is None or math.isfinite(found.high) else None
+    return {"mean": found.mean, "low": found.low, "high": high, "rounds": found.n}
+
+
+def interval_text(found: dict, fmt: str = ",.0f") -> str:
+    """Give a JSON interval as 'mean (low–high)', 'mean (at least low; no upper end)', or why it is unavailable."""
+    if "unavailable" in found:
+        return f"unavailable: {found['unavailable']}"
+    if found["low"] is not None and found["high"] is None:
+        return f"{found['mean']:{fmt}} (at least {found['low']:{fmt}}; no upper end)"
+    return Interval(found["mean"], found["low"], found["high"], found["rounds"]).text(fmt)
 
 
 def _inverse(scale: float, found: Interval) -> Interval:
@@ -199,13 +213,6 @@ def _short(rate: float) -> str:
     return f"{rate:.3g}"
 
 
-def _text(entry: dict, fmt: str = ",.0f") -> str:
-    """Give a JSON interval as 'mean (low–high)', or its reason when unavailable."""
-    if "unavailable" in entry:
-        return f"unavailable: {entry['unavailable']}"
-    return Interval(entry["mean"], entry["low"], entry["high"], entry["rounds"]).text(fmt)
-
-
 def _feed_line(entry: dict) -> str:
     feed = entry["feed"]
     name = entry["instance_type"]
@@ -215,7 +222,7 @@ def _feed_line(entry: dict) -> str:
     if "unavailable" in feed:
         return f"{said}: unavailable: {feed['unavailable']}"
     heaviest = feed["heaviest_stage"]
-    return (f"{said} needs ~{_text(feed['vcpus'], ',.1f')} vCPUs, most of them for {heaviest} "
+    return (f"{said} needs ~{interval_text(feed['vcpus'], ',.1f')} vCPUs, most of them for {heaviest} "
             f"({feed['stage_vcpus'][heaviest]:,.1f}); it has {entry['vcpus']}"
             + ("" if feed["fits"] else ": not enough"))
 
@@ -226,12 +233,12 @@ def _table(entries: list[dict], currency: str) -> list[str]:
     for e in entries:
         ceiling = e["compute_ceiling"]
         ceiling_text = ("—" if "unavailable" in ceiling else
-                        f"{_text(ceiling) if ceiling['rounds'] else format(ceiling['mean'], ',.0f')} "
+                        f"{interval_text(ceiling) if ceiling['rounds'] else format(ceiling['mean'], ',.0f')} "
                         f"({ceiling['source']})")
-        out.append(f"| {e['instance_type']} | {e['vcpus']} | {_text(e['input'])} | "
-                   f"{e['input'].get('bottleneck', '—')} | {ceiling_text} | "
-                   f"{_text(e['train']) + ' (' + e['train']['bound_by'] + ')' if 'bound_by' in e['train'] else '—'} | "
-                   f"{_text(e['cost_per_epoch'], '.3g')} |")
+        train = (f"{interval_text(e['train'])} ({e['train']['bound_by']})" if "bound_by" in e["train"] else "—")
+        out.append(f"| {e['instance_type']} | {e['vcpus']} | {interval_text(e['input'])} | "
+                   f"{e['input'].get('bottleneck', '—')} | {ceiling_text} | {train} | "
+                   f"{interval_text(e['cost_per_epoch'], '.3g')} |")
     return out
 
 
