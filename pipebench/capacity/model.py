@@ -140,9 +140,9 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
     The 95% interval: each stage's cost is taken at the low and at the high end of its interval (the
     prefix intervals, differences added in quadrature; the core-budget term uses the whole pipeline's
     measured interval), and X is evaluated at both ends. X only falls as a cost rises, so those two
-    evaluations bound it. The interval is at least as wide as each measured one it is built from; it
-    covers measurement noise on this machine, not the transfer to another (TRANSFER_ASSUMPTION).
-    Without an interval on every prefix there is none on the prediction (n = the fewest rounds).
+    evaluations bound it. It covers the profile's measurement noise, not the transfer to another machine
+    (TRANSFER_ASSUMPTION). Without an interval on every prefix there is none on the prediction (n = the
+    fewest rounds); when the costs that bind can be 0 at their low end, `high` is inf (no upper end).
     """
     check_number(cores, "cores", float, ABOVE_0)
     check_number(train_cores, "train_cores", float, AT_LEAST_0)
