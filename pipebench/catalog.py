@@ -58,6 +58,13 @@ class Catalog:
     currency: str
     instances: dict[str, Instance]
 
+    def not_listed(self, name: str) -> str:
+        """Give 'NAME is not in the catalog (it has ...)', naming types of NAME's family first."""
+        family = [n for n in self.instances if n.split(".")[1:2] == name.split(".")[1:2]]
+        listed = family or list(self.instances)
+        return (f"{name_text(name)} is not in the catalog (it has {', '.join(listed[:4])}"
+                + (", …)" if len(listed) > 4 else ")"))
+
 
 def _instance(path: Path, name: str, entry: object) -> Instance:
     where = f"{path}: instances.{name}"
@@ -115,10 +122,7 @@ def accelerator_rates(texts: Sequence[str], catalog: Catalog) -> dict[str, Accel
         if not sep or not name:
             raise UsageError(f"{where}: expected TYPE=EXAMPLES_PER_SEC, e.g. ml.p3.2xlarge=2.1e6")
         if name not in catalog.instances:
-            family = [n for n in catalog.instances if n.split(".")[1:2] == name.split(".")[1:2]]
-            listed = family or list(catalog.instances)
-            raise UsageError(f"{where}: {name_text(name)} is not in the catalog (it has {', '.join(listed[:4])}"
-                             + (", …)" if len(listed) > 4 else ")"))
+            raise UsageError(f"{where}: {catalog.not_listed(name)}")
         try:
             rate = float(value)
         except ValueError:

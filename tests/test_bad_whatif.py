@@ -46,7 +46,7 @@ CASES = [
     Bad("whatif-capacity-newer", ("whatif", RUN), r"^{tmp}/run/capacity\.json: profile_version 2, this pipebench "
         r"reads 1: update pipebench$", make=_capacity(lambda doc: doc.update(profile_version=2, more=1)), code=1),
     Bad("whatif-unknown-instance-type", ("whatif", RUN, "--instance-type", "ml.z9.large"),
-        r"^--instance-type ml\.z9\.large: not in the catalog \(it has ml\.c5\.xlarge", make=_run, code=2),
+        r"^--instance-type: ml\.z9\.large is not in the catalog \(it has ml\.c5\.xlarge", make=_run, code=2),
     Bad("whatif-rate-unknown-type", ("whatif", RUN, "--accelerator-rate", "ml.p9.2xlarge=2e6"),
         r"^--accelerator-rate ml\.p9\.2xlarge=2e6: ml\.p9\.2xlarge is not in the catalog", make=_run, code=2),
     Bad("whatif-rate-not-a-number", ("whatif", RUN, "--accelerator-rate", "ml.p3.2xlarge=lots"),

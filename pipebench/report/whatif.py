@@ -185,8 +185,7 @@ def whatif(run: RunResults, catalog: Catalog, instance_types: Sequence[str] = ()
         raise UsageError(f"{run.run_dir / PROFILE_FILE}: missing: run `pipebench capacity {run.run_dir}` first")
     unknown = [name for name in instance_types if name not in catalog.instances]
     if unknown:
-        raise UsageError(f"--instance-type {unknown[0]}: not in the catalog (it has "
-                         f"{', '.join(list(catalog.instances)[:4])}, …)")
+        raise UsageError(f"--instance-type: {catalog.not_listed(unknown[0])}")
     chosen = [catalog.instances[name] for name in dict.fromkeys(instance_types or catalog.instances)]
     epoch_from = "--epoch-examples" if epoch_examples else f"data.json: {run.data.rows_from}"
     epoch_examples = epoch_examples or run.data.rows
