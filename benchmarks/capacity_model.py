@@ -27,7 +27,7 @@ from pathlib import Path
 from converters.convert import ConvertRequest, convert
 from pipebench.capacity.model import predict
 from pipebench.capacity.prefixes import prefixes
-from pipebench.capacity.profile import Arm, measure_rounds, profile_of
+from pipebench.capacity.profile import Arm, measure_rounds, parallel_efficiency, profile_of
 from pipebench.measure.intervals import Interval, geometric_interval
 from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits
@@ -42,7 +42,7 @@ CASES = ("lambdaji-libsvm/libsvm", "aws-sample/tfrecord", "aws-sample/libsvm", "
 ROWS_PER_RECORD = 256
 BATCH_SIZE = 1024
 FRACTIONAL_CORES = 1.5
-MEASUREMENT = {"warmup_max_sec": 2.0, "window_sec": 0.5, "windows": 3, "max_windows": 3, "steady_cv_pct": 5.0,
+MEASUREMENT = {"warmup_max_sec": 1.5, "window_sec": 0.5, "windows": 2, "max_windows": 2, "steady_cv_pct": 5.0,
                "busy_other_cpu_pct": 25.0}
 GOAL_MEDIAN, GOAL_WORST = 0.10, 0.20
 
@@ -88,7 +88,8 @@ def _case(name: str, fmt: str, files: str, rounds: int, fractional: Pinning | No
                      "bottleneck": prediction.bottleneck, "linear": linear,
                      "model_error": _error(prediction.examples_per_sec.mean, measured[target].mean),
                      "linear_error": _error(linear, measured[target].mean)})
-    return {"rows": rows, "profiles": profiles}
+    wholes = {a.pinning: v for a, v in zip(arms, values) if a.prefix is found[-1]}
+    return {"rows": rows, "profiles": profiles, "efficiency": parallel_efficiency((one, wholes[one]), (two, wholes[two]))}
 
 
 def _k(value: float) -> str:
@@ -141,17 +142,20 @@ def main() -> None:
           f"{args.rounds} rounds, {len(os.sched_getaffinity(0))} vCPUs, host {host}; load average "
           f"{os.getloadavg()[0]:.2f}; fractional point: "
           + (f"{fractional.text()} (cgroup v1 CPU quota)" if fractional else f"none ({why_no_quota})"), flush=True)
-    rows, record = [], {}
+    rows, record, efficiencies = [], {}, []
     for case in args.cases:
         name, fmt = case.split("/")
         found = _case(name, fmt, files[fmt], args.rounds, fractional, host, log=lambda text: None)
         rows += found["rows"]
-        record[case] = {"rows": to_json(found["rows"]), "profiles": to_json(found["profiles"])}
+        efficiencies.append(f"{case}: {found['efficiency'].text('.0%')}")
+        record[case] = {"rows": to_json(found["rows"]), "profiles": to_json(found["profiles"]),
+                        "efficiency_1_to_2": to_json(found["efficiency"])}
         print(f"{case}: done after {time.monotonic() - started:.0f} s", flush=True)
     main_rows = [r for r in rows if {r["from_cores"], r["to_cores"]} == {1, 2}]
     print()
     print(_table(rows))
     print()
+    print("Parallel efficiency 1 → 2 cores, X(2) / 2·X(1), paired by round: " + "; ".join(efficiencies))
     print(_summary(main_rows, "1 ↔ 2 cores"))
     if fractional is not None:
         print(_summary([r for r in rows if r not in main_rows], f"{FRACTIONAL_CORES:g} cores from 1 and from 2"))

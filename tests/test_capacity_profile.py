@@ -140,3 +140,13 @@ def test_rows_of_runs_before_cpu_accounting_still_read_as_configurations():
                                              for w in json.loads(new["windows_json"])]))
     (from_new,), (from_old,) = configurations([new]), configurations([old])
     assert from_new.throughput == from_old.throughput
+
+
+def test_parallel_efficiency_is_the_paired_ratio_per_core():
+    from pipebench.capacity.profile import parallel_efficiency
+
+    one, two = Pinning((0,)), Pinning((0, 1))
+    found = parallel_efficiency((one, _values([1, 1, 1], rate=1000) + _values([1], rate=1200)),
+                                (two, _values([1, 1, 1], rate=1500) + _values([1], rate=1800)))
+    assert found.mean == pytest.approx(0.75) and found.n == 4  # 1.5x on twice the cores, every round
+    assert found.low == pytest.approx(0.75) and found.high == pytest.approx(0.75)

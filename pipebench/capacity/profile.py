@@ -27,7 +27,7 @@ from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.capacity.prefixes import Prefix, prefixes
 from pipebench.errors import DataError, TrialError, UsageError
-from pipebench.measure.intervals import geometric_interval, mean_interval
+from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
 from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
@@ -124,6 +124,18 @@ def stage_costs(measured: Sequence[tuple[Prefix, Sequence[RoundValue]]]) -> tupl
                                 1.0 / own if own > 0 else None))
         before = cpu.mean
     return tuple(stages)
+
+
+def parallel_efficiency(few: tuple[Pinning, Sequence[RoundValue]], many: tuple[Pinning, Sequence[RoundValue]]) -> Interval:
+    """Give the whole pipeline's throughput on `many` cores over `few`, per core added: X(m) / (X(f) · m / f).
+
+    Paired by round (both were measured in every round), so drift both saw cancels; 1 is perfect scaling.
+    """
+    (low, few_values), (high, many_values) = few, many
+    ratio = ratio_interval([v.examples_per_sec for v in many_values], [v.examples_per_sec for v in few_values])
+    scale = high.cores / low.cores
+    return Interval(ratio.mean / scale, None if ratio.low is None else ratio.low / scale,
+                    None if ratio.high is None else ratio.high / scale, ratio.n)
 
 
 def pipeline_label(label: PipelineLabel) -> str:
@@ -246,8 +258,14 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
     log(f"profiling configuration {config.configuration_id} ({pipeline_label(base.label)}): {len(found)} prefixes × "
         f"{len(pinnings)} pinning(s) × {rounds} round(s), one fresh worker each")
     values = measure_rounds(base, arms, rounds, limits, f"{run_dir}: configuration {config.configuration_id}", log)
-    profiles = []
+    profiles, wholes = [], []
     for pinning in pinnings:
         measured = [(arm.prefix, v) for arm, v in zip(arms, values) if arm.pinning == pinning]
         profiles.append(profile_of(base, pinning, measured, host_fingerprint))
+        wholes.append((pinning, measured[-1][1]))
+    fewest = min(wholes, key=lambda w: w[0].cores)
+    for whole in wholes:
+        if whole is not fewest:
+            log(f"parallel efficiency {fewest[0].cores:g} → {whole[0].cores:g} cores (whole pipeline, X(n) per core "
+                f"over X({fewest[0].cores:g}) per core): {parallel_efficiency(fewest, whole).text('.0%')}")
     return write_profiles(run_dir, profiles), profiles
