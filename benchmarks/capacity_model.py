@@ -27,7 +27,7 @@ from pathlib import Path
 from converters.convert import ConvertRequest, convert
 from pipebench.capacity.model import predict
 from pipebench.capacity.prefixes import prefixes
-from pipebench.capacity.profile import Arm, measure_rounds, parallel_efficiency, profile_of
+from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_efficiency, profile_of
 from pipebench.measure.intervals import Interval, geometric_interval
 from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits
@@ -70,12 +70,14 @@ def _case(name: str, fmt: str, files: str, rounds: int, fractional: Pinning | No
     base = trial_spec(pipeline=spec, measurement=MEASUREMENT, configuration_id=f"{name}-{fmt}", trial_id=name)
     found = prefixes(spec)
     one, two = pinning_for(1), pinning_for(2)
-    arms = [Arm(p, prefix) for p in (one, two) for prefix in found]
+    pinned = [PinnedPrefix(p, prefix) for p in (one, two) for prefix in found]
     if fractional is not None:
-        arms.append(Arm(fractional, found[-1]))
-    values = measure_rounds(base, arms, rounds, Limits(600, 8 << 30), f"{name}/{fmt}", log)
-    profiles = {p.cores: profile_of(base, p, [(a.prefix, v) for a, v in zip(arms, values) if a.pinning == p], host)
-                for p in (one, two)}
+        pinned.append(PinnedPrefix(fractional, found[-1]))
+    values = measure_rounds(base, pinned, rounds, Limits(600, 8 << 30), f"{name}/{fmt}", log)
+    profiles = {}
+    for pinning in (one, two):
+        prefix_values = [(item.prefix, v) for item, v in zip(pinned, values) if item.pinning == pinning]
+        profiles[len(pinning.cpus)] = profile_of(base, pinning, prefix_values, host)
     measured = {c: profiles[c].whole for c in profiles}
     if fractional is not None:
         measured[fractional.cores] = geometric_interval([v.examples_per_sec for v in values[-1]])
@@ -88,8 +90,9 @@ def _case(name: str, fmt: str, files: str, rounds: int, fractional: Pinning | No
                      "bottleneck": prediction.bottleneck, "linear": linear,
                      "model_error": _error(prediction.examples_per_sec.mean, measured[target].mean),
                      "linear_error": _error(linear, measured[target].mean)})
-    wholes = {a.pinning: v for a, v in zip(arms, values) if a.prefix is found[-1]}
-    return {"rows": rows, "profiles": profiles, "efficiency": parallel_efficiency((one, wholes[one]), (two, wholes[two]))}
+    wholes = {item.pinning: v for item, v in zip(pinned, values) if item.prefix is found[-1]}
+    efficiency = parallel_efficiency((one, wholes[one]), (two, wholes[two]))
+    return {"rows": rows, "profiles": profiles, "efficiency": efficiency}
 
 
 def _k(value: float) -> str:

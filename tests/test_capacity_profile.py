@@ -9,8 +9,8 @@ import pytest
 
 from pipebench.capacity.costs import PROFILE_FILE, CapacityProfile, CapacityProfiles
 from pipebench.capacity.prefixes import prefixes
-from pipebench.capacity.profile import (Arm, RoundValue, _known_text, _one_round, measure_rounds, prefix_trial,
-                                        stage_costs, write_profiles)
+from pipebench.capacity.profile import (PinnedPrefix, RoundValue, _known_text, _one_round, measure_rounds,
+                                        prefix_trial, stage_costs, write_profiles)
 from pipebench.errors import TrialError
 from pipebench.measure.intervals import mean_interval
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
@@ -56,36 +56,36 @@ def _outcome(trial, cpus=(0,), status=TrialStatus.OK, cpu_sec: float | None = 0.
 
 def test_rounds_measure_every_prefix_once_each_in_a_seeded_order():
     """The trial loop alone (pipebench.testing's habit): what a worker measures is not faked anywhere else."""
-    arms = [Arm(Pinning((0,)), p) for p in prefixes(SPEC)]
+    pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]
     seen: list[tuple[int, int, dict]] = []
 
     def measure(trial, folder, limits, pinning):
         seen.append((trial.repeat, trial.measurement["prefix_stages"], pinning))
         return _outcome(trial)
 
-    values = measure_rounds(BASE, arms, 3, LIMITS, "here", log=lambda text: None, measure=measure)
-    assert [len(v) for v in values] == [3] * len(arms)
+    values = measure_rounds(BASE, pinned, 3, LIMITS, "here", log=lambda text: None, measure=measure)
+    assert [len(v) for v in values] == [3] * len(pinned)
     for round_index in range(3):
         assert sorted(s for r, s, _ in seen if r == round_index) == [0, 1, 3, 4]
     orders = [[s for r, s, _ in seen if r == i] for i in range(3)]
     assert len({tuple(o) for o in orders}) > 1  # shuffled per round
     again: list = []
-    measure_rounds(BASE, arms, 3, LIMITS, "here", log=lambda text: None,
+    measure_rounds(BASE, pinned, 3, LIMITS, "here", log=lambda text: None,
                    measure=lambda t, f, l, pinning: again.append(t.measurement["prefix_stages"]) or _outcome(t))
     assert again == [s for _, s, _ in seen]  # the same seed, the same order
 
 
 def test_a_worker_that_did_not_measure_or_ran_elsewhere_is_one_line_naming_the_prefix():
-    arm = Arm(Pinning((0,)), prefixes(SPEC)[1])
-    trial = prefix_trial(BASE, arm, 0)
+    item = PinnedPrefix(Pinning((0,)), prefixes(SPEC)[1])
+    trial = prefix_trial(BASE, item, 0)
     assert trial.mode == "input" and trial.measurement["prefix_stages"] == 1 and trial.trial_id == "cfg-1c-p1-r0"
     with pytest.raises(TrialError, match=r"^RUN: prefix 'source > batch' on CPU 0: failed: ValueError: broken$"):
-        _one_round(_outcome(trial, status=TrialStatus.FAILED), arm, "RUN")
+        _one_round(_outcome(trial, status=TrialStatus.FAILED), item, "RUN")
     with pytest.raises(TrialError, match=r"started on CPUs \(0, 1\), not the ones asked"):
-        _one_round(_outcome(trial, cpus=(0, 1)), arm, "RUN")
+        _one_round(_outcome(trial, cpus=(0, 1)), item, "RUN")
     with pytest.raises(TrialError, match="recorded no CPU time"):
-        _one_round(_outcome(trial, cpu_sec=None), arm, "RUN")
-    assert _one_round(_outcome(trial), arm, "RUN") == RoundValue(2000, 1.0, 0.002)
+        _one_round(_outcome(trial, cpu_sec=None), item, "RUN")
+    assert _one_round(_outcome(trial), item, "RUN") == RoundValue(2000, 1.0, 0.002)
 
 
 def test_known_configurations_are_cut_to_fit_one_line():

@@ -57,32 +57,32 @@ class RoundValue:
 
 
 @dataclass(frozen=True)
-class Arm:
+class PinnedPrefix:
     """One thing measured once per round: a prefix on a pinning."""
 
     pinning: Pinning
     prefix: Prefix
 
 
-def prefix_trial(base: TrialSpec, arm: Arm, round_index: int) -> TrialSpec:
-    """Give the input-mode trial that measures `arm` in round `round_index` (base: the configuration's trial)."""
-    measurement = {**base.measurement, "prefix_stages": arm.prefix.stages}
-    tag = f"{arm.pinning.cores:g}c-p{arm.prefix.stages}-r{round_index}"
+def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> TrialSpec:
+    """Give the input-mode trial that measures `item` in round `round_index` (base: the configuration's trial)."""
+    measurement = {**base.measurement, "prefix_stages": item.prefix.stages}
+    tag = f"{item.pinning.cores:g}c-p{item.prefix.stages}-r{round_index}"
     return dataclasses.replace(base, trial_id=f"{base.configuration_id}-{tag}", mode="input", repeat=round_index,
-                               pipeline_spec=arm.prefix.spec.to_dict(), measurement=measurement,
+                               pipeline_spec=item.prefix.spec.to_dict(), measurement=measurement,
                                quality={"enabled": False}, holdout_files=(), fault=None, remeasure_of=None)
 
 
-def _one_round(outcome, arm: Arm, where: str) -> RoundValue:
+def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
     """Give the round's value from a worker's outcome; TrialError (one line) when it did not measure or was not
     placed where asked."""
     record = outcome.record
-    what = f"{where}: prefix '{arm.prefix.label}' on {arm.pinning.text()}"
+    what = f"{where}: prefix '{item.prefix.label}' on {item.pinning.text()}"
     if record.status is not TrialStatus.OK:
         reason = record.reason or "no reason given"
         reason = reason if len(reason) <= _REASON_CHARS else reason[:_REASON_CHARS - 1] + "…"
         raise TrialError(f"{what}: {record.status.value}: {reason}")
-    if record.cpus_at_start != arm.pinning.cpus:
+    if record.cpus_at_start != item.pinning.cpus:
         raise TrialError(f"{what}: the worker started on CPUs {record.cpus_at_start}, not the ones asked")
     windows = [w for w in record.windows_measured if w.arm == "input"]
     if not windows or any(w.cpu_sec is None for w in windows):
@@ -91,22 +91,22 @@ def _one_round(outcome, arm: Arm, where: str) -> RoundValue:
                       sum(w.cpu_sec for w in windows))
 
 
-def measure_rounds(base: TrialSpec, arms: Sequence[Arm], rounds: int, limits: Limits, where: str,
+def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int, limits: Limits, where: str,
                    log: Callable[[str], None] = print, measure=run_worker) -> list[list[RoundValue]]:
-    """Give each arm's values, one per round; every round runs each arm once, in a seeded random order (RMIT)."""
+    """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order (RMIT)."""
     seed = int(hashlib.sha256(f"{base.configuration_id}/{rounds}".encode()).hexdigest()[:8], 16)
     rng = random.Random(seed)
-    found: list[list[RoundValue]] = [[] for _ in arms]
+    found: list[list[RoundValue]] = [[] for _ in pinned]
     with tempfile.TemporaryDirectory(prefix="pipebench-capacity-") as scratch:
         for round_index in range(rounds):
-            order = rng.sample(range(len(arms)), len(arms))
+            order = rng.sample(range(len(pinned)), len(pinned))
             for index in order:
-                arm = arms[index]
-                trial = prefix_trial(base, arm, round_index)
-                outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=arm.pinning)
-                value = _one_round(outcome, arm, where)
+                item = pinned[index]
+                trial = prefix_trial(base, item, round_index)
+                outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
+                value = _one_round(outcome, item, where)
                 found[index].append(value)
-                log(f"round {round_index + 1}/{rounds}: {arm.prefix.label} on {arm.pinning.text()}: "
+                log(f"round {round_index + 1}/{rounds}: {item.prefix.label} on {item.pinning.text()}: "
                     f"{value.examples_per_sec:,.0f} examples/s, {value.cpu_sec_per_example * 1e6:.2f} CPU-µs/example")
     return found
 
@@ -252,15 +252,15 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
 
         host_fingerprint = machine_facts().host_fingerprint
     found = prefixes(PipelineSpec.from_dict(base.pipeline_spec))
-    arms = [Arm(pinning, prefix) for pinning in pinnings for prefix in found]
+    pinned = [PinnedPrefix(pinning, prefix) for pinning in pinnings for prefix in found]
     budget = run.config["budget"]
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     log(f"profiling configuration {config.configuration_id} ({pipeline_label(base.label)}): {len(found)} prefixes × "
         f"{len(pinnings)} pinning(s) × {rounds} round(s), one fresh worker each")
-    values = measure_rounds(base, arms, rounds, limits, f"{run_dir}: configuration {config.configuration_id}", log)
+    values = measure_rounds(base, pinned, rounds, limits, f"{run_dir}: configuration {config.configuration_id}", log)
     profiles, wholes = [], []
     for pinning in pinnings:
-        measured = [(arm.prefix, v) for arm, v in zip(arms, values) if arm.pinning == pinning]
+        measured = [(item.prefix, v) for item, v in zip(pinned, values) if item.pinning == pinning]
         profiles.append(profile_of(base, pinning, measured, host_fingerprint))
         wholes.append((pinning, measured[-1][1]))
     fewest = min(wholes, key=lambda w: w[0].cores)
