@@ -31,7 +31,7 @@ def _values(cpu_us: list[float], rate: float = 1000.0) -> list[RoundValue]:
     return [RoundValue(1000, 1000 / rate, c * 1e-3) for c in cpu_us]
 
 
-def test_stage_costs_are_differences_of_prefix_means_clipped_at_zero():
+def test_stage_costs_are_what_each_prefix_adds_and_sum_to_the_whole_pipelines():
     found = prefixes(SPEC)  # source, batch, decode + repeat, prefetch
     costs = stage_costs(list(zip(found, [_values([2.0, 2.2]), _values([1.9, 2.0]), _values([5.0, 5.2]),
                                          _values([5.3, 5.3], rate=2000)])))
@@ -40,8 +40,9 @@ def test_stage_costs_are_differences_of_prefix_means_clipped_at_zero():
     assert costs[0].prefix_cpu_sec_per_example == mean_interval([2.0e-6, 2.2e-6])
     assert costs[0].cpu_sec_per_example == pytest.approx(2.1e-6)
     assert costs[1].cpu_sec_per_example == 0.0 and costs[1].rate_per_core is None  # cheaper than the source
-    assert costs[2].cpu_sec_per_example == pytest.approx(3.15e-6)  # against the batch prefix's 1.95
+    assert costs[2].cpu_sec_per_example == pytest.approx(3.0e-6)  # against the source's 2.1, not the batch's 1.95
     assert costs[3].cpu_sec_per_example == pytest.approx(0.2e-6)
+    assert sum(s.cpu_sec_per_example for s in costs) == pytest.approx(costs[-1].prefix_cpu_sec_per_example.mean)
     assert costs[3].rate_per_core == pytest.approx(1 / 0.2e-6)
     assert costs[3].prefix_examples_per_sec.mean == pytest.approx(2000.0)
     assert costs[0].why_sequential.startswith("one TFRecord reader")

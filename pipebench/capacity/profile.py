@@ -112,17 +112,21 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
 
 
 def stage_costs(measured: Sequence[tuple[Prefix, Sequence[RoundValue]]]) -> tuple[StageCost, ...]:
-    """Give each prefix's StageCost: its intervals over the rounds and its own cost, the difference of
-    consecutive prefixes' mean CPU-seconds per example (clipped at 0: a stage measured cheaper than
-    the prefix before it costs nothing measurable)."""
-    stages, before = [], 0.0
+    """Give each prefix's StageCost: its intervals over the rounds and its own cost, what its prefix's mean
+    CPU-seconds per example adds to the most any shorter prefix's cost (0 when it adds nothing measurable).
+
+    Against the most, not the one just before: when noise (or a rewrite such as map-and-batch fusion)
+    makes a prefix cheaper than a shorter one, the costs still sum to the largest prefix's, which is
+    the whole pipeline's whenever it costs the most, as the model's core budget reads them.
+    """
+    stages, most = [], 0.0
     for prefix, values in measured:
         cpu = mean_interval([v.cpu_sec_per_example for v in values])
-        own = max(0.0, cpu.mean - before)
+        own = max(0.0, cpu.mean - most)
         stages.append(StageCost(prefix.stage, prefix.sequential, prefix.why_sequential,
                                 geometric_interval([v.examples_per_sec for v in values]), cpu, own,
                                 1.0 / own if own > 0 else None))
-        before = cpu.mean
+        most = max(most, cpu.mean)
     return tuple(stages)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
+from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.windows import Arm, measure
 from pipebench.parent_death import die_with_parent
@@ -145,7 +146,6 @@ def _inter_op_pool_threads(tf) -> int | None:
 def _input_arm(tf, spec, built, m: dict) -> Arm:
     """Give the input arm: the whole pipeline, or the prefix `m["prefix_stages"]` names (sunk when unbatched)."""
     from pipebench.capacity.prefixes import element_of, sink_every
-    from pipebench.measure.cpu_clock import process_tree_cpu_sec
 
     dataset, per_step = built.dataset, 1
     if m.get("prefix_stages") is not None:
@@ -158,7 +158,6 @@ def _input_arm(tf, spec, built, m: dict) -> Arm:
 
 def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[str, Any]:
     """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
-    from pipebench.measure.cpu_clock import process_tree_cpu_sec
     from pipebench.pipeline.build import build
 
     mode = trial.mode
