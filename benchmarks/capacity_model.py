@@ -105,16 +105,19 @@ def _interval_k(interval: Interval) -> str:
     return f"{_k(interval.mean)} ({_k(interval.low)}–{_k(interval.high)})"
 
 
-def _table(rows: list[dict]) -> str:
-    header = ("pipeline", "cores", "measured ex/s (95%)", "model ex/s (95%)", "model err", "bottleneck",
-              "linear ex/s", "linear err")
-    lines = [header]
-    for r in rows:
-        lines.append((r["case"], f"{r['from_cores']:g}→{r['to_cores']:g}", _interval_k(r["measured"]),
-                      _interval_k(r["predicted"]), f"{r['model_error']:+.1%}", r["bottleneck"], _k(r["linear"]),
-                      f"{r['linear_error']:+.1%}"))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+#: (header, width) of each column; rows print as each pipeline finishes, so widths are fixed.
+COLUMNS = (("pipeline", 26), ("cores", 7), ("measured ex/s (95%)", 24), ("model ex/s (95%)", 24), ("model err", 9),
+           ("bottleneck", 10), ("linear ex/s", 11), ("linear err", 10))
+
+
+def _line(cells) -> str:
+    return "  ".join(str(cell).ljust(width) for cell, (_, width) in zip(cells, COLUMNS)).rstrip()
+
+
+def _row_line(r: dict) -> str:
+    return _line((r["case"], f"{r['from_cores']:g}→{r['to_cores']:g}", _interval_k(r["measured"]),
+                  _interval_k(r["predicted"]), f"{r['model_error']:+.1%}", r["bottleneck"], _k(r["linear"]),
+                  f"{r['linear_error']:+.1%}"))
 
 
 def _summary(rows: list[dict], what: str) -> str:
@@ -145,18 +148,20 @@ def main() -> None:
           f"{args.rounds} rounds, {len(os.sched_getaffinity(0))} vCPUs, host {host}; load average "
           f"{os.getloadavg()[0]:.2f}; fractional point: "
           + (f"{fractional.text()} (cgroup v1 CPU quota)" if fractional else f"none ({why_no_quota})"), flush=True)
+    print(_line(name for name, _ in COLUMNS), flush=True)
     rows, record, efficiencies = [], {}, []
     for case in args.cases:
         name, fmt = case.split("/")
         found = _case(name, fmt, files[fmt], args.rounds, fractional, host, log=lambda text: None)
         rows += found["rows"]
+        for row in found["rows"]:
+            print(_row_line(row), flush=True)
         efficiencies.append(f"{case}: {found['efficiency'].text('.0%')}")
         record[case] = {"rows": to_json(found["rows"]), "profiles": to_json(found["profiles"]),
                         "efficiency_1_to_2": to_json(found["efficiency"])}
-        print(f"{case}: done after {time.monotonic() - started:.0f} s", flush=True)
+        if args.record:  # after every pipeline: an interrupted run keeps what it measured
+            args.record.write_text(json.dumps(record, indent=2, default=str) + "\n")
     main_rows = [r for r in rows if {r["from_cores"], r["to_cores"]} == {1, 2}]
-    print()
-    print(_table(rows))
     print()
     print("Parallel efficiency 1 → 2 cores, X(2) / 2·X(1), paired by round: " + "; ".join(efficiencies))
     print(_summary(main_rows, "1 ↔ 2 cores"))
@@ -165,8 +170,6 @@ def main() -> None:
     print("Per-example CPU costs were measured on this machine; on another they transfer only as far as its "
           "per-core speed matches.")
     print(f"elapsed {time.monotonic() - started:.0f} s")
-    if args.record:
-        args.record.write_text(json.dumps(record, indent=2, default=str) + "\n")
 
 
 if __name__ == "__main__":
