@@ -261,6 +261,10 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
     limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
     log(f"profiling configuration {config.configuration_id} ({pipeline_label(base.label)}): {len(found)} prefixes × "
         f"{len(pinnings)} pinning(s) × {rounds} round(s), one fresh worker each")
+    for prefix in found:
+        log(f"  {prefix.label}: adds {' + '.join(prefix.adds)}, "
+            f"{'sequential: ' + prefix.why_sequential if prefix.sequential else 'parallel'}; "
+            f"an element is {prefix.element.counts}")
     values = measure_rounds(base, pinned, rounds, limits, f"{run_dir}: configuration {config.configuration_id}", log)
     profiles, wholes = [], []
     for pinning in pinnings:
