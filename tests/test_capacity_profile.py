@@ -87,6 +87,11 @@ def test_a_worker_that_did_not_measure_or_ran_elsewhere_is_one_line_naming_the_p
     with pytest.raises(TrialError, match="recorded no CPU time"):
         _one_round(_outcome(trial, cpu_sec=None), item, "RUN")
     assert _one_round(_outcome(trial), item, "RUN") == RoundValue(2000, 1.0, 0.002)
+    long = Outcome(TrialRecord(TrialStatus.FAILED, "DataLossError: " + "corrupted record " * 40),
+                   ProcessFacts(1.0, 0, None, None, 0))
+    with pytest.raises(TrialError) as raised:
+        _one_round(long, item, "/a/long/run/folder/" * 5)
+    assert len(str(raised.value)) <= 280 and str(raised.value).endswith("…")
 
 
 def test_known_configurations_are_cut_to_fit_one_line():
