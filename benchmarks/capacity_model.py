@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -96,7 +97,7 @@ def _case(name: str, fmt: str, files: str, rounds: int, fractional: Pinning | No
 
 
 def _k(value: float) -> str:
-    return f"{value / 1e3:,.0f}k"
+    return "no upper end" if math.isinf(value) else f"{value / 1e3:,.0f}k"
 
 
 def _interval_k(interval: Interval) -> str:
