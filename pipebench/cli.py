@@ -193,6 +193,21 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from pipebench.capacity.profile import profile_run
+    from pipebench.measure.pinning import usable_cpus
+
+    cores = args.cores or sorted({1, len(usable_cpus())})
+    path, profiles = profile_run(args.run_dir, cores, args.configuration, args.rounds,
+                                 log=lambda text: print(text, flush=True))
+    for profile in profiles:
+        print(f"{profile.cores} core(s): {profile.whole.text(',.0f')} examples/s; stage CPU-µs/example: "
+              + ", ".join(f"{s.stage} {s.cpu_sec_per_example * 1e6:.2f}{' (sequential)' if s.sequential else ''}"
+                          for s in profile.stages))
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipebench.report.page import write_report
 
@@ -390,6 +405,16 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = commands.add_parser("upgrade", help="rewrite run folders of an older pipebench in the current layout")
     upgrade.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     upgrade.set_defaults(func=_cmd_upgrade)
+
+    capacity = commands.add_parser("capacity", help="measure the per-stage CPU cost of a run's best configuration "
+                                   "(each pipeline prefix in fresh pinned workers) into RUN_DIR/capacity.json")
+    capacity.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    capacity.add_argument("--cores", type=_positive_int, nargs="+", metavar="N",
+                          help="CPUs to pin the workers to, one profile each (default: 1 and all this process may use)")
+    capacity.add_argument("--configuration", metavar="ID", help="profile this configuration_id (default: the fastest)")
+    capacity.add_argument("--rounds", type=_positive_int, default=3,
+                          help="rounds, each measuring every prefix once in a fresh worker (default 3)")
+    capacity.set_defaults(func=_cmd_capacity)
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")

@@ -25,7 +25,7 @@ class StageCost:
     why_sequential: str | None  # the spec's reason, None when parallel
     prefix_examples_per_sec: Interval  # the prefix ending with this stage, measured alone (input mode)
     prefix_cpu_sec_per_example: Interval  # the worker's process-tree CPU seconds (utime + stime) per example
-    cpu_sec_per_example: float  # this stage's own cost: its prefix's less the previous prefix's (≥ 0)
+    cpu_sec_per_example: float  # its own cost: what its prefix adds to the most any shorter prefix cost (≥ 0)
     rate_per_core: float | None  # examples per CPU-second of this stage alone; None when its cost is 0
 
 
