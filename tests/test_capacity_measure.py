@@ -28,6 +28,11 @@ def _spec(name: str, fmt: str, data: dict, epochs: int | None = 1):
     return spec.with_source(rows_per_record=ROWS_PER_RECORD) if fmt == "packed" else spec
 
 
+def tf_names_its_pool(tf_version: str) -> bool:
+    """Give whether that TensorFlow names its inter-op pool's threads tf_Compute (2.21 does, 2.14 does not)."""
+    return tuple(int(x) for x in tf_version.split(".")[:2]) >= (2, 15)
+
+
 def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, data):
     """Regression: workers ran wherever the manager could; the affinity is now set between fork and exec."""
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
@@ -35,7 +40,8 @@ def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, dat
     assert record.status is TrialStatus.OK, record
     assert record.tensorflow_imported_before_settings is False
     assert record.cpus_at_start == (0,)  # read inside the worker before it imported TensorFlow
-    assert record.tf_inter_op_pool_threads == 1  # TensorFlow sized its own pool from that one CPU
+    # TensorFlow sized its own pool from that one CPU (2.21 names it tf_Compute; 2.14 does not: None, unreadable)
+    assert record.tf_inter_op_pool_threads in ((1,) if tf_names_its_pool(record.tf_version) else (None,))
     for window in record.windows_measured:  # one CPU cannot give a window more CPU time than its wall time
         assert 0 < window.cpu_sec <= window.seconds + 0.05
 
@@ -45,7 +51,7 @@ def test_an_unpinned_worker_starts_on_every_cpu_its_manager_may_use(tmp_path, da
     record = run_worker(trial, tmp_path / "t", LIMITS).record
     assert record.status is TrialStatus.OK, record
     assert record.cpus_at_start == usable_cpus()
-    assert record.tf_inter_op_pool_threads == len(usable_cpus())
+    assert record.tf_inter_op_pool_threads in ((len(usable_cpus()),) if tf_names_its_pool(record.tf_version) else (None,))
     assert all(w.cpu_sec > 0 for w in record.windows_measured)
 
 

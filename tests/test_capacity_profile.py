@@ -119,8 +119,10 @@ def test_capacity_json_keeps_other_profiles_and_replaces_the_same_configuration_
 def test_pipebench_capacity_profiles_the_fastest_configuration(tmp_path, data, cli):
     """End to end, real workers on real data: every prefix of the fastest configuration at one core."""
     stages = [{"batch": {"batch_size": 64}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}}]
-    rows = (configuration("slow", "input", "aws-sample", "tfrecord", stages, 1000, [data["tfrecord"]], repeats=2)
-            + configuration("fast", "input", "aws-sample", "tfrecord", stages, 9000, [data["tfrecord"]], repeats=2))
+    rows = (configuration("slow", "input", "aws-sample", "tfrecord", stages, 1000, [data["tfrecord"]], repeats=2,
+                          batch_size=64)
+            + configuration("fast", "input", "aws-sample", "tfrecord", stages, 9000, [data["tfrecord"]], repeats=2,
+                            batch_size=64))
     run = make_run(tmp_path / "run", rows, machine())
     code, out, err = cli("capacity", run, "--cores", "1", "--rounds", "2")
     assert code == 0, err
