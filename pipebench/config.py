@@ -138,7 +138,10 @@ SCHEMA: dict[str, Any] = {
         "mode": Field(str, "input", choices=TRIAL_MODES),
         "seed": Field(int, None, allowed=SEED),
         "sampler": Field(str, "tpe", choices=("tpe", "random")),
-        "pruner": Field(str, "median", choices=("none", "median", "hyperband")),
+        # margin: stop a trial below prune_margin × the median of earlier trials at a window (search/pruning.py);
+        # median: Optuna's MedianPruner (stops everything below the median: under noise, near-best trials too)
+        "pruner": Field(str, "margin", choices=("none", "margin", "median", "hyperband")),
+        "prune_margin": Field(float, 0.5, allowed=Range(0, 1, low_open=True, high_open=True)),
         # Optuna storage URL or journal file; default: study.journal in the run. A URL's password is
         # never written (config.yaml keeps postgresql://user@host/db): on resume libpq reads it from
         # PGPASSWORD or ~/.pgpass.

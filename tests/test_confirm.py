@@ -327,3 +327,20 @@ def test_a_search_does_not_measure_busy_trials_again_outside_its_budget(tmp_path
     result = run_trials(planner, run, experiment, busy, stream=io.StringIO(), busy_now=lambda: 0.0)
     assert 1 <= len(result.rows) <= 3 and all(r["busy_machine"] for r in result.rows)  # duplicates are told, not run
     assert not any(r.get("remeasure_of") for r in result.rows)
+
+
+def test_a_round_the_budget_cannot_hold_whole_races_the_leader_and_its_nearest_challenger():
+    """Regression (live check of 2026-11-23, seed 1): a reference led after two rounds, so three contenders
+    went on, one more round of three did not fit the two trials left, and the race ended with 22 of 24
+    trials spent and the leader decided on two rounds. Now the leader and the nearest challenger race on."""
+    from pipebench.search.confirm import Contender, Race
+
+    names = ("candidate 1", "candidate 2", "reference deck")
+    contenders = {name: Contender(name, {"batch_size": 512}, f"config-{i}") for i, name in enumerate(names)}
+    race = Race(contenders, rounds={1: list(names), 2: list(names)}, budget=8,
+                values={"candidate 1": {1: 500.0, 2: 520.0}, "candidate 2": {1: 430.0, 2: 560.0},
+                        "reference deck": {1: 525.0, 2: 535.0}})
+    assert race.left_after(2) == list(names)  # the deck leads, so it stays; nobody is decided below it
+    assert race.next_round() == ["candidate 1", "reference deck"]  # means 510 > 495: candidate 2 sits out
+    race.rounds[3] = ["candidate 1", "reference deck"]
+    assert race.next_round() is None  # all 8 trials spent

@@ -13,8 +13,8 @@ rounds both ran) lies entirely below 1 leaves the race (racing, as irace and SMA
 do). A reference is in the race to state the winner's gain over it: after REFERENCE_ROUNDS rounds
 (the fewest that give an interval) it leaves unless it leads, so the phase's trials go to telling
 the close candidates apart. Rounds go on while the phase's share of `search.n_trials`
-(`confirm_rounds` × `confirm_top` + REFERENCE_ROUNDS × the references) holds one more round of
-those left, and at least two are left. The winner has the highest mean over its rounds; its
+(`confirm_rounds` × `confirm_top` + REFERENCE_ROUNDS × the references) holds a round of at least two;
+a round it cannot hold whole races the leader and its nearest challengers only. The winner has the highest mean over its rounds; its
 throughput is their geometric mean with Student's t over their logs (as every throughput), and its
 gain over each reference is their paired ratio with its 95% interval. No Optuna import here.
 """
@@ -156,14 +156,21 @@ class Race:
         return kept
 
     def next_round(self) -> list[str] | None:
-        """Give the contenders of the next round (in contender order), or None when the race is over."""
+        """Give the contenders of the next round (in contender order), or None when the race is over.
+
+        When the phase's trials left cannot hold every contender still in the race, the round is the
+        leader and the challengers nearest it by mean, as many as fit: the last trials go to the closest
+        comparison instead of being left unused.
+        """
         if not self.rounds:
             names = list(self.contenders)
         else:
             names = self.left_after(self.last_round())
-        if len(names) < 2 or self.used() + len(names) > self.budget:
-            return None
-        return names
+        room = self.budget - self.used()
+        if len(names) > room:
+            nearest = set(sorted(names, key=lambda n: -(self.mean(n) or 0.0))[:room])
+            names = [name for name in names if name in nearest]
+        return names if len(names) >= 2 else None
 
 
 def contender_names(race: Race) -> list[str]:

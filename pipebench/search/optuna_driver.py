@@ -34,6 +34,7 @@ from pipebench.search.confirm import Contender, Explored, Race, choose_contender
 from pipebench.search.liveness import Heartbeat, reclaim_dead_slots, worker_id
 from pipebench.search.loop import Planned
 from pipebench.search.plan import DIRECTIONS, Plan, objective_values, worker_trial
+from pipebench.search.pruning import make_pruner
 from pipebench.search.settings import settings_text
 
 STUDY_FILE = "study.journal"
@@ -84,19 +85,6 @@ def make_sampler(cfg: dict):
                                           n_startup_trials=max(3, min(10, exploring // 6)))
 
 
-def _pruner(experiment: Experiment, log):
-    import optuna
-
-    cfg = experiment["search"]
-    if len(cfg["objectives"]) > 1 and cfg["pruner"] != "none":
-        log(f"search.pruner {cfg['pruner']} ignored: Optuna prunes single-objective studies only")
-    elif cfg["pruner"] == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
-    elif cfg["pruner"] == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=1, max_resource=experiment["measurement"]["windows"])
-    return optuna.pruners.NopPruner()
-
-
 def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | None = None, log=print,
                wait_sec: float = 120.0):
     """Give the study; the one process that creates it enqueues its slots, the others wait for them.
@@ -110,7 +98,8 @@ def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | No
     cfg = experiment["search"]
     name = study_name or cfg["study_name"] or experiment.name
     directions = [DIRECTIONS[o] for o in cfg["objectives"]]
-    sampler, pruner = make_sampler(cfg), _pruner(experiment, log)
+    sampler = make_sampler(cfg)
+    pruner = make_pruner(cfg, experiment["measurement"]["windows"], log)
     try:
         study = optuna.create_study(storage=storage, study_name=name, sampler=sampler, pruner=pruner,
                                     directions=directions)
