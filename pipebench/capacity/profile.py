@@ -32,6 +32,7 @@ from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
 from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
+from pipebench.results.run_folder import read_capacity
 from pipebench.values import echo
 
 DEFAULT_ROUNDS = 3
@@ -215,21 +216,10 @@ def configuration_trial(run, config) -> TrialSpec:
                      sources=sources)
 
 
-def read_profiles(run_dir: Path) -> CapacityProfiles | None:
-    """Give RUN_DIR/capacity.json, None when there is none; DataError when it cannot be read or is of another version."""
-    path = Path(run_dir) / PROFILE_FILE
-    if not path.exists():
-        return None
-    found = CapacityProfiles.load(path)
-    if found.profile_version != PROFILE_VERSION:
-        raise DataError(f"{path}: profile_version {found.profile_version}; this pipebench reads {PROFILE_VERSION}")
-    return found
-
-
 def write_profiles(run_dir: Path, new: Sequence[CapacityProfile]) -> Path:
     """Write RUN_DIR/capacity.json atomically: `new` replaces profiles of the same configuration and cores."""
     path = Path(run_dir) / PROFILE_FILE
-    existing = read_profiles(run_dir)
+    existing = read_capacity(run_dir)
     replaced = {(p.configuration_id, p.cores) for p in new}
     kept = [p for p in (existing.profiles if existing else ()) if (p.configuration_id, p.cores) not in replaced]
     atomic_write_json(path, CapacityProfiles(PROFILE_VERSION, (*kept, *new)).to_json(), allow_nan=False)
@@ -251,7 +241,7 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
     config = chosen_configuration(run, configuration_id)
     base = configuration_trial(run, config)
     pinnings = [pinning_for(n) for n in dict.fromkeys(cores)]
-    read_profiles(run_dir)
+    read_capacity(run_dir)
     if host_fingerprint is None:
         from pipebench.measure.machine import machine_facts
 
