@@ -29,14 +29,22 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def _finite_float(text: str, zero_ok: bool) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < float("inf"):  # NaN fails too
-        raise argparse.ArgumentTypeError(f"must be a finite number above 0, not {text!r}")
+    if not (0 <= value if zero_ok else 0 < value) or not value < float("inf"):  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a finite number {'at least' if zero_ok else 'above'} 0, not {text!r}")
     return value
+
+
+def _positive_float(text: str) -> float:
+    return _finite_float(text, zero_ok=False)
+
+
+def _non_negative_float(text: str) -> float:
+    return _finite_float(text, zero_ok=True)
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -185,6 +193,21 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_capacity(args: argparse.Namespace) -> int:
+    from pipebench.capacity.profile import profile_run
+    from pipebench.measure.pinning import usable_cpus
+
+    cores = args.cores or sorted({1, len(usable_cpus())})
+    path, profiles = profile_run(args.run_dir, cores, args.configuration, args.rounds,
+                                 log=lambda text: print(text, flush=True))
+    for profile in profiles:
+        print(f"{profile.cores} core(s): {profile.whole.text(',.0f')} examples/s; stage CPU-µs/example: "
+              + ", ".join(f"{s.stage} {s.cpu_sec_per_example * 1e6:.2f}{' (sequential)' if s.sequential else ''}"
+                          for s in profile.stages))
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipebench.report.page import write_report
 
@@ -204,6 +227,19 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
         raise UsageError("checklist: the runs do not record their data set's rows; pass --epoch-examples")
     result = checklist(runs, load_catalog(args.catalog), epoch_examples)
     print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    return 0
+
+
+def _cmd_whatif(args: argparse.Namespace) -> int:
+    from pipebench.report.whatif import to_text, whatif
+    from pipebench.catalog import accelerator_rates, load_catalog
+    from pipebench.results import load
+
+    catalog = load_catalog(args.catalog)
+    rates = accelerator_rates(args.accelerator_rate, catalog)
+    result = whatif(load(args.run_dir), catalog, args.instance_type, rates, feed=args.feed,
+                    train_cores=args.train_cores, epoch_examples=args.epoch_examples)
+    print(json.dumps(result, indent=2) if args.json else to_text(result).rstrip())
     return 0
 
 
@@ -370,6 +406,16 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     upgrade.set_defaults(func=_cmd_upgrade)
 
+    capacity = commands.add_parser("capacity", help="measure the per-stage CPU cost of a run's best configuration "
+                                   "(each pipeline prefix in fresh pinned workers) into RUN_DIR/capacity.json")
+    capacity.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    capacity.add_argument("--cores", type=_positive_int, nargs="+", metavar="N",
+                          help="CPUs to pin the workers to, one profile each (default: 1 and all this process may use)")
+    capacity.add_argument("--configuration", metavar="ID", help="profile this configuration_id (default: the fastest)")
+    capacity.add_argument("--rounds", type=_positive_int, default=3,
+                          help="rounds, each measuring every prefix once in a fresh worker (default 3)")
+    capacity.set_defaults(func=_cmd_capacity)
+
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run)")
@@ -384,6 +430,23 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("md", "json"), default="md")
     check.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
     check.set_defaults(func=_cmd_checklist)
+
+    what = commands.add_parser("whatif", help="predicted input and train throughput, feeding vCPUs and cost per epoch "
+                               "on each instance type, from the run's per-stage costs (capacity.json)")
+    what.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a run folder `pipebench capacity` has profiled")
+    what.add_argument("--instance-type", action="extend", nargs="+", default=[], metavar="TYPE",
+                      help="catalog instance types to predict (repeatable; default: all)")
+    what.add_argument("--accelerator-rate", action="append", default=[], metavar="TYPE=EXAMPLES_PER_SEC",
+                      help="the train step's own throughput on TYPE (input served from memory), e.g. "
+                           "ml.p3.2xlarge=2.1e6; reported as user-supplied (repeatable)")
+    what.add_argument("--feed", type=_positive_float, metavar="EXAMPLES_PER_SEC",
+                      help="the rate to feed (default: each type's compute ceiling)")
+    what.add_argument("--train-cores", type=_non_negative_float, default=0.0, metavar="N",
+                      help="vCPUs the train step keeps for itself (default 0)")
+    what.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
+    what.add_argument("--catalog", type=Path, help="instance catalog YAML (default: the shipped SageMaker one)")
+    what.add_argument("--json", action="store_true", help="print the documented JSON instead of Markdown")
+    what.set_defaults(func=_cmd_whatif)
 
     comparing = commands.add_parser("compare", help="throughput of each configuration two runs measured, B / A with "
                                     "an unpaired 95%% interval")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from pipebench.measure.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
@@ -128,12 +129,20 @@ class _WindowReader:
 def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
                sampler_factory: Callable[[int], object] | None = None,
                clock: Callable[[], float] = time.monotonic,
-               on_progress: Callable[[int, float], bool] | None = None) -> Outcome:
+               on_progress: Callable[[int, float], bool] | None = None,
+               pinning: Pinning | None = None) -> Outcome:
     """Run `trial` in a new worker process and give its outcome, whatever happens to the worker.
 
     `on_progress(window, examples_per_sec)` hears each measured window while the worker runs;
-    returning True stops the worker and the outcome's status is `pruned`.
+    returning True stops the worker and the outcome's status is `pruned`. `pinning` places the worker
+    on those CPUs (and under its quota) before it starts (pipebench.measure.pinning).
     """
+    with placed(pinning) as preexec_fn:
+        return _run_worker(trial, trial_dir, limits, sampler_factory, clock, on_progress, preexec_fn)
+
+
+def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_factory, clock: Callable[[], float],
+                on_progress, preexec_fn: Callable[[], None] | None) -> Outcome:
     trial_dir.mkdir(parents=True, exist_ok=True)
     trial_path, result_path, stderr_path = trial_dir / TRIAL_FILE, trial_dir / "result.json", trial_dir / "stderr.txt"
     trial_path.write_text(json.dumps(trial.to_json(), indent=2))
@@ -146,7 +155,7 @@ def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
     with open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen([sys.executable, "-m", "pipebench.measure.worker", str(trial_path), str(result_path)],
                                 env=trial_environment(trial), stdin=subprocess.DEVNULL, stdout=stderr,
-                                stderr=stderr, start_new_session=True)
+                                stderr=stderr, start_new_session=True, preexec_fn=preexec_fn)
     sampler = sampler_factory(proc.pid) if sampler_factory else None
     if sampler is not None:
         sampler.start()

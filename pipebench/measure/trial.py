@@ -111,6 +111,9 @@ class Window:
     # a synthetic window after the train window of a cached pipeline: seconds waited, untimed, for its
     # background threads to go idle first (None: not waited; other pipelines' iterators are released)
     idle_before_sec: float | None = None
+    # CPU seconds (user + system) the worker's process tree used over the window (pipebench.measure.cpu_clock);
+    # None in windows_json of runs made before it was recorded
+    cpu_sec: float | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,11 @@ class TrialRecord:
     fetch_stall_pct: float | None = None
     auc: float | None = None
     worker_sec: float | None = None
+    # the CPUs the worker may run on as it started, read before TensorFlow was imported (sched_getaffinity)
+    cpus_at_start: tuple[int, ...] = ()
+    # TensorFlow's own view of them: the threads of its inter-op pool ("tf_Compute"), which it sizes from the
+    # CPUs it may schedule on unless TF_NUM_INTEROP_THREADS says otherwise; None when it could not be read
+    tf_inter_op_pool_threads: int | None = None
 
     def to_json(self) -> dict:
         return to_json(self)

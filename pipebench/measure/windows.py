@@ -46,8 +46,10 @@ Loop = Callable[[object, int], tuple[int, float]]
 class Arm:
     """One loop over one dataset, renewing the iterator at the end of the data (a new epoch, as Keras fit does)."""
 
-    def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop, releasable: bool = True) -> None:
+    def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop, releasable: bool = True,
+                 cpu_clock: Callable[[], float] | None = None) -> None:
         self.name, self._make_iterator, self._loop = name, make_iterator, loop
+        self.cpu_clock = cpu_clock  # CPU seconds used so far (pipebench.measure.cpu_clock); None: not recorded
         self.times_waiting = name != "input"  # an input arm has no step to wait
         self.releasable = releasable  # False: a fresh iterator would lose state (a partly filled cache)
         self._iterator: object | None = make_iterator()
@@ -75,15 +77,19 @@ class Arm:
         return got, waited
 
     def timed(self, seconds: float, round_index: int) -> Window:
-        """Run whole calls for at least `seconds`; give the window they made."""
+        """Run whole calls for at least `seconds`; give the window they made (with the CPU it used, when
+        the arm has a CPU clock: read just outside the timed span, so reading it costs the window nothing)."""
         examples, waited = 0, 0.0
+        cpu_start = self.cpu_clock() if self.cpu_clock else None
         start = time.perf_counter()
         while True:
             got, wait = self.call()
             examples, waited = examples + got, waited + wait
             elapsed = time.perf_counter() - start
             if elapsed >= seconds:
-                return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None)
+                cpu_sec = None if cpu_start is None else self.cpu_clock() - cpu_start
+                return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None,
+                              cpu_sec=cpu_sec)
 
     def calibrate(self, deadline: float) -> None:
         """Double the steps per call until one call takes about CALL_SEC (or the warm-up time is up)."""

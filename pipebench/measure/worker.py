@@ -6,6 +6,15 @@ so they are in place before TensorFlow initialises; the worker also sets the thr
 after import and reports what TensorFlow says it uses. It then builds the pipeline, warms up until
 throughput is steady (capped), measures windows and writes one JSON record. Examples are counted
 inside a `tf.function` loop, so no per-batch Python work is timed.
+
+The manager may pin the worker to some CPUs before it starts (pipebench.measure.pinning); the worker
+reports the CPUs it may use as it starts, read before TensorFlow is imported, and the size of
+TensorFlow's inter-op pool, which TensorFlow sizes from them. Every window records the CPU seconds
+the worker's process tree used over it (pipebench.measure.cpu_clock).
+
+An input trial whose `measurement` holds `prefix_stages: N` (capacity profiling's, not an experiment
+key) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
+prefix of single examples or records is consumed through shard(K, 0), K elements per loop step.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
+from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.windows import Arm, measure
 from pipebench.parent_death import die_with_parent
@@ -51,8 +61,28 @@ def _inject(fault: str | None) -> None:
         raise PipebenchError(f"unknown fault {fault!r}")
 
 
-def _input_loop(tf):
-    """Give the input arm's loop: count examples inside a tf.function, no per-batch Python work."""
+def examples_counter(tf, spec) -> Callable:
+    """Give count(element) → int64 examples in one element of the spec's dataset or of any prefix of it.
+
+    A decoded element counts its labels (one, or a batch's); an undecoded one its records (one, or a
+    batch's), and a packed record the rows its bytes hold.
+    """
+    row_bytes = 4 * (1 + 2 * spec.source.field_size)
+
+    def count(element):
+        if isinstance(element, tuple):
+            return tf.size(element[1], out_type=tf.int64)
+        if spec.source.format == "packed":
+            return tf.cast(tf.reduce_sum(tf.strings.length(element)), tf.int64) // row_bytes
+        return tf.size(element, out_type=tf.int64)
+    return count
+
+
+def _input_loop(tf, count: Callable, per_step: int = 1):
+    """Give the input arm's loop: count examples inside a tf.function, no per-batch Python work.
+
+    `per_step` > 1: each element stands for that many (the shard(K, 0) sink of a prefix; pipebench.capacity.prefixes).
+    """
     @tf.function
     def run(iterator, steps):
         examples = tf.constant(0, tf.int64)
@@ -60,7 +90,7 @@ def _input_loop(tf):
             element = iterator.get_next_as_optional()
             if not element.has_value():
                 break
-            examples += tf.shape(element.get_value()[1], out_type=tf.int64)[0]
+            examples += count(element.get_value()) * per_step
         return examples
 
     def loop(iterator, steps: int) -> tuple[int, float]:
@@ -77,6 +107,7 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
     """
     _inject(trial.fault)
     imported_before = "tensorflow" in sys.modules
+    cpus_at_start = tuple(sorted(os.sched_getaffinity(0)))
     env_at_start = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
     import tensorflow as tf
 
@@ -93,6 +124,8 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
         "worker_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
         "env_seen": {**{k: os.environ.get(k) for k in sorted(trial.env)}, **env_at_start},
         "tensorflow_imported_before_settings": imported_before,
+        "cpus_at_start": cpus_at_start,
+        "tf_inter_op_pool_threads": _inter_op_pool_threads(tf),
     }
     spec = PipelineSpec.from_dict(trial.pipeline_spec)
     with trial_sources(spec, trial.sources, scratch) as sources:
@@ -100,18 +133,43 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
     return record
 
 
+def _inter_op_pool_threads(tf) -> int | None:
+    """Give how many threads TensorFlow's inter-op pool ("tf_Compute") holds once an op has run; None if unreadable."""
+    tf.linalg.matmul(tf.ones([2, 2]), tf.ones([2, 2])).numpy()  # the pools start with the first op
+    try:
+        names = [Path(f"/proc/self/task/{task}/comm").read_text().strip() for task in os.listdir("/proc/self/task")]
+    except OSError:  # no /proc (not Linux), or a thread ended while listed
+        return None
+    return names.count("tf_Compute") or None
+
+
+def _input_arm(tf, spec, built, m: dict) -> Arm:
+    """Give the input arm: the whole pipeline, or the prefix `m["prefix_stages"]` names (sunk when unbatched)."""
+    from pipebench.capacity.prefixes import element_of, sink_every
+
+    dataset, per_step = built.dataset, 1
+    if m.get("prefix_stages") is not None:
+        per_step = sink_every(element_of(spec, m["prefix_stages"]))
+        if per_step > 1:  # repeat first: each element the sink yields then stands for exactly per_step
+            dataset = dataset.repeat().shard(per_step, 0)
+    return Arm("input", lambda: iter(dataset), _input_loop(tf, examples_counter(tf, spec), per_step),
+               cpu_clock=process_tree_cpu_sec)
+
+
 def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[str, Any]:
     """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
     from pipebench.pipeline.build import build
 
-    built = build(spec, sources)
-    record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
-                              "source_note": built.source_note}
     mode = trial.mode
     m = trial.measurement
+    if m.get("prefix_stages") is not None and mode != "input":
+        raise PipebenchError(f"measurement.prefix_stages: a prefix is measured in input mode, not {mode}")
+    built = build(spec, sources, stages=m.get("prefix_stages"))
+    record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
+                              "source_note": built.source_note}
     seed = int(hashlib.sha256(trial.trial_id.encode()).hexdigest()[:8], 16)  # the rounds' order, repeatable
     if mode == "input":
-        arms = [Arm("input", lambda: iter(built.dataset), _input_loop(tf))]
+        arms = [_input_arm(tf, spec, built, m)]
     else:
         from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step
 
@@ -122,9 +180,10 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
         loop = make_train_loop(step)
         # the compute ceiling: the same step on one real batch served from memory, forever
         batch = tf.data.Dataset.from_tensors(next(iter(built.dataset))).repeat()
-        synthetic = Arm("synthetic", lambda: iter(batch), loop)
+        synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
         # released between its windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
-        train = Arm("train", lambda: iter(built.dataset), loop, releasable=spec.stage("cache") is None)
+        train = Arm("train", lambda: iter(built.dataset), loop, releasable=spec.stage("cache") is None,
+                    cpu_clock=process_tree_cpu_sec)
         # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
     record.update(measure(arms, m, seed, on_window))

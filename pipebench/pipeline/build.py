@@ -188,8 +188,11 @@ def _check_manifests(source: Source, files: list[str]) -> None:
                 raise ConfigError(f"source.{name}: {getattr(source, name)!r}, but {path} says {value!r}")
 
 
-def build(spec: PipelineSpec, sources: dict | None = None) -> Built:
+def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = None) -> Built:
     """Give the spec's dataset, reading as its source mode says, with the `sources:` settings of an experiment.
+
+    `stages` builds only the source and the first that many stages (a prefix, pipebench.capacity.prefixes),
+    each as it is built in the whole pipeline (a packed batch before decode still batches records).
 
     Pipe mode reads the channel's FIFOs (the folders in `sources.pipe`; pipebench.sources.session
     starts an emulator and fills them in), never the files: they are what the channel streams (on
@@ -228,7 +231,7 @@ def build(spec: PipelineSpec, sources: dict | None = None) -> Built:
     else:
         dataset = _reader(source, files, parallel=True, hook=hook)
     batch = None
-    for stage in spec.stages:
+    for stage in spec.stages[:stages]:
         kind = stage.kind
         if kind == "interleave":
             dataset = dataset.interleave(lambda f: _reader(source, f, parallel=False, hook=hook),

@@ -8,9 +8,17 @@ JSON shape (stable, for CI gates; new keys may be added, none renamed or removed
                               "price_per_hour", "cost_per_epoch", "run_dirs",
                               "examples_per_sec_low", "examples_per_sec_high", "configuration_id",
                               "busy_machine", "note"}],
-               "projected": [{... "basis": "projected", "assumption", "busy_machine"}]},
+               "projected": [{... "basis": "projected", "assumption", "busy_machine"}],
+               "projected_by": "linear" | "per-stage model",
+               "model_error": [{"instance_type", "run_dir", "host_fingerprint", "vcpus", "mode", "configuration_id",
+                                "profiled_here", "predicted", "measured", "error_pct", "error_low_pct",
+                                "error_high_pct"}]},
    "migration": [{"id", "title", "advice", "helper"}]}
 Measured and projected rows live in separate lists so a gate can never rank a guess above a measurement.
+Projections are linear per-core scaling from the nearest measured type, unless a run folder holds
+capacity.json: then the per-stage model (pipebench.report.projections), whose rows add an interval
+(`examples_per_sec_low` / `_high`), `bottleneck`, `configuration_id` and `profile_run_dir`, and whose
+error against every run that measured the profiled pipeline is `model_error` (empty for linear).
 `evidence` is each item's own: what it measured, with the interval it was judged on.
 
 Every rule reads configurations (a configuration's repeats pooled, pipebench.report.configurations),
@@ -31,6 +39,9 @@ from pipebench.catalog import Catalog
 from pipebench.errors import PipebenchError
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
+                                          profiled)
+from pipebench.report.whatif import interval_text
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
 from pipebench.results import RunResults
 
@@ -540,11 +551,23 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> di
             entry["cost_per_epoch"] = round(epoch_examples / speed / 3600 * instance.price_per_hour, 6)
         measured.append(entry)
     measured.sort(key=lambda e: (e["cost_per_epoch"] is None, e["cost_per_epoch"] or 0.0))
+    if profiled(runs):
+        projected = model_projections(runs, catalog, epoch_examples, set(best))
+        errors = model_errors(runs)
+    else:
+        projected, errors = _linear_projections(catalog, epoch_examples, measured, set(best)), []
+    return {"epoch_examples": epoch_examples, "region": catalog.region, "prices_as_of": catalog.prices_as_of,
+            "currency": catalog.currency, "measured": measured, "projected": projected,
+            "projected_by": MODEL_LABEL if profiled(runs) else LINEAR_LABEL, "model_error": errors}
+
+
+def _linear_projections(catalog: Catalog, epoch_examples: int, measured: list[dict], known: set[str]) -> list[dict]:
+    """Give projected rows for the CPU types not measured: the nearest measured type's throughput per physical core."""
     projected = []
     bases = [(catalog.instances[e["instance_type"]], e) for e in measured
              if e["instance_type"] in catalog.instances and catalog.instances[e["instance_type"]].gpus == 0]
     for name, instance in catalog.instances.items():
-        if name in best or instance.gpus or not bases:
+        if name in known or instance.gpus or not bases:
             continue
         # Nearest measured size, same family first: linear per-core scaling is least wrong over a short step.
         base, entry = min(bases, key=lambda be: (be[0].family != instance.family,
@@ -561,8 +584,7 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> di
                                            else ""),
                           "busy_machine": entry["busy_machine"]})
     projected.sort(key=lambda e: e["cost_per_epoch"])
-    return {"epoch_examples": epoch_examples, "region": catalog.region, "prices_as_of": catalog.prices_as_of,
-            "currency": catalog.currency, "measured": measured, "projected": projected}
+    return projected
 
 
 def epoch_examples_of(runs: list[RunResults]) -> int | None:
@@ -615,15 +637,30 @@ def to_markdown(result: dict) -> str:
                         "before choosing an instance on cost."]
     else:
         out.append("No run recorded its instance type (run with --instance-type or on SageMaker).")
-    out += ["", "## Projections (not measured)", ""]
+    by_model = rank.get("projected_by") == MODEL_LABEL
+    out += ["", "## Projections (not measured)" + (f" — {MODEL_LABEL}" if by_model else " — linear per-core scaling"),
+            ""]
     if rank["projected"]:
         out += ["| instance type | projected examples/s | epoch (s) | $/hour | $/epoch | assumption |",
                 "|---|---|---|---|---|---|"]
         for e in rank["projected"]:
-            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f} | {e['epoch_sec']:,.1f} | "
+            low, high = e.get("examples_per_sec_low"), e.get("examples_per_sec_high")
+            spread = (" (no interval)" if by_model else "") if low is None else (
+                f" ({low:,.0f}–{high:,.0f})" if high is not None else f" (at least {low:,.0f}; no upper end)")
+            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour']} | {e['cost_per_epoch']} | {e['assumption']} |")
     else:
         out.append("None: projections need a measured CPU instance type from the catalog.")
+    if rank.get("model_error"):
+        out += ["", f"## The {MODEL_LABEL} against measurements", "",
+                "Predicted for each measured machine's vCPUs from the capacity profile, beside what that machine "
+                "measured (error = predicted / measured − 1, bounds from both 95% intervals).", "",
+                "| instance type | run | vCPUs | mode | predicted ex/s | measured ex/s | error |",
+                "|---|---|---|---|---|---|---|"]
+        for e in rank["model_error"]:
+            out.append(f"| {e['instance_type'] or 'not recorded'} | {e['run_dir']}"
+                       f"{' (profiled here: in-sample)' if e['profiled_here'] else ''} | {e['vcpus']} | {e['mode']} | "
+                       f"{interval_text(e['predicted'])} | {interval_text(e['measured'])} | {error_text(e)} |")
     out += ["", "## TF1 → TF2 migration", ""]
     out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]
     return "\n".join(out) + "\n"

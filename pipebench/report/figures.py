@@ -8,15 +8,18 @@ matplotlib is imported inside `render`, with the Agg backend, so the CLI stays l
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
+from pipebench.capacity.model import rates_per_core
 from pipebench.errors import PipebenchError
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import Configuration, configurations, ranked
+from pipebench.report.projections import Profiled
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by, records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
@@ -316,6 +319,61 @@ def study_pareto(trials: pd.DataFrame, figure) -> bool:
     return True
 
 
+def stage_rates(profiles: Sequence[Profiled], figure) -> bool:
+    """Each profiled pipeline's stages as examples per CPU-second (95% intervals); sequential stages marked."""
+    if not profiles:
+        return False
+    axes = figure.subplots(len(profiles), 1, squeeze=False,
+                           gridspec_kw={"height_ratios": [len(f.profile.stages) + 1 for f in profiles]})[:, 0]
+    for ax, found in zip(axes, profiles):
+        rates = rates_per_core(found.profile)
+        drawn = [(s, r) for s, r in zip(found.profile.stages, rates) if r is not None]
+        # an interval reaching zero cost has no upper end: drawn to the mean, and its label says so
+        shown = [r if r.high is None or math.isfinite(r.high) else Interval(r.mean, r.low, r.mean, r.n)
+                 for _, r in drawn]
+        positions = list(range(len(drawn)))
+        ax.barh(positions, [r.mean for r in shown], xerr=_errors(shown),
+                color=["tab:red" if s.sequential else "tab:blue" for s, _ in drawn], capsize=3)
+        ax.set_yticks(positions, [s.stage + (" (sequential: ≤ 1 core)" if s.sequential else "")
+                                  + ("" if r.high is None or math.isfinite(r.high) else " (no upper bound)")
+                                  for s, r in drawn], fontsize=7)
+        ax.set_xscale("log")
+        if shown:  # bars start at the decade below the slowest end, so their lengths compare on the log scale
+            ax.set_xlim(left=10 ** math.floor(math.log10(min(r.low if r.decided else r.mean for r in shown))))
+        free = [s.stage for s, r in zip(found.profile.stages, rates) if r is None]
+        ax.set_title(f"{found.profile.pipeline} · batch {found.profile.batch_size} · profiled on "
+                     f"{found.profile.cores} CPU(s)" + (f" · no measurable cost: {', '.join(free)}" if free else ""),
+                     fontsize=9, loc="left")
+        ax.set_xlabel("examples per CPU-second of the stage alone (log scale; bars: 95% interval)", fontsize=8)
+    return True
+
+
+def _drawn(found: dict) -> Interval:
+    """Give a JSON interval to draw; one with no upper end (high null, low set) loses its upper whisker."""
+    open_above = found["high"] is None and found["low"] is not None
+    return Interval(found["mean"], found["low"], found["mean"] if open_above else found["high"], found["rounds"])
+
+
+def model_vs_measured(errors: Sequence[dict], figure) -> bool:
+    """The per-stage model's prediction beside each measurement of the profiled pipeline (95% intervals)."""
+    if not errors:
+        return False
+    ax = figure.subplots()
+    positions = list(range(len(errors)))
+    predicted = [_drawn(e["predicted"]) for e in errors]
+    measured = [_drawn(e["measured"]) for e in errors]
+    ax.barh([p + 0.2 for p in positions], [i.mean for i in predicted], height=0.4, xerr=_errors(predicted),
+            color="tab:purple", capsize=3, label="predicted (per-stage model)")
+    ax.barh([p - 0.2 for p in positions], [i.mean for i in measured], height=0.4, xerr=_errors(measured),
+            color="tab:grey", capsize=3, label="measured")
+    ax.set_yticks(positions, [f"{e['instance_type'] or e['host_fingerprint']} · {e['vcpus']} vCPUs · {e['mode']}"
+                              + (" (profiled here)" if e["profiled_here"] else "") + f" · {e['error_pct']:+.1f}%"
+                              for e in errors], fontsize=7)
+    ax.set_xlabel("examples/sec (bars: 95% interval)", fontsize=8)
+    ax.legend(fontsize=7)
+    return True
+
+
 def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
     try:
         import matplotlib
@@ -338,10 +396,13 @@ def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
 
 
 def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None = None,
-           studies: list[dict] | None = None) -> list[Figure]:
+           studies: list[dict] | None = None, profiles: Sequence[Profiled] = (),
+           model_errors: Sequence[dict] = ()) -> list[Figure]:
     """Give every figure the tables support, in report order; `chosen` trials get the utilization plot.
 
-    `studies`: the runs' importances.json contents (RunResults.study), for Optuna's importances.
+    `studies`: the runs' importances.json contents (RunResults.study), for Optuna's importances;
+    `profiles` and `model_errors`: the runs' capacity profiles and the model against measurements
+    (pipebench.report.projections), for the stage-rate and predicted-vs-measured figures.
     """
     found = configurations(records(trials))
     chosen = chosen or fastest_per_mode(trials)
@@ -364,6 +425,10 @@ def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None
          lambda f: study_importance(trials, studies or [], f), (8, 4)),
         ("study_pareto", "Optuna study: throughput vs peak memory, Pareto front", lambda f: study_pareto(trials, f),
          (8, 4)),
+        ("stage_rates", "Per-stage CPU cost: examples per CPU-second of each stage (95% intervals)",
+         lambda f: stage_rates(profiles, f), (10, 1.5 + 0.4 * sum(len(p.profile.stages) + 1 for p in profiles))),
+        ("model_vs_measured", "Per-stage model: predicted vs measured throughput (95% intervals)",
+         lambda f: model_vs_measured(model_errors, f), (10, 1.5 + 0.6 * len(model_errors))),
     ]
     out = []
     for figure_id, title, draw, size in plans:

@@ -8,14 +8,19 @@ from __future__ import annotations
 import base64
 import html
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
 
 from pipebench.atomic import atomic_write_bytes
+from pipebench.capacity.model import MODEL_SUMMARY, TRANSFER_ASSUMPTION, rates_per_core, stage_costs
 from pipebench.errors import PipebenchError, UsageError
 from pipebench.report.configurations import Configuration, configurations
+from pipebench.measure.intervals import Interval
 from pipebench.report.figures import Figure, render
+from pipebench.report.projections import error_text, model_errors, profiled
+from pipebench.report.whatif import interval_text
 from pipebench.report.summary import MEASURES, best_table, busy_lines, verdicts
 from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
 from pipebench.results import RunResults, load_many
@@ -86,6 +91,46 @@ def _card(found: list[Configuration]) -> list[tuple]:
     return [("card", blocks)]
 
 
+def _capacity_blocks(runs: list[RunResults]) -> list[tuple]:
+    """Give the per-stage cost model's section (stage costs, predicted vs measured), or nothing without capacity.json."""
+    found = profiled(runs)
+    if not found:
+        return []
+    blocks: list[tuple] = [
+        ("h", "Per-stage CPU cost model"),
+        ("p", f"Each stage's own CPU-seconds per example (its prefix's less the previous prefix's, measured in fresh "
+              f"workers pinned to a few CPUs), and what they predict: {MODEL_SUMMARY} Assumption: "
+              f"{TRANSFER_ASSUMPTION}.")]
+    for item in found:
+        profile = item.profile
+        lines = [[s.stage, "yes" + (f" ({s.why_sequential})" if s.why_sequential else "") if s.sequential else "no",
+                  cost.text(",.2f", 1e6), _rate_text(rate), s.prefix_examples_per_sec.text(",.0f")]
+                 for s, cost, rate in zip(profile.stages, stage_costs(profile), rates_per_core(profile))]
+        blocks += [("p", f"{profile.pipeline} (configuration {profile.configuration_id}, batch {profile.batch_size}), "
+                         f"profiled on {profile.cores} pinned CPU(s) of host {profile.host_fingerprint} "
+                         f"({item.run.run_dir.name})."),
+                   ("table", ["stage", "sequential", "CPU µs per example (95% interval)",
+                              "examples per CPU-second (95% interval)",
+                              "its prefix alone, examples/s (95% interval)"], lines)]
+    errors = model_errors(runs)
+    if errors:
+        blocks += [("p", "Predicted for each measured machine's vCPUs, beside what it measured (error = predicted / "
+                         "measured − 1, bounds from both intervals; the profiled run's own error is in-sample)."),
+                   ("table", ["machine", "vCPUs", "mode", "predicted examples/s", "measured examples/s", "error"],
+                    [[(e["instance_type"] or e["host_fingerprint"]) + (" (profiled here)" if e["profiled_here"] else ""),
+                      str(e["vcpus"]), e["mode"], interval_text(e["predicted"]), interval_text(e["measured"]),
+                      error_text(e)] for e in errors])]
+    return blocks
+
+
+def _rate_text(rate: Interval | None) -> str:
+    if rate is None:
+        return "— (no measurable cost)"
+    if rate.decided and math.isinf(rate.high):
+        return f"{rate.mean:,.0f} (at least {rate.low:,.0f}: its cost's interval reaches 0)"
+    return rate.text(",.0f")
+
+
 def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
     """Give the report as blocks: ('h', text), ('p', text), ('table', header, rows), ('code', text),
     ('figure', Figure), ('card', blocks)."""
@@ -106,6 +151,7 @@ def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
         ("md", best_table(rows)),
         ("h", "Is the input pipeline the bottleneck?"), ("p", MEASURES.replace("**", "")),
         *[("p", line.removeprefix("- ").replace("**", "")) for line in verdicts(rows)],
+        *_capacity_blocks(runs),
         ("h", "Figures"), *[("figure", f) for f in figures],
         ("h", "Machine facts"),
         ("table", ["run", "CPU", "vCPUs / physical cores", "memory", "TensorFlow", "OpenMP", "GPUs", "instance type",
@@ -191,7 +237,7 @@ def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: boo
     unknown = sorted(set(trial_ids or ()) - set(trials["trial_id"]))
     if unknown:
         raise UsageError(f"report: no trial {', '.join(unknown)} in these runs")
-    figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study])
+    figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study], profiled(runs), model_errors(runs))
     blocks = build_blocks(runs, figures)
     (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
     for figure in figures:

@@ -33,7 +33,10 @@ RECORD_COLUMNS = (
 #: TrialRecord fields that stay in the trial's folder (trials/<id>/result.json), with why.
 RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cause",
                "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)",
-               "windows_measured": "stored as windows_json; the figure columns are computed from it"}
+               "windows_measured": "stored as windows_json; the figure columns are computed from it",
+               "cpus_at_start": "checks pinning (pipebench capacity reads it from the outcome); a run's own "
+                                "workers are not pinned",
+               "tf_inter_op_pool_threads": "checks pinning, beside cpus_at_start"}
 #: Usage (sampler, measured windows only) fields copied into the column of the same name.
 USAGE_COLUMNS = ("cpu_pct_median", "cpu_pct_p95", "cpu_pct_of_vcpus_median", "cpu_pct_of_physical_cores_median",
                  "busiest_core_pct_median", "other_cpu_pct_median", "rss_median_bytes",

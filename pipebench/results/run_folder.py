@@ -2,8 +2,8 @@
 
 A run folder `results/<experiment>/<run-id>/` holds `config.yaml` (the resolved experiment),
 `machine.json` (MachineFacts), `data.json` (DataFacts), `trials.parquet` and `samples.parquet`
-(appended as trials finish), `summary.md`, `importances.json` (an Optuna study's) and one folder per
-trial. The set-up files are written once, with the folder, whole or not at all. Every part is read
+(appended as trials finish), `summary.md`, `importances.json` (an Optuna study's), `capacity.json`
+(per-stage cost profiles, once `pipebench capacity` has measured them) and one folder per trial. The set-up files are written once, with the folder, whole or not at all. Every part is read
 here, and a part that exists but cannot be read is a one-line `FILE: reason` error, never a
 default: a report of half a run folder would present guesses as measurements.
 """
@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json
+from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
 from pipebench.datasets import DataFacts, DataSet
 from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table
-from pipebench.typed import read_json
+from pipebench.typed import from_json, read_json
 
 if TYPE_CHECKING:
     import pandas
@@ -89,6 +90,7 @@ class RunResults:
     data: DataFacts
     config: dict
     study: dict | None = None  # importances.json, when the run was an Optuna study
+    capacity: CapacityProfiles | None = None  # capacity.json, once `pipebench capacity` has profiled the run
 
 
 def _folder(run_dir: Path) -> Path:
@@ -153,6 +155,21 @@ def read_study(run_dir: Path) -> dict | None:
     return found
 
 
+def read_capacity(run_dir: Path) -> CapacityProfiles | None:
+    """Give the run's per-stage cost profiles (capacity.json), None when the run has not been profiled;
+    DataError if it cannot be read, ResultsVersionError (saying what to do) for another profile_version."""
+    path = Path(run_dir) / PROFILE_FILE
+    if not path.exists():
+        return None
+    found = read_json(path)
+    version = found.get("profile_version") if isinstance(found, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version != PROFILE_VERSION:
+        newer = version > PROFILE_VERSION
+        raise ResultsVersionError(f"{path}: profile_version {version}, this pipebench reads {PROFILE_VERSION}: "
+                                  + ("update pipebench" if newer else f"run `pipebench capacity {run_dir}` again"))
+    return from_json(CapacityProfiles, found, str(path))
+
+
 def load(run_dir: Path) -> RunResults:
     """Give every part of a run folder; UsageError if it is not one, DataError / ResultsVersionError /
     ConfigError naming the first part that cannot be read."""
@@ -167,7 +184,8 @@ def load(run_dir: Path) -> RunResults:
     machine = read_machine(run_dir)
     data = read_data(run_dir)
     config = read_experiment(run_dir).resolved
-    return RunResults(run_dir, trials.to_pandas(), samples.to_pandas(), machine, data, config, read_study(run_dir))
+    return RunResults(run_dir, trials.to_pandas(), samples.to_pandas(), machine, data, config, read_study(run_dir),
+                      read_capacity(run_dir))
 
 
 def load_resumed(run_dir: Path) -> Experiment:

@@ -1,0 +1,1 @@
+"""Capacity: what each stage of a pipeline costs in CPU, and what that predicts on other core counts."""

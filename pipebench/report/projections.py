@@ -1,0 +1,150 @@
+"""Per-stage model projections for the checklist and the report, and the model's error against measurements.
+
+Used when a run folder holds capacity.json (pipebench.capacity): a catalog type that was not measured
+gets the model's input throughput on its vCPUs, capped by the accelerator rate the catalog gives it
+(train = min(ceiling, input)), else its input capacity alone, labelled so. Where a run measured the
+profiled pipeline itself (on any machine), the model's prediction for that machine's vCPUs is set
+beside the measurement: that is the model's error, printed so it can be judged.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pipebench.capacity.costs import CapacityProfile
+from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
+from pipebench.report.whatif import capped, interval_json, synthetic_ceiling
+from pipebench.catalog import Catalog, Instance
+from pipebench.measure.intervals import Interval
+from pipebench.report.configurations import Configuration, configurations
+from pipebench.report.tables import records
+from pipebench.results import RunResults
+
+MODEL_LABEL, LINEAR_LABEL = "per-stage model", "linear"
+#: What a configuration is, across machines: its id holds file paths and threads, which differ there.
+_SAME_PIPELINE = ("pipeline", "format", "source_mode", "ordering", "batch_size")
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """A capacity profile with the run that measured it."""
+
+    run: RunResults
+    profile: CapacityProfile
+
+
+def profiled(runs: list[RunResults]) -> list[Profiled]:
+    """Give every capacity profile of the runs (none when no run folder holds capacity.json)."""
+    return [Profiled(run, p) for run in runs if run.capacity is not None for p in run.capacity.profiles]
+
+
+def _pipeline_of(found: Profiled) -> dict | None:
+    """Give what names the profiled configuration's pipeline across runs (None when its run has no such row)."""
+    rows = [r for r in records(found.run.trials) if r["configuration_id"] == found.profile.configuration_id]
+    return None if not rows else {column: rows[0].get(column) for column in _SAME_PIPELINE}
+
+
+def _measured(run: RunResults, pipeline: dict, mode: str) -> Configuration | None:
+    """Give the run's fastest configuration of `pipeline` in `mode` (any threads), or None."""
+    found = [c for c in configurations(records(run.trials)) if c.mode == mode
+             and all(c.rows[0].get(column) == value for column, value in pipeline.items())]
+    return max(found, key=lambda c: c.throughput.mean, default=None)
+
+
+def _projected_speed(found: Profiled, instance: Instance) -> tuple[Interval, str, str]:
+    """Give the projected throughput on `instance`, its bottleneck and what it is (train, or input alone)."""
+    prediction = predict(found.profile, instance.vcpus)
+    rate = instance.accelerator_rate
+    if rate is None:
+        return prediction.examples_per_sec, prediction.bottleneck, "input capacity alone"
+    return (capped(prediction.examples_per_sec, rate.examples_per_sec), prediction.bottleneck,
+            f"train = min(accelerator rate {rate.examples_per_sec:,.0f} ex/s ({rate.source}), input)")
+
+
+def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: int,
+                      measured_types: set[str]) -> list[dict]:
+    """Give projected ranking rows for the catalog types not measured, from the runs' capacity profiles.
+
+    Of a configuration profiled on several core counts, the profile on the most cores is used (its
+    costs include what running in parallel adds, as on the larger types projected); of several
+    configurations, the one predicting most for the type (the pipeline one would choose there). Rows
+    are the checklist's projected rows with an interval, the bottleneck and the profile they come from.
+    """
+    widest: dict[tuple[str, str], Profiled] = {}
+    for item in profiled(runs):
+        key = (str(item.run.run_dir), item.profile.configuration_id)
+        if key not in widest or item.profile.cores > widest[key].profile.cores:
+            widest[key] = item
+    found = list(widest.values())
+    rows = []
+    for name, instance in catalog.instances.items():
+        if name in measured_types or not found:
+            continue
+        options = [(f, *_projected_speed(f, instance)) for f in found]
+        best, speed, bottleneck, what = max(options, key=lambda o: o[1].mean)
+        epoch_sec = epoch_examples / speed.mean
+        rows.append({
+            "instance_type": name, "basis": "projected", "model": MODEL_LABEL,
+            "examples_per_sec": round(speed.mean, 2), **{f"examples_per_sec_{end}": interval_json(speed)[end]
+                                                         for end in ("low", "high")},
+            "epoch_sec": round(epoch_sec, 3),
+            "price_per_hour": instance.price_per_hour,
+            "cost_per_epoch": round(epoch_sec / 3600 * instance.price_per_hour, 6),
+            "bottleneck": bottleneck, "configuration_id": best.profile.configuration_id,
+            "profile_run_dir": str(best.run.run_dir),
+            "assumption": (f"{what} on {instance.vcpus} vCPUs, from the per-stage costs of {best.profile.pipeline} "
+                           f"profiled on {best.profile.cores} pinned CPU(s) (bottleneck: {bottleneck})"
+                           + ("; an upper bound on train throughput: the train step's own ceiling there is not "
+                              "known" if instance.accelerator_rate is None else "") + f"; {TRANSFER_ASSUMPTION}"),
+            "busy_machine": None})  # a capacity profile does not record whether its machine was busy
+    rows.sort(key=lambda e: e["cost_per_epoch"])
+    return rows
+
+
+def _error(predicted: Interval, measured: Interval) -> dict:
+    """Give predicted / measured − 1 in percent, with bounds from both intervals' ends (None without both;
+    the high bound alone None when the prediction has no upper end)."""
+    both = predicted.decided and measured.decided
+    high = 100 * (predicted.high / measured.low - 1) if both else None
+    return {"error_pct": 100 * (predicted.mean / measured.mean - 1),
+            "error_low_pct": 100 * (predicted.low / measured.high - 1) if both else None,
+            "error_high_pct": high if high is None or math.isfinite(high) else None}
+
+
+def error_text(entry: dict) -> str:
+    """Give a model_error row's error as '+5.3% (+0.8% to +22.7%)', with what is missing said."""
+    low, high = entry["error_low_pct"], entry["error_high_pct"]
+    bounds = (" (no interval)" if low is None else f" ({low:+.1f}% to {high:+.1f}%)" if high is not None
+              else f" (at least {low:+.1f}%; no upper end)")
+    return f"{entry['error_pct']:+.1f}%{bounds}"
+
+
+def model_errors(runs: list[RunResults]) -> list[dict]:
+    """Give the model's prediction beside each run's measurement of a profiled pipeline, with the error.
+
+    Input mode where the run measured the pipeline alone (the model predicts exactly that), else train
+    mode against min(the run's synthetic ceiling, input). The profile's own run is included and says so:
+    its error is in-sample.
+    """
+    out = []
+    for found in profiled(runs):
+        pipeline = _pipeline_of(found)
+        if pipeline is None:
+            continue
+        for run in runs:
+            vcpus = run.machine.cpu.vcpus
+            prediction = predict(found.profile, vcpus).examples_per_sec
+            measured, mode = _measured(run, pipeline, "input"), "input"
+            if measured is None:
+                measured, mode = _measured(run, pipeline, "train"), "train"
+                ceiling = synthetic_ceiling(run, found.profile.batch_size)
+                if measured is None or ceiling is None:
+                    continue
+                prediction = capped(prediction, ceiling)
+            out.append({"instance_type": run.machine.sagemaker.instance_type, "run_dir": str(run.run_dir),
+                        "host_fingerprint": run.machine.host_fingerprint, "vcpus": vcpus, "mode": mode,
+                        "configuration_id": found.profile.configuration_id,
+                        "profiled_here": run.run_dir == found.run.run_dir,
+                        "predicted": interval_json(prediction), "measured": interval_json(measured.throughput),
+                        **_error(prediction, measured.throughput)})
+    return out
