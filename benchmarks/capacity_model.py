@@ -25,7 +25,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from converters.convert import ConvertRequest, convert
 from pipebench.capacity.model import predict
 from pipebench.capacity.prefixes import prefixes
 from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_efficiency, profile_of
@@ -34,7 +33,7 @@ from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits
 from pipebench.measure.pinning import Pinning, pinning_for, quota_unavailable
 from pipebench.pipeline.presets import preset
-from pipebench.synth import SynthSpec, synthesize
+from pipebench.testing import three_formats
 from pipebench.testing import trial_spec
 from pipebench.typed import to_json
 
@@ -50,13 +49,7 @@ GOAL_MEDIAN, GOAL_WORST = 0.10, 0.20
 
 def _data(work: Path, rows: int) -> dict[str, str]:
     """Give {format: glob} of the same synthetic rows as libsvm, TFRecord and packed."""
-    synthesize(SynthSpec(rows=rows, out=work / "libsvm", files=4, seed=15))
-    libsvm = tuple(sorted((work / "libsvm").glob("part-*.libsvm")))
-    convert(ConvertRequest(inputs=libsvm, out=work / "tfrecord", format="tfrecord", shards=4, workers=1))
-    convert(ConvertRequest(inputs=libsvm, out=work / "packed", format="packed", shards=4, workers=1,
-                           rows_per_record=ROWS_PER_RECORD))
-    return {"libsvm": str(work / "libsvm" / "part-*.libsvm"), "tfrecord": str(work / "tfrecord" / "part-*.tfrecord"),
-            "packed": str(work / "packed" / "part-*.packed.tfrecord")}
+    return three_formats(work, rows, files=4, seed=15, rows_per_record=ROWS_PER_RECORD)
 
 
 def _error(predicted: float, measured: float) -> float:

@@ -69,3 +69,17 @@ def fake_measure(result: Callable[[TrialSpec], float | TrialRecord]) -> Callable
                     break
         return Outcome(record, ProcessFacts(0.0, 0, None, None, 0))
     return measure
+
+
+def three_formats(root: Path, rows: int, files: int, seed: int, rows_per_record: int) -> dict[str, str]:
+    """Give {format: glob of its part files} of the same synthetic rows as libsvm, TFRecord and packed, made under `root`."""
+    from converters.convert import ConvertRequest, convert
+    from pipebench.synth import SynthSpec, synthesize
+
+    synthesize(SynthSpec(rows=rows, out=root / "libsvm", files=files, seed=seed))
+    libsvm = tuple(sorted((root / "libsvm").glob("part-*.libsvm")))
+    convert(ConvertRequest(inputs=libsvm, out=root / "tfrecord", format="tfrecord", shards=files, workers=1))
+    convert(ConvertRequest(inputs=libsvm, out=root / "packed", format="packed", shards=files, workers=1,
+                           rows_per_record=rows_per_record))
+    return {"libsvm": str(root / "libsvm" / "part-*.libsvm"), "tfrecord": str(root / "tfrecord" / "part-*.tfrecord"),
+            "packed": str(root / "packed" / "part-*.packed.tfrecord")}

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from converters.convert import ConvertRequest, convert
-from pipebench.synth import SynthSpec, synthesize
+from pipebench.testing import three_formats
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -26,14 +25,8 @@ Row = tuple  # (label, ids tuple, values tuple), exact floats: hashable and comp
 @pytest.fixture(scope="session")
 def data(tmp_path_factory) -> dict[str, str]:
     """Give {format: glob of its part files} for the same ROWS rows."""
-    root = tmp_path_factory.mktemp("pipeline-data")
-    synthesize(SynthSpec(rows=ROWS, out=root / "libsvm", files=2, seed=11))
-    libsvm = tuple(sorted((root / "libsvm").glob("part-*.libsvm")))
-    convert(ConvertRequest(inputs=libsvm, out=root / "tfrecord", format="tfrecord", shards=2, workers=1))
-    convert(ConvertRequest(inputs=libsvm, out=root / "packed", format="packed", shards=2, workers=1,
-                           rows_per_record=ROWS_PER_RECORD))
-    return {"libsvm": str(root / "libsvm" / "part-*.libsvm"), "tfrecord": str(root / "tfrecord" / "part-*.tfrecord"),
-            "packed": str(root / "packed" / "part-*.packed.tfrecord")}
+    return three_formats(tmp_path_factory.mktemp("pipeline-data"), ROWS, files=2, seed=11,
+                         rows_per_record=ROWS_PER_RECORD)
 
 
 def source(data: dict[str, str], fmt: str, **extra) -> dict:
