@@ -1,0 +1,54 @@
+"""One tf.data service server as its own process: `python -m pipebench.sources.service_server ROLE ...`.
+
+ROLE is `dispatcher --port P` or `worker --port P --dispatcher HOST:PORT [--worker-host HOST]`.
+A local `service` trial and a SageMaker data-worker instance start the same servers this way, so
+what is measured locally is what runs there. The server prints `ready HOST:PORT` on stdout once it
+listens, then serves until killed; `--parent-pid` makes it die with its parent (PR_SET_PDEATHSIG),
+so a SIGKILLed trial leaves nothing listening.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pipebench.parent_death import die_with_parent
+
+
+def serve(role: str, port: int, dispatcher: str | None = None, worker_host: str = "127.0.0.1") -> None:
+    """Start one server of `role` on `port`, say `ready HOST:PORT`, and serve until the process ends."""
+    import tensorflow as tf
+
+    service = tf.data.experimental.service
+    if role == "dispatcher":
+        server = service.DispatchServer(service.DispatcherConfig(port=port, fault_tolerant_mode=False))
+        address = f"{worker_host}:{port}"
+    else:
+        address = f"{worker_host}:{port}"
+        server = service.WorkerServer(service.WorkerConfig(dispatcher_address=dispatcher, worker_address=address,
+                                                           port=port))
+    print(f"ready {address}", flush=True)
+    server.join()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pipebench.sources.service_server")
+    parser.add_argument("role", choices=["dispatcher", "worker"])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--dispatcher", help="HOST:PORT of the dispatcher (workers only)")
+    parser.add_argument("--worker-host", default="127.0.0.1", help="the host name others reach this worker by")
+    parser.add_argument("--parent-pid", type=int, help="die when this process goes away")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    if args.role == "worker" and not args.dispatcher:
+        _parser().error("a worker needs --dispatcher HOST:PORT")
+    if args.parent_pid is not None:
+        die_with_parent(args.parent_pid)
+    serve(args.role, args.port, args.dispatcher, args.worker_host)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
