@@ -344,3 +344,17 @@ def test_a_round_the_budget_cannot_hold_whole_races_the_leader_and_its_nearest_c
     assert race.next_round() == ["candidate 1", "reference deck"]  # means 510 > 495: candidate 2 sits out
     race.rounds[3] = ["candidate 1", "reference deck"]
     assert race.next_round() is None  # all 8 trials spent
+
+
+def test_the_race_leader_agrees_with_the_paired_ratio_when_one_round_is_an_outlier():
+    """Regression (live check of 2026-11-23, seed 2): a reference won the race on its arithmetic mean, lifted
+    by one outlying round (458k, interval 251k–837k), against a candidate faster in the other rounds. The
+    leader is now the highest geometric mean, whose ratio over shared rounds is the paired ratio's estimate."""
+    from pipebench.search.confirm import Contender, Race, decide
+
+    names = ("candidate 1", "TF defaults")
+    contenders = {name: Contender(name, {"batch_size": 512}, f"config-{i}") for i, name in enumerate(names)}
+    race = Race(contenders, rounds={1: list(names), 2: list(names), 3: list(names)}, budget=6,
+                values={"candidate 1": {1: 160.0, 2: 160.0, 3: 160.0}, "TF defaults": {1: 100.0, 2: 100.0, 3: 300.0}})
+    assert race.ratio("candidate 1", "TF defaults").mean > 1.0  # the paired estimate favours the candidate
+    assert decide(race).winner.name == "candidate 1"  # arithmetic means (160 < 166.7) named TF defaults

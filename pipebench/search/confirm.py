@@ -14,9 +14,9 @@ do). A reference is in the race to state the winner's gain over it: after REFERE
 (the fewest that give an interval) it leaves unless it leads, so the phase's trials go to telling
 the close candidates apart. Rounds go on while the phase's share of `search.n_trials`
 (`confirm_rounds` × `confirm_top` + REFERENCE_ROUNDS × the references) holds a round of at least two;
-a round it cannot hold whole races the leader and its nearest challengers only. The winner has the highest mean over its rounds; its
-throughput is their geometric mean with Student's t over their logs (as every throughput), and its
-gain over each reference is their paired ratio with its 95% interval. No Optuna import here.
+a round it cannot hold whole races the leader and its nearest challengers only. The winner has the
+highest geometric mean over its rounds (the paired ratio's estimate); its throughput is that mean with
+Student's t over the rounds' logs (as every throughput), and its gain over each reference is their paired ratio with its 95% interval. No Optuna import here.
 """
 from __future__ import annotations
 
@@ -125,11 +125,14 @@ class Race:
         return ratio_interval([left[r] for r in shared], [right[r] for r in shared])
 
     def mean(self, name: str) -> float | None:
+        """Give the geometric mean of `name`'s rounds: over shared rounds, a / b of these is exactly the
+        paired ratio's point estimate, so the leader never contradicts the paired test, and one
+        outlying round moves it less than the arithmetic mean (a reference once won on one such round)."""
         measured = self.values.get(name, {})
-        return statistics.fmean(measured.values()) if measured else None
+        return statistics.geometric_mean(measured.values()) if measured else None
 
     def leader(self, names: Sequence[str]) -> str | None:
-        """Give the contender among `names` with the highest mean over its rounds (None if none measured)."""
+        """Give the contender among `names` with the highest geometric mean over its rounds (None if none measured)."""
         measured = [n for n in names if self.mean(n) is not None]
         return max(measured, key=lambda n: (self.mean(n), -list(self.contenders).index(n)), default=None)
 
@@ -190,7 +193,7 @@ class Decision:
 
 
 def decide(race: Race) -> Decision | None:
-    """Give the winner among the contenders still in the race after the last round (highest mean over its
+    """Give the winner among the contenders still in the race after the last round (highest geometric mean over its
     rounds), or None until it has two rounds (an interval)."""
     last = race.last_round()
     if not last:
