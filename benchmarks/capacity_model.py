@@ -86,7 +86,9 @@ def _case(name: str, fmt: str, files: str, rounds: int, fractional: Pinning | No
                      "linear_error": _error(linear, measured[target].mean)})
     wholes = {item.pinning: v for item, v in zip(pinned, values) if item.prefix is found[-1]}
     efficiency = parallel_efficiency((one, wholes[one]), (two, wholes[two]))
-    return {"rows": rows, "profiles": profiles, "efficiency": efficiency}
+    busy = sum(v.busy for item_values in values for v in item_values)
+    return {"rows": rows, "profiles": profiles, "efficiency": efficiency,
+            "busy": f"{busy} of {sum(map(len, values))} measurements shared a busy machine even measured again"}
 
 
 def _k(value: float) -> str:
@@ -143,7 +145,7 @@ def main() -> None:
           f"{os.getloadavg()[0]:.2f}; fractional point: "
           + (f"{fractional.text()} (cgroup v1 CPU quota)" if fractional else f"none ({why_no_quota})"), flush=True)
     print(_line(name for name, _ in COLUMNS), flush=True)
-    rows, record, efficiencies = [], {}, []
+    rows, record, efficiencies, busy = [], {}, [], []
     for case in args.cases:
         name, fmt = case.split("/")
         found = _case(name, fmt, files[fmt], args.rounds, fractional, host, log=lambda text: None)
@@ -151,13 +153,15 @@ def main() -> None:
         for row in found["rows"]:
             print(_row_line(row), flush=True)
         efficiencies.append(f"{case}: {found['efficiency'].text('.0%')}")
+        busy.append(f"{case}: {found['busy']}")
         record[case] = {"rows": to_json(found["rows"]), "profiles": to_json(found["profiles"]),
-                        "efficiency_1_to_2": to_json(found["efficiency"])}
+                        "efficiency_1_to_2": to_json(found["efficiency"]), "busy": found["busy"]}
         if args.record:  # after every pipeline: an interrupted run keeps what it measured
             args.record.write_text(json.dumps(record, indent=2, default=str) + "\n")
     main_rows = [r for r in rows if {r["from_cores"], r["to_cores"]} == {1, 2}]
     print()
     print("Parallel efficiency 1 → 2 cores, X(2) / 2·X(1), paired by round: " + "; ".join(efficiencies))
+    print("Interference (a busy measurement is taken once more when the machine has quietened): " + "; ".join(busy))
     print(_summary(main_rows, "1 ↔ 2 cores"))
     if fractional is not None:
         print(_summary([r for r in rows if r not in main_rows], f"{FRACTIONAL_CORES:g} cores from 1 and from 2"))

@@ -22,7 +22,7 @@ def stage_rounds(cost: float, spread: float = 0.0, rounds: int = 5) -> list[floa
 
 def profile(stages: Sequence[tuple[str, float, bool]], *, spread: float = 0.0, rounds: int = 5, cores: int = 2,
             io: float | None = None, configuration_id: str = "cfg-a", pipeline: str = "test / tfrecord, file mode",
-            host: str = "hosttest", batch_size: int = 1024) -> CapacityProfile:
+            host: str = "hosttest", batch_size: int = 1024, busy_rounds: int = 0) -> CapacityProfile:
     """Give a profile whose stages cost (name, CPU-sec/example, sequential?); prefixes measured over `rounds`."""
     made, before, cumulative = [], None, 0.0
     for name, cost, sequential in stages:
@@ -38,7 +38,7 @@ def profile(stages: Sequence[tuple[str, float, bool]], *, spread: float = 0.0, r
         before = cpu
     return CapacityProfile(configuration_id=configuration_id, pipeline=pipeline, batch_size=batch_size, cores=cores,
                            cpus=tuple(range(cores)), host_fingerprint=host, stages=tuple(made),
-                           io_examples_per_sec=io)
+                           io_examples_per_sec=io, busy_rounds=busy_rounds)
 
 
 def profiles(*found: CapacityProfile) -> CapacityProfiles:

@@ -47,8 +47,11 @@ CASES = [
     Bad("capacity-json-not-json", ("capacity", RUN), r"^{tmp}/run/capacity.json:1: not valid JSON: ",
         make=_with_capacity("{profiles"), code=1),
     Bad("capacity-json-other-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: profile_version 9, this pipebench reads 1: update pipebench$",
+        r"^{tmp}/run/capacity.json: profile_version 9, this pipebench reads 2: update pipebench$",
         make=_with_capacity(json.dumps({"profile_version": 9, "profiles": []})), code=1),
+    Bad("capacity-json-older-version", ("capacity", RUN),
+        r"^{tmp}/run/capacity.json: profile_version 1, this pipebench reads 2: run `pipebench capacity {tmp}/run` again$",
+        make=_with_capacity(json.dumps({"profile_version": 1, "profiles": []})), code=1),
     Bad("rounds-zero", ("capacity", RUN, "--rounds", "0"), r"^capacity: argument --rounds: must be at least 1, not 0",
         make=_run, code=2, out="run/capacity.json"),
 ]

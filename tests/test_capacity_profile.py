@@ -76,6 +76,39 @@ def test_rounds_measure_every_prefix_once_each_in_a_seeded_order():
     assert again == [s for _, s, _ in seen]  # the same seed, the same order
 
 
+def _busy_outcome(trial, other_pct: float) -> Outcome:
+    import dataclasses
+
+    from pipebench.measure.sampler import Usage
+
+    usage = Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 3, "other_cpu_pct_median": other_pct})
+    return dataclasses.replace(_outcome(trial), usage=usage)
+
+
+@pytest.mark.parametrize("quiet_by_then", [True, False])
+def test_a_prefix_measured_on_a_busy_machine_is_measured_again_once_or_kept_flagged(quiet_by_then):
+    """Regression (capacity benchmark of 2026-11-23, beside other agents' tests): three pipelines measured
+    slower on 2 cores than on 1 and nothing said the machine was busy. Now a busy worker is measured once
+    more when the machine has quietened; a value still busy is flagged and counted in the profile."""
+    from pipebench.capacity.profile import profile_of
+
+    pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]
+    measured: list[str] = []
+
+    def measure(trial, folder, limits, pinning):
+        measured.append(trial.trial_id)
+        first_of_prefix_1 = trial.trial_id == "cfg-1c-p1-r0"
+        return _busy_outcome(trial, 90.0) if first_of_prefix_1 else _outcome(trial)  # the re-measure is quiet
+
+    values = measure_rounds(BASE, pinned, 2, LIMITS, "here", log=lambda text: None, measure=measure,
+                            busy_now=lambda: 5.0 if quiet_by_then else 80.0)
+    assert ("cfg-1c-p1-r0-again" in measured) is quiet_by_then
+    assert len(measured) == 2 * len(pinned) + quiet_by_then
+    assert [v.busy for v in values[1]] == [not quiet_by_then, False]
+    profile = profile_of(BASE, Pinning((0,)), list(zip(prefixes(SPEC), values)), "host")
+    assert profile.busy_rounds == (0 if quiet_by_then else 1)
+
+
 def test_a_worker_that_did_not_measure_or_ran_elsewhere_is_one_line_naming_the_prefix():
     item = PinnedPrefix(Pinning((0,)), prefixes(SPEC)[1])
     trial = prefix_trial(BASE, item, 0)
@@ -104,7 +137,7 @@ def test_known_configurations_are_cut_to_fit_one_line():
 def _profile(configuration_id: str, cores: int, cpu_us: float) -> CapacityProfile:
     stages = stage_costs([(prefixes(SPEC)[0], _values([cpu_us, cpu_us * 1.1]))])
     return CapacityProfile(configuration_id, "aws-sample / tfrecord, file mode", 64, cores, tuple(range(cores)),
-                           "host", stages, None)
+                           "host", stages, None, 0)
 
 
 def test_capacity_json_keeps_other_profiles_and_replaces_the_same_configuration_and_cores(tmp_path):

@@ -114,6 +114,14 @@ def test_cli_prints_the_assumption_the_sections_and_feeding(tmp_path, cli):
     assert [e["instance_type"] for e in doc["profiles"][0]["instances"]] == ["ml.c5.xlarge"]
 
 
+def test_a_profile_measured_on_a_busy_machine_says_so(tmp_path, cli):
+    code, out, err = cli("whatif", _run(tmp_path, spread=0.05, busy_rounds=2).run_dir, "--instance-type", "ml.c5.xlarge")
+    assert code == 0, err
+    assert "; 2 of its prefix measurements shared the machine with busy processes even when measured again" in out
+    code, out, _ = cli("whatif", tmp_path / "run", "--json", "--instance-type", "ml.c5.xlarge")
+    assert json.loads(out)["profiles"][0]["busy_rounds"] == 2
+
+
 def test_a_folder_without_capacity_json_loads_as_before(tmp_path):
     assert _run(tmp_path, capacity=False).capacity is None
 

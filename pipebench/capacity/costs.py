@@ -12,7 +12,7 @@ from pathlib import Path
 from pipebench.measure.intervals import Interval
 from pipebench.typed import load_json, to_json
 
-PROFILE_VERSION = 1
+PROFILE_VERSION = 2  # 2: busy_rounds
 PROFILE_FILE = "capacity.json"
 
 
@@ -41,6 +41,7 @@ class CapacityProfile:
     host_fingerprint: str  # MachineFacts.host_fingerprint of the machine measured
     stages: tuple[StageCost, ...]  # in pipeline order; the last prefix is the whole pipeline
     io_examples_per_sec: float | None  # a read ceiling when one is known (cold cache, FastFile, Pipe), else None
+    busy_rounds: int  # prefix measurements whose windows shared the machine with busy processes, even measured again
 
     @property
     def whole(self) -> Interval:

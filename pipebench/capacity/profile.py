@@ -9,6 +9,12 @@ system over those windows, pipebench.measure.cpu_clock). A prefix's figures are 
 rounds: geometric for throughput, arithmetic for CPU-seconds per example (a stage's cost is a
 difference of two of those means).
 
+Interference is data, as in the trial loop: a worker whose windows shared the machine with other
+processes using more than `measurement.busy_other_cpu_pct` of a vCPU is measured once more when the
+machine has quietened (read just before); a value still busy then is kept and counted in the profile's
+`busy_rounds`. On 2 vCPUs a neighbour's core is half the machine: the first capacity benchmark, taken
+beside other agents' tests, measured three pipelines slower on 2 cores than on 1.
+
 The profiles go to RUN_DIR/capacity.json (pipebench.capacity.costs), replacing any earlier profile of
 the same configuration and core count and keeping the others; the file is written whole or not at all.
 """
@@ -30,6 +36,7 @@ from pipebench.errors import DataError, TrialError, UsageError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
+from pipebench.measure.sampler import others_busy_pct
 from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.run_folder import read_capacity
@@ -47,6 +54,7 @@ class RoundValue:
     examples: int
     seconds: float
     cpu_sec: float
+    busy: bool = False  # its windows shared the machine with busy other processes, even measured again
 
     @property
     def examples_per_sec(self) -> float:
@@ -74,6 +82,12 @@ def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> Trial
                                quality={"enabled": False}, holdout_files=(), fault=None, remeasure_of=None)
 
 
+def _busy(outcome, threshold_pct: float) -> bool:
+    """Whether other processes used more than `threshold_pct` of a vCPU during the outcome's windows."""
+    usage = outcome.usage
+    return usage is not None and usage.other_cpu_pct_median is not None and usage.other_cpu_pct_median > threshold_pct
+
+
 def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
     """Give the round's value from a worker's outcome; TrialError (one line) when it did not measure or was not
     placed where asked."""
@@ -94,8 +108,11 @@ def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
 
 
 def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int, limits: Limits, where: str,
-                   log: Callable[[str], None] = print, measure=run_worker) -> list[list[RoundValue]]:
-    """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order (RMIT)."""
+                   log: Callable[[str], None] = print, measure=run_worker,
+                   busy_now: Callable[[], float] = others_busy_pct) -> list[list[RoundValue]]:
+    """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order
+    (RMIT). A busy measurement is taken once more if the machine is quiet by then (`busy_now`), else kept flagged."""
+    threshold = base.measurement["busy_other_cpu_pct"]
     seed = int(hashlib.sha256(f"{base.configuration_id}/{rounds}".encode()).hexdigest()[:8], 16)
     rng = random.Random(seed)
     found: list[list[RoundValue]] = [[] for _ in pinned]
@@ -106,10 +123,16 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
                 item = pinned[index]
                 trial = prefix_trial(base, item, round_index)
                 outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
-                value = _one_round(outcome, item, where)
+                again = _busy(outcome, threshold) and busy_now() <= threshold
+                if again:
+                    trial = dataclasses.replace(trial, trial_id=f"{trial.trial_id}-again")
+                    outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
+                value = dataclasses.replace(_one_round(outcome, item, where), busy=_busy(outcome, threshold))
                 found[index].append(value)
                 log(f"round {round_index + 1}/{rounds}: {item.prefix.label} on {item.pinning.text()}: "
-                    f"{value.examples_per_sec:,.0f} examples/s, {value.cpu_sec_per_example * 1e6:.2f} CPU-µs/example")
+                    f"{value.examples_per_sec:,.0f} examples/s, {value.cpu_sec_per_example * 1e6:.2f} CPU-µs/example"
+                    + (" (measured again: the first shared a busy machine)" if again else "")
+                    + (" [busy machine]" if value.busy else ""))
     return found
 
 
@@ -153,7 +176,8 @@ def profile_of(base: TrialSpec, pinning: Pinning, measured: Sequence[tuple[Prefi
                host_fingerprint: str) -> CapacityProfile:
     """Give the CapacityProfile of `base`'s pipeline on a whole-CPU `pinning` from its prefixes' rounds."""
     return CapacityProfile(base.configuration_id, pipeline_label(base.label), base.batch_size, len(pinning.cpus),
-                           pinning.cpus, host_fingerprint, stage_costs(measured), None)
+                           pinning.cpus, host_fingerprint, stage_costs(measured), None,
+                           sum(v.busy for _, values in measured for v in values))
 
 
 # --- a run folder's configuration ---------------------------------------------------------------------------
@@ -262,6 +286,9 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
         measured = [(item.prefix, v) for item, v in zip(pinned, values) if item.pinning == pinning]
         profiles.append(profile_of(base, pinning, measured, host_fingerprint))
         wholes.append((pinning, measured[-1][1]))
+        if profiles[-1].busy_rounds:
+            log(f"{pinning.text()}: {profiles[-1].busy_rounds} of {len(found) * rounds} prefix measurements shared "
+                "the machine with busy processes even when measured again (counted in capacity.json: busy_rounds)")
     fewest = min(wholes, key=lambda w: w[0].cores)
     for whole in wholes:
         if whole is not fewest:

@@ -9,7 +9,7 @@ without a compute ceiling is ranked on input capacity alone, apart, and says so.
 JSON shape (`pipebench whatif --json`; new keys may be added, none renamed or removed):
   {"version": 1, "run_dir", "assumption", "train_cores", "epoch_examples", "epoch_examples_from", "currency",
    "region", "prices_as_of",
-   "profiles": [{"configuration_id", "pipeline", "batch_size", "profiled_cores", "host_fingerprint",
+   "profiles": [{"configuration_id", "pipeline", "batch_size", "profiled_cores", "host_fingerprint", "busy_rounds",
                  "instances": [{"instance_type", "vcpus", "gpus", "price_per_hour", "ranked_on",
                                 "input": {interval} + {"bottleneck", "cores_used"} | {"unavailable"},
                                 "compute_ceiling": {interval} + {"source"} | {"unavailable"},
@@ -197,7 +197,8 @@ def whatif(run: RunResults, catalog: Catalog, instance_types: Sequence[str] = ()
                                     e["cost_per_epoch"].get("mean") or 0.0))
         found.append({"configuration_id": profile.configuration_id, "pipeline": profile.pipeline,
                       "batch_size": profile.batch_size, "profiled_cores": profile.cores,
-                      "host_fingerprint": profile.host_fingerprint, "instances": entries})
+                      "host_fingerprint": profile.host_fingerprint, "busy_rounds": profile.busy_rounds,
+                      "instances": entries})
     return {"version": JSON_VERSION, "run_dir": str(run.run_dir), "assumption": TRANSFER_ASSUMPTION,
             "train_cores": train_cores, "epoch_examples": epoch_examples, "epoch_examples_from": epoch_from,
             "currency": catalog.currency, "region": catalog.region, "prices_as_of": catalog.prices_as_of,
@@ -254,7 +255,10 @@ def to_text(result: dict) -> str:
     for profile in result["profiles"]:
         out += [f"## {profile['pipeline']} (configuration {profile['configuration_id']}, batch "
                 f"{profile['batch_size']}), profiled on {profile['profiled_cores']} pinned CPU(s) of host "
-                f"{profile['host_fingerprint']}", ""]
+                f"{profile['host_fingerprint']}"
+                + (f"; {profile['busy_rounds']} of its prefix measurements shared the machine with busy processes "
+                   "even when measured again: its figures are less certain than their intervals say"
+                   if profile["busy_rounds"] else ""), ""]
         ranked_train = [e for e in profile["instances"] if e["ranked_on"] == "train"]
         alone = [e for e in profile["instances"] if e["ranked_on"] != "train"]
         if ranked_train:
