@@ -28,7 +28,8 @@ from pipebench.errors import ConfigError, PipebenchError, UsageError
 from pipebench.sagemaker import images, sourcedir
 from pipebench.sagemaker.cluster import DataWorkers
 from pipebench.sagemaker.environment import INPUT_MODES
-from pipebench.sagemaker.requests import job_name, script_mode_hyperparameters, training_job_request, validate
+from pipebench.sagemaker.requests import (job_name, script_mode_hyperparameters, trainer_instance_type,
+                                          training_job_request, validate)
 
 LAUNCH_MANIFEST = "pipebench-launch.json"
 SOURCE_KEY = "source"
@@ -125,7 +126,7 @@ class Launch:
         if self.source_uri:
             files = sourcedir.source_files()
             roots = sorted({str(Path(p.__file__).parent) for p in sourcedir.PACKAGES})
-            out.append({"local": f"{', '.join(roots)} ({len(files)} files), {sourcedir.ENTRY_PROGRAM} and "
+            out.append({"local": f"{len(files)} files of {' and '.join(roots)}, {sourcedir.ENTRY_PROGRAM} and "
                                  f"{sourcedir.REQUIREMENTS}, packed as {sourcedir.TARBALL}", "s3": self.source_uri})
         config = s3_join(self.bucket, self.prefix, "config")
         out += [{"local": f"the resolved experiment {self.given.name!r}", "s3": f"{config}/{EXPERIMENT_FILE}"},
@@ -148,7 +149,7 @@ class Launch:
         jobs = []
         for request in self.requests:
             train = request["InputDataConfig"][1]
-            jobs.append({"name": request["TrainingJobName"], "instance_type": request["ResourceConfig"]["InstanceType"],
+            jobs.append({"name": request["TrainingJobName"], "instance_type": trainer_instance_type(request),
                          "input_mode": train["InputMode"],
                          "distribution": train["DataSource"]["S3DataSource"]["S3DataDistributionType"]})
         return {"experiment": self.experiment.name, "data_format": self.data_format, "jobs": jobs,

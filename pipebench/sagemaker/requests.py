@@ -95,6 +95,13 @@ def training_job_request(*, name: str, role_arn: str, image_uri: str, instance_t
     }
 
 
+def trainer_instance_type(request: dict) -> str:
+    """Give the instance type that runs the experiment: the job's, or its trainer group's."""
+    resources = request["ResourceConfig"]
+    groups = {g["InstanceGroupName"]: g["InstanceType"] for g in resources.get("InstanceGroups", [])}
+    return groups[TRAINER_GROUP] if groups else resources["InstanceType"]
+
+
 def check_instance_groups(request: dict) -> None:
     """Check what the model cannot say: group names unique, and each channel's InstanceGroupNames a group."""
     groups = [g["InstanceGroupName"] for g in request.get("ResourceConfig", {}).get("InstanceGroups", [])]
