@@ -469,7 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--image-uri", metavar="URI", help="a custom training image with pipebench installed "
                         "(default: $PIPEBENCH_IMAGE_URI; its entry point is python3 -m pipebench.sagemaker.entry); "
                         "without one, SageMaker's TensorFlow image runs pipebench's uploaded source (script mode)")
-    launch.add_argument("--tf-version", default="2.14", metavar="X.Y",
+    launch.add_argument("--tf-version", metavar="X.Y",
                         help="TensorFlow of the official image: 2.14 (default; the only one with Pipe mode), 2.16, "
                         "2.18 or 2.19")
     launch.add_argument("--region", metavar="REGION", help="AWS region (default: boto3's, e.g. $AWS_DEFAULT_REGION)")

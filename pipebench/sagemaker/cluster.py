@@ -172,8 +172,12 @@ def serve_data_role(role: Role, log=print) -> None:
         _wait_for_shutdown(role.shutdown_port, servers, log)
 
 
-def shutdown_data_hosts(role: Role, log=print, attempts: int = 5, pause_sec: float = 2.0) -> list[str]:
-    """Tell every data host to stop serving; give the hosts that could not be reached (logged, not raised)."""
+def shutdown_data_hosts(role: Role, log=print, attempts: int = 60, pause_sec: float = 5.0) -> list[str]:
+    """Tell every data host to stop serving; give the hosts that could not be reached (logged, not raised).
+
+    A data host still importing TensorFlow does not listen yet, so each is tried for about five minutes;
+    one never reached keeps serving until the job's MaxRuntimeInSeconds.
+    """
     unreached = []
     for group in role.data_groups.values():
         for host in group["hosts"]:

@@ -168,14 +168,16 @@ def _image_of(instance_type: str, data_workers: tuple[DataWorkers, ...], region:
 
 
 def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list[str], role_arn: str, s3_uri: str,
-         image_uri: str | None = None, region: str | None = None, tf_version: str = images.DEFAULT_TF_VERSION,
+         image_uri: str | None = None, region: str | None = None, tf_version: str | None = None,
          data_format: str = "tfrecord", sharded: bool = False, instance_count: int = 1,
          data_workers: tuple[DataWorkers, ...] = (), now: dt.datetime | None = None) -> Launch:
     """Give the launch: one validated CreateTrainingJob request per instance type × input mode.
 
     Without `image_uri` each job runs the official TensorFlow training image (script mode), which
-    needs `region`; with it, the custom image must have pipebench installed.
+    needs `region` (`tf_version` defaults to images.DEFAULT_TF_VERSION); with it, the custom image must
+    have pipebench installed.
     """
+    tf_version = tf_version or images.DEFAULT_TF_VERSION
     bad = [m for m in input_modes if m not in INPUT_MODES]
     if bad:
         raise UsageError(f"--input-mode {bad[0]}: must be one of {', '.join(INPUT_MODES)}")
