@@ -134,9 +134,11 @@ class Launch:
         data = s3_join(self.bucket, self.prefix, "data", self.data_format)
         given = self.given["data"]["files"].get(self.data_format)
         if given:
-            found = sorted({f for pattern in given for f in glob.glob(pattern)})
-            out += [{"local": f, "s3": f"{data}/{Path(f).name}"} for f in found if Path(f).name != MANIFEST]
-            out += [{"local": f, "s3": f"{config}/{MANIFEST}"} for f in found if Path(f).name == MANIFEST]
+            found = sorted({f for pattern in given for f in glob.glob(pattern) if Path(f).name != MANIFEST})
+            out += [{"local": f, "s3": f"{data}/{Path(f).name}"} for f in found]
+            manifest = Path(found[0]).parent / MANIFEST if found else None
+            if manifest and manifest.exists():  # as submit finds it: beside the first data file
+                out.append({"local": str(manifest), "s3": f"{config}/{MANIFEST}"})
         else:
             synth = self.given["data"]["synth"]
             out.append({"local": f"{synth['rows']:,} synthetic rows in {synth['files']} {self.data_format} files, "
