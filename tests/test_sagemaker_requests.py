@@ -239,3 +239,19 @@ def test_cluster_limits_and_routing_are_checked():
     unknown = _cli(*common, "--input-mode", "File", "--data-workers", "ml.c5.huge:1")
     assert unknown.returncode == 2 and unknown.stderr.startswith(
         "pipebench: error: CreateTrainingJob.ResourceConfig.InstanceGroups[1].InstanceType: 'ml.c5.huge' is not allowed")
+
+
+def test_the_dry_run_lists_given_data_files_and_their_manifest_where_submit_puts_them(tmp_path):
+    for name in ("part-0.tfrecord", "part-1.tfrecord", "manifest.json"):
+        (tmp_path / name).write_bytes(b"x")
+    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.xlarge",
+                  "--input-mode", "File", "--role", ROLE, "--s3", "s3://bucket/p", "--image-uri", IMAGE,
+                  "--set", f'data.files={{"tfrecord": ["{tmp_path}/part-*"]}}', "--dry-run")
+    assert result.returncode == 0, result.stderr
+    uploads = json.loads(result.stdout)["uploads"]
+    assert uploads == [  # a custom image: no source tarball
+        {"local": "the resolved experiment 'deepfm'", "s3": "s3://bucket/p/config/experiment.yaml"},
+        {"local": "the data files' S3 URIs", "s3": "s3://bucket/p/config/data.json"},
+        {"local": f"{tmp_path}/part-0.tfrecord", "s3": "s3://bucket/p/data/tfrecord/part-0.tfrecord"},
+        {"local": f"{tmp_path}/part-1.tfrecord", "s3": "s3://bucket/p/data/tfrecord/part-1.tfrecord"},
+        {"local": f"{tmp_path}/manifest.json", "s3": "s3://bucket/p/config/manifest.json"}]
