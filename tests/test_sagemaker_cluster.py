@@ -44,8 +44,8 @@ def _role(root: Path, env: dict | None = None):
     return role_of(sm.current_host, sm.current_group, sm.instance_groups, sm.hyperparameters)
 
 
-@pytest.mark.parametrize("recorded, kind, host", [("trainer", "trainer", "algo-1"), ("dispatcher", "dispatcher", "algo-3"),
-                                                  ("worker", "worker", "algo-2")])
+@pytest.mark.parametrize("recorded, kind, host", [
+    ("trainer", "trainer", "algo-1"), ("dispatcher", "dispatcher", "algo-3"), ("worker", "worker", "algo-2")])
 def test_each_host_takes_its_role_from_its_group(tmp_path, recorded, kind, host):
     role = _role(_opt_ml(tmp_path, GOLDEN / f"resourceconfig-{recorded}.json", LAUNCHED))
     assert (role.kind, role.host, role.dispatcher) == (kind, host, "algo-3:6000")
@@ -72,7 +72,8 @@ def test_the_toolkits_variables_win_over_the_file(tmp_path):
 
 
 def test_groups_the_launch_named_must_be_in_the_job(tmp_path):
-    root = _opt_ml(tmp_path / "a", GOLDEN / "resourceconfig-trainer.json", {**LAUNCHED, "pipebench_data_groups": "data-1,data-2"})
+    root = _opt_ml(tmp_path / "a", GOLDEN / "resourceconfig-trainer.json",
+                   {**LAUNCHED, "pipebench_data_groups": "data-1,data-2"})
     with pytest.raises(PipebenchError, match=r"instance group 'data-2' \(a data-worker group of the launch\) is not in "
                                              r"this job \(groups: trainer, data-1\)"):
         _role(root)
@@ -82,7 +83,8 @@ def test_groups_the_launch_named_must_be_in_the_job(tmp_path):
     stranger.update(current_group_name="other", current_host="algo-4", hosts=[*stranger["hosts"], "algo-4"])
     with pytest.raises(PipebenchError, match="this host's instance group 'other' is neither the trainer group"):
         _role(_opt_ml(tmp_path / "b", stranger, LAUNCHED))
-    bad_port = _opt_ml(tmp_path / "c", GOLDEN / "resourceconfig-worker.json", {**LAUNCHED, "pipebench_worker_port": "x"})
+    bad_port = _opt_ml(tmp_path / "c", GOLDEN / "resourceconfig-worker.json",
+                       {**LAUNCHED, "pipebench_worker_port": "x"})
     with pytest.raises(PipebenchError, match="pipebench_worker_port: not a port: 'x'"):
         _role(bad_port)
 

@@ -237,8 +237,8 @@ def test_cluster_limits_and_routing_are_checked():
     pipe = _cli(*common, "--input-mode", "Pipe", "--data-workers", "ml.c5.xlarge:1")
     assert pipe.returncode == 2 and "a tf.data service worker cannot run it" in pipe.stderr
     unknown = _cli(*common, "--input-mode", "File", "--data-workers", "ml.c5.huge:1")
-    assert unknown.returncode == 2 and unknown.stderr.startswith(
-        "pipebench: error: CreateTrainingJob.ResourceConfig.InstanceGroups[1].InstanceType: 'ml.c5.huge' is not allowed")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("pipebench: error: CreateTrainingJob.ResourceConfig."
+                                                                 "InstanceGroups[1].InstanceType: 'ml.c5.huge' is not allowed")
 
 
 def test_the_dry_run_lists_given_data_files_and_their_manifest_where_submit_puts_them(tmp_path):

@@ -165,7 +165,8 @@ def serve_data_role(role: Role, log=print) -> None:
         servers = []
         if role.kind == "dispatcher":
             port = role.dispatcher.rsplit(":", 1)[1]
-            servers.append(stack.enter_context(_server(["dispatcher", "--port", port, "--worker-host", role.host], log)))
+            args = ["dispatcher", "--port", port, "--worker-host", role.host]
+            servers.append(stack.enter_context(_server(args, log)))
         servers.append(stack.enter_context(_server(
             ["worker", "--port", str(role.worker_port), "--dispatcher", role.dispatcher, "--worker-host", role.host],
             log)))
