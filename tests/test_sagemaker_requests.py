@@ -173,6 +173,10 @@ def test_the_image_table_follows_the_sdks_rules():
     assert images.training_image_uri("ap-south-2", "2.16.2", "ml.m5.large") == (
         "772153158452.dkr.ecr.ap-south-2.amazonaws.com/tensorflow-training:2.16.2-cpu-py310")
     assert images.has_pipe_mode_dataset("2.14") and not images.has_pipe_mode_dataset("2.18")
+    with pytest.raises(UsageError, match=r"ml.trn1.2xlarge: no TensorFlow training image for trn1 \(Inferentia / "):
+        images.training_image_uri("us-east-1", "2.14", "ml.trn1.2xlarge")
+    with pytest.raises(UsageError, match=r"--instance-type c5.xlarge: not a SageMaker instance type \(ml.FAMILY.SIZE\)"):
+        images.processor("c5.xlarge")
     resolver = botocore.regions.EndpointResolver(botocore.loaders.create_loader().load_data("endpoints"))
     for region in images.REGISTRIES:  # the table's ECR hosts are botocore's, as the SDK resolves them
         assert images.ecr_host(region) == resolver.construct_endpoint("ecr", region)["hostname"], region
