@@ -143,7 +143,8 @@ class Launch:
             synth = self.given["data"]["synth"]
             out.append({"local": f"{synth['rows']:,} synthetic rows in {synth['files']} {self.data_format} files, "
                                  f"made (once) under {self.given['data']['cache_dir']}", "s3": f"{data}/"})
-            out.append({"local": f"their converter's {MANIFEST}", "s3": f"{config}/{MANIFEST}"})
+            if self.data_format != "libsvm":  # the synthesizer writes libsvm; only converted formats have a manifest
+                out.append({"local": f"their converter's {MANIFEST}", "s3": f"{config}/{MANIFEST}"})
         return out
 
     def manifest(self) -> dict:
