@@ -154,3 +154,25 @@ def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
     for pid in pids:  # the servers were waited for: no process, not even a zombie, has their ids
         assert not Path(f"/proc/{pid}").exists()
     assert not any(_listening(p) for p in (dispatcher_port, worker_port, shutdown_port))
+
+
+def test_a_server_that_cannot_start_fails_the_data_role_on_one_line(tmp_path):
+    """The dispatcher's port is taken: the entry says so on one line, writes SageMaker's failure file, and the
+    worker is never started (nothing listens on its port)."""
+    dispatcher_port, worker_port, shutdown_port = _free_ports(3)
+    resources = {"current_host": "localhost", "current_instance_type": "ml.c5.18xlarge", "current_group_name": "data-1",
+                 "hosts": ["localhost"], "instance_groups": [
+                     {"instance_group_name": "data-1", "instance_type": "ml.c5.18xlarge", "hosts": ["localhost"]}]}
+    hyperparameters = {**LAUNCHED, "pipebench_dispatcher_port": str(dispatcher_port),
+                       "pipebench_worker_port": str(worker_port), "pipebench_shutdown_port": str(shutdown_port)}
+    root = _opt_ml(tmp_path / "opt-ml", resources, hyperparameters)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SM_")}
+    with socket.create_server(("", dispatcher_port)):  # someone else's server
+        result = subprocess.run([sys.executable, "-m", "pipebench.sagemaker.entry"], capture_output=True, text=True,
+                                timeout=300, env={**env, "SAGEMAKER_BASE_DIR": str(root), "TF_CPP_MIN_LOG_LEVEL": "3"})
+    error = [line for line in result.stderr.splitlines() if line.startswith("pipebench: error:")]
+    assert result.returncode == 1 and "Traceback (most recent call last)" not in result.stdout
+    assert error == [f"pipebench: error: tf.data service dispatcher on port {dispatcher_port}: exited with code 1 "
+                     "before it was ready"], result.stderr
+    assert (root / "output" / "failure").read_text() == error[0].removeprefix("pipebench: error: ") + "\n"
+    assert not any(_listening(p) for p in (dispatcher_port, worker_port, shutdown_port))
