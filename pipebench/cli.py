@@ -253,18 +253,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 def _cmd_sagemaker_launch(args: argparse.Namespace) -> int:
     from pipebench.config import load_experiment
-    from pipebench.sagemaker.launch import plan, submit
+    from pipebench.sagemaker.cluster import parse_data_workers
+    from pipebench.sagemaker.launch import default_region, plan, submit
 
-    image = args.image_uri or os.environ.get("PIPEBENCH_IMAGE_URI")
-    if not image:
-        raise UsageError("sagemaker launch: give --image-uri (an image with pipebench installed) "
-                         "or set PIPEBENCH_IMAGE_URI")
+    image = args.image_uri or os.environ.get("PIPEBENCH_IMAGE_URI") or None
+    data_workers = tuple(parse_data_workers(text) for text in args.data_workers)
     experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
     launch = plan(experiment, instance_types=args.instance_type, input_modes=args.input_mode, role_arn=args.role,
-                  s3_uri=args.s3, image_uri=image, data_format=args.format, sharded=args.sharded,
-                  instance_count=args.instance_count)
+                  s3_uri=args.s3, image_uri=image, region=args.region or default_region(), tf_version=args.tf_version,
+                  data_format=args.format, sharded=args.sharded, instance_count=args.instance_count,
+                  data_workers=data_workers)
     if args.dry_run:
-        print(json.dumps(launch.requests, indent=2))
+        print(json.dumps({"uploads": launch.uploads(), "requests": launch.requests}, indent=2))
         return 0
     manifest = submit(launch, log=lambda text: print(text, flush=True))
     print(f"launched {len(manifest['jobs'])} job(s); when they finish: "
@@ -466,8 +466,16 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--role", required=True, metavar="ARN", help="the SageMaker execution role")
     launch.add_argument("--s3", required=True, metavar="S3_URI",
                         help="launch folder s3://bucket/prefix: experiment, data and job outputs go here")
-    launch.add_argument("--image-uri", metavar="URI", help="training image with pipebench installed "
-                        "(default: $PIPEBENCH_IMAGE_URI); its entry point is python3 -m pipebench.sagemaker.entry")
+    launch.add_argument("--image-uri", metavar="URI", help="a custom training image with pipebench installed "
+                        "(default: $PIPEBENCH_IMAGE_URI; its entry point is python3 -m pipebench.sagemaker.entry); "
+                        "without one, SageMaker's TensorFlow image runs pipebench's uploaded source (script mode)")
+    launch.add_argument("--tf-version", metavar="X.Y",
+                        help="TensorFlow of the official image: 2.14 (default; the only one with Pipe mode), 2.16, "
+                        "2.18 or 2.19")
+    launch.add_argument("--region", metavar="REGION", help="AWS region (default: boto3's, e.g. $AWS_DEFAULT_REGION)")
+    launch.add_argument("--data-workers", action="append", default=[], metavar="TYPE:COUNT",
+                        help="add an instance group of tf.data service data workers, e.g. ml.c5.18xlarge:2 "
+                        "(repeatable, at most 4; the trainer group is --instance-type x --instance-count)")
     launch.add_argument("--format", choices=("libsvm", "tfrecord", "packed"), default="tfrecord",
                         help="the data format the jobs receive (default tfrecord)")
     launch.add_argument("--sharded", action="store_true",
@@ -476,7 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
     launch.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     launch.add_argument("--quick", action="store_true", help="apply the experiment's `quick:` overrides")
     launch.add_argument("--dry-run", action="store_true",
-                        help="print the CreateTrainingJob requests as one JSON list; upload and submit nothing")
+                        help="print what would be uploaded where and the CreateTrainingJob requests (one JSON "
+                        "object); upload and submit nothing")
     launch.set_defaults(func=_cmd_sagemaker_launch)
     collect = sagemaker.add_parser("collect", help="download the launched jobs' results into one results folder")
     collect.add_argument("s3_uri", metavar="S3_URI", help="the launch folder given to launch --s3")

@@ -84,3 +84,41 @@ def run_entry(root: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SM_")}
     return subprocess.run([sys.executable, "-m", "pipebench.sagemaker.entry"], capture_output=True, text=True,
                           timeout=600, env={**env, "SAGEMAKER_BASE_DIR": str(root)})
+
+
+def _decoded(value: str) -> object:
+    """Give a hyperparameter as the training toolkit reads it: JSON where it parses, the string otherwise."""
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def run_like_toolkit(root: Path, code: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
+    """Run the shipped program in `code` as the sagemaker-training toolkit does in script mode.
+
+    The toolkit (environment.py, entry_point.py, process.py) runs `python <sagemaker_program> --name value ...`
+    for each user hyperparameter, in /opt/ml/code, with the SM_* variables it derives from
+    /opt/ml/input/config (mapping.to_env_vars: strings as they are, the rest as compact sorted JSON).
+    PYTHONPATH and AWS_* are cleared: the program finds pipebench beside it, as in the container.
+    """
+    config = root / "input" / "config"
+    hyperparameters = {k: _decoded(v) for k, v in json.loads((config / "hyperparameters.json").read_text()).items()}
+    resources = json.loads((config / "resourceconfig.json").read_text())
+    channels = json.loads((config / "inputdataconfig.json").read_text())
+    user = {k: v for k, v in hyperparameters.items() if not k.startswith("sagemaker_")}
+    compact = lambda value: json.dumps(value, sort_keys=True, separators=(",", ":"))  # noqa: E731
+    groups = {g["instance_group_name"]: g for g in resources.get("instance_groups", [])}
+    sm = {"SM_HOSTS": compact(resources["hosts"]), "SM_CURRENT_HOST": resources["current_host"],
+          "SM_CURRENT_INSTANCE_TYPE": resources["current_instance_type"],
+          "SM_CURRENT_INSTANCE_GROUP": resources.get("current_group_name", "homogeneousCluster"),
+          "SM_INSTANCE_GROUPS_DICT": compact(groups), "SM_CHANNELS": compact(sorted(channels)),
+          "SM_HPS": compact(user), "SM_USER_ENTRY_POINT": hyperparameters["sagemaker_program"],
+          "SM_MODULE_DIR": hyperparameters["sagemaker_submit_directory"], "SM_MODEL_DIR": str(root / "model"),
+          "SM_OUTPUT_DATA_DIR": str(root / "output" / "data"), "SM_INPUT_CONFIG_DIR": str(config),
+          "SM_NUM_CPUS": str(os.cpu_count()), "SM_NUM_GPUS": "0", "SAGEMAKER_BASE_DIR": str(root),
+          **{f"SM_CHANNEL_{name.upper()}": str(root / "input" / "data" / name) for name in channels}}
+    args = [item for name, value in user.items() for item in (f"--{name}", str(value))]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "AWS_")) and k != "PYTHONPATH"}
+    return subprocess.run([python, hyperparameters["sagemaker_program"], *args], cwd=code, capture_output=True,
+                          text=True, timeout=600, env={**env, **sm})

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import json
+import os
+import subprocess
+import sys
+import sysconfig
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -15,7 +21,9 @@ from pipebench.errors import PipebenchError
 from pipebench.sagemaker.entry import overrides
 from pipebench.sagemaker.environment import read_environment
 from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator
-from sagemaker_fixtures import opt_ml, run_entry, tiny_launch
+from pipebench.sagemaker.requests import script_mode_hyperparameters
+from pipebench.sagemaker.sourcedir import ENTRY_PROGRAM, build_tarball
+from sagemaker_fixtures import opt_ml, run_entry, run_like_toolkit, tiny_launch
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +129,50 @@ def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_t
     without = materialise(parse_experiment({"name": "remote", "data": {"files": {"tfrecord": remote}}}),
                           log=lambda _: None)
     assert without.files == {"tfrecord": remote} and without.fingerprint != data.fingerprint
+
+
+def test_the_source_tarball_installs_and_runs_in_a_fresh_venv_laid_out_like_the_container(tmp_path, launch):
+    """Script mode without SageMaker: sourcedir.tar.gz extracted into <root>/code, a fresh venv, the toolkit's steps.
+
+    The venv stands in for the official image: it is made `--without-pip` and a .pth file puts this
+    interpreter's site-packages (TensorFlow, NumPy, pip, ...: what the image has installed) on its path,
+    where the editable install's hooks do not run, so pipebench can only come from the tarball. The
+    toolkit's `pip install -r requirements.txt` then runs with `--no-index`: every requirement must already
+    be satisfied (no network needed), as pipebench's are in the image plus what pip would fetch there.
+    """
+    import numpy
+
+    # The table version this interpreter resembles: TF < 2.18 pins NumPy 1 (requirements.txt says so).
+    tf_version = "2.14.1" if int(numpy.__version__.split(".")[0]) < 2 else "2.19.0"
+    root = opt_ml(tmp_path / "opt-ml", launch, "File", "tiny-c5-xlarge-file")
+    config = root / "input" / "config"
+    (config / "hyperparameters.json").write_text(json.dumps({
+        "pipebench_job_name": "tiny-c5-xlarge-file",
+        **script_mode_hyperparameters("s3://bucket/prefix/source/sourcedir.tar.gz", "us-east-1", ENTRY_PROGRAM)}))
+    code = root / "code"
+    with tarfile.open(fileobj=io.BytesIO(build_tarball(tf_version)), mode="r:gz") as tar:
+        tar.extractall(code)  # the toolkit's files.download_and_extract
+    assert (code / "pipebench" / "sagemaker" / "entry.py").exists() and not (code / "setup.py").exists()
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = str(venv / "bin" / "python")
+    venv_site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    (Path(venv_site) / "image.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    plain = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    installed = subprocess.run([python, "-m", "pip", "install", "--no-index", "-r", "requirements.txt"], cwd=code,
+                               capture_output=True, text=True, timeout=300, env=plain)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    where = subprocess.run([python, "-c", "import pipebench; print(pipebench.__file__)"], cwd=code,
+                           capture_output=True, text=True, env=plain)
+    assert where.stdout.strip() == str(code / "pipebench" / "__init__.py"), where.stderr
+
+    result = run_like_toolkit(root, code, python)
+    assert result.returncode == 0, result.stdout + result.stderr
+    job, run = _job_results(root)
+    assert (job["job_name"], job["input_mode"], job["role"], job["fed_by"]) == (
+        "tiny-c5-xlarge-file", "File", "trainer", [])
+    trials = run.trials
+    assert len(trials) == 1 and (trials["status"] == "ok").all(), trials[["status", "reason"]]
+    assert set(trials["data_fingerprint"]) == {launch.local_fingerprint()}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -19,7 +20,7 @@ import pytest
 import yaml
 from moto.server import ThreadedMotoServer
 
-from sagemaker_fixtures import TINY
+from sagemaker_fixtures import TINY, run_like_toolkit
 
 import pipebench.results as results
 from pipebench.errors import PipebenchError
@@ -58,13 +59,14 @@ def _download_prefix(s3, uri: str, into: Path) -> None:
         s3.download_file(bucket, item["Key"], str(into / item["Key"][len(prefix):]))
 
 
-def _play_sagemaker(job: dict, root: Path) -> subprocess.Popen:
-    """Lay out /opt/ml for the described job under `root` and start its entry point (as SageMaker would)."""
+def _lay_out(job: dict, root: Path) -> None:
+    """Lay out /opt/ml for the described job under `root`: config files and the channels' data, as SageMaker does."""
     s3 = boto3.client("s3")
     config = root / "input" / "config"
     config.mkdir(parents=True)
     (config / "hyperparameters.json").write_text(json.dumps(job["HyperParameters"]))
-    instance_type = job["ResourceConfig"]["InstanceType"]
+    resources = job["ResourceConfig"]
+    instance_type = resources.get("InstanceType") or resources["InstanceGroups"][0]["InstanceType"]
     (config / "resourceconfig.json").write_text(json.dumps(
         {"current_host": "algo-1", "hosts": ["algo-1"], "current_instance_type": instance_type}))
     (config / "inputdataconfig.json").write_text(json.dumps({
@@ -74,6 +76,11 @@ def _play_sagemaker(job: dict, root: Path) -> subprocess.Popen:
     for channel in job["InputDataConfig"]:  # File and FastFile both show the prefix as a folder
         uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
         _download_prefix(s3, uri, root / "input" / "data" / channel["ChannelName"])
+
+
+def _play_sagemaker(job: dict, root: Path) -> subprocess.Popen:
+    """Lay out /opt/ml for the described job under `root` and start its entry point (as SageMaker would)."""
+    _lay_out(job, root)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SM_", "AWS_"))}
     return subprocess.Popen([sys.executable, "-m", "pipebench.sagemaker.entry"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env={**env, "SAGEMAKER_BASE_DIR": str(root)})
@@ -163,3 +170,71 @@ def test_collect_errors_are_one_line(tmp_path, aws):
     no_bucket = _pipebench("sagemaker", "collect", "s3://no-such-bucket/x", "--out", str(tmp_path / "o"), env=aws)
     assert no_bucket.returncode == 1 and "NoSuchBucket" in no_bucket.stderr and "Traceback" not in no_bucket.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_what_fed_it(tmp_path, aws):
+    """Without --image-uri: the source tarball is uploaded, and the trainer host of a job with a data-worker group,
+    played from the uploaded tarball as the toolkit runs it, records its group and feeders and stops the data host.
+
+    The data host is played by a plain socket on its shutdown port (moved to a free one in the job's
+    hyperparameters.json): the data role's servers are tested on their own in test_sagemaker_cluster.py.
+    """
+    experiment = tmp_path / "tiny.yaml"
+    experiment.write_text(yaml.safe_dump({**TINY, "data": {**TINY["data"], "cache_dir": str(tmp_path / "cache")}}))
+    launched = _pipebench("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge",
+                          "--input-mode", "File", "--data-workers", "ml.c5.2xlarge:1", "--role", ROLE,
+                          "--s3", "s3://bench/launch", env={**aws, "PIPEBENCH_IMAGE_URI": ""})
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    assert "uploading pipebench's source to s3://bench/launch/source/sourcedir.tar.gz" in launched.stdout
+
+    s3, sagemaker = boto3.client("s3"), boto3.client("sagemaker")
+    tarball = s3.get_object(Bucket="bench", Key="launch/source/sourcedir.tar.gz")["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:gz") as tar:
+        names = set(tar.getnames())
+        requirements = tar.extractfile("requirements.txt").read().decode()
+    assert {"pipebench_entry.py", "requirements.txt", "pipebench/sagemaker/entry.py", "pipebench/catalog.yaml",
+            "converters/__init__.py"} <= names
+    assert not any("__pycache__" in n for n in names)
+    assert "numba>=0.58\n" in requirements and "numpy<2\n" in requirements and "extra" not in requirements
+    manifest = json.loads(s3.get_object(Bucket="bench", Key="launch/pipebench-launch.json")["Body"].read())
+    assert (manifest["source"], manifest["tf_version"], manifest["data_workers"]) == (
+        "s3://bench/launch/source/sourcedir.tar.gz", "2.14.1", [{"instance_type": "ml.c5.2xlarge", "count": 1}])
+    (job,) = [sagemaker.describe_training_job(TrainingJobName=j["name"]) for j in manifest["jobs"]]
+    assert job["AlgorithmSpecification"]["TrainingImage"] == (
+        "763104351884.dkr.ecr.us-east-1.amazonaws.com/tensorflow-training:2.14.1-cpu-py310")
+    assert job["HyperParameters"]["sagemaker_submit_directory"] == '"s3://bench/launch/source/sourcedir.tar.gz"'
+
+    # SageMaker's part for the trainer host: /opt/ml from the job, groups in resourceconfig.json, the
+    # submit directory downloaded and extracted into /opt/ml/code, then the program run as the toolkit does.
+    root = tmp_path / "job"
+    _lay_out(job, root)
+    data_host = socket.create_server(("127.0.0.1", 0))
+    config = root / "input" / "config"
+    hyperparameters = {**job["HyperParameters"], "pipebench_shutdown_port": str(data_host.getsockname()[1])}
+    (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
+    (config / "resourceconfig.json").write_text(json.dumps({
+        "current_host": "algo-1", "current_instance_type": "ml.c5.xlarge", "current_group_name": "trainer",
+        "hosts": ["algo-1", "localhost"], "network_interface_name": "eth0", "instance_groups": [
+            {"instance_group_name": "trainer", "instance_type": "ml.c5.xlarge", "hosts": ["algo-1"]},
+            {"instance_group_name": "data-1", "instance_type": "ml.c5.2xlarge", "hosts": ["localhost"]}]}))
+    bucket, _, key = json.loads(hyperparameters["sagemaker_submit_directory"])[len("s3://"):].partition("/")
+    with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read()), mode="r:gz") as tar:
+        tar.extractall(root / "code")
+    with data_host:
+        result = run_like_toolkit(root, root / "code")
+        data_host.settimeout(10)
+        told, _ = data_host.accept()  # the trainer told the data host to stop
+        told.close()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "fed by data-1" in result.stdout
+    _upload_output(job, root)
+
+    collected = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"), env=aws)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    (listed,) = json.loads((tmp_path / "merged" / "jobs.json").read_text())
+    assert (listed["role"], listed["instance_group"], listed["service_dispatcher"], listed["fed_by"]) == (
+        "trainer", "trainer", "localhost:6000", [{"group": "data-1", "instance_type": "ml.c5.2xlarge",
+                                                  "hosts": ["localhost"]}])
+    trials = read_table(tmp_path / "merged" / "trials.parquet", TRIAL_SCHEMA).to_pandas()
+    assert list(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
+        ("ml.c5.xlarge", "file", "ok")]

@@ -7,20 +7,29 @@ import os
 import subprocess
 import sys
 
+import botocore.loaders
+import botocore.regions
 import botocore.session
 import botocore.validate
 import pytest
 
 from pipebench.errors import UsageError
+from pipebench.sagemaker import images
+from pipebench.sagemaker.cluster import DataWorkers
 from pipebench.sagemaker.requests import training_job_request, validate
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
 
 
+#: No region from the environment or a profile: each test says the region it means.
+NO_REGION = {"AWS_DEFAULT_REGION": "", "AWS_REGION": "", "AWS_CONFIG_FILE": os.devnull}
+
+
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k != "AWS_PROFILE"}
     return subprocess.run([sys.executable, "-m", "pipebench", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+                          env={**base, **NO_REGION, **(env or {})})
 
 
 def _input_shape():
@@ -39,7 +48,7 @@ def test_dry_run_prints_one_request_per_instance_type_and_input_mode_and_each_va
                   "--instance-type", "ml.c5.18xlarge", "--input-mode", "Pipe", "--input-mode", "FastFile",
                   "--role", ROLE, "--s3", "s3://bucket/prefix", "--image-uri", IMAGE, "--sharded", "--dry-run")
     assert result.returncode == 0, result.stderr
-    requests = json.loads(result.stdout)
+    requests = json.loads(result.stdout)["requests"]
     assert [(r["ResourceConfig"]["InstanceType"], r["InputDataConfig"][1]["InputMode"]) for r in requests] == [
         ("ml.c5.9xlarge", "Pipe"), ("ml.c5.9xlarge", "FastFile"), ("ml.c5.18xlarge", "Pipe"),
         ("ml.c5.18xlarge", "FastFile")]
@@ -106,8 +115,10 @@ def test_launch_errors_are_one_line():
     bad_uri = _cli(*common, "--role", ROLE, "--s3", "bucket/prefix", "--image-uri", IMAGE)
     assert bad_uri.returncode == 2
     assert bad_uri.stderr == "pipebench: error: bucket/prefix: not an S3 URI (expected s3://bucket/prefix)\n"
-    no_image = _cli(*common, "--role", ROLE, "--s3", "s3://bucket/p", env={"PIPEBENCH_IMAGE_URI": ""})
-    assert no_image.returncode == 2 and "give --image-uri" in no_image.stderr and "Traceback" not in no_image.stderr
+    no_region = _cli(*common, "--role", ROLE, "--s3", "s3://bucket/p", env={"PIPEBENCH_IMAGE_URI": ""})
+    assert no_region.returncode == 2 and no_region.stderr == (
+        "pipebench: error: sagemaker launch: no AWS region for the official image; give --region or set "
+        "AWS_DEFAULT_REGION\n")
     bad_role = _cli(*common, "--role", "not-an-arn", "--s3", "s3://b/p", "--image-uri", IMAGE)
     assert bad_role.returncode == 2 and bad_role.stderr.startswith("pipebench: error: CreateTrainingJob.RoleArn: ")
     bad_format = _cli(*common, "--role", ROLE, "--s3", "s3://b/p", "--image-uri", IMAGE, "--format", "packed", "--set",
@@ -123,3 +134,128 @@ def test_help_does_not_import_boto3_or_tensorflow():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "HEAVY []"
+
+
+@pytest.mark.parametrize("region, account, host", [
+    ("us-east-1", "763104351884", "ecr.us-east-1.amazonaws.com"),
+    ("eu-west-1", "763104351884", "ecr.eu-west-1.amazonaws.com"),
+    ("cn-north-1", "727897471807", "ecr.cn-north-1.amazonaws.com.cn")])
+def test_dry_run_without_an_image_runs_the_official_tensorflow_image_in_script_mode(region, account, host):
+    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge",
+                  "--instance-type", "ml.g5.xlarge", "--input-mode", "Pipe", "--input-mode", "File", "--role", ROLE,
+                  "--s3", "s3://bucket/prefix", "--region", region, "--dry-run", env={"PIPEBENCH_IMAGE_URI": ""})
+    assert result.returncode == 0, result.stderr
+    dry = json.loads(result.stdout)
+    shape = _input_shape()
+    images_of = {}
+    for request in dry["requests"]:
+        validate(request)
+        botocore.validate.validate_parameters(request, shape)
+        algorithm = request["AlgorithmSpecification"]
+        assert "ContainerEntrypoint" not in algorithm  # the image's own entry point: the training toolkit
+        images_of[request["ResourceConfig"]["InstanceType"]] = algorithm["TrainingImage"]
+        assert {k: v for k, v in request["HyperParameters"].items() if k.startswith("sagemaker_")} == {
+            "sagemaker_program": '"pipebench_entry.py"',
+            "sagemaker_submit_directory": '"s3://bucket/prefix/source/sourcedir.tar.gz"',
+            "sagemaker_region": f'"{region}"', "sagemaker_container_log_level": "20"}
+    assert images_of == {"ml.c5.9xlarge": f"{account}.dkr.{host}/tensorflow-training:2.14.1-cpu-py310",
+                         "ml.g5.xlarge": f"{account}.dkr.{host}/tensorflow-training:2.14.1-gpu-py310"}
+    uploads = {u["s3"]: u["local"] for u in dry["uploads"]}
+    assert "pipebench_entry.py and requirements.txt, packed as sourcedir.tar.gz" in uploads[
+        "s3://bucket/prefix/source/sourcedir.tar.gz"]
+    assert {"s3://bucket/prefix/config/experiment.yaml", "s3://bucket/prefix/config/data.json",
+            "s3://bucket/prefix/data/tfrecord/"} <= set(uploads)
+
+
+def test_the_image_table_follows_the_sdks_rules():
+    assert images.training_image_uri("us-west-2", "2.19", "ml.p4d.24xlarge") == (
+        "763104351884.dkr.ecr.us-west-2.amazonaws.com/tensorflow-training:2.19.0-gpu-py312")
+    assert images.training_image_uri("ap-south-2", "2.16.2", "ml.m5.large") == (
+        "772153158452.dkr.ecr.ap-south-2.amazonaws.com/tensorflow-training:2.16.2-cpu-py310")
+    assert images.has_pipe_mode_dataset("2.14") and not images.has_pipe_mode_dataset("2.18")
+    with pytest.raises(UsageError, match=r"ml.trn1.2xlarge: no TensorFlow training image for trn1 \(Inferentia / "):
+        images.training_image_uri("us-east-1", "2.14", "ml.trn1.2xlarge")
+    with pytest.raises(UsageError, match=r"--instance-type c5.xlarge: not a SageMaker instance type \(ml.FAMILY.SIZE\)"):
+        images.processor("c5.xlarge")
+    resolver = botocore.regions.EndpointResolver(botocore.loaders.create_loader().load_data("endpoints"))
+    for region in images.REGISTRIES:  # the table's ECR hosts are botocore's, as the SDK resolves them
+        assert images.ecr_host(region) == resolver.construct_endpoint("ecr", region)["hostname"], region
+
+
+def test_unknown_versions_regions_and_pipe_without_its_dataset_are_one_line_errors():
+    common = ["sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge", "--role", ROLE,
+              "--s3", "s3://bucket/p", "--dry-run"]
+    cases = [
+        (["--input-mode", "File", "--region", "us-east-1", "--tf-version", "2.15"],
+         "--tf-version 2.15: no SageMaker TensorFlow training image (versions: 2.14, 2.16, 2.18, 2.19); give "
+         "--image-uri for another"),
+        (["--input-mode", "File", "--region", "mars-north-1"],
+         "--region mars-north-1: no SageMaker TensorFlow 2.14.1 training image there (SDK table of 2026-08-21); "
+         "give --image-uri"),
+        (["--input-mode", "File", "--region", "us-iso-east-1", "--tf-version", "2.19"],
+         "--region us-iso-east-1: no SageMaker TensorFlow 2.19.0 training image there (SDK table of 2026-08-21); "
+         "give --image-uri"),
+        (["--input-mode", "Pipe", "--region", "us-east-1", "--tf-version", "2.18"],
+         "--input-mode Pipe: the TensorFlow 2.18.0 training image has no sagemaker-tensorflow (PipeModeDataset; "
+         "only 2.14.1 has it): use --tf-version 2.14 or an --image-uri with it")]
+    for args, says in cases:
+        result = _cli(*common, *args, env={"PIPEBENCH_IMAGE_URI": ""})
+        assert (result.returncode, result.stderr) == (2, f"pipebench: error: {says}\n"), args
+
+
+def test_data_workers_make_a_heterogeneous_cluster_whose_channels_reach_every_group():
+    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.p3.2xlarge",
+                  "--input-mode", "FastFile", "--role", ROLE, "--s3", "s3://bucket/prefix", "--region", "us-east-1",
+                  "--data-workers", "ml.c5.18xlarge:2", "--data-workers", "ml.c5.9xlarge:1", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    (request,) = json.loads(result.stdout)["requests"]
+    validate(request)
+    botocore.validate.validate_parameters(request, _input_shape())
+    assert request["ResourceConfig"] == {"VolumeSizeInGB": 30, "InstanceGroups": [
+        {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1, "InstanceGroupName": "trainer"},
+        {"InstanceType": "ml.c5.18xlarge", "InstanceCount": 2, "InstanceGroupName": "data-1"},
+        {"InstanceType": "ml.c5.9xlarge", "InstanceCount": 1, "InstanceGroupName": "data-2"}]}
+    for channel in request["InputDataConfig"]:
+        assert channel["DataSource"]["S3DataSource"]["InstanceGroupNames"] == ["trainer", "data-1", "data-2"]
+    assert (request["HyperParameters"]["pipebench_trainer_group"], request["HyperParameters"]["pipebench_data_groups"]
+            ) == ("trainer", "data-1,data-2")
+    # One image for the job: the GPU one, since the trainer has GPUs (it runs on the CPU data workers too).
+    assert request["AlgorithmSpecification"]["TrainingImage"].endswith("tensorflow-training:2.14.1-gpu-py310")
+
+
+def test_cluster_limits_and_routing_are_checked():
+    with pytest.raises(UsageError, match="SageMaker allows 5 instance groups, the trainer's included, so at most 4"):
+        _request(input_mode="File", data_workers=(DataWorkers("ml.c5.xlarge", 1),) * 5)
+    request = _request(input_mode="File", data_workers=(DataWorkers("ml.c5.xlarge", 1),))
+    validate(request)
+    request["InputDataConfig"][1]["DataSource"]["S3DataSource"]["InstanceGroupNames"] = ["trainer", "data-9"]
+    with pytest.raises(UsageError) as err:
+        validate(request)
+    assert str(err.value) == ("CreateTrainingJob.InputDataConfig[1].DataSource.S3DataSource.InstanceGroupNames: "
+                              "'data-9' is not an instance group of the job (trainer, data-1)")
+    common = ["sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.p3.2xlarge", "--role", ROLE,
+              "--s3", "s3://bucket/p", "--region", "us-east-1", "--dry-run"]
+    bad = _cli(*common, "--input-mode", "File", "--data-workers", "ml.c5.xlarge")
+    assert bad.returncode == 2 and bad.stderr == ("pipebench: error: --data-workers 'ml.c5.xlarge': expected "
+                                                  "TYPE:COUNT, e.g. ml.c5.18xlarge:2 (count >= 1)\n")
+    pipe = _cli(*common, "--input-mode", "Pipe", "--data-workers", "ml.c5.xlarge:1")
+    assert pipe.returncode == 2 and "a tf.data service worker cannot run it" in pipe.stderr
+    unknown = _cli(*common, "--input-mode", "File", "--data-workers", "ml.c5.huge:1")
+    assert unknown.returncode == 2 and unknown.stderr.startswith("pipebench: error: CreateTrainingJob.ResourceConfig."
+                                                                 "InstanceGroups[1].InstanceType: 'ml.c5.huge' is not allowed")
+
+
+def test_the_dry_run_lists_given_data_files_and_their_manifest_where_submit_puts_them(tmp_path):
+    for name in ("part-0.tfrecord", "part-1.tfrecord", "manifest.json"):
+        (tmp_path / name).write_bytes(b"x")
+    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.xlarge",
+                  "--input-mode", "File", "--role", ROLE, "--s3", "s3://bucket/p", "--image-uri", IMAGE,
+                  "--set", f'data.files={{"tfrecord": ["{tmp_path}/part-*"]}}', "--dry-run")
+    assert result.returncode == 0, result.stderr
+    uploads = json.loads(result.stdout)["uploads"]
+    assert uploads == [  # a custom image: no source tarball
+        {"local": "the resolved experiment 'deepfm'", "s3": "s3://bucket/p/config/experiment.yaml"},
+        {"local": "the data files' S3 URIs", "s3": "s3://bucket/p/config/data.json"},
+        {"local": f"{tmp_path}/part-0.tfrecord", "s3": "s3://bucket/p/data/tfrecord/part-0.tfrecord"},
+        {"local": f"{tmp_path}/part-1.tfrecord", "s3": "s3://bucket/p/data/tfrecord/part-1.tfrecord"},
+        {"local": f"{tmp_path}/manifest.json", "s3": "s3://bucket/p/config/manifest.json"}]

@@ -6,6 +6,12 @@ prefix, no emulation; Pipe → pipe on the channel's FIFOs, no emulation), runs 
 `pipebench run`'s machinery and writes the run folder and `job.json` under
 `/opt/ml/output/data/<host>/`, which SageMaker uploads as output.tar.gz. A user error is written to
 `/opt/ml/output/failure`, which SageMaker reports as the job's FailureReason.
+
+In a heterogeneous cluster (launch --data-workers) each host first takes its role from its instance
+group (pipebench.sagemaker.cluster): data hosts serve the tf.data service until the trainer is done;
+the trainer runs the experiment, records which groups fed it in job.json, then stops the data hosts.
+In script mode the training toolkit runs this through /opt/ml/code/pipebench_entry.py, passing the
+hyperparameters as arguments too; they are ignored (hyperparameters.json is read instead).
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from converters import MANIFEST
 from pipebench.atomic import atomic_write_json
 from pipebench.config import load_experiment
 from pipebench.errors import PipebenchError
+from pipebench.sagemaker.cluster import SERVICE_ENV, Role, role_of, serve_data_role, shutdown_data_hosts
 from pipebench.sagemaker.environment import SageMakerEnvironment, read_environment
 from pipebench.sagemaker.launch import DATA_LIST, EXPERIMENT_FILE
 from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
@@ -58,19 +65,22 @@ def overrides(env: SageMakerEnvironment, data_list: dict) -> tuple[str, ...]:
     return tuple(out)
 
 
-def job_facts(env: SageMakerEnvironment, data_list: dict) -> dict:
-    """Give job.json: which job, instance and input mode produced the results beside it."""
+def job_facts(env: SageMakerEnvironment, data_list: dict, role: Role) -> dict:
+    """Give job.json: which job, instance, input mode and (with data workers) which groups fed the results."""
     channel = env.channel(DATA_CHANNEL)
     return {"job_name": env.hyperparameters.get("pipebench_job_name"), "instance_type": env.instance_type,
             "input_mode": channel.input_mode, "source_mode": SOURCE_MODE_OF_INPUT_MODE[channel.input_mode],
             "distribution": channel.distribution, "hosts": list(env.hosts), "current_host": env.current_host,
-            "num_cpus": env.num_cpus, "num_gpus": env.num_gpus, "data_format": data_list["format"]}
+            "num_cpus": env.num_cpus, "num_gpus": env.num_gpus, "data_format": data_list["format"],
+            "role": role.kind, "instance_group": role.group, "service_dispatcher": role.dispatcher,
+            "fed_by": role.fed_by()}
 
 
-def run_job(env: SageMakerEnvironment, log=print) -> Path:
-    """Run the experiment of this job; give the run folder."""
+def run_job(env: SageMakerEnvironment, log=print, role: Role | None = None) -> Path:
+    """Run the experiment of this job on the trainer; give the run folder."""
     from pipebench.runner import run  # TensorFlow-side modules: only when a job runs
 
+    role = role or role_of(env.current_host, env.current_group, env.instance_groups, env.hyperparameters)
     config_dir = env.channel(CONFIG_CHANNEL).path
     data_path = config_dir / DATA_LIST
     try:
@@ -80,11 +90,15 @@ def run_job(env: SageMakerEnvironment, log=print) -> Path:
     experiment = load_experiment(config_dir / EXPERIMENT_FILE, overrides(env, data_list))
     # Without the toolkit nothing has set SM_*: machine facts (instance type, hosts, CPUs) read them there.
     os.environ.update(env.toolkit_variables())
+    if role.dispatcher:
+        # Where the job's tf.data service listens, for trials that read through it.
+        os.environ[SERVICE_ENV] = f"grpc://{role.dispatcher}"
     out = host_output_dir(env)
     out.mkdir(parents=True, exist_ok=True)
-    facts = job_facts(env, data_list)
+    facts = job_facts(env, data_list, role)
+    fed = f", fed by {', '.join(g['group'] for g in facts['fed_by'])}" if role.dispatcher else ""
     log(f"pipebench on SageMaker: {facts['job_name']} ({env.instance_type}, {facts['input_mode']} mode, "
-        f"host {env.current_host} of {len(env.hosts)})")
+        f"host {env.current_host} of {len(env.hosts)}{fed})")
     run_dir = run(experiment, log=log).run_dir
     atomic_write_json(out / JOB_FILE, {**facts, "run_dir": str(run_dir.relative_to(out))})
     return run_dir
@@ -95,7 +109,17 @@ def main() -> int:
     env = None
     try:
         env = read_environment()
-        run_job(env, log=lambda text: print(text, flush=True))
+        log = lambda text: print(text, flush=True)  # noqa: E731 - SageMaker's log shows lines as they come
+        role = role_of(env.current_host, env.current_group, env.instance_groups, env.hyperparameters)
+        if role.kind == "trainer":
+            try:
+                run_job(env, log=log, role=role)
+            finally:
+                shutdown_data_hosts(role, log=log)  # the job ends only when every host's entry has exited
+        else:
+            log(f"pipebench on SageMaker: {role.kind} of group {role.group} on {env.current_host} "
+                f"(dispatcher {role.dispatcher})")
+            serve_data_role(role, log=log)
     except PipebenchError as err:
         print(f"pipebench: error: {err}", file=sys.stderr)
         if env is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipebench.errors import PipebenchError
@@ -45,6 +45,9 @@ class SageMakerEnvironment:
     num_gpus: int
     model_dir: Path
     output_data_dir: Path
+    # Instance groups (every job has them; one `homogeneousCluster` unless launched with groups).
+    current_group: str | None = None
+    instance_groups: Mapping[str, Mapping] = field(default_factory=dict)  # name → {"instance_type", "hosts"}
 
     @property
     def input_config_dir(self) -> Path:
@@ -63,6 +66,11 @@ class SageMakerEnvironment:
                **{f"SM_CHANNEL_{name.upper()}": str(c.path) for name, c in self.channels.items()}}
         if self.instance_type:
             out["SM_CURRENT_INSTANCE_TYPE"] = self.instance_type
+        if self.current_group:
+            out["SM_CURRENT_INSTANCE_GROUP"] = self.current_group
+        if self.instance_groups:
+            out["SM_INSTANCE_GROUPS_DICT"] = json.dumps(
+                {name: {"instance_group_name": name, **group} for name, group in self.instance_groups.items()})
         return out
 
     def channel(self, name: str) -> Channel:
@@ -106,6 +114,29 @@ def _int_env(env: Mapping[str, str], name: str, fallback: int) -> int:
     return int(text)
 
 
+def _instance_groups(env: Mapping[str, str], resources: dict, where: Path) -> tuple[str | None, dict[str, dict]]:
+    """Give (this host's group, name → {"instance_type", "hosts"}): SM_* variables first, resourceconfig.json else.
+
+    SageMaker writes `current_group_name` and an `instance_groups` list; the toolkit turns them into
+    SM_CURRENT_INSTANCE_GROUP and SM_INSTANCE_GROUPS_DICT (name → the list's entry).
+    """
+    current = env.get("SM_CURRENT_INSTANCE_GROUP") or resources.get("current_group_name")
+    listed = _json_env(env, "SM_INSTANCE_GROUPS_DICT")
+    listed = list(listed.values()) if isinstance(listed, dict) else resources.get("instance_groups", [])
+    groups = {}
+    for entry in listed if isinstance(listed, list) else [None]:
+        if not (isinstance(entry, dict) and isinstance(entry.get("instance_group_name"), str)
+                and isinstance(entry.get("hosts"), list) and entry["hosts"]):
+            raise PipebenchError(f"{where}: instance_groups: each needs an instance_group_name and a non-empty "
+                                 f"hosts list, not {str(entry)[:80]}")
+        groups[entry["instance_group_name"]] = {"instance_type": entry.get("instance_type"),
+                                                "hosts": list(entry["hosts"])}
+    if groups and current not in groups:
+        raise PipebenchError(f"{where}: current group {current!r} is not one of the instance groups "
+                             f"{', '.join(groups)}")
+    return current, groups
+
+
 def read_environment(env: Mapping[str, str] | None = None) -> SageMakerEnvironment:
     """Give the container's environment: SM_* variables first, the /opt/ml config files otherwise."""
     env = os.environ if env is None else env
@@ -122,6 +153,8 @@ def read_environment(env: Mapping[str, str] | None = None) -> SageMakerEnvironme
         raise PipebenchError(f"{config_dir / 'resourceconfig.json'}: hosts must be a non-empty list of names")
     if current_host not in hosts:
         raise PipebenchError(f"current host {current_host!r} is not one of the hosts {hosts}")
+
+    current_group, groups = _instance_groups(env, resources, config_dir / "resourceconfig.json")
 
     names = _json_env(env, "SM_CHANNELS") or sorted(data_config)
     channels = {}
@@ -142,4 +175,5 @@ def read_environment(env: Mapping[str, str] | None = None) -> SageMakerEnvironme
         num_gpus=_int_env(env, "SM_NUM_GPUS", 0),
         model_dir=Path(env.get("SM_MODEL_DIR") or root / "model"),
         output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR") or root / "output" / "data"),
+        current_group=current_group, instance_groups=groups,
     )

@@ -5,14 +5,19 @@ The launch folder on S3 (`--s3 s3://bucket/prefix`) holds:
   config/data.json         the format and the data files' S3 URIs (in Pipe mode the job has no files to list)
   config/manifest.json     the converter's manifest of those files, when there is one: the job's data
                            fingerprint then equals a local run's on the same files
+  source/sourcedir.tar.gz  pipebench as script-mode source (pipebench.sagemaker.sourcedir), unless the
+                           jobs run a custom image (--image-uri) that has pipebench installed
   data/<format>/part-*     the data files, and nothing else: Pipe mode streams every object under the prefix
   output/<job>/output/output.tar.gz   what each job wrote to /opt/ml/output/data (SageMaker uploads it)
   pipebench-launch.json    the jobs launched, for `pipebench sagemaker collect`
-boto3 is imported only when something is uploaded or submitted.
+Without --image-uri the jobs run SageMaker's official TensorFlow training image of the region, TF
+version and processor (pipebench.sagemaker.images). boto3 is imported only when something is
+uploaded or submitted.
 """
 from __future__ import annotations
 
 import datetime as dt
+import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,10 +25,14 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.config import Experiment, parse_experiment
 from pipebench.errors import ConfigError, PipebenchError, UsageError
+from pipebench.sagemaker import images, sourcedir
+from pipebench.sagemaker.cluster import DataWorkers
 from pipebench.sagemaker.environment import INPUT_MODES
-from pipebench.sagemaker.requests import job_name, training_job_request, validate
+from pipebench.sagemaker.requests import (job_name, script_mode_hyperparameters, trainer_instance_type,
+                                          training_job_request, validate)
 
 LAUNCH_MANIFEST = "pipebench-launch.json"
+SOURCE_KEY = "source"
 DATA_LIST = "data.json"
 EXPERIMENT_FILE = "experiment.yaml"
 
@@ -48,13 +57,26 @@ def s3_join(bucket: str, *parts: str) -> str:
     return f"s3://{bucket}/{s3_key(*parts)}".rstrip("/")
 
 
-def client(service: str):
+def client(service: str, region: str | None = None):
     """Give a boto3 client; AWS_ENDPOINT_URL (boto3's own variable) points it at another endpoint, e.g. moto."""
     try:
         import boto3
     except ImportError:
         raise UsageError("talking to AWS needs boto3: pip install 'pipebench[aws]'") from None
-    return boto3.client(service)
+    return boto3.client(service, region_name=region)
+
+
+def default_region() -> str | None:
+    """Give the region boto3 would use (AWS_REGION, AWS_DEFAULT_REGION, the profile's config), or None."""
+    try:
+        import botocore.exceptions
+        import botocore.session
+    except ImportError:
+        raise UsageError("SageMaker requests need botocore: pip install 'pipebench[aws]'") from None
+    try:
+        return botocore.session.get_session().get_config_variable("region")
+    except botocore.exceptions.BotoCoreError as err:  # e.g. AWS_PROFILE names no profile
+        raise UsageError(f"AWS configuration: {err}") from None
 
 
 def job_experiment(experiment: Experiment, data_format: str) -> Experiment:
@@ -85,45 +107,117 @@ class Launch:
     bucket: str
     prefix: str
     data_format: str
+    region: str | None = None
+    tf_version: str | None = None  # the official image's TF version; None with a custom image
+    data_workers: tuple[DataWorkers, ...] = ()
 
     @property
     def uri(self) -> str:
         return s3_join(self.bucket, self.prefix)
+
+    @property
+    def source_uri(self) -> str | None:
+        """Give where sourcedir.tar.gz goes, or None when a custom image runs (nothing to ship)."""
+        return None if self.tf_version is None else s3_join(self.bucket, self.prefix, SOURCE_KEY, sourcedir.TARBALL)
+
+    def uploads(self) -> list[dict]:
+        """Give what `submit` uploads, local → S3, without making anything (a dry run lists this)."""
+        out = []
+        if self.source_uri:
+            files = sourcedir.source_files()
+            roots = sorted({str(Path(p.__file__).parent) for p in sourcedir.PACKAGES})
+            out.append({"local": f"{len(files)} files of {' and '.join(roots)}, {sourcedir.ENTRY_PROGRAM} and "
+                                 f"{sourcedir.REQUIREMENTS}, packed as {sourcedir.TARBALL}", "s3": self.source_uri})
+        config = s3_join(self.bucket, self.prefix, "config")
+        out += [{"local": f"the resolved experiment {self.given.name!r}", "s3": f"{config}/{EXPERIMENT_FILE}"},
+                {"local": "the data files' S3 URIs", "s3": f"{config}/{DATA_LIST}"}]
+        data = s3_join(self.bucket, self.prefix, "data", self.data_format)
+        given = self.given["data"]["files"].get(self.data_format)
+        if given:
+            found = sorted({f for pattern in given for f in glob.glob(pattern) if Path(f).name != MANIFEST})
+            out += [{"local": f, "s3": f"{data}/{Path(f).name}"} for f in found]
+            manifest = Path(found[0]).parent / MANIFEST if found else None
+            if manifest and manifest.exists():  # as submit finds it: beside the first data file
+                out.append({"local": str(manifest), "s3": f"{config}/{MANIFEST}"})
+        else:
+            synth = self.given["data"]["synth"]
+            out.append({"local": f"{synth['rows']:,} synthetic rows in {synth['files']} {self.data_format} files, "
+                                 f"made (once) under {self.given['data']['cache_dir']}", "s3": f"{data}/"})
+            if self.data_format != "libsvm":  # the synthesizer writes libsvm; only converted formats have a manifest
+                out.append({"local": f"their converter's {MANIFEST}", "s3": f"{config}/{MANIFEST}"})
+        return out
 
     def manifest(self) -> dict:
         """Give pipebench-launch.json: the jobs and what each measures."""
         jobs = []
         for request in self.requests:
             train = request["InputDataConfig"][1]
-            jobs.append({"name": request["TrainingJobName"], "instance_type": request["ResourceConfig"]["InstanceType"],
+            jobs.append({"name": request["TrainingJobName"], "instance_type": trainer_instance_type(request),
                          "input_mode": train["InputMode"],
                          "distribution": train["DataSource"]["S3DataSource"]["S3DataDistributionType"]})
-        return {"experiment": self.experiment.name, "data_format": self.data_format, "jobs": jobs}
+        return {"experiment": self.experiment.name, "data_format": self.data_format, "jobs": jobs,
+                "source": self.source_uri, "tf_version": self.tf_version,
+                "data_workers": [{"instance_type": w.instance_type, "count": w.count} for w in self.data_workers]}
+
+
+def _image_of(instance_type: str, data_workers: tuple[DataWorkers, ...], region: str, tf_version: str) -> str:
+    """Give the official image for a job: one image for all its groups, the GPU one if any group has GPUs.
+
+    The GPU images run on CPU instances too, so a GPU trainer fed by CPU data workers gets the GPU image.
+    """
+    types = [instance_type, *(w.instance_type for w in data_workers)]
+    gpu = [t for t in types if images.processor(t) == "gpu"]
+    return images.training_image_uri(region, tf_version, (gpu or types)[0])
 
 
 def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list[str], role_arn: str, s3_uri: str,
-         image_uri: str, data_format: str = "tfrecord", sharded: bool = False, instance_count: int = 1,
-         now: dt.datetime | None = None) -> Launch:
-    """Give the launch: one validated CreateTrainingJob request per instance type × input mode."""
+         image_uri: str | None = None, region: str | None = None, tf_version: str | None = None,
+         data_format: str = "tfrecord", sharded: bool = False, instance_count: int = 1,
+         data_workers: tuple[DataWorkers, ...] = (), now: dt.datetime | None = None) -> Launch:
+    """Give the launch: one validated CreateTrainingJob request per instance type × input mode.
+
+    Without `image_uri` each job runs the official TensorFlow training image (script mode), which
+    needs `region` (`tf_version` defaults to images.DEFAULT_TF_VERSION); with it, the custom image must
+    have pipebench installed.
+    """
+    tf_version = tf_version or images.DEFAULT_TF_VERSION
     bad = [m for m in input_modes if m not in INPUT_MODES]
     if bad:
         raise UsageError(f"--input-mode {bad[0]}: must be one of {', '.join(INPUT_MODES)}")
+    if data_workers and "Pipe" in input_modes:
+        raise UsageError("--input-mode Pipe with --data-workers: Pipe mode's dataset is a custom op that reads "
+                         "the host's own FIFOs, so a tf.data service worker cannot run it; use File or FastFile")
+    script_mode = image_uri is None
+    if script_mode:
+        if not region:
+            raise UsageError("sagemaker launch: no AWS region for the official image; give --region or set "
+                             "AWS_DEFAULT_REGION")
+        version = images.full_version(tf_version)
+        if "Pipe" in input_modes and not images.has_pipe_mode_dataset(version):
+            raise UsageError(f"--input-mode Pipe: the TensorFlow {version} training image has no sagemaker-tensorflow "
+                             f"(PipeModeDataset; only {', '.join(sorted(images.PIPE_MODE_VERSIONS))} has it): use "
+                             "--tf-version 2.14 or an --image-uri with it")
     given, experiment = experiment, job_experiment(experiment, data_format)
     bucket, prefix = parse_s3_uri(s3_uri)
     now = now or dt.datetime.now(dt.timezone.utc)
     budget_min = experiment["budget"]["max_minutes"]
     # The budget bounds the measuring; data copy, image pull and TF start-up come on top.
     max_runtime = int(budget_min * 60 + 1800) if budget_min else 86_400
-    requests = []
+    launch = Launch(given, experiment, [], bucket, prefix, data_format, region,
+                    images.full_version(tf_version) if script_mode else None, tuple(data_workers))
+    hyperparameters = (script_mode_hyperparameters(launch.source_uri, region, sourcedir.ENTRY_PROGRAM)
+                       if script_mode else None)
     for instance_type in dict.fromkeys(instance_types):
+        image = image_uri or _image_of(instance_type, launch.data_workers, region, tf_version)
         for mode in dict.fromkeys(input_modes):
             request = training_job_request(
-                name=job_name(experiment.name, instance_type, mode, now), role_arn=role_arn, image_uri=image_uri,
+                name=job_name(experiment.name, instance_type, mode, now), role_arn=role_arn, image_uri=image,
                 instance_type=instance_type, input_mode=mode, prefix=s3_join(bucket, prefix), data_format=data_format,
-                sharded=sharded, instance_count=instance_count, max_runtime_sec=max_runtime)
+                sharded=sharded, instance_count=instance_count, max_runtime_sec=max_runtime,
+                script_mode=hyperparameters, data_workers=launch.data_workers)
             validate(request)
-            requests.append(request)
-    return Launch(given, experiment, requests, bucket, prefix, data_format)
+            launch.requests.append(request)
+    return launch
 
 
 def submit(launch: Launch, log=print) -> dict:
@@ -134,12 +228,16 @@ def submit(launch: Launch, log=print) -> dict:
     files = data.files.get(launch.data_format)
     if not files:
         raise ConfigError(f"data: no {launch.data_format} files to upload")
-    s3 = client("s3")
+    s3 = client("s3", launch.region)
     names = [Path(f).name for f in files]
     if len(set(names)) != len(names):
         raise ConfigError(f"data.files.{launch.data_format}: two files share a name; SageMaker's channel is one folder")
     log(f"uploading {len(files)} {launch.data_format} file(s) to {s3_join(launch.bucket, launch.prefix, 'data')}")
     try:
+        if launch.source_uri:
+            _, key = parse_s3_uri(launch.source_uri)
+            log(f"uploading pipebench's source to {launch.source_uri}")
+            s3.put_object(Bucket=launch.bucket, Key=key, Body=sourcedir.build_tarball(launch.tf_version))
         for path, name in zip(files, names):
             s3.upload_file(str(path), launch.bucket, s3_key(launch.prefix, "data", launch.data_format, name))
         config = {EXPERIMENT_FILE: launch.experiment.to_yaml().encode(),
@@ -150,7 +248,7 @@ def submit(launch: Launch, log=print) -> dict:
             config[MANIFEST] = converter_manifest.read_bytes()
         for name, body in config.items():
             s3.put_object(Bucket=launch.bucket, Key=s3_key(launch.prefix, "config", name), Body=body)
-        sagemaker = client("sagemaker")
+        sagemaker = client("sagemaker", launch.region)
         for request in launch.requests:
             sagemaker.create_training_job(**request)
             log(f"created {request['TrainingJobName']}")

@@ -1,0 +1,195 @@
+"""SageMaker heterogeneous clusters: a trainer group fed by tf.data service data-worker groups.
+
+`launch --data-workers TYPE:COUNT` (repeatable) adds instance groups `data-1`, `data-2`, ... beside the
+`trainer` group (at most 5 groups in all, SageMaker's limit). In the job, every host reads which group
+it is in (`SM_CURRENT_INSTANCE_GROUP` / resourceconfig.json's `current_group_name`) and takes its role
+the way the AWS sample training/heterogeneous-clusters/tf.data.service.sagemaker does:
+  - the first host of the first data group runs the tf.data service dispatcher and a worker;
+  - every other data host runs a worker registered with that dispatcher;
+  - trainer hosts run the experiment, and then tell each data host to stop (a connection to its
+    shutdown port, as the sample's launcher.py does), so the job ends.
+Servers are started only as `python -m pipebench.sources.service_server`, each dying with this
+process. Ports are the sample's (dispatcher 6000, workers 6001, shutdown 16000) unless the launch's
+hyperparameters say otherwise. No TensorFlow here: the servers import it in their own processes.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from pipebench.errors import PipebenchError, UsageError
+
+TRAINER_GROUP = "trainer"
+MAX_GROUPS = 5  # ResourceConfig.InstanceGroups holds at most 5
+DISPATCHER_PORT = 6000
+WORKER_PORT = 6001
+SHUTDOWN_PORT = 16000
+
+# Hyperparameters the launch passes and the entry reads (values are strings, as SageMaker passes them).
+HP_TRAINER_GROUP = "pipebench_trainer_group"
+HP_DATA_GROUPS = "pipebench_data_groups"  # comma-separated group names
+HP_DISPATCHER_PORT = "pipebench_dispatcher_port"
+HP_WORKER_PORT = "pipebench_worker_port"
+HP_SHUTDOWN_PORT = "pipebench_shutdown_port"
+SERVICE_ENV = "PIPEBENCH_SERVICE_DISPATCHER"  # grpc://HOST:PORT, for the trainer's trials
+
+
+@dataclass(frozen=True)
+class DataWorkers:
+    """One `--data-workers TYPE:COUNT`: an instance group of tf.data service workers."""
+
+    instance_type: str
+    count: int
+
+
+def parse_data_workers(text: str) -> DataWorkers:
+    """Give the group `TYPE:COUNT` asks for; UsageError naming the option otherwise."""
+    match = re.fullmatch(r"(ml\.[A-Za-z0-9.-]+):([0-9]+)", text.strip())
+    if not match or int(match[2]) < 1:
+        raise UsageError(f"--data-workers {text[:60]!r}: expected TYPE:COUNT, e.g. ml.c5.18xlarge:2 (count >= 1)")
+    return DataWorkers(match[1], int(match[2]))
+
+
+def data_group_names(count: int) -> list[str]:
+    """Give the names of `count` data-worker groups: data-1, data-2, ..."""
+    if count + 1 > MAX_GROUPS:
+        raise UsageError(f"--data-workers given {count} times: SageMaker allows {MAX_GROUPS} instance groups, "
+                         f"the trainer's included, so at most {MAX_GROUPS - 1}")
+    return [f"data-{i}" for i in range(1, count + 1)]
+
+
+@dataclass(frozen=True)
+class Role:
+    """What this host does in the job, and the service it belongs to."""
+
+    kind: str  # "trainer" | "dispatcher" (dispatcher and a worker) | "worker"
+    group: str | None  # None in a job without instance groups
+    host: str
+    dispatcher: str | None  # HOST:PORT of the job's dispatcher; None without data workers
+    data_groups: Mapping[str, Mapping]  # name → {"instance_type", "hosts"} of each data group
+    worker_port: int
+    shutdown_port: int
+
+    def fed_by(self) -> list[dict]:
+        """Give the data groups feeding the trainer, as job.json records them."""
+        return [{"group": name, "instance_type": g["instance_type"], "hosts": list(g["hosts"])}
+                for name, g in self.data_groups.items()]
+
+
+def _port(hyperparameters: Mapping[str, str], name: str, default: int) -> int:
+    text = hyperparameters.get(name, str(default))
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise PipebenchError(f"hyperparameters.json: {name}: not a port: {text[:40]!r}")
+    return int(text)
+
+
+def role_of(current_host: str, current_group: str | None, instance_groups: Mapping[str, Mapping],
+            hyperparameters: Mapping[str, str]) -> Role:
+    """Give this host's role from its group, the job's groups and the launch's hyperparameters."""
+    data_names = [n for n in hyperparameters.get(HP_DATA_GROUPS, "").split(",") if n]
+    worker_port = _port(hyperparameters, HP_WORKER_PORT, WORKER_PORT)
+    shutdown_port = _port(hyperparameters, HP_SHUTDOWN_PORT, SHUTDOWN_PORT)
+    if not data_names:
+        return Role("trainer", current_group, current_host, None, {}, worker_port, shutdown_port)
+    missing = [n for n in data_names if n not in instance_groups]
+    if missing:
+        raise PipebenchError(f"resourceconfig.json: instance group {missing[0]!r} (a data-worker group of the launch) "
+                             f"is not in this job (groups: {', '.join(instance_groups) or 'none'})")
+    data_groups = {n: instance_groups[n] for n in data_names}
+    first_data_host = data_groups[data_names[0]]["hosts"][0]
+    dispatcher = f"{first_data_host}:{_port(hyperparameters, HP_DISPATCHER_PORT, DISPATCHER_PORT)}"
+    trainer = hyperparameters.get(HP_TRAINER_GROUP, TRAINER_GROUP)
+    if current_group == trainer:
+        kind = "trainer"
+    elif current_group in data_groups:
+        kind = "dispatcher" if current_host == first_data_host else "worker"
+    else:
+        raise PipebenchError(f"resourceconfig.json: this host's instance group {current_group!r} is neither the "
+                             f"trainer group {trainer!r} nor a data-worker group ({', '.join(data_names)})")
+    return Role(kind, current_group, current_host, dispatcher, data_groups, worker_port, shutdown_port)
+
+
+@contextlib.contextmanager
+def _server(args: list[str], log) -> Iterator[subprocess.Popen]:
+    """Start one service_server process, wait for its `ready` line, and stop it (and wait) on the way out."""
+    command = [sys.executable, "-m", "pipebench.sources.service_server", *args, "--parent-pid", str(os.getpid())]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # the server's first line; EOF if it died first
+        if not line.startswith("ready "):
+            proc.wait()
+            raise PipebenchError(f"tf.data service {args[0]} on port {args[2]}: exited with code {proc.returncode} "
+                                 "before it was ready")
+        log(f"tf.data service {args[0]} ready at {line.split()[1]} (pid {proc.pid})")
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        proc.stdout.close()
+
+
+def _wait_for_shutdown(port: int, servers: list[subprocess.Popen], log) -> None:
+    """Return once a connection arrives on `port`; PipebenchError if a server exits first."""
+    with socket.create_server(("", port)) as listener:
+        listener.settimeout(1.0)
+        log(f"serving until the trainer connects to port {port}")
+        while True:
+            dead = [p for p in servers if p.poll() is not None]
+            if dead:
+                raise PipebenchError(f"tf.data service server pid {dead[0].pid} exited with code "
+                                     f"{dead[0].returncode} while serving")
+            try:
+                conn, peer = listener.accept()
+            except socket.timeout:
+                continue
+            conn.close()
+            log(f"shutdown asked by {peer[0]}")
+            return
+
+
+def serve_data_role(role: Role, log=print) -> None:
+    """Run this data host's servers (the dispatcher too on the first data host) until the trainer says stop."""
+    with contextlib.ExitStack() as stack:
+        servers = []
+        if role.kind == "dispatcher":
+            port = role.dispatcher.rsplit(":", 1)[1]
+            args = ["dispatcher", "--port", port, "--worker-host", role.host]
+            servers.append(stack.enter_context(_server(args, log)))
+        servers.append(stack.enter_context(_server(
+            ["worker", "--port", str(role.worker_port), "--dispatcher", role.dispatcher, "--worker-host", role.host],
+            log)))
+        _wait_for_shutdown(role.shutdown_port, servers, log)
+
+
+def shutdown_data_hosts(role: Role, log=print, attempts: int = 60, pause_sec: float = 5.0) -> list[str]:
+    """Tell every data host to stop serving; give the hosts that could not be reached (logged, not raised).
+
+    A data host still importing TensorFlow does not listen yet, so each is tried for about five minutes;
+    one never reached keeps serving until the job's MaxRuntimeInSeconds.
+    """
+    unreached = []
+    for group in role.data_groups.values():
+        for host in group["hosts"]:
+            for attempt in range(attempts):
+                try:
+                    socket.create_connection((host, role.shutdown_port), timeout=5).close()
+                    break
+                except OSError as err:
+                    if attempt == attempts - 1:
+                        log(f"could not tell data host {host} to stop: {err}")
+                        unreached.append(host)
+                    else:
+                        time.sleep(pause_sec)  # it may still be starting its servers
+    return unreached
