@@ -207,18 +207,44 @@ class ChunkCounts:
     counts: np.ndarray  # int64, per key
 
 
+@numba.njit(cache=True, nogil=True)
+def _count(status, ints, int_seen, cats, cat_seen):
+    """Give (rows, clipped integer minima, maxima, sorted distinct keys, their counts) of the good rows."""
+    int_min = np.full(INTEGER_FIELDS, _NO_VALUE, np.int64)
+    int_max = np.full(INTEGER_FIELDS, -_NO_VALUE, np.int64)
+    keys = np.empty(status.size * CATEGORICAL_FIELDS, np.uint64)
+    n = 0
+    rows = 0
+    for row in range(status.size):
+        if status[row] != OK:
+            continue
+        rows += 1
+        for k in range(INTEGER_FIELDS):
+            if int_seen[row, k]:
+                v = min(ints[row, k], _CLIP[k])
+                int_min[k] = min(int_min[k], v)
+                int_max[k] = max(int_max[k], v)
+        for j in range(CATEGORICAL_FIELDS):
+            if cat_seen[row, j]:
+                keys[n] = (np.uint64(j) << np.uint64(32)) | np.uint64(cats[row, j])
+                n += 1
+    keys = np.sort(keys[:n])
+    distinct = np.empty(n, np.uint64)
+    counts = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        if m and distinct[m - 1] == keys[i]:
+            counts[m - 1] += 1
+        else:
+            distinct[m] = keys[i]
+            counts[m] = 1
+            m += 1
+    return rows, int_min, int_max, distinct[:m], counts[:m]
+
+
 def count_chunk(parsed: RawChunk) -> ChunkCounts:
     """Give the first pass's statistics of the good rows of a chunk."""
-    good = parsed.good
-    seen = parsed.int_seen & good[:, None]
-    clipped = np.minimum(parsed.ints, _CLIP)
-    int_min = np.where(seen, clipped, _NO_VALUE).min(axis=0, initial=_NO_VALUE)
-    int_max = np.where(seen, clipped, -_NO_VALUE).max(axis=0, initial=-_NO_VALUE)
-    present = parsed.cat_seen & good[:, None]
-    fields = np.broadcast_to(np.arange(CATEGORICAL_FIELDS, dtype=np.uint64), present.shape)
-    keys = (fields[present] << np.uint64(32)) | parsed.cats[present].astype(np.uint64)
-    keys, counts = np.unique(keys, return_counts=True)
-    return ChunkCounts(int(good.sum()), int_min, int_max, keys, counts.astype(np.int64))
+    return ChunkCounts(*_count(parsed.status, parsed.ints, parsed.int_seen, parsed.cats, parsed.cat_seen))
 
 
 class Counter:
@@ -266,6 +292,40 @@ class Counter:
                           sources)
 
 
+@numba.njit(cache=True, nogil=True)
+def _encode(status, raw_labels, ints, int_seen, cats, cat_seen, sorted_values, sorted_ids, bounds, offsets,
+            has_range, lows, spans, labels, ids, values):
+    """Map good rows: integers clipped and min-max scaled into [0, 1], categories by binary search per field."""
+    out = 0
+    for row in range(status.size):
+        if status[row] != OK:
+            continue
+        labels[out] = raw_labels[row]
+        for k in range(INTEGER_FIELDS):
+            ids[out, k] = k + 1
+            value = 0.0
+            if int_seen[row, k] and has_range[k]:
+                value = (min(ints[row, k], _CLIP[k]) - lows[k]) / spans[k]
+                value = min(1.0, max(0.0, value))
+            values[out, k] = value
+        for j in range(CATEGORICAL_FIELDS):
+            found = offsets[j]
+            if cat_seen[row, j]:
+                lo, hi = bounds[j], bounds[j + 1]
+                target = cats[row, j]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if sorted_values[mid] < target:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < bounds[j + 1] and sorted_values[lo] == target:
+                    found = sorted_ids[lo]
+            ids[out, INTEGER_FIELDS + j] = found
+            values[out, INTEGER_FIELDS + j] = 1.0
+        out += 1
+
+
 @dataclass(frozen=True, eq=False)
 class FeatureMap:
     """Raw values → ids and values: integer ranges and, per categorical field, the kept values in id order."""
@@ -278,11 +338,20 @@ class FeatureMap:
     sources: list[dict]
 
     def __post_init__(self) -> None:
-        lookup = []  # per field: kept values sorted (for searchsorted) and each one's rank, i.e. id - offset - 1
-        for values in self.kept:
+        # For the compiled lookup: every field's kept values sorted, concatenated, with each one's id.
+        offsets = np.array(self.offsets, dtype=np.int64)
+        sorted_values, sorted_ids = [], []
+        for j, values in enumerate(self.kept):
             order = np.argsort(values, kind="stable")
-            lookup.append((values[order], order.astype(np.int64)))
-        object.__setattr__(self, "_lookup", lookup)
+            sorted_values.append(np.asarray(values, dtype=np.int64)[order])
+            sorted_ids.append(offsets[j] + 1 + order.astype(np.int64))
+        bounds = np.concatenate([[0], np.cumsum([len(v) for v in self.kept])]).astype(np.int64)
+        seen = np.array([lo is not None and hi > lo for lo, hi in zip(self.int_min, self.int_max)])
+        lows = np.array([lo if s else 0 for lo, s in zip(self.int_min, seen)], dtype=np.int64)
+        spans = np.array([hi - lo if s else 1 for lo, hi, s in zip(self.int_min, self.int_max, seen)], dtype=np.int64)
+        tables = (np.concatenate(sorted_values + [np.empty(0, np.int64)]),
+                  np.concatenate(sorted_ids + [np.empty(0, np.int64)]), bounds, offsets, seen, lows, spans)
+        object.__setattr__(self, "_tables", tables)
 
     @property
     def offsets(self) -> list[int]:
@@ -298,26 +367,13 @@ class FeatureMap:
 
     def encode(self, parsed: RawChunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Give (labels float32[n], ids int64[n, 39], values float32[n, 39]) of the chunk's good rows."""
-        good = parsed.good
-        n = int(good.sum())
+        n = int(parsed.good.sum())
+        labels = np.empty(n, np.float32)
         ids = np.empty((n, FIELD_SIZE), np.int64)
-        values = np.zeros((n, FIELD_SIZE), np.float32)
-        ids[:, :INTEGER_FIELDS] = np.arange(1, INTEGER_FIELDS + 1)
-        ints, int_seen = parsed.ints[good], parsed.int_seen[good]
-        for k in range(INTEGER_FIELDS):
-            lo, hi = self.int_min[k], self.int_max[k]
-            if lo is None or hi <= lo:
-                continue
-            scaled = (np.minimum(ints[:, k], CLIP[k]) - lo) / (hi - lo)
-            values[:, k] = np.where(int_seen[:, k], np.clip(scaled, 0.0, 1.0), 0.0)
-        values[:, INTEGER_FIELDS:] = 1.0
-        cats, cat_seen = parsed.cats[good], parsed.cat_seen[good]
-        for j, (offset, (sorted_values, sorted_ids)) in enumerate(zip(self.offsets, self._lookup)):
-            column = cats[:, j]
-            pos = np.minimum(np.searchsorted(sorted_values, column), max(len(sorted_values) - 1, 0))
-            hit = cat_seen[:, j] & (sorted_values[pos] == column) if len(sorted_values) else np.zeros(n, bool)
-            ids[:, INTEGER_FIELDS + j] = np.where(hit, offset + 1 + sorted_ids[pos] if len(sorted_ids) else 0, offset)
-        return parsed.labels[good].astype(np.float32), ids, values
+        values = np.empty((n, FIELD_SIZE), np.float32)
+        _encode(parsed.status, parsed.labels, parsed.ints, parsed.int_seen, parsed.cats, parsed.cat_seen,
+                *self._tables, labels, ids, values)
+        return labels, ids, values
 
     def to_json(self) -> dict:
         """Give the map as the versioned JSON saved beside the output."""
