@@ -254,9 +254,11 @@ class _Converter:
 
             def collect(future: Future) -> None:
                 index, first, parsed, chunk, counts = future.result()
+                source = self.sources[index]
+                source.lines = max(source.lines, first + len(parsed.status) - 1)
                 if req.on_error == "fail" and not parsed.good.all():
                     row = int(np.flatnonzero(~parsed.good)[0])
-                    raise DataError(f"{self.sources[index].path}:{first + row}: {criteo.reason(parsed, chunk, row)}")
+                    raise DataError(f"{source.path}:{first + row}: {criteo.reason(parsed, chunk, row)}")
                 counter.add(counts)
 
             for index, source in enumerate(self.sources):
