@@ -169,7 +169,7 @@ def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = N
     return None, "unknown: remote or packed files without a manifest (pass --epoch-examples to the checklist)"
 
 
-def _convert_once(sources: list[str], fmt: str, out: Path, experiment: Experiment, log) -> list[str]:
+def _convert_once(sources: list[str], fmt: str, out: Path, experiment: Experiment, field_size: int, log) -> list[str]:
     """Give the files of `sources` converted to `fmt` in `out`, converting only if `out` has no manifest yet."""
     from converters.convert import ConvertRequest, convert
 
@@ -177,7 +177,7 @@ def _convert_once(sources: list[str], fmt: str, out: Path, experiment: Experimen
         log(f"converting {len(sources)} file(s) to {fmt} in {out} (cached for later runs)")
         try:
             convert(ConvertRequest(inputs=tuple(Path(s) for s in sources), out=out, format=fmt,
-                                   field_size=experiment["data"]["synth"]["field_size"], shards=len(sources),
+                                   field_size=field_size, shards=len(sources),
                                    rows_per_record=experiment["data"]["rows_per_record"], force=True))
         except OutputFolderError as err:
             raise ConfigError(f"data.cache_dir: {out}: cannot create the data folder ({err.why})") from None
@@ -202,8 +202,10 @@ def _given(experiment: Experiment, log) -> DataSet:
         files[fmt] = found
         manifests.update({fmt: named[0]} if named else {})
     rows, rows_from = count_rows(files, manifests)
-    fingerprint = _content_fingerprint(files, manifests)
-    made = Path(data["cache_dir"]) / f"files-{fingerprint}"
+    described = _described(files, manifests)
+    field_size = described.get("field_size") or data["synth"]["field_size"]
+    feature_size = described.get("feature_size") or data["synth"]["feature_size"]
+    made = Path(data["cache_dir"]) / f"files-{_content_fingerprint(files, manifests)}"
     local = [fmt for fmt in ("libsvm", "tfrecord") if fmt in files
              and not any(f.startswith(REMOTE_PREFIX) for f in files[fmt])]
     for fmt in sorted(experiment.read_formats() - set(files)):
@@ -211,7 +213,7 @@ def _given(experiment: Experiment, log) -> DataSet:
             raise ConfigError(f"data.files: the pipelines read {fmt} and no local libsvm or TFRecord files are given "
                               f"to make it from; make it with pipebench convert FILE... --format {fmt} --out DIR "
                               f"and list DIR/part-* under data.files.{fmt}")
-        files[fmt] = _convert_once(files[local[0]], fmt, made / fmt, experiment, log)
+        files[fmt] = _convert_once(files[local[0]], fmt, made / fmt, experiment, field_size, log)
     holdout = {}
     if data["holdout_files"]:
         held = by_format(data["holdout_files"], "data.holdout_files")
@@ -219,11 +221,8 @@ def _given(experiment: Experiment, log) -> DataSet:
             raise ConfigError(f"data.holdout_files: {held[min(set(held) - {'libsvm', 'tfrecord'})][0]} is packed; the "
                               "quality guard reads TFRecord or libsvm (pipebench convert --format tfrecord)")
         holdout["tfrecord"] = held.get("tfrecord") or _convert_once(
-            held["libsvm"], "tfrecord", made / f"holdout-{_digest(held)}", experiment, log)
-    described = _described(files, manifests)
-    synth = data["synth"]
-    return DataSet(files, holdout, described.get("field_size") or synth["field_size"],
-                   described.get("feature_size") or synth["feature_size"], rows=rows,
+            held["libsvm"], "tfrecord", made / f"holdout-{_digest(held)}", experiment, field_size, log)
+    return DataSet(files, holdout, field_size, feature_size, rows=rows,
                    fingerprint=_content_fingerprint(files, manifests), rows_from=rows_from)
 
 
