@@ -76,3 +76,10 @@ def test_raw_criteo_conversions_give_their_feature_size(data):
                             "pipelines": {"presets": ["aws-sample"]}})
     got = materialise(exp)
     assert got.feature_size == manifest["feature_size"] and got.field_size == 39 and got.rows == 300
+
+
+def test_packed_holdout_files_are_refused_naming_the_key(data):
+    exp = experiment({"libsvm": ["libsvm/part-*"], "packed": ["packed/part-*"]}, holdout_files=["packed/part-*"])
+    with pytest.raises(ConfigError, match=r"^data\.holdout_files: packed/part-\S+ is packed; the quality guard reads "
+                                          r"TFRecord or libsvm"):
+        materialise(exp)
