@@ -108,7 +108,8 @@ def _criteo(args: argparse.Namespace) -> None:
         naive_rate = naive["rows"] / naive["seconds"]
         ours_rate = ours["rows"] / ours["seconds"]
         print(f"raw Criteo input: {args.criteo_rows:,} rows, {src.stat().st_size / 2**20:.0f} MiB")
-        print(f"naive (lambdaji's way, per-line Python, 2 passes): {naive_rate:10,.0f} rows/s  ({naive['seconds']:.1f} s)")
+        print(f"naive (lambdaji's way, per-line Python, 2 passes): {naive_rate:10,.0f} rows/s  "
+              f"({naive['seconds']:.1f} s)")
         print(f"pipebench convert --from criteo (2 passes):       {ours_rate:10,.0f} rows/s  ({ours['seconds']:.1f} s, "
               f"peak RSS {ours['peak_rss_mb']:.0f} MiB)")
         print(f"speed-up: {ours_rate / naive_rate:.1f}x (goal >= 10x); outputs parse identical: {equal}")

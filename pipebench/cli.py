@@ -327,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = commands.add_parser("data", help="make data sets").add_subparsers(dest="data_command", required=True,
                                                                               metavar="DATA_COMMAND")
-    synth = data.add_parser("synth", help="generate Criteo-like libsvm (or TFRecord, or raw Criteo) rows from a planted model")
+    synth = data.add_parser("synth", help="generate Criteo-like libsvm (or TFRecord, or raw Criteo) rows from a "
+                            "planted model")
     synth.add_argument("--rows", type=_positive_int, required=True)
     synth.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
     synth.add_argument("--files", type=_positive_int, default=1)
@@ -343,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--force", action="store_true", help="replace --out if it exists")
     synth.set_defaults(func=_cmd_synth)
 
-    convert = commands.add_parser("convert", help="libsvm or raw Criteo → TFRecord / packed / libsvm, or TFRecord → libsvm")
+    convert = commands.add_parser("convert", help="libsvm or raw Criteo → TFRecord / packed / libsvm, "
+                                  "or TFRecord → libsvm")
     convert.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
                          help="libsvm (plain, gzip or zlib), TFRecord, or raw Criteo (--from criteo) files; regular "
                               "files, not pipes or stdin")

@@ -350,8 +350,8 @@ def _whole(resolved: dict) -> None:
                                              "makes its own (data.holdout_rows)")
     if resolved["quality"]["enabled"]:
         if given and not data["holdout_files"]:
-            raise _Invalid("quality.enabled", "quality.enabled: the quality guard needs held-out rows: with data.files, "
-                                              "list files of rows not trained on in data.holdout_files")
+            raise _Invalid("quality.enabled", "quality.enabled: the quality guard needs held-out rows: with "
+                                              "data.files, list files of rows not trained on in data.holdout_files")
         if not given and not data["holdout_rows"]:
             raise _Invalid("data.holdout_rows", "data.holdout_rows: 0 leaves quality.enabled without held-out rows; "
                                                 "set it above 0 or disable quality")

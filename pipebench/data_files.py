@@ -21,7 +21,10 @@ _HEAD_BYTES = 1 << 16
 
 
 def expand(patterns: list[str], where: str) -> list[str]:
-    """Give the files the globs match (s3:// URIs as given), sorted, without converter manifests; ConfigError if a glob matches none."""
+    """Give the files the globs match (s3:// URIs as given), sorted, without converter manifests.
+
+    A glob that matches nothing is a ConfigError naming it (`WHERE[i]`).
+    """
     found: set[str] = set()
     for i, pattern in enumerate(patterns):
         matched = [pattern] if pattern.startswith(REMOTE_PREFIX) else glob.glob(pattern)

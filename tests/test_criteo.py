@@ -60,7 +60,8 @@ def reference_rows(lines: list[str], fmap: dict) -> tuple[np.ndarray, np.ndarray
         labels.append(float(columns[0]))
         all_ids.append(ids)
         all_values.append(values)
-    return np.array(labels, np.float32), np.array(all_ids, np.int64), np.array(all_values, np.float64).astype(np.float32)
+    values = np.array(all_values, np.float64).astype(np.float32)  # float32 of the exact quotient
+    return np.array(labels, np.float32), np.array(all_ids, np.int64), values
 
 
 def read_packed_rows(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,7 +75,8 @@ def read_packed_rows(folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def hand_written() -> list[str]:
-    """Give raw lines with every kind of missing value, out-of-clip and negative integers, rare and frequent categories."""
+    """Give raw lines with every kind of missing value, out-of-clip and negative integers, rare and frequent
+    categories."""
     common = [f"{0xA0000000 + j:08x}" for j in range(26)]
     lines = []
     for i in range(60):  # frequent values: kept at cutoff 3
@@ -99,7 +101,8 @@ def assert_same_rows(got, want) -> None:
     for name, g, w in zip(("labels", "ids", "values"), got, want):
         assert g.shape == w.shape, name
         mismatch = np.argwhere(g != w)
-        assert not len(mismatch), f"{name} differ first at {mismatch[0]}: {g[tuple(mismatch[0])]} != {w[tuple(mismatch[0])]}"
+        first = tuple(mismatch[0]) if len(mismatch) else None
+        assert first is None, f"{name} differ first at {first}: {g[first]} != {w[first]}"
 
 
 @pytest.mark.parametrize("ending,final_newline", [("\n", True), ("\r\n", False)])
@@ -143,7 +146,8 @@ def test_a_saved_map_maps_other_files_unknown_values_to_the_other_id(tmp_path):
                                feature_map=tmp_path / "train" / criteo.FEATURE_MAP_FILE))
         got = read_packed_rows(out)
         assert_same_rows(got, reference_rows(later, reference_map(train, 3)))
-        assert (out / criteo.FEATURE_MAP_FILE).read_bytes() == (tmp_path / "train" / criteo.FEATURE_MAP_FILE).read_bytes()
+        saved = (tmp_path / "train" / criteo.FEATURE_MAP_FILE).read_bytes()
+        assert (out / criteo.FEATURE_MAP_FILE).read_bytes() == saved  # the map travels with what it mapped
     assert got[2][0, :13].tolist() == [1.0] * 13 and got[2][1, :13].tolist() == [0.0] * 13  # clamped to [0, 1]
 
 
