@@ -1,9 +1,11 @@
-"""Converter speed: pipebench vs the sample's naive converter on the same synthetic libsvm file.
+"""Converter speed: pipebench vs the sample's naive converter on the same synthetic libsvm file, and raw
+Criteo → TFRecord (`convert --from criteo`, both passes) vs a naive per-line Python conversion.
 
 Prints rows/s of both, their ratio (goal ≥ 10× on 2 cores), whether the two outputs parse to
 identical tensors, and pipebench's peak RSS at 1M and 5M rows (goal: about equal).
 
-    python benchmarks/converter_speed.py [--rows 1000000] [--big-rows 5000000] [--workdir DIR]
+    python benchmarks/converter_speed.py [--rows 1000000] [--big-rows 5000000] [--criteo-rows 500000]
+                                         [--workdir DIR] [--only criteo]
 """
 from __future__ import annotations
 
@@ -18,12 +20,20 @@ from pathlib import Path
 _CHILD = r"""
 import json, sys, time
 kind, src, out = sys.argv[1:4]
-if kind == "naive":
+if kind in ("naive", "naive-criteo"):
     sys.path.insert(0, BENCH_DIR)
     import tensorflow  # imported before the clock starts, as pipebench's numba kernels are compiled before it
-    from naive_converter import convert
+    from naive_converter import convert, convert_criteo
     start = time.perf_counter()
-    rows = convert(src, out)
+    rows = convert(src, out) if kind == "naive" else convert_criteo(src, out)
+elif kind == "criteo":
+    from converters.convert import ConvertRequest, convert
+    from converters import criteo, example, tfrecord
+    parsed = criteo.parse_chunk(b"0" + b"\t" * 39 + b"\n")
+    criteo.count_chunk(parsed)
+    tfrecord.frame(*example.encode_examples(*criteo.Counter().feature_map(1, []).encode(parsed)))
+    start = time.perf_counter()
+    rows = convert(ConvertRequest(inputs=(src,), out=out, shard_mb=1e6, from_format="criteo"))["rows"]
 else:
     import numpy as np
     from converters.convert import ConvertRequest, convert
@@ -32,7 +42,7 @@ else:
     parsed = libsvm.parse_chunk(b"0 1:1\n", 1)
     tfrecord.frame(*example.encode_examples(parsed.labels, parsed.ids, parsed.values))
     start = time.perf_counter()
-    rows = convert(ConvertRequest(inputs=(src,), out=out, shard_mb=1e9))["rows"]
+    rows = convert(ConvertRequest(inputs=(src,), out=out, shard_mb=1e6))["rows"]
 seconds = time.perf_counter() - start
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec, so it would include the forked parent's pages.
 hwm_kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
@@ -48,10 +58,10 @@ def _child(kind: str, src: Path, out: Path) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _synth(rows: int, folder: Path) -> Path:
+def _synth(rows: int, folder: Path, fmt: str = "libsvm") -> Path:
     subprocess.run([sys.executable, "-m", "pipebench.cli", "data", "synth", "--rows", str(rows),
-                    "--out", str(folder), "--seed", "7"], check=True, capture_output=True)
-    return next(folder.glob("part-*.libsvm"))
+                    "--out", str(folder), "--seed", "7", "--format", fmt], check=True, capture_output=True)
+    return next(p for p in folder.glob("part-*") if p.suffix != ".json")
 
 
 def _outputs_equal(naive_file: Path, ours_dir: Path) -> bool:
@@ -77,8 +87,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--big-rows", type=int, default=5_000_000)
+    parser.add_argument("--criteo-rows", type=int, default=500_000)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--only", choices=("libsvm", "criteo"), help="run one of the two comparisons")
     args = parser.parse_args()
+    if args.only != "criteo":
+        _libsvm(args)
+    if args.only != "libsvm":
+        _criteo(args)
+
+
+def _criteo(args: argparse.Namespace) -> None:
+    """Raw Criteo → TFRecord: pipebench's two passes against lambdaji's way, per-line Python (the cutoff 200 both)."""
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        work = Path(tmp)
+        src = _synth(args.criteo_rows, work / "raw", "criteo")
+        naive = _child("naive-criteo", src, work / "naive.tfrecord")
+        ours = _child("criteo", src, work / "ours")
+        equal = _outputs_equal(work / "naive.tfrecord", work / "ours")
+        naive_rate = naive["rows"] / naive["seconds"]
+        ours_rate = ours["rows"] / ours["seconds"]
+        print(f"raw Criteo input: {args.criteo_rows:,} rows, {src.stat().st_size / 2**20:.0f} MiB")
+        print(f"naive (lambdaji's way, per-line Python, 2 passes): {naive_rate:10,.0f} rows/s  "
+              f"({naive['seconds']:.1f} s)")
+        print(f"pipebench convert --from criteo (2 passes):       {ours_rate:10,.0f} rows/s  ({ours['seconds']:.1f} s, "
+              f"peak RSS {ours['peak_rss_mb']:.0f} MiB)")
+        print(f"speed-up: {ours_rate / naive_rate:.1f}x (goal >= 10x); outputs parse identical: {equal}")
+
+
+def _libsvm(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
         src = _synth(args.rows, work / "synth")

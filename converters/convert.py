@@ -10,6 +10,10 @@ Every row is validated by one rule set, whatever the input: libsvm lines by the 
 the same parser, so reasons, counts and quarantine entries agree. `--on-error` applies to rows; a
 damaged file (a TFRecord checksum, a truncated or corrupt gzip/zlib stream) always stops the run.
 A run that yields no row at all (empty input, every row rejected) is an error, not an empty data set.
+
+Raw Criteo input (`--from criteo`, converters.criteo) takes two passes over the same chunks: the
+first counts values into a feature map (unless `--feature-map` gives one), saved in the output
+folder as feature_map.json; the second maps and writes rows like the libsvm path.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 import pipebench
-from converters import MANIFEST, libsvm, packed, tfrecord
+from converters import MANIFEST, criteo, libsvm, packed, tfrecord
 from converters.example import SCHEMA, encode_examples
 from converters.inputs import InputFile, refuse_unusable, sniff_compression
 from converters.inverse import ExampleBatch, example_batches, format_libsvm
@@ -35,6 +39,8 @@ from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import DataError, UsageError
 
 FORMATS = ("tfrecord", "packed", "libsvm")
+#: What the input is: "auto" tells libsvm from TFRecord by the bytes; "criteo" is raw Kaggle rows.
+FROM = ("auto", "criteo")
 ON_ERROR = ("fail", "skip", "quarantine")
 SUFFIX = {"tfrecord": ".tfrecord", "packed": ".packed.tfrecord", "libsvm": ".libsvm"}
 COMPRESSED_SUFFIX = {"none": "", "gzip": ".gz", "zlib": ".zz"}
@@ -66,6 +72,9 @@ class ConvertRequest:
     rows_per_record: int = packed.DEFAULT_ROWS_PER_RECORD
     force: bool = False
     chunk_bytes: int = CHUNK_BYTES
+    from_format: str = "auto"
+    feature_map: Path | None = None  # raw Criteo: map rows by this saved map instead of building one
+    cutoff: int | None = None  # raw Criteo: keep categorical values seen at least this often (default 200)
 
     def check(self) -> None:
         """Raise UsageError for option values that cannot work together."""
@@ -90,6 +99,18 @@ class ConvertRequest:
                              f"not {self.shard_mb}")
         if self.format == "packed" and self.feature_size and not packed.ids_fit(self.feature_size - 1):
             raise UsageError("--format packed stores ids as int32: feature_size must be below 2**31")
+        if self.from_format not in FROM:
+            raise UsageError(f"--from must be one of {', '.join(FROM)}, not {self.from_format!r}")
+        if self.from_format != "criteo":
+            if self.feature_map is not None or self.cutoff is not None:
+                raise UsageError("--feature-map and --cutoff apply to raw Criteo input: add --from criteo")
+            return
+        if self.field_size != criteo.FIELD_SIZE:
+            raise UsageError(f"--from criteo gives {criteo.FIELD_SIZE} fields; drop --field-size {self.field_size}")
+        if self.feature_map is not None and self.cutoff is not None:
+            raise UsageError("give --feature-map or --cutoff, not both (the map keeps the cutoff it was built with)")
+        if self.feature_map is not None:
+            refuse_unusable(Path(self.feature_map))
 
 
 @dataclass
@@ -168,12 +189,17 @@ class _Converter:
         self.req = req
         self.sources = [_Source(p) for p in req.inputs]
         kinds = {s.path: tfrecord.looks_like_tfrecord(s.path) for s in self.sources}
+        self.raw_criteo = req.from_format == "criteo"
+        self.feature_map: criteo.FeatureMap | None = None
+        if self.raw_criteo and any(kinds.values()):
+            tf_file = next(p for p, tf in kinds.items() if tf)
+            raise UsageError(f"{tf_file} is TFRecord, not raw Criteo text; drop --from criteo")
         self.tf_input = all(kinds.values())
         if any(kinds.values()) and not self.tf_input:
             tf_file = next(p for p, tf in kinds.items() if tf)
             text_file = next(p for p, tf in kinds.items() if not tf)
             raise UsageError(f"{tf_file} is TFRecord but {text_file} is not; convert one kind of input at a time")
-        if not self.tf_input and req.format == "libsvm":
+        if not self.tf_input and not self.raw_criteo and req.format == "libsvm":
             raise UsageError("--format libsvm converts TFRecord (Example) input back to libsvm; "
                              "the inputs are not TFRecord files")
         self.rejected: Counter[str] = Counter()
@@ -191,6 +217,9 @@ class _Converter:
             try:
                 with ThreadPoolExecutor(req.workers) as pool:
                     try:
+                        if self.raw_criteo:
+                            self.feature_map = self._load_or_build_map(pool)
+                            self.feature_map.save(tmp / criteo.FEATURE_MAP_FILE)
                         self._pump(pool, writer, quarantine)
                     except BaseException:
                         pool.shutdown(wait=True, cancel_futures=True)
@@ -209,6 +238,41 @@ class _Converter:
             manifest = self._manifest(shards, time.perf_counter() - started)
             atomic_write_json(tmp / MANIFEST, manifest, allow_nan=False)
         return manifest
+
+    def _load_or_build_map(self, pool: ThreadPoolExecutor) -> criteo.FeatureMap:
+        """Give the raw Criteo feature map: the one given, or one counted from the inputs (the first pass).
+
+        A bad line fails here already when --on-error is fail; otherwise it is left out of the
+        counts, and the second pass rejects it as it would any bad line.
+        """
+        req = self.req
+        if req.feature_map is not None:
+            fmap = criteo.FeatureMap.load(req.feature_map)
+        else:
+            counter = criteo.Counter()
+            window: deque[Future] = deque()
+
+            def collect(future: Future) -> None:
+                index, first, parsed, chunk, counts = future.result()
+                source = self.sources[index]
+                source.lines = max(source.lines, first + len(parsed.status) - 1)
+                if req.on_error == "fail" and not parsed.good.all():
+                    row = int(np.flatnonzero(~parsed.good)[0])
+                    raise DataError(f"{source.path}:{first + row}: {criteo.reason(parsed, chunk, row)}")
+                counter.add(counts)
+
+            for index, source in enumerate(self.sources):
+                for first, chunk in _line_chunks(source, req.chunk_bytes):
+                    window.append(pool.submit(_count_raw, index, first, chunk))
+                    if len(window) >= 2 * req.workers:
+                        collect(window.popleft())
+            while window:
+                collect(window.popleft())
+            fmap = counter.feature_map(req.cutoff or criteo.DEFAULT_CUTOFF, [s.describe() for s in self.sources])
+        if req.feature_size is not None and fmap.feature_size > req.feature_size:
+            raise UsageError(f"--feature-size {req.feature_size}: the feature map gives ids up to "
+                             f"{fmap.feature_size - 1}; drop --feature-size or raise it to {fmap.feature_size}")
+        return fmap
 
     def _no_rows(self) -> DataError:
         """Give the error for a run that produced no row: an empty data set is never what was asked."""
@@ -238,6 +302,9 @@ class _Converter:
                     for batch in example_batches(stream, self.req.field_size, self.req.on_error == "fail"):
                         yield _check_and_encode, (index, batch)
                     source.sha256 = stream.sha256
+            elif self.raw_criteo:
+                for first, chunk in _line_chunks(source, self.req.chunk_bytes):
+                    yield _map_and_encode, (index, first, chunk, self.feature_map)
             else:
                 for first, chunk in _line_chunks(source, self.req.chunk_bytes):
                     yield _parse_and_encode, (index, first, chunk)
@@ -288,7 +355,7 @@ class _Converter:
             "compression": req.compression,
             "tf_compression_type": tfrecord.TF_COMPRESSION[req.compression],
             "field_size": req.field_size,
-            "feature_size": req.feature_size,
+            "feature_size": self.feature_map.feature_size if self.feature_map else req.feature_size,
             "feature_size_seen": self.max_id + 1,
             "rows": self.rows,
             "positive_rate": self.label_sum / self.rows if self.rows else None,
@@ -298,7 +365,7 @@ class _Converter:
             },
             "shards": [s.to_dict() for s in shards],
             "sources": [s.describe() for s in self.sources],
-            "input_format": "tfrecord" if self.tf_input else "libsvm",
+            "input_format": "tfrecord" if self.tf_input else "criteo" if self.raw_criteo else "libsvm",
             "on_error": req.on_error,
             "rejected": {"total": sum(self.rejected.values()), "by_reason": dict(sorted(self.rejected.items()))},
             "seconds": round(seconds, 3),
@@ -307,6 +374,9 @@ class _Converter:
             manifest["packed_layout"] = packed.layout(req.field_size, req.rows_per_record)
         if req.on_error == "quarantine":
             manifest["quarantine_file"] = QUARANTINE_FILE
+        if self.feature_map is not None:
+            manifest["feature_map"] = {"file": criteo.FEATURE_MAP_FILE, "cutoff": self.feature_map.cutoff,
+                                       "given": None if req.feature_map is None else str(req.feature_map)}
         return manifest
 
 
@@ -321,6 +391,25 @@ def _parse_and_encode(req: ConvertRequest, source: int, first_line: int, chunk: 
         good = parsed.status == libsvm.OK
         labels, ids, values = labels[good], ids[good], values[good]
     out = _encode_rows(req, source, first_line, labels, ids, values)
+    out.lines = len(parsed.status)
+    out.rejects = rejects
+    return out
+
+
+def _count_raw(source: int, first_line: int, chunk: bytes) -> tuple:
+    """Give the first pass's view of a raw Criteo chunk: (source, first line, parsed, chunk, counts)."""
+    parsed = criteo.parse_chunk(chunk)
+    return source, first_line, parsed, chunk, criteo.count_chunk(parsed)
+
+
+def _map_and_encode(req: ConvertRequest, source: int, first_line: int, chunk: bytes,
+                    fmap: criteo.FeatureMap) -> _Chunk:
+    """Parse raw Criteo lines, map the good ones through the feature map, encode them."""
+    parsed = criteo.parse_chunk(chunk)
+    bad = np.flatnonzero(~parsed.good)
+    rejects = [(first_line + int(r), criteo.REASON_KEYS[int(parsed.status[r])], criteo.reason(parsed, chunk, int(r)),
+                parsed.line(chunk, int(r))) for r in bad]
+    out = _encode_rows(req, source, first_line, *fmap.encode(parsed))
     out.lines = len(parsed.status)
     out.rejects = rejects
     return out

@@ -67,7 +67,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
                          feature_size=args.feature_size, shards=args.shards, shard_mb=args.shard_mb,
                          compression=args.compression, on_error=args.on_error,
                          workers=args.workers or default_workers(), rows_per_record=args.rows_per_record,
-                         force=args.force)
+                         force=args.force, from_format=args.from_format, feature_map=args.feature_map,
+                         cutoff=args.cutoff)
     manifest = convert(req)
     rejected = manifest["rejected"]["total"]
     seconds = manifest["seconds"]
@@ -76,6 +77,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
           f"{args.out} in {seconds:.1f} s{rate}"
           + (f"; rejected {rejected} {'record' if manifest['input_format'] == 'tfrecord' else 'line'}(s): "
              f"{json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
+    if "feature_map" in manifest:
+        print(f"feature map: {args.out / manifest['feature_map']['file']} (feature_size {manifest['feature_size']}; "
+              "give it to --feature-map when converting validation and test files)")
     return 0
 
 
@@ -323,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = commands.add_parser("data", help="make data sets").add_subparsers(dest="data_command", required=True,
                                                                               metavar="DATA_COMMAND")
-    synth = data.add_parser("synth", help="generate Criteo-like libsvm (or TFRecord) rows from a planted model")
+    synth = data.add_parser("synth", help="generate Criteo-like libsvm (or TFRecord, or raw Criteo) rows from a "
+                            "planted model")
     synth.add_argument("--rows", type=_positive_int, required=True)
     synth.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
     synth.add_argument("--files", type=_positive_int, default=1)
@@ -331,16 +336,19 @@ def build_parser() -> argparse.ArgumentParser:
     synth.add_argument("--field-size", type=_positive_int, default=39)
     synth.add_argument("--feature-size", type=_positive_int, default=117581)
     synth.add_argument("--positive-rate", type=float, default=0.25)
-    synth.add_argument("--format", choices=("libsvm", "tfrecord"), default="libsvm")
+    synth.add_argument("--format", choices=("libsvm", "tfrecord", "criteo"), default="libsvm",
+                       help="criteo: raw Kaggle rows (label, I1-I13, C1-C26, tab-separated) for convert --from criteo")
     synth.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none")
     synth.add_argument("--stream", type=int, default=0,
                        help="other rows from the same planted model, e.g. 1 for a held-out split")
     synth.add_argument("--force", action="store_true", help="replace --out if it exists")
     synth.set_defaults(func=_cmd_synth)
 
-    convert = commands.add_parser("convert", help="libsvm → TFRecord / packed, or TFRecord → libsvm")
+    convert = commands.add_parser("convert", help="libsvm or raw Criteo → TFRecord / packed / libsvm, "
+                                  "or TFRecord → libsvm")
     convert.add_argument("inputs", nargs="+", type=Path, metavar="INPUT",
-                         help="libsvm (plain, gzip or zlib) or TFRecord files; regular files, not pipes or stdin")
+                         help="libsvm (plain, gzip or zlib), TFRecord, or raw Criteo (--from criteo) files; regular "
+                              "files, not pipes or stdin")
     convert.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
     convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord")
     convert.add_argument("--field-size", type=_positive_int, default=39)
@@ -354,6 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--workers", type=_positive_int, default=None, help="threads (default: all CPUs)")
     convert.add_argument("--rows-per-record", type=_positive_int, default=256, help="rows per packed record")
     convert.add_argument("--force", action="store_true", help="replace --out if it exists")
+    convert.add_argument("--from", dest="from_format", choices=("auto", "criteo"), default="auto",
+                         help="auto: libsvm or TFRecord, told apart by their bytes; criteo: raw Kaggle Display "
+                              "Advertising rows (label, I1-I13, C1-C26, tab-separated), mapped as lambdaji's DeepFM "
+                              "pipeline does")
+    convert.add_argument("--feature-map", type=Path, metavar="FILE",
+                         help="with --from criteo: map rows by this feature_map.json (e.g. the training "
+                              "conversion's) instead of building one from the inputs")
+    convert.add_argument("--cutoff", type=_positive_int, default=None,
+                         help="with --from criteo: keep categorical values seen at least this often (default 200)")
     convert.set_defaults(func=_cmd_convert)
 
     pipelines = commands.add_parser("pipelines", help="list pipeline orderings, export one as an input_fn")

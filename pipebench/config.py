@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import glob
 import json
 import re
 import urllib.parse
@@ -99,11 +100,14 @@ SCHEMA: dict[str, Any] = {
             "feature_size": Field(int, 117581, allowed=Range(1, 2**31)),  # packed stores ids as int32
             "positive_rate": Field(float, 0.25, allowed=Range(0, 1, low_open=True, high_open=True)),
         },
-        "files": {  # existing data instead of synth: globs per format
+        # existing data instead of synth: globs per format, or a plain list (each file's format told from its
+        # bytes); formats the pipelines read that are not given are converted from a given one (data_files.py)
+        "files": {
             "libsvm": _list(str),
             "tfrecord": _list(str),
             "packed": _list(str),
         },
+        "holdout_files": _list(str),  # held-out rows of data.files for the quality guard (TFRecord or libsvm)
         "formats": _list(str, ["libsvm", "tfrecord", "packed"], choices=("libsvm", "tfrecord", "packed")),
         "holdout_rows": Field(int, 20_000, allowed=AT_LEAST_0),
         "rows_per_record": Field(int, 256, allowed=AT_LEAST_1),
@@ -310,10 +314,47 @@ def _blame(err: _Invalid, where: str, applied: list[tuple[str, str]]) -> str:
     return f"{where}: {message}" if where else message
 
 
+def _plain_file_list(raw: dict) -> None:
+    """Turn a plain `data.files` list (or one glob) into the format mapping, each file's format told from its bytes.
+
+    Any other non-mapping value is refused naming both shapes `data.files` takes.
+    """
+    data = raw.get("data")
+    files = data.get("files") if isinstance(data, dict) else None
+    if files is None or isinstance(files, Mapping):
+        return
+    if isinstance(files, str):
+        files = [files]
+    shapes = f"a list of files or globs, or a mapping of format to them (keys {', '.join(SCHEMA['data']['files'])})"
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise _Invalid("data.files", f"data.files: must be {shapes}, not {type(files).__name__} {echo(files)}")
+    if not files:
+        raise _Invalid("data.files", f"data.files: an empty list; give {shapes}, or drop the key for synthetic data")
+    from pipebench.data_files import by_format
+
+    try:
+        grouped = by_format(files, "data.files")
+    except ConfigError as err:
+        raise _Invalid("data.files", str(err)) from None
+    data["files"] = {fmt: [glob.escape(name) for name in names] for fmt, names in grouped.items()}  # names, not globs
+
+
 def _whole(resolved: dict) -> None:
-    """Raise _Invalid for what no single key can say (lists that must not be empty)."""
+    """Raise _Invalid for what no single key can say (lists that must not be empty, keys that need each other)."""
     if not resolved["data"]["formats"]:
         raise _Invalid("data.formats", "data.formats: at least one format")
+    data = resolved["data"]
+    given = any(data["files"].values())
+    if data["holdout_files"] and not given:
+        raise _Invalid("data.holdout_files", "data.holdout_files: held-out rows of data.files; synthetic data "
+                                             "makes its own (data.holdout_rows)")
+    if resolved["quality"]["enabled"]:
+        if given and not data["holdout_files"]:
+            raise _Invalid("quality.enabled", "quality.enabled: the quality guard needs held-out rows: with "
+                                              "data.files, list files of rows not trained on in data.holdout_files")
+        if not given and not data["holdout_rows"]:
+            raise _Invalid("data.holdout_rows", "data.holdout_rows: 0 leaves quality.enabled without held-out rows; "
+                                                "set it above 0 or disable quality")
     if not resolved["pipelines"]["source_modes"]:
         raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
     search = resolved["search"]
@@ -376,7 +417,8 @@ class Experiment:
 
     def public(self) -> dict:
         """Give what may be written or uploaded: the resolved document with passwords dropped from URLs,
-        and without the synthetic-data settings a run over `data.files` never uses."""
+        and without the synthetic-data settings a run over `data.files` never uses (cache_dir and
+        rows_per_record stay when formats are made from the given files)."""
         doc = copy.deepcopy(self.resolved)
         for *parents, key in _URL_PATHS:
             block = functools.reduce(lambda node, name: node[name], parents, doc)
@@ -385,10 +427,22 @@ class Experiment:
         data = doc["data"]
         given = [fmt for fmt, globs in data["files"].items() if globs]
         if given:
-            for unused in ("synth", "holdout_rows", "cache_dir") + (() if "packed" in given else ("rows_per_record",)):
-                del data[unused]
+            made = self.read_formats() - set(given)  # converted from a given format into cache_dir
+            unused = ["synth", "holdout_rows"] + ([] if made or data["holdout_files"] else ["cache_dir"])
+            for key in unused + ([] if "packed" in {*given, *made} else ["rows_per_record"]):
+                del data[key]
             data["formats"] = given
         return doc
+
+    def read_formats(self) -> set[str]:
+        """Give the formats the pipelines read: each preset's formats and the orderings' source format."""
+        from pipebench.pipeline.presets import NATIVE_FORMAT
+
+        pipelines = self.resolved["pipelines"]
+        formats = set(pipelines["formats"] or [NATIVE_FORMAT.get(name, "tfrecord") for name in pipelines["presets"]])
+        if pipelines["orderings"] is not None:
+            formats.add((pipelines["orderings"].get("source") or {}).get("format", "tfrecord"))
+        return formats
 
     def to_yaml(self) -> str:
         """Give the YAML that run folders store (and SageMaker jobs read): the resolved document, no passwords."""
@@ -425,6 +479,7 @@ def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
     assignments += [("--set", text) for text in overrides]
     applied = [(label, _apply_override(raw, text, label)) for label, text in assignments]
     try:
+        _plain_file_list(raw)
         resolved = _resolve(raw, SCHEMA, "")
         _whole(resolved)
     except _Invalid as err:

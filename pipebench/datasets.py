@@ -2,8 +2,12 @@
 
 A synth spec becomes `<cache_dir>/<fingerprint>/` holding `libsvm/`, `tfrecord/`, `packed/` and a
 held-out split (`holdout-tfrecord/`, other rows of the same planted model) for the quality guard.
-Existing files are used as they are (`s3://` URIs too: a SageMaker Pipe-mode job has no local copy).
-Either way the data fingerprint hashes what the trials read.
+Existing files (`data.files`) are used as they are (`s3://` URIs too: a SageMaker Pipe-mode job has
+no local copy); a format the pipelines read that is not given is converted once from a given local
+one into `<cache_dir>/files-<fingerprint>/<format>/`, and held-out files (`data.holdout_files`) that
+are libsvm become TFRecord there too, since the quality guard reads TFRecord. Their rows are counted
+once, here, and recorded in data.json for everything after. Either way the data fingerprint hashes
+what the trials read.
 """
 from __future__ import annotations
 
@@ -16,11 +20,11 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
+from pipebench.data_files import REMOTE_PREFIX, by_format
 from pipebench.errors import ConfigError, OutputFolderError
 from pipebench.typed import load_json, to_json
 
 _LAYOUT_VERSION = 1
-REMOTE_PREFIX = "s3://"
 
 
 @dataclass(frozen=True)
@@ -165,26 +169,81 @@ def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = N
     return None, "unknown: remote or packed files without a manifest (pass --epoch-examples to the checklist)"
 
 
+def _convert_once(sources: list[str], fmt: str, out: Path, experiment: Experiment, field_size: int, log) -> list[str]:
+    """Give the files of `sources` converted to `fmt` in `out`, converting only if `out` has no manifest yet."""
+    from converters.convert import ConvertRequest, convert
+
+    if not (out / MANIFEST).exists():
+        log(f"converting {len(sources)} file(s) to {fmt} in {out} (cached for later runs)")
+        try:
+            convert(ConvertRequest(inputs=tuple(Path(s) for s in sources), out=out, format=fmt,
+                                   field_size=field_size, shards=len(sources),
+                                   rows_per_record=experiment["data"]["rows_per_record"], force=True))
+        except OutputFolderError as err:
+            raise ConfigError(f"data.cache_dir: {out}: cannot create the data folder ({err.why})") from None
+    return _folder_files(out)
+
+
+def _given(experiment: Experiment, log) -> DataSet:
+    """Give the data set of `data.files` (and `data.holdout_files`), converting missing formats once."""
+    data = experiment["data"]
+    files, manifests = {}, {}
+    for fmt, patterns in data["files"].items():
+        if not patterns:
+            continue
+        # s3:// entries are taken as they are: in SageMaker Pipe mode the job streams them, with no local copy.
+        found = sorted({f for p in patterns for f in ([p] if p.startswith(REMOTE_PREFIX) else glob.glob(p))})
+        named = [f for f in found if Path(f).name == MANIFEST]  # the converter's manifest is never data
+        if len(named) > 1:
+            raise ConfigError(f"data.files.{fmt}: {len(named)} {MANIFEST} files match {patterns}; give one")
+        found = [f for f in found if Path(f).name != MANIFEST]
+        if not found:
+            raise ConfigError(f"data.files.{fmt}: no file matches {patterns}")
+        files[fmt] = found
+        manifests.update({fmt: named[0]} if named else {})
+    rows, rows_from = count_rows(files, manifests)
+    described = _described(files, manifests)
+    field_size = described.get("field_size") or data["synth"]["field_size"]
+    feature_size = described.get("feature_size") or data["synth"]["feature_size"]
+    made = Path(data["cache_dir"]) / f"files-{_content_fingerprint(files, manifests)}"
+    local = [fmt for fmt in ("libsvm", "tfrecord") if fmt in files
+             and not any(f.startswith(REMOTE_PREFIX) for f in files[fmt])]
+    for fmt in sorted(experiment.read_formats() - set(files)):
+        if not local:
+            raise ConfigError(f"data.files: the pipelines read {fmt} and no local libsvm or TFRecord files are given "
+                              f"to make it from; make it with pipebench convert FILE... --format {fmt} --out DIR "
+                              f"and list DIR/part-* under data.files.{fmt}")
+        files[fmt] = _convert_once(files[local[0]], fmt, made / fmt, experiment, field_size, log)
+    holdout = {}
+    if data["holdout_files"]:
+        held = by_format(data["holdout_files"], "data.holdout_files")
+        if set(held) - {"libsvm", "tfrecord"}:
+            raise ConfigError(f"data.holdout_files: {held[min(set(held) - {'libsvm', 'tfrecord'})][0]} is packed; the "
+                              "quality guard reads TFRecord or libsvm (pipebench convert --format tfrecord)")
+        holdout["tfrecord"] = held.get("tfrecord") or _convert_once(
+            held["libsvm"], "tfrecord", made / f"holdout-{_digest(held)}", experiment, field_size, log)
+    return DataSet(files, holdout, field_size, feature_size, rows=rows,
+                   fingerprint=_content_fingerprint(files, manifests), rows_from=rows_from)
+
+
+def _described(files: dict[str, list[str]], manifests: dict[str, str]) -> dict:
+    """Give field_size and feature_size from a converter manifest of the given files (a raw Criteo map sets
+    feature_size), or {} when none says."""
+    for fmt, names in sorted(files.items()):
+        manifest = Path(manifests.get(fmt) or Path(names[0]).parent / MANIFEST)
+        if names[0].startswith(REMOTE_PREFIX) or not manifest.exists():
+            continue
+        described = json.loads(manifest.read_text())
+        if described.get("feature_size"):
+            return {"field_size": described.get("field_size"), "feature_size": described["feature_size"]}
+    return {}
+
+
 def materialise(experiment: Experiment, log=print) -> DataSet:
     """Give the experiment's data set, making (once) and caching synthetic data when asked."""
     data = experiment["data"]
-    given = {fmt: globs for fmt, globs in data["files"].items() if globs}
-    if given:
-        files, manifests = {}, {}
-        for fmt, patterns in given.items():
-            # s3:// entries are taken as they are: in SageMaker Pipe mode the job streams them, with no local copy.
-            found = sorted({f for p in patterns for f in ([p] if p.startswith(REMOTE_PREFIX) else glob.glob(p))})
-            named = [f for f in found if Path(f).name == MANIFEST]  # the converter's manifest is never data
-            if len(named) > 1:
-                raise ConfigError(f"data.files.{fmt}: {len(named)} {MANIFEST} files match {patterns}; give one")
-            found = [f for f in found if Path(f).name != MANIFEST]
-            if not found:
-                raise ConfigError(f"data.files.{fmt}: no file matches {patterns}")
-            files[fmt] = found
-            manifests.update({fmt: named[0]} if named else {})
-        rows, rows_from = count_rows(files, manifests)
-        return DataSet(files, {}, data["synth"]["field_size"], data["synth"]["feature_size"], rows=rows,
-                       fingerprint=_content_fingerprint(files, manifests), rows_from=rows_from)
+    if any(data["files"].values()):
+        return _given(experiment, log)
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
     if not (folder / "libsvm" / "synth.json").exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")

@@ -8,6 +8,13 @@ Labels: `p = sigmoid(bias + Σ w[id]·value + Σ_(a,b) <u[id_a], u[id_b]>)` over
 pairs, bias calibrated to `positive_rate`; label ~ Bernoulli(p). `oracle_auc` in synth.json is the
 AUC that scoring by the true p reaches on the written labels: the ceiling for any model.
 
+`--format criteo` writes the same planted model as raw Kaggle rows (label, I1-I13, C1-C26, tab
+-separated; converters.criteo): numeric value v becomes the integer round(v × clip_k) of lambdaji's
+clip point (an empty column where v is missing), and category rank r of field j the hex text of
+(r × 2654435761 + salt_j) mod 2**32, one-to-one. Labels are drawn from the integers' values
+(round(v × clip_k) / clip_k), so `oracle_auc` holds for the raw rows; a converter that maps them
+keeps it, short of what its cutoff merges.
+
 Generation runs in blocks with their own seeded streams, so output is deterministic for a seed
 and memory stays constant whatever the row count.
 """
@@ -21,7 +28,7 @@ import numba
 import numpy as np
 
 import pipebench
-from converters import tfrecord
+from converters import criteo, tfrecord
 from converters.convert import COMPRESSED_SUFFIX, SUFFIX
 from converters.example import encode_examples
 from converters.shards import ShardWriter
@@ -38,6 +45,9 @@ INTERACTION_SCALE = 0.35
 INTERACTION_PAIRS = 6
 _AUC_BINS = 1 << 16
 SYNTH_FILE = "synth.json"
+FORMATS = ("libsvm", "tfrecord", "criteo")
+CRITEO_SUFFIX = ".txt"
+_HASH_MULTIPLIER = 2654435761  # odd, so rank → hash is one-to-one modulo 2**32
 
 
 @dataclass(frozen=True)
@@ -76,10 +86,13 @@ class SynthSpec:
                              f"(needs at least {1 + self.numeric_fields + 2 * categorical})")
         if not 0.0 < self.positive_rate < 1.0:
             raise UsageError("--positive-rate must lie strictly between 0 and 1")
-        if self.format not in ("libsvm", "tfrecord"):
-            raise UsageError("--format must be libsvm or tfrecord")
-        if self.compression not in tfrecord.COMPRESSIONS or (self.format == "libsvm" and self.compression == "zlib"):
+        if self.format not in FORMATS:
+            raise UsageError(f"--format must be one of {', '.join(FORMATS)}")
+        if self.compression not in tfrecord.COMPRESSIONS or (self.format != "tfrecord" and self.compression == "zlib"):
             raise UsageError("--compression must be none or gzip (or zlib for --format tfrecord)")
+        if self.format == "criteo" and self.field_size != criteo.FIELD_SIZE:
+            raise UsageError(f"--format criteo writes Kaggle's {criteo.FIELD_SIZE} fields; drop --field-size "
+                             f"{self.field_size}")
 
 
 class PlantedModel:
@@ -202,6 +215,61 @@ def _format_rows(labels, ids, codes, scale):
     return out[:pos], ends
 
 
+def _criteo_integers(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Give (integers int64[n, 13], present bool[n, 13]) of numeric value codes, by lambdaji's clip points."""
+    clip = np.array(criteo.CLIP, dtype=np.int64)
+    return np.rint(codes * clip / VALUE_SCALE).astype(np.int64), codes > 0
+
+
+def _criteo_hashes(model: PlantedModel, ids: np.ndarray) -> np.ndarray:
+    """Give each categorical id's 32-bit hash: one-to-one within a field, salted per field."""
+    ranks = ids[:, model.numeric :] - model.cat_starts
+    salts = (np.arange(1, len(model.cat_starts) + 1, dtype=np.int64) * 0x9E3779B9) & 0xFFFFFFFF
+    return (ranks * _HASH_MULTIPLIER + salts) & 0xFFFFFFFF
+
+
+@numba.njit(cache=True, nogil=True)
+def _format_raw(labels, integers, present, hashes):
+    """Write rows as raw Criteo text: label, integers (empty where absent), 8-digit hex, tab-separated."""
+    n, k = integers.shape
+    out = np.empty(n * (2 + k * 21 + hashes.shape[1] * 9), dtype=np.uint8)
+    ends = np.empty(n, dtype=np.int64)
+    digits = np.empty(20, dtype=np.uint8)
+    pos = 0
+    for r in range(n):
+        out[pos] = 48 + labels[r]
+        pos += 1
+        for c in range(k):
+            out[pos] = 9
+            pos += 1
+            if not present[r, c]:
+                continue
+            v = integers[r, c]
+            d = 0
+            while True:
+                digits[d] = 48 + v % 10
+                v //= 10
+                d += 1
+                if v == 0:
+                    break
+            for j in range(d - 1, -1, -1):
+                out[pos] = digits[j]
+                pos += 1
+        for c in range(hashes.shape[1]):
+            out[pos] = 9
+            pos += 1
+            h = hashes[r, c]
+            for j in range(7, -1, -1):
+                nibble = h & 15
+                out[pos + j] = 48 + nibble if nibble < 10 else 87 + nibble
+                h >>= 4
+            pos += 8
+        out[pos] = 10
+        pos += 1
+        ends[r] = pos
+    return out[:pos], ends
+
+
 class _AucHistogram:
     """Streaming AUC of true probabilities against drawn labels, from per-bin counts."""
 
@@ -227,7 +295,7 @@ def synthesize(spec: SynthSpec) -> dict:
     spec.check()
     model = PlantedModel(spec)
     per_file = -(-spec.rows // spec.files)
-    suffix = SUFFIX[spec.format] + COMPRESSED_SUFFIX[spec.compression]
+    suffix = (CRITEO_SUFFIX if spec.format == "criteo" else SUFFIX[spec.format]) + COMPRESSED_SUFFIX[spec.compression]
     auc = _AucHistogram()
     positives = 0
     with atomic_dir(spec.out, force=spec.force) as tmp:
@@ -237,12 +305,18 @@ def synthesize(spec: SynthSpec) -> dict:
                 n = min(BLOCK_ROWS, spec.rows - block * BLOCK_ROWS)
                 rng = np.random.default_rng([spec.seed, 1, block] + ([spec.stream] if spec.stream else []))
                 ids, codes = model.features(rng, n)
+                if spec.format == "criteo":  # labels follow the values the raw integers can express
+                    integers, present = _criteo_integers(codes[:, : model.numeric])
+                    codes = codes.astype(np.float64)
+                    codes[:, : model.numeric] = integers * VALUE_SCALE / np.array(criteo.CLIP)
                 prob = 1.0 / (1.0 + np.exp(-(model.logits(ids, codes) + model.bias)))
                 labels = (rng.random(n) < prob).astype(np.int64)
                 auc.add(prob, labels)
                 positives += int(labels.sum())
                 if spec.format == "libsvm":
                     writer.write(*_format_rows(labels, ids, codes, VALUE_SCALE))
+                elif spec.format == "criteo":
+                    writer.write(*_format_raw(labels, integers, present, _criteo_hashes(model, ids)))
                 else:
                     values = (codes / VALUE_SCALE).astype(np.float32)
                     writer.write(*tfrecord.frame(*encode_examples(labels.astype(np.float32), ids, values)))

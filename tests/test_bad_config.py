@@ -60,7 +60,52 @@ def _run(*extra: str) -> tuple[str, ...]:
     return ("run", "exp.yaml", *extra)
 
 
+def _files(extra: str, **content: bytes) -> callable:
+    """Give a maker of the experiment with `extra` appended to its data block, and data files beside it."""
+    def make(folder: Path) -> None:
+        _experiment("  cache_dir: cache\n", "  cache_dir: cache\n" + extra)(folder)
+        for name, data in content.items():
+            (folder / name).write_bytes(data)
+    return make
+
+
+LIBSVM_ROWS = b"1 1:1 2:0.5\n0 1:0 2:1\n"
+RAW_CRITEO = ("\t".join(["1", *["3"] * 13, *["68fd1e64"] * 26]) + "\n").encode()
+
 CASES = [
+    # --- data.files / data.holdout_files (given data) ---
+    Bad("files-scalar-not-list-or-mapping", _run(),
+        r"^exp\.yaml: data\.files: must be a list of files or globs, or a mapping of format to them \(keys libsvm, "
+        r"tfrecord, packed\), not int 5$", _files("  files: 5\n"), out="out", code=1),
+    Bad("files-empty-list", _run(), r"^exp\.yaml: data\.files: an empty list; give a list of files .*keys libsvm",
+        _files("  files: []\n"), out="out", code=1),
+    Bad("files-list-matches-nothing", _run(), r"^exp\.yaml: data\.files\[1\]: no file matches 'nope/\*\.libsvm'$",
+        _files("  files: [a.libsvm, nope/*.libsvm]\n", **{"a.libsvm": LIBSVM_ROWS}), out="out", code=1),
+    Bad("files-list-of-raw-criteo", _run(),
+        r"^exp\.yaml: data\.files: train\.txt is raw Criteo text; convert it first: pipebench convert --from criteo",
+        _files("  files: [train.txt]\n", **{"train.txt": RAW_CRITEO}), out="out", code=1),
+    Bad("files-list-of-s3", _run(), r"^exp\.yaml: data\.files: 's3://b/x': an s3:// file's format cannot be told "
+        r"from here; write data\.files as a mapping of format to files \(keys libsvm, tfrecord, packed\)$",
+        _files("  files: ['s3://b/x']\n"), out="out", code=1),
+    Bad("files-mapping-unknown-format", _run(),
+        r"^exp\.yaml: data\.files\.csv: unknown key \(expected one of libsvm, tfrecord, packed\)$",
+        _files("  files: {csv: [a.csv]}\n"), out="out", code=1),
+    Bad("files-list-by-set", _run("--set", "data.files=5"), r"^--set data\.files: must be a list of files or globs",
+        _experiment(), out="out", code=1),
+    Bad("quality-without-holdout-files", _run("--set", "quality.enabled=true"),
+        r"^--set quality\.enabled: the quality guard needs held-out rows: with data\.files, list files of rows not "
+        r"trained on in data\.holdout_files$", _files("  files: [a.libsvm]\n", **{"a.libsvm": LIBSVM_ROWS}),
+        out="out", code=1),
+    Bad("quality-in-the-file-without-holdout-files", _run(),
+        r"^exp\.yaml: quality\.enabled: the quality guard needs held-out rows",
+        lambda folder: (_files("  files: {libsvm: [a.libsvm]}\n", **{"a.libsvm": LIBSVM_ROWS})(folder),
+                        (folder / "exp.yaml").write_text((folder / "exp.yaml").read_text() + "quality: {enabled: true}\n")),
+        out="out", code=1),
+    Bad("quality-without-holdout-rows", _run("--set", "quality.enabled=true", "--set", "data.holdout_rows=0"),
+        r"^--set data\.holdout_rows: 0 leaves quality\.enabled without held-out rows", _experiment(), out="out", code=1),
+    Bad("holdout-files-without-files", _run(), r"^exp\.yaml: data\.holdout_files: held-out rows of data\.files; "
+        r"synthetic data makes its own \(data\.holdout_rows\)$", _files("  holdout_files: [a.libsvm]\n",
+                                                                          **{"a.libsvm": LIBSVM_ROWS}), out="out", code=1),
     # --- numbers: NaN, infinity, out of range (experiment files) ---
     Bad("window_sec-nan", _run(), r"^exp\.yaml: measurement\.window_sec: must be a finite number \(at least 0\.05\), "
         r"not nan$", _experiment("window_sec: 0.2", "window_sec: .nan"), out="out", code=1),

@@ -20,6 +20,27 @@ GOOD = b"1 1:1 2:0.5 3:1 4:1\n"
 ROWS = GOOD * 200
 
 
+RAW_GOOD = ("\t".join(["1", *["3"] * 13, *["68fd1e64"] * 26]) + "\n").encode()
+
+
+def raw_with(bad_line: bytes) -> bytes:
+    """Give good raw Criteo rows with `bad_line` as line 4."""
+    return RAW_GOOD * 3 + bad_line + b"\n" + RAW_GOOD * 3
+
+
+def raw_columns(**changed: str) -> bytes:
+    """Give one raw Criteo line with the named columns (label, I1.., C1..) changed."""
+    columns = RAW_GOOD.decode().rstrip("\n").split("\t")
+    names = ["label", *(f"I{k}" for k in range(1, 14)), *(f"C{j}" for j in range(1, 27))]
+    for name, text in changed.items():
+        columns[names.index(name)] = text
+    return "\t".join(columns).encode()
+
+
+def criteo(*args: str) -> tuple[str, ...]:
+    return ("convert", "--from", "criteo", *args)
+
+
 def files(**content: bytes | Callable[[Path], None]) -> Callable[[Path], None]:
     """Give a `make` that writes each file with its bytes, or calls its maker on the path.
 
@@ -224,6 +245,51 @@ CASES = [
     Bad("input_is_stdin", convert("/dev/stdin", "--out", "o"), r"^/dev/stdin: is a FIFO \(pipe\), not a regular file",
         out="o", code=2, stdin=ROWS),
     Bad("input_missing", convert("nope.libsvm", "--out", "o"), r"^nope\.libsvm: no such file$", out="o", code=2),
+    # raw Criteo lines (--from criteo), one of each reason; the first pass already stops at them
+    Bad("criteo_column_count", criteo("in.txt", "--out", "o"),
+        r"^in\.txt:4: expected 40 tab-separated columns \(label, I1-I13, C1-C26\), found 41$",
+        files(in_txt=raw_with(raw_columns() + b"\t")), out="o", code=1),
+    Bad("criteo_test_file_without_labels", criteo("test.txt", "--out", "o"),
+        r"^test\.txt:1: expected 40 .*found 39 \(Kaggle's test\.txt has no label column\)$",
+        files(test_txt=b"\t".join(raw_columns().split(b"\t")[1:]) + b"\n"), out="o", code=1),
+    Bad("criteo_empty_line", criteo("in.txt", "--out", "o"), r"^in\.txt:4: empty line$",
+        files(in_txt=raw_with(b"")), out="o", code=1),
+    Bad("criteo_label_not_0_or_1", criteo("in.txt", "--out", "o"), r"^in\.txt:4: label '2' is not 0 or 1$",
+        files(in_txt=raw_with(raw_columns(label="2"))), out="o", code=1),
+    Bad("criteo_missing_label", criteo("in.txt", "--out", "o"), r"^in\.txt:4: label '' is not 0 or 1$",
+        files(in_txt=raw_with(raw_columns(label=""))), out="o", code=1),
+    Bad("criteo_integer_not_a_number", criteo("in.txt", "--out", "o", "--format", "packed"),
+        r"^in\.txt:4: I7 'abc' is not an integer", files(in_txt=raw_with(raw_columns(I7="abc"))), out="o", code=1),
+    Bad("criteo_integer_with_a_fraction", criteo("in.txt", "--out", "o"), r"^in\.txt:4: I1 '2\.5' is not an integer",
+        files(in_txt=raw_with(raw_columns(I1="2.5"))), out="o", code=1),
+    Bad("criteo_integer_beyond_int64", criteo("in.txt", "--out", "o"),
+        r"^in\.txt:4: I13 '9{19}' is not an integer \(at most 18 digits\)$",
+        files(in_txt=raw_with(raw_columns(I13="9" * 19))), out="o", code=1),
+    Bad("criteo_bad_hex", criteo("in.txt", "--out", "o"), r"^in\.txt:4: C2 '68fd1e6g' is not 8 lowercase hex digits$",
+        files(in_txt=raw_with(raw_columns(C2="68fd1e6g"))), out="o", code=1),
+    Bad("criteo_short_hex", criteo("in.txt", "--out", "o", "--format", "libsvm"),
+        r"^in\.txt:4: C26 '1e64' is not 8 lowercase hex digits$",
+        files(in_txt=raw_with(raw_columns(C26="1e64"))), out="o", code=1),
+    Bad("criteo_bad_line_in_gzip", criteo("in.txt.gz", "--out", "o"), r"^in\.txt\.gz:4: C1 'XYZ' is not 8",
+        files(in_txt_gz=gzip.compress(raw_with(raw_columns(C1="XYZ")))), out="o", code=1),
+    Bad("criteo_feature_map_not_json", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
+        r"^map\.json: not a feature map: not JSON", files(in_txt=RAW_GOOD, map_json=b"{oops"), out="o", code=1),
+    Bad("criteo_feature_map_of_another_version", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
+        r"^map\.json: not a feature map of version 1 \(version 99\)",
+        files(in_txt=RAW_GOOD, map_json=b'{"feature_map_version": 99}'), out="o", code=1),
+    Bad("criteo_feature_map_missing", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
+        r"^map\.json: no such file$", files(in_txt=RAW_GOOD), out="o", code=2),
+    Bad("criteo_tfrecord_input", criteo("in.tfrecord", "--out", "o"),
+        r"^in\.tfrecord is TFRecord, not raw Criteo text; drop --from criteo$", files(in_tfrecord=good_examples),
+        out="o", code=2),
+    Bad("feature_map_without_from_criteo", convert("in.libsvm", "--out", "o", "--feature-map", "in.libsvm"),
+        r"--feature-map and --cutoff apply to raw Criteo input: add --from criteo", files(in_libsvm=ROWS), out="o",
+        code=2),
+    Bad("criteo_every_row_rejected", criteo("in.txt", "--out", "o", "--on-error", "skip"),
+        r"^in\.txt: all 2 rows were rejected \(1 bad_label, 1 bad_hex\); nothing written$",
+        files(in_txt=raw_columns(label="x") + b"\n" + raw_columns(C3="-") + b"\n"), out="o", code=1),
+    Bad("synth_criteo_other_field_size", synth("--out", "o", "--format", "criteo"),
+        r"--format criteo writes Kaggle's 39 fields; drop --field-size 6", out="o", code=2),
     # data synth: bad options and outputs
     Bad("synth_out_is_an_existing_file_with_force", synth("--out", "notes.txt", "--force"),
         r"^notes\.txt: is a file, not an output folder", files(notes_txt=b"keep me\n"), code=2),

@@ -305,8 +305,13 @@ def test_storage_password_is_never_written_and_does_not_change_the_fingerprint(t
 
 def test_a_run_over_given_files_stores_no_synthetic_settings_it_never_used():
     """config.yaml of a data.files run listed data.synth, packed and holdout_rows: 20000 that it never used."""
-    experiment = parse_experiment({"name": "x", "data": {"files": {"libsvm": ["d/*.libsvm"]}}})
+    experiment = parse_experiment({"name": "x", "data": {"files": {"libsvm": ["d/*.libsvm"]}},
+                                   "pipelines": {"presets": ["lambdaji-libsvm"]}})
     stored = yaml.safe_load(experiment.to_yaml())["data"]
     assert stored["formats"] == ["libsvm"] and stored["files"]["libsvm"] == ["d/*.libsvm"]
     assert not {"synth", "holdout_rows", "cache_dir", "rows_per_record"} & set(stored)
     assert parse_experiment(yaml.safe_load(experiment.to_yaml())).fingerprint() == experiment.fingerprint()
+    # Formats the pipelines read but the files lack are made from them, in cache_dir: that setting is kept.
+    making = parse_experiment({"name": "x", "data": {"files": {"libsvm": ["d/*.libsvm"]}},
+                               "pipelines": {"formats": ["packed"]}})
+    assert {"cache_dir", "rows_per_record"} <= set(yaml.safe_load(making.to_yaml())["data"])

@@ -1,0 +1,427 @@
+"""Raw Criteo rows (Kaggle Display Advertising layout) → DeepFM rows, through a saved feature map.
+
+Input, per line (LF or CRLF ending; the last line may lack one): 40 tab-separated columns,
+
+    label <TAB> I1 ... I13 <TAB> C1 ... C26
+
+label is `0` or `1`; I1..I13 are decimal integers (`-` allowed); C1..C26 are 8 lowercase hex
+digits (Criteo's hashed categories); an empty I or C column is a missing value. Anything else is
+a bad line (`FILE:LINE: reason`), by the same rules whichever pass meets it.
+
+The feature map is the one lambdaji's `deep_ctr/Feature_pipeline/get_criteo_feature.py` builds
+(first pass over the training files):
+
+- I_k (k = 1..13) becomes id k with value (min(v, clip_k) - lo_k) / (hi_k - lo_k), where clip_k
+  is lambdaji's per-field 95% quantile (`CLIP`) and lo_k / hi_k the least and greatest clipped
+  value seen; a missing I_k has value 0.
+- C_j keeps the values seen at least `cutoff` times (default 200), numbered by count, most
+  frequent first, ties by the hex text; every other value, and a missing one, shares the field's
+  one "other" id. Values are 1.
+
+Differences from lambdaji's ids, on purpose:
+
+- Ids: field C_j's "other" id is offset_j and its kept values offset_j + 1, ...; offset_1 = 14,
+  offset_(j+1) = offset_j + 1 + kept_j. lambdaji starts C1 at 13, so its C1 "other" id collides with
+  I13's id; every categorical id here is lambdaji's libsvm id + 1 (which is also the id its own
+  `feature_map` file lists), and feature_size is one more than lambdaji's.
+- Values: an integer is clipped before scaling (lambdaji clips only when finding lo/hi, so values
+  above clip_k come out above 1), and a value outside [lo_k, hi_k] in a later file (validation,
+  test) is clamped to [0, 1]; a field whose lo_k = hi_k (or never seen) gives 0, not a division
+  by zero. Values are float32 of the exact quotient, not of its 6-decimal text.
+- A file without labels (Kaggle's test.txt, 39 columns) is refused, not given the last training
+  label as lambdaji's script does.
+
+Memory: the first pass holds one count per distinct (field, value) seen, 16 bytes each (about 0.5
+GB for Kaggle's 45M rows, 33M distinct values), however many rows; the second pass holds only the
+kept values. Both passes work on chunks of whole lines in compiled kernels that release the GIL.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numba
+import numpy as np
+
+import pipebench
+from converters.libsvm import _shown
+from pipebench.errors import DataError
+
+INTEGER_FIELDS = 13
+CATEGORICAL_FIELDS = 26
+COLUMNS = 1 + INTEGER_FIELDS + CATEGORICAL_FIELDS
+FIELD_SIZE = INTEGER_FIELDS + CATEGORICAL_FIELDS
+#: lambdaji's clip points: the 95% quantile of each integer field on the Kaggle data.
+CLIP = (20, 600, 100, 50, 64000, 500, 100, 50, 500, 10, 10, 10, 50)
+DEFAULT_CUTOFF = 200
+FEATURE_MAP_FILE = "feature_map.json"
+FEATURE_MAP_VERSION = 1
+FIELD_NAMES = ("label", *(f"I{k}" for k in range(1, INTEGER_FIELDS + 1)),
+               *(f"C{j}" for j in range(1, CATEGORICAL_FIELDS + 1)))
+
+OK = 0
+EMPTY_LINE = 1
+COLUMN_COUNT = 2
+BAD_LABEL = 3
+BAD_INTEGER = 4
+BAD_HEX = 5
+#: Manifest keys for rejected-line counts, by status code.
+REASON_KEYS = {EMPTY_LINE: "empty_line", COLUMN_COUNT: "column_count", BAD_LABEL: "bad_label",
+               BAD_INTEGER: "bad_integer", BAD_HEX: "bad_hex"}
+
+_TAB, _MINUS = 9, 45
+_MAX_INTEGER_DIGITS = 18  # fits int64 whatever the digits
+_NO_VALUE = np.iinfo(np.int64).max
+_CLIP = np.array(CLIP, dtype=np.int64)
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_line(buf, start, end, labels, ints, int_seen, cats, cat_seen, row):
+    """Validate and convert one line; give (status, column of the fault or columns found)."""
+    if end == start:
+        return EMPTY_LINE, 0
+    columns = 1
+    for i in range(start, end):
+        if buf[i] == _TAB:
+            columns += 1
+    if columns != COLUMNS:
+        return COLUMN_COUNT, columns
+    i = start
+    if i + 1 < end and buf[i + 1] == _TAB and (buf[i] == 48 or buf[i] == 49):
+        labels[row] = buf[i] - 48
+    else:
+        return BAD_LABEL, 0
+    i += 2
+    for k in range(INTEGER_FIELDS):
+        j = i
+        neg = j < end and buf[j] == _MINUS
+        if neg:
+            j += 1
+        value = 0
+        digits = 0
+        while j < end and 48 <= buf[j] <= 57:
+            value = value * 10 + (buf[j] - 48)
+            digits += 1
+            j += 1
+        if (j < end and buf[j] != _TAB) or (neg and digits == 0) or digits > _MAX_INTEGER_DIGITS:
+            return BAD_INTEGER, 1 + k
+        int_seen[row, k] = digits > 0
+        ints[row, k] = -value if neg else value
+        i = j + 1
+    for k in range(CATEGORICAL_FIELDS):
+        j = i
+        value = 0
+        while j < end and buf[j] != _TAB:
+            c = buf[j]
+            if 48 <= c <= 57:
+                value = value * 16 + (c - 48)
+            elif 97 <= c <= 102:
+                value = value * 16 + (c - 87)
+            else:
+                return BAD_HEX, 1 + INTEGER_FIELDS + k
+            j += 1
+        if j - i != 8 and j > i:
+            return BAD_HEX, 1 + INTEGER_FIELDS + k
+        cat_seen[row, k] = j > i
+        cats[row, k] = value
+        i = j + 1
+    return OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_chunk(buf, newlines, labels, ints, int_seen, cats, cat_seen, status, detail, starts, ends):
+    pos = 0
+    for row in range(labels.size):
+        e = newlines[row] if row < newlines.size else buf.size
+        line_end = e - 1 if e > pos and buf[e - 1] == 13 else e
+        starts[row] = pos
+        ends[row] = line_end
+        status[row], detail[row] = _parse_line(buf, pos, line_end, labels, ints, int_seen, cats, cat_seen, row)
+        pos = e + 1
+
+
+@dataclass
+class RawChunk:
+    """Rows of one chunk of raw lines: arrays for every line, `status` 0 where the line is good."""
+
+    labels: np.ndarray  # int8[n]
+    ints: np.ndarray  # int64[n, 13]; 0 where missing
+    int_seen: np.ndarray  # bool[n, 13]
+    cats: np.ndarray  # int64[n, 26]: the hex value; 0 where missing
+    cat_seen: np.ndarray  # bool[n, 26]
+    status: np.ndarray  # int8[n]
+    detail: np.ndarray  # int32[n]: the faulty column (0-based) or the columns found
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def line(self, chunk: bytes, row: int) -> bytes:
+        """Give the text of line `row` without its line ending."""
+        return chunk[self.starts[row] : self.ends[row]]
+
+    @property
+    def good(self) -> np.ndarray:
+        return self.status == OK
+
+
+def parse_chunk(chunk: bytes) -> RawChunk:
+    """Parse and validate every line of `chunk` (whole lines only) in one compiled pass."""
+    buf = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    n = len(newlines) + (len(chunk) > 0 and chunk[-1:] != b"\n")
+    parsed = RawChunk(np.zeros(n, np.int8), np.zeros((n, INTEGER_FIELDS), np.int64),
+                      np.zeros((n, INTEGER_FIELDS), np.bool_), np.zeros((n, CATEGORICAL_FIELDS), np.int64),
+                      np.zeros((n, CATEGORICAL_FIELDS), np.bool_), np.zeros(n, np.int8), np.zeros(n, np.int32),
+                      np.zeros(n, np.int64), np.zeros(n, np.int64))
+    _parse_chunk(buf, newlines, parsed.labels, parsed.ints, parsed.int_seen, parsed.cats, parsed.cat_seen,
+                 parsed.status, parsed.detail, parsed.starts, parsed.ends)
+    return parsed
+
+
+def reason(parsed: RawChunk, chunk: bytes, row: int) -> str:
+    """Give the one-line reason why line `row` of the chunk was rejected."""
+    code, detail = int(parsed.status[row]), int(parsed.detail[row])
+    if code == EMPTY_LINE:
+        return "empty line"
+    if code == COLUMN_COUNT:
+        hint = " (Kaggle's test.txt has no label column)" if detail == COLUMNS - 1 else ""
+        return f"expected {COLUMNS} tab-separated columns (label, I1-I13, C1-C26), found {detail}{hint}"
+    text = parsed.line(chunk, row).split(b"\t")[detail]
+    if code == BAD_LABEL:
+        return f"label {_shown(text)} is not 0 or 1"
+    if code == BAD_INTEGER:
+        return f"{FIELD_NAMES[detail]} {_shown(text)} is not an integer (at most {_MAX_INTEGER_DIGITS} digits)"
+    if code == BAD_HEX:
+        return f"{FIELD_NAMES[detail]} {_shown(text)} is not 8 lowercase hex digits"
+    raise AssertionError(f"unknown status {code}")
+
+
+@dataclass
+class ChunkCounts:
+    """What the first pass needs of one chunk's good rows: clipped integer ranges and category counts."""
+
+    rows: int
+    int_min: np.ndarray  # int64[13]; _NO_VALUE where the field had no value
+    int_max: np.ndarray  # int64[13]; -_NO_VALUE where the field had no value
+    keys: np.ndarray  # uint64: field << 32 | value, sorted, distinct
+    counts: np.ndarray  # int64, per key
+
+
+@numba.njit(cache=True, nogil=True)
+def _count(status, ints, int_seen, cats, cat_seen):
+    """Give (rows, clipped integer minima, maxima, sorted distinct keys, their counts) of the good rows."""
+    int_min = np.full(INTEGER_FIELDS, _NO_VALUE, np.int64)
+    int_max = np.full(INTEGER_FIELDS, -_NO_VALUE, np.int64)
+    keys = np.empty(status.size * CATEGORICAL_FIELDS, np.uint64)
+    n = 0
+    rows = 0
+    for row in range(status.size):
+        if status[row] != OK:
+            continue
+        rows += 1
+        for k in range(INTEGER_FIELDS):
+            if int_seen[row, k]:
+                v = min(ints[row, k], _CLIP[k])
+                int_min[k] = min(int_min[k], v)
+                int_max[k] = max(int_max[k], v)
+        for j in range(CATEGORICAL_FIELDS):
+            if cat_seen[row, j]:
+                keys[n] = (np.uint64(j) << np.uint64(32)) | np.uint64(cats[row, j])
+                n += 1
+    keys = np.sort(keys[:n])
+    distinct = np.empty(n, np.uint64)
+    counts = np.empty(n, np.int64)
+    m = 0
+    for i in range(n):
+        if m and distinct[m - 1] == keys[i]:
+            counts[m - 1] += 1
+        else:
+            distinct[m] = keys[i]
+            counts[m] = 1
+            m += 1
+    return rows, int_min, int_max, distinct[:m], counts[:m]
+
+
+def count_chunk(parsed: RawChunk) -> ChunkCounts:
+    """Give the first pass's statistics of the good rows of a chunk."""
+    return ChunkCounts(*_count(parsed.status, parsed.ints, parsed.int_seen, parsed.cats, parsed.cat_seen))
+
+
+class Counter:
+    """Exact counts of (field, value) over many chunks, merged in runs of growing size (amortised n log n)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.int_min = np.full(INTEGER_FIELDS, _NO_VALUE, np.int64)
+        self.int_max = np.full(INTEGER_FIELDS, -_NO_VALUE, np.int64)
+        self._keys = np.empty(0, np.uint64)
+        self._counts = np.empty(0, np.int64)
+        self._pending: list[ChunkCounts] = []
+        self._pending_size = 0
+
+    def add(self, chunk: ChunkCounts) -> None:
+        self.rows += chunk.rows
+        np.minimum(self.int_min, chunk.int_min, out=self.int_min)
+        np.maximum(self.int_max, chunk.int_max, out=self.int_max)
+        self._pending.append(chunk)
+        self._pending_size += len(chunk.keys)
+        if self._pending_size > max(len(self._keys), 1 << 20):
+            self._merge()
+
+    def _merge(self) -> None:
+        keys = np.concatenate([self._keys, *(c.keys for c in self._pending)])
+        counts = np.concatenate([self._counts, *(c.counts for c in self._pending)])
+        self._keys, inverse = np.unique(keys, return_inverse=True)
+        self._counts = np.bincount(inverse, weights=counts, minlength=len(self._keys)).astype(np.int64)
+        self._pending, self._pending_size = [], 0
+
+    def feature_map(self, cutoff: int, sources: list[dict]) -> FeatureMap:
+        """Give the feature map of everything counted."""
+        self._merge()
+        fields = (self._keys >> np.uint64(32)).astype(np.int64)
+        values = (self._keys & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        kept = []
+        for j in range(CATEGORICAL_FIELDS):
+            mine = (fields == j) & (self._counts >= cutoff)
+            field_values, field_counts = values[mine], self._counts[mine]
+            order = np.lexsort((field_values, -field_counts))  # most frequent first, ties by hex text
+            kept.append(field_values[order])
+        seen = self.int_min != _NO_VALUE
+        return FeatureMap(cutoff, tuple(int(v) if s else None for v, s in zip(self.int_min, seen)),
+                          tuple(int(v) if s else None for v, s in zip(self.int_max, seen)), tuple(kept), self.rows,
+                          sources)
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode(status, raw_labels, ints, int_seen, cats, cat_seen, sorted_values, sorted_ids, bounds, offsets,
+            has_range, lows, spans, labels, ids, values):
+    """Map good rows: integers clipped and min-max scaled into [0, 1], categories by binary search per field."""
+    out = 0
+    for row in range(status.size):
+        if status[row] != OK:
+            continue
+        labels[out] = raw_labels[row]
+        for k in range(INTEGER_FIELDS):
+            ids[out, k] = k + 1
+            value = 0.0
+            if int_seen[row, k] and has_range[k]:
+                value = (min(ints[row, k], _CLIP[k]) - lows[k]) / spans[k]
+                value = min(1.0, max(0.0, value))
+            values[out, k] = value
+        for j in range(CATEGORICAL_FIELDS):
+            found = offsets[j]
+            if cat_seen[row, j]:
+                lo, hi = bounds[j], bounds[j + 1]
+                target = cats[row, j]
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if sorted_values[mid] < target:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < bounds[j + 1] and sorted_values[lo] == target:
+                    found = sorted_ids[lo]
+            ids[out, INTEGER_FIELDS + j] = found
+            values[out, INTEGER_FIELDS + j] = 1.0
+        out += 1
+
+
+@dataclass(frozen=True, eq=False)
+class FeatureMap:
+    """Raw values → ids and values: integer ranges and, per categorical field, the kept values in id order."""
+
+    cutoff: int
+    int_min: tuple[int | None, ...]
+    int_max: tuple[int | None, ...]
+    kept: tuple[np.ndarray, ...]  # per categorical field: int64 hex values, id order
+    rows: int
+    sources: list[dict]
+
+    def __post_init__(self) -> None:
+        # For the compiled lookup: every field's kept values sorted, concatenated, with each one's id.
+        offsets = np.array(self.offsets, dtype=np.int64)
+        sorted_values, sorted_ids = [], []
+        for j, values in enumerate(self.kept):
+            order = np.argsort(values, kind="stable")
+            sorted_values.append(np.asarray(values, dtype=np.int64)[order])
+            sorted_ids.append(offsets[j] + 1 + order.astype(np.int64))
+        bounds = np.concatenate([[0], np.cumsum([len(v) for v in self.kept])]).astype(np.int64)
+        seen = np.array([lo is not None and hi > lo for lo, hi in zip(self.int_min, self.int_max)])
+        lows = np.array([lo if s else 0 for lo, s in zip(self.int_min, seen)], dtype=np.int64)
+        spans = np.array([hi - lo if s else 1 for lo, hi, s in zip(self.int_min, self.int_max, seen)], dtype=np.int64)
+        tables = (np.concatenate(sorted_values + [np.empty(0, np.int64)]),
+                  np.concatenate(sorted_ids + [np.empty(0, np.int64)]), bounds, offsets, seen, lows, spans)
+        object.__setattr__(self, "_tables", tables)
+
+    @property
+    def offsets(self) -> list[int]:
+        """Give each categorical field's first id (its "other" id); the last entry is feature_size."""
+        offsets = [INTEGER_FIELDS + 1]
+        for values in self.kept:
+            offsets.append(offsets[-1] + 1 + len(values))
+        return offsets
+
+    @property
+    def feature_size(self) -> int:
+        return self.offsets[-1]
+
+    def encode(self, parsed: RawChunk) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Give (labels float32[n], ids int64[n, 39], values float32[n, 39]) of the chunk's good rows."""
+        n = int(parsed.good.sum())
+        labels = np.empty(n, np.float32)
+        ids = np.empty((n, FIELD_SIZE), np.int64)
+        values = np.empty((n, FIELD_SIZE), np.float32)
+        _encode(parsed.status, parsed.labels, parsed.ints, parsed.int_seen, parsed.cats, parsed.cat_seen,
+                *self._tables, labels, ids, values)
+        return labels, ids, values
+
+    def to_json(self) -> dict:
+        """Give the map as the versioned JSON saved beside the output."""
+        return {
+            "feature_map_version": FEATURE_MAP_VERSION,
+            "made_by": {"name": "pipebench convert --from criteo", "version": pipebench.__version__},
+            "layout": "lambdaji get_criteo_feature.py; categorical ids are its libsvm ids + 1 (no clash with I13)",
+            "cutoff": self.cutoff,
+            "rows": self.rows,
+            "feature_size": self.feature_size,
+            "integer_fields": [{"name": f"I{k + 1}", "id": k + 1, "clip": CLIP[k], "min": self.int_min[k],
+                                "max": self.int_max[k]} for k in range(INTEGER_FIELDS)],
+            "categorical_fields": [{"name": f"C{j + 1}", "other_id": offset, "values": [f"{v:08x}" for v in kept]}
+                                   for j, (offset, kept) in enumerate(zip(self.offsets, self.kept))],
+            "sources": self.sources,
+        }
+
+    def save(self, path: Path) -> None:
+        from pipebench.atomic import atomic_write_json
+
+        atomic_write_json(path, self.to_json(), allow_nan=False)
+
+    @classmethod
+    def load(cls, path: Path) -> FeatureMap:
+        """Read a saved map; a file that is not one (or of another version) is one DataError naming it."""
+        path = Path(path)
+        try:
+            doc = json.loads(Path(path).read_bytes())
+        except OSError as err:
+            raise DataError(f"{path}: cannot read the feature map: {err.strerror}") from None
+        except ValueError as err:
+            raise DataError(f"{path}: not a feature map: not JSON ({err})") from None
+        version = doc.get("feature_map_version") if isinstance(doc, dict) else None
+        if version != FEATURE_MAP_VERSION:
+            found = "no feature_map_version" if version is None else f"version {version!r}"
+            raise DataError(f"{path}: not a feature map of version {FEATURE_MAP_VERSION} ({found}); "
+                            "make it again with pipebench convert --from criteo")
+        try:
+            ints = doc["integer_fields"]
+            cats = doc["categorical_fields"]
+            if len(ints) != INTEGER_FIELDS or len(cats) != CATEGORICAL_FIELDS:
+                raise ValueError(f"{len(ints)} integer and {len(cats)} categorical fields")
+            kept = tuple(np.array([int(v, 16) for v in c["values"]], dtype=np.int64) for c in cats)
+            fmap = cls(int(doc["cutoff"]), tuple(f["min"] for f in ints), tuple(f["max"] for f in ints), kept,
+                       int(doc["rows"]), doc.get("sources", []))
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError(f"{path}: a damaged feature map ({type(err).__name__}: {err})"[:280]) from None
+        if fmap.feature_size != doc.get("feature_size"):
+            raise DataError(f"{path}: a damaged feature map (its ids add up to {fmap.feature_size}, "
+                            f"not its feature_size {doc.get('feature_size')!r})")
+        return fmap

@@ -1,0 +1,93 @@
+"""Given data files: globs expanded, and each file's format told from its bytes, as `pipebench convert` does.
+
+A converter's manifest beside a file names its format; otherwise TFRecord framing tells TFRecord
+from text, an Example proto as the first record tells TFRecord (Example) from packed, and a first
+line of 40 tab-separated columns tells raw Criteo from libsvm. Raw Criteo is refused with the
+command that converts it: its ids come from a feature map, which only `convert --from criteo` makes.
+"""
+from __future__ import annotations
+
+import glob
+import json
+from pathlib import Path
+
+from converters import MANIFEST
+from pipebench.errors import ConfigError
+from pipebench.values import echo
+
+FORMATS = ("libsvm", "tfrecord", "packed")
+REMOTE_PREFIX = "s3://"
+_HEAD_BYTES = 1 << 16
+
+
+def expand(patterns: list[str], where: str) -> list[str]:
+    """Give the files the globs match (s3:// URIs as given), sorted, without converter manifests.
+
+    A glob that matches nothing is a ConfigError naming it (`WHERE[i]`).
+    """
+    found: set[str] = set()
+    for i, pattern in enumerate(patterns):
+        matched = [pattern] if pattern.startswith(REMOTE_PREFIX) else glob.glob(pattern)
+        matched = [m for m in matched if Path(m).name != MANIFEST and not Path(m).is_dir()]
+        if not matched:
+            raise ConfigError(f"{where}[{i}]: no file matches {echo(pattern)}")
+        found.update(matched)
+    return sorted(found)
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Give (value, next position) of the protobuf varint at data[pos], or (-1, pos) if it runs off the end."""
+    value = shift = 0
+    while pos < len(data):
+        byte = data[pos]
+        value |= (byte & 0x7F) << shift
+        pos += 1
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+    return -1, pos
+
+
+def _looks_like_example(record: bytes) -> bool:
+    """Tell whether a record is one `Example` message: field 1 (features) spanning the whole record."""
+    if record[:1] != b"\x0a":
+        return False
+    length, pos = _varint(record, 1)
+    return length >= 0 and pos + length == len(record)
+
+
+def format_of(path: str) -> str:
+    """Give the format of a local data file: libsvm, tfrecord, packed or criteo (raw)."""
+    from converters import tfrecord
+    from converters.inputs import InputFile
+
+    manifest = Path(path).parent / MANIFEST
+    try:
+        described = json.loads(manifest.read_text()) if manifest.exists() else {}
+        if described.get("format") in FORMATS and Path(path).name in {s["name"] for s in described["shards"]}:
+            return described["format"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # not a converter's manifest after all: the bytes decide
+    if tfrecord.looks_like_tfrecord(Path(path)):
+        with InputFile(Path(path)) as stream:
+            first = next(tfrecord.record_batches(stream, batch=1), (1, [b""]))[1][0]
+        return "tfrecord" if _looks_like_example(first) else "packed"
+    with InputFile(Path(path)) as stream:
+        head = stream.read(_HEAD_BYTES)
+    first_line = head.split(b"\n", 1)[0]
+    return "criteo" if first_line.count(b"\t") == 39 else "libsvm"
+
+
+def by_format(patterns: list[str], where: str) -> dict[str, list[str]]:
+    """Give a plain list of data files as {format: files}, each file's format told from its bytes."""
+    grouped: dict[str, list[str]] = {}
+    for name in expand(patterns, where):
+        if name.startswith(REMOTE_PREFIX):
+            raise ConfigError(f"{where}: {echo(name)}: an s3:// file's format cannot be told from here; write "
+                              f"{where} as a mapping of format to files (keys {', '.join(FORMATS)})")
+        fmt = format_of(name)
+        if fmt == "criteo":
+            raise ConfigError(f"{where}: {name} is raw Criteo text; convert it first: pipebench convert --from "
+                              "criteo FILE... --out DIR, then list DIR/part-*")
+        grouped.setdefault(fmt, []).append(name)
+    return grouped
