@@ -1,0 +1,72 @@
+"""`pipebench sharding` end to end: a real 2-worker MultiWorkerMirroredStrategy cluster on 127.0.0.1 reading real
+TFRecord files, counting the examples each worker sees and the bytes it reads per placement (runs TensorFlow)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from pipebench.sharding.cluster import shard_run
+from pipebench.sharding.record import SHARDING_FILE, figures, read_sharding
+from pipeline_fixtures import ROWS, data  # noqa: F401
+from report_fixtures import configuration, machine, make_run
+
+STAGES = [{"batch": {"batch_size": 64}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}}]
+
+
+def _run(tmp_path: Path, files: list[str]) -> Path:
+    rows = (configuration("slow", "input", "aws-sample", "tfrecord", STAGES, 1000, files, repeats=2, batch_size=64)
+            + configuration("fast", "input", "aws-sample", "tfrecord", STAGES, 9000, files, repeats=2, batch_size=64))
+    return make_run(tmp_path / "run", rows, machine())
+
+
+def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
+    """FILE: each worker its own file's rows and about half the bytes; DATA and shard-after-read: half the rows
+    each but every byte; OFF: every row on every worker. The workers are gone afterwards."""
+    run = _run(tmp_path, [data["tfrecord"]])
+    files = sorted(Path(data["tfrecord"]).parent.glob("part-*.tfrecord"))
+    assert len(files) == 2
+    started: list[list[int]] = []
+    path, found = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
+    assert path == run / SHARDING_FILE and read_sharding(run) == json.loads(path.read_text())
+    assert found["configuration_id"] == "fast" and found["data_bytes"] == sum(f.stat().st_size for f in files)
+    (pids,) = started
+    assert len(pids) == 2 and not any(psutil.pid_exists(pid) for pid in pids)
+    by = {(m["placement"], m["round"], m["worker"]): m for m in found["measurements"]}
+    assert len(by) == 4 * 2 * 2
+    for r in range(2):
+        file0, file1 = by["file", r, 0], by["file", r, 1]
+        assert file0["examples"] + file1["examples"] == ROWS and file0["examples"] == ROWS // 2  # 300 rows per file
+        for name in ("data", "shard-after-read"):
+            assert [by[name, r, w]["examples"] for w in (0, 1)] == [ROWS // 2, ROWS // 2]
+        assert [by["off", r, w]["examples"] for w in (0, 1)] == [ROWS, ROWS]
+        for w in (0, 1):
+            total = found["data_bytes"]
+            assert 0.4 * total < by["file", r, w]["rchar_bytes"] < 0.65 * total
+            for name in ("data", "off", "shard-after-read"):
+                assert total <= by[name, r, w]["rchar_bytes"] < 1.15 * total
+    shares = {f.placement: f for f in figures(found)}
+    assert shares["file"].bytes_share.mean < 0.65 < 1.0 <= shares["data"].bytes_share.mean
+    assert shares["off"].examples_per_worker == (ROWS, ROWS) and not shares["off"].examples_vary
+    assert all(f.examples_per_sec.n == 2 for f in shares.values())
+    assert not [n for n in os.listdir(run) if n.startswith(".")]  # no temp left beside sharding.json
+
+
+def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
+    """A file that is not TFRecord fails every worker's epoch: one TrialError naming the worker, all workers gone."""
+    from pipebench.errors import TrialError
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for i in range(2):
+        (bad / f"part-{i}.tfrecord").write_bytes(b"not a tfrecord file at all" * 10)
+    run = _run(tmp_path, [str(bad / "part-*.tfrecord")])
+    started: list[list[int]] = []
+    with pytest.raises(TrialError, match=r"sharding cluster: worker \d exited") as err:
+        shard_run(run, workers=2, rounds=1, placements=["data"], log=lambda text: None, on_start=started.append)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 300
+    assert not any(psutil.pid_exists(pid) for pid in started[0])
+    assert not (run / SHARDING_FILE).exists()
