@@ -119,6 +119,8 @@ class Cluster:
                         line, self.buffers[index] = self.buffers[index].split(b"\n", 1)
                         found[index] = json.loads(line)
                         selector.unregister(key.fileobj)
+                        if "error" in found[index]:
+                            raise TrialError(f"sharding cluster: worker {index}: {found[index]['error']}"[:280])
         return found  # type: ignore[return-value]
 
     def send(self, line: str) -> None:
@@ -167,7 +169,7 @@ def measure_placements(job: dict, env: dict[str, str], cpus: list[tuple[int, ...
         if on_start is not None:
             on_start(running.pids)
         for round_index, placement in job["order"]:
-            running.replies(f"ready for {placement}")
+            running.replies(f"readiness for {placement}")
             running.send("go")
             found = running.replies(f"{placement} epoch")
             measurements += found

@@ -22,6 +22,8 @@ import json
 import os
 import sys
 import time
+import traceback
+from collections.abc import Callable
 
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.spec import PipelineSpec
@@ -44,6 +46,23 @@ def main(argv: list[str]) -> int:
     def say(obj) -> None:
         protocol.write(json.dumps(obj) + "\n")
 
+    try:
+        measure(job, index, say)
+        code = 0
+    except Exception as err:  # the parent reports it on one line and ends the cluster
+        from pipebench.measure.worker import failure_reason
+
+        traceback.print_exc()
+        say({"error": failure_reason(err)})
+        code = 1
+    protocol.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: with peers gone, the strategy's collective executors can hang at exit.
+    os._exit(code)
+
+
+def measure(job: dict, index: int, say: Callable[[dict], None]) -> None:
+    """Join the cluster and measure the job's (round, placement) epochs, saying `ready` and each result."""
     import tensorflow as tf
 
     from pipebench.pipeline.build import build
@@ -80,17 +99,13 @@ def main(argv: list[str]) -> int:
         iterator = iter(distributed(placement))
         say({"ready": placement})
         if sys.stdin.readline().strip() != "go":
-            break
+            return
         before, started = _io(), time.perf_counter()
         examples, batches = epoch(iterator)
         seconds, after = time.perf_counter() - started, _io()
         say({"placement": placement, "round": round_index, "worker": index, "examples": examples, "batches": batches,
              "seconds": seconds, "rchar_bytes": after["rchar"] - before["rchar"],
              "read_bytes": after["read_bytes"] - before["read_bytes"]})
-    protocol.flush()
-    sys.stderr.flush()
-    # Skip interpreter teardown: with peers gone, the strategy's collective executors can hang at exit.
-    os._exit(0)
 
 
 if __name__ == "__main__":
