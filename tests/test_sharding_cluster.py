@@ -70,3 +70,34 @@ def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     assert "\n" not in str(err.value) and len(str(err.value)) < 300
     assert not any(psutil.pid_exists(pid) for pid in started[0])
     assert not (run / SHARDING_FILE).exists()
+
+
+def test_workers_die_with_a_killed_command(tmp_path, data):
+    """kill -9 of the process running the cluster (no cleanup runs in it): its workers go too (PR_SET_PDEATHSIG)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = _run(tmp_path, [data["tfrecord"]])
+    pids_file = tmp_path / "pids.json"
+    script = ("import json, sys; from pathlib import Path; from pipebench.sharding.cluster import shard_run; "
+              f"shard_run(Path({str(run)!r}), rounds=1000, log=lambda t: None, "
+              f"on_start=lambda pids: Path({str(pids_file)!r}).write_text(json.dumps(pids)))")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not pids_file.exists() and parent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert pids_file.exists(), f"the cluster did not start (exit {parent.poll()})"
+        pids = json.loads(pids_file.read_text())
+        time.sleep(2)  # let the workers get into TensorFlow: they must die from there, not just at startup
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 30
+    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not (run / SHARDING_FILE).exists()

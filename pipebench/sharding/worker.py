@@ -24,6 +24,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.spec import PipelineSpec
@@ -38,7 +39,7 @@ def _io() -> dict[str, int]:
 
 def main(argv: list[str]) -> int:
     job_path, index = argv[0], int(argv[1])
-    job = json.loads(open(job_path).read())
+    job = json.loads(Path(job_path).read_text())
     die_with_parent(job["parent_pid"])
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
