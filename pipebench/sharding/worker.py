@@ -10,8 +10,11 @@ starts every worker's epoch together. It then reads one epoch, counting the exam
 batches, and prints one JSON line: examples, batches, seconds, and /proc/self/io's rchar and read_bytes
 taken just before and after the epoch (pipebench.sharding.record says why rchar).
 
-Each step of a multi-worker iterator all-reduces whether any worker still has data (TF's partial-batch
-handling), so workers step together, as in training: a worker's epoch lasts as long as the cluster's.
+For a finite dataset, a multi-worker iterator all-reduces each step whether any worker still has data (TF's
+partial-batch handling, `strategy.extended.experimental_enable_get_next_as_optional`); TF turns it off for
+an infinite (repeat()-ed) dataset, as training reads. The worker turns it off too: each reads its epoch at
+its own pace, and the figures are the input's, not that all-reduce's (which on a 2-vCPU machine set every
+placement's pace alike).
 
 Protocol lines go to the stdout this process started with; anything else printing to stdout is sent
 to stderr, so a library's print cannot break the protocol.
@@ -74,6 +77,9 @@ def measure(job: dict, index: int, say: Callable[[dict], None]) -> None:
     if threads["inter"]:
         tf.config.threading.set_inter_op_parallelism_threads(threads["inter"])
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    # Read as a repeat()-ed dataset is in training: TF checks across workers each step whether any still has
+    # data only for a finite dataset, and that all-reduce (not the input) set the pace of every placement.
+    strategy.extended.experimental_enable_get_next_as_optional = False
     base = PipelineSpec.from_dict(job["pipeline"])
 
     def distributed(placement: str, take: int | None = None):
