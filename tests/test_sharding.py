@@ -9,7 +9,7 @@ from pipebench.errors import UsageError
 from pipebench.pipeline.presets import preset
 from pipebench.report.checklist import input_sharding
 from pipebench.sharding.cluster import free_ports, round_order, worker_cpus
-from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, placement_spec
+from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes, placement_spec
 from pipebench.sharding.record import figures, lines, paired
 from report_fixtures import data_files, machine, make_run, passing_rows
 from sharding_fixtures import EXAMPLES, sharding_record, write_record
@@ -97,3 +97,11 @@ def test_checklist_without_a_sharding_record_says_how_to_make_one(tmp_path):
     run = make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
     item = input_sharding([results.load(run)])
     assert item["status"] == "N/A" and "pipebench sharding RUN_DIR" in item["advice"]
+
+
+def test_data_with_an_unseeded_shuffle_is_noted_and_a_seeded_one_is_not():
+    lambdaji, _ = measured_spec(preset("lambdaji-libsvm", files=("d/*",)))
+    (note,) = order_notes(lambdaji, ["file", "data"])
+    assert note.startswith("DATA with an unseeded shuffle")
+    assert order_notes(lambdaji, ["file", "shard-after-read"]) == []
+    assert order_notes(measured_spec(preset("lambdaji-libsvm", files=("d/*",), seed=3))[0], ["data"]) == []

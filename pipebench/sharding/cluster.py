@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pipebench.errors import TrialError
 from pipebench.measure.pinning import usable_cpus
-from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec
+from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 
 DEFAULT_ROUNDS = 3
@@ -198,6 +198,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     placements = list(dict.fromkeys(placements))
     check_request(f"{run_dir}: configuration {config.configuration_id}", files, workers, placements)
     cpus = worker_cpus(workers)
+    notes = order_notes(spec, placements)
     sources = {**trial.sources, "file": {**trial.sources.get("file", {}), "cold": False}}
     job = {"parent_pid": os.getpid(), "workers": workers, "pipeline": spec.to_dict(), "sources": sources,
            "threads": {"intra": trial.threads.intra, "inter": trial.threads.inter},
@@ -207,12 +208,14 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
         + (f"workers pinned to CPUs {', '.join(','.join(map(str, c)) for c in cpus)}" if cpus
            else f"workers share this machine's {len(usable_cpus())} CPU(s)")
         + (f"; {', '.join(changes)}" if changes else ""))
+    for note in notes:
+        log(f"note: {note}")
     budget = run.config.get("budget", {})
     timeout_sec = float(budget.get("trial_timeout_sec", 600))
     measurements = measure_placements(job, trial_environment(trial), cpus, timeout_sec, log, on_start)
     found = {"sharding_version": SHARDING_VERSION, "configuration_id": config.configuration_id,
              "pipeline": spec.to_dict(), "batch_size": trial.batch_size, "workers": workers, "rounds": rounds,
-             "changes": changes, "files": files, "data_bytes": sum(os.path.getsize(f) for f in files),
+             "changes": changes, "notes": notes, "files": files, "data_bytes": sum(os.path.getsize(f) for f in files),
              "cpus": None if cpus is None else [list(c) for c in cpus], "bytes_measure": BYTES_MEASURE,
              "measurements": measurements}
     return write_sharding(run_dir, found), found

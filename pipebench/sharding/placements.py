@@ -75,6 +75,17 @@ def placement_spec(spec: PipelineSpec, placement: str, workers: int, index: int)
     return PipelineSpec(spec.source, tuple(stages), spec.options)
 
 
+def order_notes(spec: PipelineSpec, placements: list[str]) -> list[str]:
+    """Give what the measured counts cannot show about which examples each worker gets: DATA keeps every N-th
+    batch of each worker's own pass, so an unseeded shuffle (a different order on every worker) makes the
+    workers' parts overlap and miss examples, though each still sees 1/N of them."""
+    shuffle = spec.stage("shuffle")
+    if "data" in placements and shuffle is not None and shuffle["seed"] is None:
+        return ["DATA with an unseeded shuffle: each worker shuffles in its own order, so the parts they keep overlap "
+                "and some examples reach no worker (DATA needs the same order on every worker: seed the shuffle)"]
+    return []
+
+
 def check_request(where: str, files: list[str], workers: int, placements: list[str]) -> None:
     """Raise UsageError (one line, naming `where`) for a request that cannot be measured as asked."""
     if workers < 2:

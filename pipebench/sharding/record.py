@@ -1,7 +1,7 @@
 """RUN_DIR/sharding.json: what each worker of a local cluster read, saw and how fast, per placement and round.
 
 Shape (`sharding_version` 1):
-  {"sharding_version": 1, "configuration_id", "pipeline", "batch_size", "workers", "rounds", "changes": [...],
+  {"sharding_version": 1, "configuration_id", "pipeline", "batch_size", "workers", "rounds", "changes": [...], "notes": [...],
    "files": [...], "data_bytes", "cpus": [[...] per worker] | null, "bytes_measure": "rchar",
    "measurements": [{"placement", "round", "worker", "examples", "batches", "seconds", "rchar_bytes",
                      "read_bytes"}]}
@@ -109,4 +109,7 @@ def lines(found: dict) -> list[str]:
                    f"worker; read {f.bytes_share.text('.0f', 100.0, '%')} of the bytes per worker; examples per "
                    f"epoch by worker {', '.join(map(str, f.examples_per_worker))}"
                    + (" (varied between rounds)" if f.examples_vary else ""))
+    out += [f"  {name}: each worker reads {PLACEMENTS[name].reads}; sees {PLACEMENTS[name].sees}"
+            for name in PLACEMENTS if any(f.placement == name for f in figures(found))]
+    out += [f"  note: {note}" for note in found.get("notes", ())]
     return out
