@@ -72,8 +72,10 @@ def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     assert not (run / SHARDING_FILE).exists()
 
 
-def test_workers_die_with_a_killed_command(tmp_path, data):
-    """kill -9 of the process running the cluster (no cleanup runs in it): its workers go too (PR_SET_PDEATHSIG)."""
+@pytest.mark.parametrize("stop", ["SIGKILL", "SIGINT"])
+def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
+    """kill -9 of the process running the cluster (no cleanup runs in it) or Ctrl-C (SIGINT): it ends, and its
+    workers are gone too (PR_SET_PDEATHSIG after kill -9; after Ctrl-C the cluster kills them as it unwinds)."""
     import signal
     import subprocess
     import sys
@@ -93,8 +95,8 @@ def test_workers_die_with_a_killed_command(tmp_path, data):
         pids = json.loads(pids_file.read_text())
         time.sleep(2)  # let the workers get into TensorFlow: they must die from there, not just at startup
     finally:
-        parent.send_signal(signal.SIGKILL)
-        parent.wait()
+        parent.send_signal(getattr(signal, stop))
+        parent.wait(timeout=60)
     deadline = time.monotonic() + 30
     while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids) \
             and time.monotonic() < deadline:
