@@ -73,15 +73,19 @@ class Cluster:
         self.procs: list[subprocess.Popen] = []
         self.stderr_paths = [scratch / f"worker-{i}.stderr" for i in range(job["workers"])]
         self.buffers = [b""] * job["workers"]
-        for index in range(job["workers"]):
-            tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
-            mine = None if cpus is None else set(cpus[index])
-            with open(self.stderr_paths[index], "wb") as stderr:
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "pipebench.sharding.worker", str(job_path), str(index)],
-                    env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=stderr, start_new_session=True,
-                    preexec_fn=None if mine is None else (lambda cpus=mine: os.sched_setaffinity(0, cpus))))
+        try:
+            for index in range(job["workers"]):
+                tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
+                mine = None if cpus is None else set(cpus[index])
+                with open(self.stderr_paths[index], "wb") as stderr:
+                    self.procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "pipebench.sharding.worker", str(job_path), str(index)],
+                        env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
+                        preexec_fn=None if mine is None else (lambda cpus=mine: os.sched_setaffinity(0, cpus))))
+        except BaseException:
+            self.close(grace_sec=0.0)  # the workers started before one could not be
+            raise
 
     @property
     def pids(self) -> list[int]:
