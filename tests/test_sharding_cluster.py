@@ -103,3 +103,19 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
         time.sleep(0.2)
     assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
     assert not (run / SHARDING_FILE).exists()
+
+
+def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, data):
+    """The guide's order (interleave over the file list first): FILE shards the file list inside it, and
+    shard-after-read goes after the interleave, which reads; each worker still gets half the rows."""
+    stages = [{"interleave": {"cycle_length": 2, "block_length": 1}}, {"cache": "memory"},
+              {"shuffle": {"buffer_size": 100, "seed": 7}}, {"batch": {"batch_size": 64}}, "decode"]
+    rows = configuration("guide", "input", "guide", "tfrecord", stages, 9000, [data["tfrecord"]], repeats=2,
+                         batch_size=64, num_parallel_reads=None)
+    run = make_run(tmp_path / "run", rows, machine())
+    _, found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)
+    assert found["changes"] == ["cache dropped"]
+    for name in ("file", "shard-after-read"):
+        assert sorted(m["examples"] for m in found["measurements"] if m["placement"] == name) == [ROWS // 2] * 2
+    file_reads = [m["rchar_bytes"] for m in found["measurements"] if m["placement"] == "file"]
+    assert all(0.4 * found["data_bytes"] < read < 0.65 * found["data_bytes"] for read in file_reads)
