@@ -81,8 +81,11 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
     import sys
     import time
 
+    import tempfile
+
     run = _run(tmp_path, [data["tfrecord"]])
     pids_file = tmp_path / "pids.json"
+    temps = set(os.listdir(tempfile.gettempdir()))
     script = ("import json, sys; from pathlib import Path; from pipebench.sharding.cluster import shard_run; "
               f"shard_run(Path({str(run)!r}), rounds=1000, log=lambda t: None, "
               f"on_start=lambda pids: Path({str(pids_file)!r}).write_text(json.dumps(pids)))")
@@ -103,6 +106,7 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
         time.sleep(0.2)
     assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
     assert not (run / SHARDING_FILE).exists()
+    assert not [n for n in set(os.listdir(tempfile.gettempdir())) - temps if "sharding" in n]  # no scratch left
 
 
 def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, data):

@@ -64,25 +64,24 @@ def round_order(placements: Sequence[str], rounds: int, seed_text: str) -> list[
 class Cluster:
     """The worker processes of one local cluster, talked to line by line."""
 
-    def __init__(self, job: dict, scratch: Path, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
+    def __init__(self, job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
                  timeout_sec: float) -> None:
         self.timeout_sec = timeout_sec
-        job_path = scratch / "job.json"
-        job_path.write_text(json.dumps(job))
         addresses = [f"127.0.0.1:{port}" for port in free_ports(job["workers"])]
         self.procs: list[subprocess.Popen] = []
-        self.stderr_paths = [scratch / f"worker-{i}.stderr" for i in range(job["workers"])]
+        # Unlinked files: nothing of them is left on disk however this process ends (kill -9 included).
+        self.stderr_files = [tempfile.TemporaryFile() for _ in range(job["workers"])]
         self.buffers = [b""] * job["workers"]
         try:
             for index in range(job["workers"]):
                 tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
                 mine = None if cpus is None else set(cpus[index])
-                with open(self.stderr_paths[index], "wb") as stderr:
-                    self.procs.append(subprocess.Popen(
-                        [sys.executable, "-m", "pipebench.sharding.worker", str(job_path), str(index)],
-                        env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
-                        stdout=subprocess.PIPE, stderr=stderr, start_new_session=True,
-                        preexec_fn=None if mine is None else (lambda cpus=mine: os.sched_setaffinity(0, cpus))))
+                self.procs.append(subprocess.Popen(
+                    [sys.executable, "-m", "pipebench.sharding.worker", str(index)],
+                    env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
+                    preexec_fn=None if mine is None else (lambda cpus=mine: os.sched_setaffinity(0, cpus))))
+            self.send(json.dumps(job))  # the job is each worker's first line
         except BaseException:
             self.close(grace_sec=0.0)  # the workers started before one could not be
             raise
@@ -92,10 +91,9 @@ class Cluster:
         return [p.pid for p in self.procs]
 
     def _tail(self, index: int) -> str:
-        path = self.stderr_paths[index]
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - _STDERR_TAIL_BYTES))
-            lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        f = self.stderr_files[index]
+        f.seek(max(0, f.seek(0, os.SEEK_END) - _STDERR_TAIL_BYTES))
+        lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
         return lines[-1].strip() if lines else "no output"
 
     def replies(self, what: str) -> list[dict]:
@@ -145,20 +143,21 @@ class Cluster:
                 os.killpg(proc.pid, signal.SIGKILL)  # the group: anything the worker started goes too
             proc.wait()
             proc.stdout.close()
+        for f in self.stderr_files:
+            f.close()
 
 
 @contextlib.contextmanager
 def cluster(job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
             timeout_sec: float) -> Iterator[Cluster]:
     """Yield a started Cluster; every worker is gone when the block ends, however it ends."""
-    with tempfile.TemporaryDirectory(prefix="pipebench-sharding-") as scratch:
-        started = Cluster(job, Path(scratch), env, cpus, timeout_sec)
-        try:
-            yield started
-        except BaseException:
-            started.close(grace_sec=0.0)  # a failed or interrupted cluster has nothing left to finish
-            raise
-        started.close()
+    started = Cluster(job, env, cpus, timeout_sec)
+    try:
+        yield started
+    except BaseException:
+        started.close(grace_sec=0.0)  # a failed or interrupted cluster has nothing left to finish
+        raise
+    started.close()
 
 
 def measure_placements(job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None, timeout_sec: float,

@@ -1,4 +1,4 @@
-"""One worker of a local sharding cluster: `python -m pipebench.sharding.worker JOB INDEX`.
+"""One worker of a local sharding cluster: `python -m pipebench.sharding.worker INDEX`, its job the first stdin line.
 
 TF_CONFIG (set by pipebench.sharding.cluster) names every worker on 127.0.0.1 and this one's index, so
 `tf.distribute.MultiWorkerMirroredStrategy()` joins the cluster as a real multi-worker job would. For
@@ -27,7 +27,6 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.spec import PipelineSpec
@@ -41,8 +40,8 @@ def _io() -> dict[str, int]:
 
 
 def main(argv: list[str]) -> int:
-    job_path, index = argv[0], int(argv[1])
-    job = json.loads(Path(job_path).read_text())
+    index = int(argv[0])
+    job = json.loads(sys.stdin.readline())
     die_with_parent(job["parent_pid"])
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
