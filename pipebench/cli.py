@@ -212,6 +212,17 @@ def _cmd_capacity(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sharding(args: argparse.Namespace) -> int:
+    from pipebench.sharding.cluster import shard_run
+    from pipebench.sharding.record import lines
+
+    path, found = shard_run(args.run_dir, args.workers, args.rounds, args.placements, args.configuration,
+                            log=lambda text: print(text, flush=True))
+    print("\n".join(lines(found)))
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipebench.report.page import write_report
 
@@ -432,6 +443,19 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.add_argument("--rounds", type=_positive_int, default=3,
                           help="rounds, each measuring every prefix once in a fresh worker (default 3)")
     capacity.set_defaults(func=_cmd_capacity)
+
+    sharding = commands.add_parser("sharding", help="per-worker input throughput and bytes read of a run's best "
+                                   "configuration on a local multi-worker cluster, for each AutoShardPolicy (FILE, "
+                                   "DATA, OFF) and shard() after reading, into RUN_DIR/sharding.json")
+    sharding.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    sharding.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default 2)")
+    sharding.add_argument("--rounds", type=_positive_int, default=3,
+                          help="rounds, each measuring every placement once on the same cluster (default 3)")
+    sharding.add_argument("--placements", nargs="+", default=["file", "data", "off", "shard-after-read"],
+                          choices=("file", "data", "off", "shard-after-read"), metavar="PLACEMENT",
+                          help="file, data, off, shard-after-read (default: all four)")
+    sharding.add_argument("--configuration", metavar="ID", help="measure this configuration_id (default: the fastest)")
+    sharding.set_defaults(func=_cmd_sharding)
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")

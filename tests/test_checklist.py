@@ -17,6 +17,7 @@ from pipebench.datasets import DataFacts
 from pipebench.errors import ConfigError
 from pipebench.measure.machine import sagemaker_facts
 from pipebench.report.checklist import RULES, checklist, epoch_examples_of, ranking
+from sharding_fixtures import sharding_record, write_record
 
 GOLDEN = Path(__file__).parent / "golden" / "checklist_rules.json"
 
@@ -49,6 +50,8 @@ FAILING = {
     # two hosts, as machine facts record them from SageMaker's SM_HOSTS
     "scale_up_first": lambda configs, facts: facts["sagemaker"].update(
         host_count=sagemaker_facts(env={"SM_HOSTS": json.dumps(["algo-1", "algo-2"])})["host_count"]),
+    # its failing record (one file for two workers: no FILE sharding) is written by _run
+    "input_sharding": lambda configs, facts: None,
 }
 
 
@@ -57,7 +60,11 @@ def _run(tmp_path, fail: str | None = None, **facts):
     configs, found = passing_configurations(files), machine(**facts)
     if fail:
         FAILING[fail](configs, found)
-    return results.load(make_run(tmp_path / "run", rows_of(configs, files), found))
+    run_dir = make_run(tmp_path / "run", rows_of(configs, files), found)
+    sharded = files[:1] if fail == "input_sharding" else files
+    rates = {"data": 12000, "off": 11000, "shard-after-read": 13000, **({} if len(sharded) < 2 else {"file": 20000})}
+    write_record(run_dir, sharding_record(sharded, 1000 * len(sharded), rates))
+    return results.load(run_dir)
 
 
 def _item(run, rule_id):

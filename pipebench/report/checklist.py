@@ -493,9 +493,74 @@ def scale_up_first(runs: list[RunResults]) -> dict:
                  "Next: a bigger single instance (see the ranking); scale out only when the biggest sensible one is busy.")
 
 
+#: What SageMaker's data distribution does for each instance, said once for every sharding verdict.
+SHARDED_BY_S3_KEY = ("On SageMaker, S3DataDistributionType ShardedByS3Key gives each instance only its own S3 objects "
+                     "(FILE sharding done by SageMaker: File mode copies, FastFile and Pipe stream, 1/N of the data); "
+                     "then set the policy OFF in the script, since FILE or DATA again would keep 1/N of that share. "
+                     "FullyReplicated gives every instance every object: File mode copies all of them to each instance "
+                     "before training, and the policy decides what each worker then reads.")
+
+
+def input_sharding(runs: list[RunResults]) -> dict:
+    """Give the sharding item: which placement to use across workers, from `pipebench sharding`'s measured rounds."""
+    from pipebench.sharding.record import figures, paired, read_sharding
+
+    title = "Sharding the input across workers (AutoShardPolicy FILE / DATA, ShardedByS3Key)"
+    found = next(((run, record) for run in runs if (record := read_sharding(run.run_dir)) is not None), None)
+    if found is None:
+        return _item("input_sharding", title, "N/A", {},
+                     "Not measured: before training on several workers, run `pipebench sharding RUN_DIR` to measure "
+                     "what each worker reads and how fast under FILE, DATA, OFF and shard() after reading. "
+                     + SHARDED_BY_S3_KEY)
+    _, record = found
+    by = {f.placement: f for f in figures(record)}
+    workers = record["workers"]
+    evidence = {"configuration_id": record["configuration_id"], "workers": workers,
+                "files": len(record["files"]), "rounds": record["rounds"],
+                "placements": {name: {"examples_per_sec_per_worker": _num(f.examples_per_sec.mean),
+                                      "examples_per_sec_low": _num(f.examples_per_sec.low),
+                                      "examples_per_sec_high": _num(f.examples_per_sec.high),
+                                      "bytes_read_share": _pct(f.bytes_share), "examples_per_worker":
+                                      list(f.examples_per_worker)} for name, f in by.items()}}
+    everything = [name for name in ("data", "shard-after-read") if name in by]
+    if "file" not in by:
+        too_few = len(record["files"]) < workers
+        return _item("input_sharding", title, "FAIL" if too_few else "WARN", evidence,
+                     (f"FILE sharding cannot work on {len(record['files'])} file(s) for {workers} workers"
+                      if too_few else "FILE was not measured")
+                     + f": with {' or '.join(everything) or 'the placements measured'} every worker reads all the "
+                     f"data. Split it into at least {workers} files, ideally many per worker (pipebench convert "
+                     "--shards), and measure again. " + SHARDED_BY_S3_KEY)
+    file = by["file"]
+    read = f"FILE workers read {file.bytes_share.text('.0f', 100.0, '%')} of the bytes each"
+    if not everything:
+        return _item("input_sharding", title, "PASS", evidence, f"{read}. " + SHARDED_BY_S3_KEY)
+    other = max((by[name] for name in everything), key=lambda f: f.examples_per_sec.mean)
+    ratio = paired(file, other)
+    evidence.update({"compared_with": other.placement, **_ratio(ratio)})
+    what = (f"FILE / {other.placement} per-worker throughput {_ratio_text(ratio)}; {read}, "
+            f"{other.placement} {other.bytes_share.text('.0f', 100.0, '%')}")
+    if _undecided(ratio):
+        evidence["comparison"] = "inconclusive"
+        return _item("input_sharding", title, "WARN", evidence,
+                     f"Inconclusive on speed ({what}): {MORE_ROUNDS}. FILE still reads 1/{workers} of the bytes per "
+                     "worker, which is what a remote source (FastFile, S3) bills and waits for. " + SHARDED_BY_S3_KEY)
+    if ratio.low > 1.0:
+        evidence["comparison"] = "faster"
+        return _item("input_sharding", title, "PASS", evidence,
+                     f"Shard by file ({what}): set auto_shard_policy FILE (AUTO tries FILE first) with at least as "
+                     f"many files as workers, or drop the reference scripts' shard(num_hosts, rank) after reading. "
+                     + SHARDED_BY_S3_KEY)
+    evidence["comparison"] = "slower"
+    return _item("input_sharding", title, "WARN", evidence,
+                 f"FILE measured slower here ({what}): uneven files leave a worker waiting at the end of each epoch "
+                 "(examples per worker: " + ", ".join(map(str, file.examples_per_worker)) + "); make the files even "
+                 "before choosing DATA, which reads everything on every worker. " + SHARDED_BY_S3_KEY)
+
+
 RULES: tuple[Callable[[list[RunResults]], dict], ...] = (
     input_bound, gpu_utilization, cpu_utilization, cache_fits_ram, stage_order, file_layout, tfrecord_gain,
-    vectorized_map, openmp_knobs, threads_vs_cores, batch_auc, scale_up_first)
+    vectorized_map, openmp_knobs, threads_vs_cores, batch_auc, scale_up_first, input_sharding)
 
 MIGRATION = [
     {"id": "tf_config_chief", "title": "TF_CONFIG `master` → `chief` for ParameterServerStrategy",
