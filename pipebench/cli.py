@@ -48,12 +48,14 @@ def _non_negative_float(text: str) -> float:
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
+    from pipebench.progress import Progress
     from pipebench.synth import SynthSpec, synthesize
 
     spec = SynthSpec(rows=args.rows, out=args.out, files=args.files, seed=args.seed, field_size=args.field_size,
                      feature_size=args.feature_size, positive_rate=args.positive_rate, format=args.format,
                      compression=args.compression, force=args.force, stream=args.stream)
-    described = synthesize(spec)
+    with Progress("data synth", args.rows, "rows") as display:
+        described = synthesize(spec, display)
     auc = described["oracle_auc"]  # None when every label came out the same
     print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
           f"(positive rate {described['positive_rate']:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
@@ -62,13 +64,15 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from converters.convert import ConvertRequest, convert, default_workers
+    from pipebench.progress import Progress
 
     req = ConvertRequest(inputs=tuple(args.inputs), out=args.out, format=args.format, field_size=args.field_size,
                          feature_size=args.feature_size, shards=args.shards, shard_mb=args.shard_mb,
                          compression=args.compression, on_error=args.on_error,
                          workers=args.workers or default_workers(), rows_per_record=args.rows_per_record,
                          force=args.force)
-    manifest = convert(req)
+    with Progress("convert", None, "MiB", count=lambda n: f"{n / 2**20:,.1f}") as display:
+        manifest = convert(req, display)
     rejected = manifest["rejected"]["total"]
     seconds = manifest["seconds"]
     rate = f" ({manifest['rows'] / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
