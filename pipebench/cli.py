@@ -161,7 +161,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True)))
+    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
+                            profile=args.profile))
     return 0
 
 
@@ -388,6 +389,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--instance-type", help="the instance this runs on (e.g. ml.c5.9xlarge), for the checklist's "
                      "cost ranking; recorded as asserted by you (inside a SageMaker job, SageMaker's own "
                      "SM_CURRENT_INSTANCE_TYPE wins)")
+    run.add_argument("--profile", metavar="best|all-train|TRIAL_ID",
+                     help="after the trials, re-run the best configuration's trial, every train trial, or this trial "
+                          "under the TensorFlow profiler (one extra window, not timed) into RUN_DIR/profiles "
+                          "(tensorboard --logdir RUN_DIR/profiles); with --resume, profiles a finished run")
     run.set_defaults(func=_cmd_run)
 
     worker = commands.add_parser("worker", help="join a shared Optuna study: run its trials one at a time here")

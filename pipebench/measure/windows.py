@@ -101,7 +101,7 @@ class Arm:
             self.steps = min(self.steps * 2, 1 << 20)
 
 
-def _warm_up(arms: Sequence[Arm], m: dict) -> tuple[float, bool]:
+def warm_up(arms: Sequence[Arm], m: dict) -> tuple[float, bool]:
     """Calibrate every arm and warm them up in turns until each is steady (capped); give (seconds, steady)."""
     start = time.perf_counter()
     deadline = start + m["warmup_max_sec"]
@@ -145,7 +145,7 @@ def measure(arms: Sequence[Arm], m: dict, seed: int,
     random order (seeded) and continue past `windows` while the waiting share is undecided, up to
     `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
-    warmup_sec, steady = _warm_up(arms, m)
+    warmup_sec, steady = warm_up(arms, m)
     rng = random.Random(seed)
     paired = len(arms) > 1
     cap = max(m["windows"], m.get("max_windows") or m["windows"]) if paired else m["windows"]

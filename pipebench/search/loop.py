@@ -119,6 +119,11 @@ class TrialProgress:
         self.display.unit_done(f"[{self.done}/{total}] {label}: {result}{best}")
 
 
+def trial_limits(experiment: Experiment) -> Limits:
+    """Give the timeout and memory cap every trial worker of the experiment runs under (budget.*)."""
+    return Limits(experiment["budget"]["trial_timeout_sec"], experiment["budget"]["memory_cap_mb"] << 20)
+
+
 def failures(rows: list[dict]) -> int:
     """Give how many rows spend the failure budget (TrialStatus.counts_as_failure)."""
     return sum(TrialStatus(r["status"]).counts_as_failure for r in rows)
@@ -183,7 +188,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
 
     busy_now = busy_now or others_busy_pct
     budget, measurement = experiment["budget"], experiment["measurement"]
-    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
+    limits = trial_limits(experiment)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
     if measurement["remeasure_busy"] and planner.remeasures_busy:
