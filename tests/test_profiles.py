@@ -1,0 +1,91 @@
+"""`pipebench run --profile`: TensorBoard profiles of chosen trials, captured after the measured trials.
+
+Real runs of a tiny experiment (two train trials) with real TensorFlow workers and the real profiler.
+The trace is read back with TensorFlow's own XPlane protobuf module
+(`tensorflow.tsl.profiler.protobuf.xplane_pb2`, in both the TF 2.14 and the latest wheel; what
+TensorBoard's profile plugin reads): it must parse as an XSpace whose host plane holds the input
+pipeline's iterator events, which the plugin's input-pipeline analyzer is built from.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import pipebench.results as results
+from pipebench.measure.profiles import PROFILES_DIR, trace_files
+
+pytest.importorskip("tensorflow")
+
+
+def _experiment(tmp_path: Path) -> Path:
+    doc = {
+        "name": "tiny",
+        "data": {"synth": {"rows": 4000, "files": 2}, "formats": ["tfrecord"], "holdout_rows": 0,
+                 "cache_dir": str(tmp_path / "cache")},
+        "model": {"embedding_size": 4, "deep_layers": [8]},
+        "pipelines": {"presets": ["aws-sample"], "formats": ["tfrecord"]},
+        "grid": {"batch_size": [256, 512]},
+        "modes": ["train"],
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4,
+                        "steady_cv_pct": 50, "remeasure_busy": False},
+        "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
+        "results": str(tmp_path / "results"),
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _pipebench(*args: object) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipebench", *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+
+
+def _parsed_trace(path: Path):
+    """Give the XSpace of one .xplane.pb file, parsed by TensorFlow's own protobuf module."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(path.read_bytes())
+    return space
+
+
+def test_profile_best_then_all_train_on_resume(tmp_path):
+    done = _pipebench("run", _experiment(tmp_path), "--profile", "best")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (run_dir,) = (tmp_path / "results" / "tiny").iterdir()
+    trials = results.load(run_dir).trials
+    assert list(trials["status"]) == ["ok", "ok"], trials[["status", "reason"]]
+    best = trials.loc[trials["examples_per_sec_mean"].idxmax()]  # one repeat each: the fastest configuration
+    assert best["profile_dir"] == f"{PROFILES_DIR}/{best['trial_id']}"
+    assert trials["profile_dir"].isna().sum() == 1, "only the best trial is profiled"
+    (trace,) = trace_files(run_dir / best["profile_dir"])
+    space = _parsed_trace(trace)
+    host = [plane for plane in space.planes if plane.name == "/host:CPU"]
+    assert host and sum(len(line.events) for line in host[0].lines) > 0
+    events = {meta.name for meta in host[0].event_metadata.values()}
+    assert any(name.startswith("Iterator::") for name in events), "no input pipeline events in the trace"
+    # the profiled re-run reports no figure: what the row reports was timed without the profiler
+    rerun = json.loads((run_dir / best["profile_dir"] / "worker" / "result.json").read_text())
+    assert rerun["status"] == "ok" and rerun["examples_per_sec_median"] is None and rerun["windows_measured"] == []
+    assert "tensorboard --logdir" in done.stdout
+
+    again = _pipebench("run", "--resume", run_dir, "--profile", "all-train")
+    assert again.returncode == 0, again.stdout + again.stderr
+    after = results.load(run_dir).trials
+    assert f"profile: trial {best['trial_id']} was profiled before" in again.stdout
+    assert after["profile_dir"].tolist() == [f"{PROFILES_DIR}/{t}" for t in after["trial_id"]]
+    measured = [c for c in trials.columns if c != "profile_dir"]
+    assert after[measured].equals(trials[measured]), "profiling changed a measured figure"
+    for trial_id in after["trial_id"]:
+        (trace,) = trace_files(run_dir / PROFILES_DIR / trial_id)
+        assert _parsed_trace(trace).planes
+
+    unknown = _pipebench("run", "--resume", run_dir, "--profile", "no-such-trial")
+    assert unknown.returncode != 0 and unknown.stderr.count("\n") == 1, unknown.stderr
+    assert unknown.stderr.startswith(f"pipebench: error: {run_dir}: --profile: no trial 'no-such-trial' in this run")
