@@ -87,21 +87,3 @@ def profile_trials(run, rows: list[dict], choice: str, limits, measure: Callable
         log(f"profile: trial {trial_id} ({row['mode']}, {row['pipeline']} b{row['batch_size']}): {traces[0]} — "
             f"tensorboard --logdir {run.path / PROFILES_DIR}")
     return profiled
-
-
-def profiled_window(tf, arm, m: dict) -> dict:
-    """Warm `arm` up as a measured trial does, run one window under the TensorFlow profiler; give the record's
-    warm-up facts (the window's rate is not reported: profiling slows it).
-
-    Runs in the worker (pipebench.measure.worker), which passes its imported TensorFlow.
-    """
-    from pipebench.measure.windows import warm_up
-
-    warmup_sec, steady = warm_up([arm], m)
-    Path(m["profile_dir"]).mkdir(parents=True, exist_ok=True)
-    tf.profiler.experimental.start(m["profile_dir"])
-    try:
-        arm.timed(m["window_sec"], 0)
-    finally:
-        tf.profiler.experimental.stop()
-    return {"warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arm.steps}

@@ -38,7 +38,7 @@ from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.windows import Arm, measure
+from pipebench.measure.windows import Arm, measure, profiled_window
 from pipebench.parent_death import die_with_parent
 
 #: Beside the result file: one JSON line per finished window, read by the manager for pruning.
@@ -191,8 +191,6 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
         # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
     if m.get("profile_dir"):  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
-        from pipebench.measure.profiles import profiled_window
-
         record.update(profiled_window(tf, arms[0], m))
         return record
     record.update(measure(arms, m, seed, on_window))
