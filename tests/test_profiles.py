@@ -17,9 +17,30 @@ import pytest
 import yaml
 
 import pipebench.results as results
-from pipebench.measure.profiles import PROFILES_DIR, trace_files
+from pipebench.errors import UsageError
+from pipebench.measure.profiles import PROFILES_DIR, chosen_rows, trace_files
+from pipebench.testing import windows_at
+from pipebench.typed import to_json
 
-pytest.importorskip("tensorflow")
+
+def _row(trial_id: str, mode: str, rate: float, configuration: str | None = None, repeat: int = 0) -> dict:
+    return {"run_id": "r", "trial_id": trial_id, "configuration_id": configuration or trial_id, "repeat": repeat,
+            "mode": mode, "status": "ok", "examples_per_sec_mean": rate, "busy_machine": False,
+            "windows_json": json.dumps(to_json(windows_at(mode, [rate, rate * 1.01, rate * 0.99])))}
+
+
+def test_best_is_the_fastest_train_configuration_first_repeat_and_all_train_every_ok_train_trial():
+    rows = [_row("in", "input", 9e6), _row("slow", "train", 1e4), _row("fast1", "train", 5e4, "fast", 1),
+            _row("fast0", "train", 5e4, "fast", 0), {**_row("broken", "train", 1e5), "status": "failed"}]
+    assert [r["trial_id"] for r in chosen_rows(rows, "best", Path("run"))] == ["fast0"]
+    assert [r["trial_id"] for r in chosen_rows(rows, "all-train", Path("run"))] == ["slow", "fast1", "fast0"]
+    assert [r["trial_id"] for r in chosen_rows(rows, "slow", Path("run"))] == ["slow"]
+    assert [r["trial_id"] for r in chosen_rows(rows[:1], "best", Path("run"))] == ["in"], "no train: the fastest input"
+    with pytest.raises(UsageError, match=r"^run: --profile: no trial 'nope' in this run \(its trials: in, slow, "
+                                         r"fast1, …; or give best or all-train\)$"):
+        chosen_rows(rows, "nope", Path("run"))
+    with pytest.raises(UsageError, match="no ok train trial"):
+        chosen_rows(rows[:1], "all-train", Path("run"))
 
 
 def _experiment(tmp_path: Path) -> Path:
@@ -56,6 +77,7 @@ def _parsed_trace(path: Path):
 
 
 def test_profile_best_then_all_train_on_resume(tmp_path):
+    pytest.importorskip("tensorflow")
     done = _pipebench("run", _experiment(tmp_path), "--profile", "best")
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (tmp_path / "results" / "tiny").iterdir()
