@@ -5,7 +5,9 @@ FORCE_COLOR are honoured) a rich bar shows what is done of the total, the rate, 
 status (the best trial so far), redrawn in place; each finished unit (a trial, an input file, an
 output file) is also printed above it as a line, so the terminal keeps a log. Anywhere else (CI, a
 log file, a pipe) only those lines are printed, one per unit, with the same figures and no escape
-code, so logs stay readable and diffable.
+code, so logs stay readable and diffable. It writes to stdout by default, beside the command's other
+output: stderr keeps only the one-line error of a command that fails (`pipebench: error: ...`), even
+one that fails after some units finished.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ class Progress:
         self.what, self.total, self.unit, self.count, self.clock = what, total, unit, count, clock
         self.done, self.already, self.started = already, already, clock()
         self.status = ""
-        self.console = Console(file=stream if stream is not None else sys.stderr, highlight=False,
+        self.console = Console(file=stream if stream is not None else sys.stdout, highlight=False,
                                soft_wrap=True)
         self.live = self.console.is_interactive
         self._bar = None

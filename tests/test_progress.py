@@ -36,22 +36,39 @@ def _pipebench(*args: object) -> list[str]:
 
 
 def test_plain_lines_and_no_escape_codes_when_output_is_not_a_terminal(tmp_path):
-    """In a pipe (CI, logs) synth and convert print one plain line per output file / input file, nothing else."""
+    """In a pipe (CI, logs) synth and convert print one plain line per output file / input file on stdout
+    before their result line, and nothing on stderr."""
     synth = subprocess.run(_pipebench("data", "synth", "--rows", 3000, "--files", 2, "--out", tmp_path / "s"),
                            capture_output=True, text=True, env=_env(), cwd=tmp_path)
-    assert synth.returncode == 0, synth.stderr
-    lines = synth.stderr.splitlines()
-    assert [line.split(" (")[0] for line in lines] == ["data synth: file 1/2 written", "data synth: file 2/2 written"]
-    assert lines[-1].startswith("data synth: file 2/2 written (3,000/3,000 rows) | ") and "rows/s" in lines[-1]
+    assert (synth.returncode, synth.stderr) == (0, "")
+    lines = synth.stdout.splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["data synth: file 1/2 written", "data synth: file 2/2 written",
+                                                       f"wrote 3000 rows in 2 file(s) to {tmp_path / 's'}"]
+    assert lines[1].startswith("data synth: file 2/2 written (3,000/3,000 rows) | ") and "rows/s" in lines[1]
     inputs = sorted((tmp_path / "s").glob("part-*.libsvm"))
     convert = subprocess.run(_pipebench("convert", *inputs, "--out", tmp_path / "c"), capture_output=True, text=True,
                              env=_env(), cwd=tmp_path)
-    assert convert.returncode == 0, convert.stderr
-    lines = convert.stderr.splitlines()
-    assert [line.split(" (")[0] for line in lines] == [f"convert: {inputs[0]}: converted", f"convert: {inputs[1]}: converted"]
-    assert "(2/2 inputs, 3,000 rows so far, " in lines[-1] and "MiB/s" in lines[-1]
-    for output in (synth.stderr, synth.stdout, convert.stderr, convert.stdout):
+    assert (convert.returncode, convert.stderr) == (0, "")
+    lines = convert.stdout.splitlines()
+    assert [line.split(" (")[0] for line in lines[:2]] == [f"convert: {inputs[0]}: converted",
+                                                           f"convert: {inputs[1]}: converted"]
+    assert "(2/2 inputs, 3,000 rows so far, " in lines[1] and "MiB/s" in lines[1]
+    assert lines[2].startswith("wrote 3000 rows as tfrecord") and len(lines) == 3
+    for output in (synth.stdout, convert.stdout):
         assert "\x1b" not in output and "\r" not in output and BAR not in output
+
+
+def test_a_command_failing_after_a_unit_finished_still_prints_one_error_line_on_stderr(tmp_path):
+    """The first input converts (its line on stdout), the second has a bad line: stderr holds the error alone."""
+    good, bad = tmp_path / "good.libsvm", tmp_path / "bad.libsvm"
+    good.write_text("1 1:0.5 2:1\n" * 3)
+    bad.write_text("1 1:0.5 2:1\n0 1:x 2:1\n")
+    done = subprocess.run(_pipebench("convert", good, bad, "--field-size", 2, "--out", tmp_path / "c"),
+                          capture_output=True, text=True, env=_env(), cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"pipebench: error: {bad}:2: ")
+    assert done.stdout.startswith(f"convert: {good}: converted (1/2 inputs, 3 rows so far, ")
+    assert not (tmp_path / "c").exists()
 
 
 def test_eta_is_the_rest_at_the_rate_so_far_and_unknown_before_any_work():

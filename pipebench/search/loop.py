@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import socket
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,7 +78,7 @@ class TrialProgress:
     the knobs that tell trials apart (threads, environment, repeat), its figure and interval, and the
     best train configuration so far; on a terminal also a live bar of trials done, rate and ETA."""
 
-    def __init__(self, total: int | None, already: int, stream=sys.stderr, clock=time.monotonic) -> None:
+    def __init__(self, total: int | None, already: int, stream=None, clock=time.monotonic) -> None:
         from pipebench.progress import Progress
 
         self.total, self.done = total, already
@@ -181,7 +180,7 @@ class RemeasureBusy:
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
-               stream=sys.stderr, busy_now: Callable[[], float] | None = None) -> LoopResult:
+               stream=None, busy_now: Callable[[], float] | None = None) -> LoopResult:
     """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
     from pipebench.measure.sampler import Sampler, others_busy_pct
     from pipebench.report.summary import write_summary
