@@ -95,9 +95,14 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     measured (pipebench.measure.profiles).
     """
     from pipebench.report.summary import best_table, verdicts
+    from pipebench.search.grid import GridPlanner
 
     with _folder(experiment, run_dir, instance_type, experiment["search"]["storage"], None, "search.storage",
                  log) as (run_folder, _, planner):
+        if profile is not None and isinstance(planner, GridPlanner):  # a study's trials are not known yet
+            from pipebench.measure.profiles import refuse_unknown_trial
+
+            refuse_unknown_trial(profile, planner.trial_ids(), run_dir or experiment.source or run_folder.path)
         result = run_trials(planner, run_folder, experiment, log=log)
         if profile is not None:
             from pipebench.measure.profiles import profile_trials

@@ -78,7 +78,14 @@ def _parsed_trace(path: Path):
 
 def test_profile_best_then_all_train_on_resume(tmp_path):
     pytest.importorskip("tensorflow")
-    done = _pipebench("run", _experiment(tmp_path), "--profile", "best")
+    experiment = _experiment(tmp_path)
+    # a grid's trial ids are known before it runs: an unknown one is refused before any trial, leaving no run folder
+    refused = _pipebench("run", experiment, "--profile", "no-such-trial")
+    assert refused.returncode != 0 and refused.stderr.count("\n") == 1, refused.stderr
+    assert refused.stderr.startswith(f"pipebench: error: {experiment}: --profile: no trial 'no-such-trial' in this run")
+    assert not (tmp_path / "results" / "tiny").exists() or not list((tmp_path / "results" / "tiny").iterdir())
+
+    done = _pipebench("run", experiment, "--profile", "best")
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (tmp_path / "results" / "tiny").iterdir()
     trials = results.load(run_dir).trials

@@ -56,6 +56,13 @@ def chosen_rows(rows: list[dict], choice: str, run_dir: Path) -> list[dict]:
     return found
 
 
+def refuse_unknown_trial(choice: str, trial_ids: set[str], run_dir: Path) -> None:
+    """Raise UsageError when `--profile choice` names a trial id the run will not hold (checked before the
+    trials run, where the plan is known: a grid's)."""
+    if choice not in CHOICES and choice not in trial_ids:
+        chosen_rows([{"trial_id": t} for t in sorted(trial_ids)], choice, run_dir)
+
+
 def profile_trials(run, rows: list[dict], choice: str, limits, measure: Callable | None = None,
                    log: Callable[[str], None] = print) -> list[str]:
     """Profile the chosen trials of `run` (a RunFolder) in separate workers; give the ids profiled now.
