@@ -37,6 +37,7 @@ from converters.inverse import ExampleBatch, example_batches, format_libsvm
 from converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import DataError, UsageError
+from pipebench.progress import Progress
 
 FORMATS = ("tfrecord", "packed", "libsvm")
 #: What the input is: "auto" tells libsvm from TFRecord by the bytes; "criteo" is raw Kaggle rows.
@@ -138,9 +139,11 @@ class _Source:
         self.bytes = self.path.stat().st_size
         self.sha256: str | None = None
         self.lines = 0
+        self.reading: InputFile | None = None  # the latest pass over it, for progress
 
     def open(self) -> InputFile:
-        return InputFile(self.path, self.compression)
+        self.reading = InputFile(self.path, self.compression)
+        return self.reading
 
     def describe(self) -> dict:
         return {"path": str(self.path), "bytes": self.bytes, "sha256": self.sha256,
@@ -185,8 +188,10 @@ def _count_input_rows(sources: list[_Source], tf_input: bool, field_size: int) -
 
 
 class _Converter:
-    def __init__(self, req: ConvertRequest) -> None:
+    def __init__(self, req: ConvertRequest, display: Progress | None = None) -> None:
         self.req = req
+        self.display = display
+        self.announced = 0  # inputs whose end the display has announced
         self.sources = [_Source(p) for p in req.inputs]
         kinds = {s.path: tfrecord.looks_like_tfrecord(s.path) for s in self.sources}
         self.raw_criteo = req.from_format == "criteo"
@@ -211,6 +216,8 @@ class _Converter:
     def run(self) -> dict:
         req = self.req
         started = time.perf_counter()
+        if self.display is not None:
+            self.display.total = sum(s.bytes for s in self.sources)
         with atomic_dir(req.out, force=req.force, inputs=req.inputs) as tmp:
             writer = self._writer(tmp)
             quarantine = open(tmp / QUARANTINE_FILE, "w") if req.on_error == "quarantine" else None
@@ -226,6 +233,7 @@ class _Converter:
                         raise
                 if not self.rows:
                     raise self._no_rows()
+                self._announce(sum(s.bytes for s in self.sources))
                 if self.packer is not None:
                     writer.write(*self._frame(*self.packer.flush()))
                 shards = writer.close()
@@ -310,15 +318,24 @@ class _Converter:
                     yield _parse_and_encode, (index, first, chunk)
 
     def _pump(self, pool: ThreadPoolExecutor, writer: ShardWriter, quarantine) -> None:
-        window: deque[Future] = deque()
+        window: deque[tuple[Future, int]] = deque()  # with how far through the inputs its chunk ends (bytes)
         for func, args in self._tasks():
-            window.append(pool.submit(func, self.req, *args))
+            window.append((pool.submit(func, self.req, *args), self._read_up_to(args[0])))
             if len(window) >= 2 * self.req.workers:
-                self._collect(window.popleft().result(), writer, quarantine)
+                self._collect(*self._next(window), writer, quarantine)
         while window:
-            self._collect(window.popleft().result(), writer, quarantine)
+            self._collect(*self._next(window), writer, quarantine)
 
-    def _collect(self, chunk: _Chunk, writer: ShardWriter, quarantine) -> None:
+    @staticmethod
+    def _next(window: deque[tuple[Future, int]]) -> tuple[_Chunk, int]:
+        future, read_up_to = window.popleft()
+        return future.result(), read_up_to
+
+    def _read_up_to(self, index: int) -> int:
+        """Give the bytes (as stored) of the inputs read so far, input `index` being read now."""
+        return sum(s.bytes for s in self.sources[:index]) + self.sources[index].reading.stored_bytes_read
+
+    def _collect(self, chunk: _Chunk, read_up_to: int, writer: ShardWriter, quarantine) -> None:
         source = self.sources[chunk.source]
         source.lines = max(source.lines, chunk.first_line + chunk.lines - 1)
         for number, code, reason, text in chunk.rejects:
@@ -340,6 +357,19 @@ class _Converter:
             writer.write(*self._frame(*self.packer.add(chunk.packed_rows)))
         else:
             writer.write(chunk.payload, chunk.ends)
+        self._announce(read_up_to)
+
+    def _announce(self, read_up_to: int) -> None:
+        """Show the input converted so far (bytes as stored), and a line for each input converted to its end."""
+        if self.display is None:
+            return
+        self.display.advance(read_up_to - self.display.done, f"{self.rows:,} rows")
+        ends = np.cumsum([s.bytes for s in self.sources])
+        while self.announced < len(self.sources) and ends[self.announced] <= read_up_to:
+            source = self.sources[self.announced]
+            self.announced += 1
+            self.display.unit_done(f"convert: {source.path}: converted ({self.announced}/{len(self.sources)} "
+                                   f"inputs, {self.rows:,} rows so far, {self.display.done_text()})")
 
     @staticmethod
     def _frame(payload: np.ndarray, ends: np.ndarray, counts: np.ndarray):
@@ -457,7 +487,11 @@ def _encode_rows(req: ConvertRequest, source: int, first_line: int,
     return chunk
 
 
-def convert(req: ConvertRequest) -> dict:
-    """Convert `req.inputs` into `req.out`; give the manifest written beside the output."""
+def convert(req: ConvertRequest, display: Progress | None = None) -> dict:
+    """Convert `req.inputs` into `req.out`; give the manifest written beside the output.
+
+    `display` (pipebench.progress) hears the bytes of input read and each input finished; its total
+    is set here.
+    """
     req.check()
-    return _Converter(req).run()
+    return _Converter(req, display).run()

@@ -79,6 +79,7 @@ class InputFile:
         self.compression = compression or sniff_compression(self.path)
         self.sha256: str | None = None  # set once the whole file has been read
         self.decompressed_bytes = 0
+        self.stored_bytes_read = 0  # of the file as stored: how far through it the reading is (progress)
         self._digest = hashlib.sha256()
         self._inflate = self._new_inflate()
         try:
@@ -94,6 +95,7 @@ class InputFile:
         data = self._raw.read(size)
         if data:
             self._digest.update(data)
+            self.stored_bytes_read += len(data)
         else:
             self.sha256 = self._digest.hexdigest()
         return data

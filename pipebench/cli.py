@@ -48,12 +48,14 @@ def _non_negative_float(text: str) -> float:
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
+    from pipebench.progress import Progress
     from pipebench.synth import SynthSpec, synthesize
 
     spec = SynthSpec(rows=args.rows, out=args.out, files=args.files, seed=args.seed, field_size=args.field_size,
                      feature_size=args.feature_size, positive_rate=args.positive_rate, format=args.format,
                      compression=args.compression, force=args.force, stream=args.stream)
-    described = synthesize(spec)
+    with Progress("data synth", args.rows, "rows") as display:
+        described = synthesize(spec, display)
     auc = described["oracle_auc"]  # None when every label came out the same
     print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
           f"(positive rate {described['positive_rate']:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
@@ -62,6 +64,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 def _cmd_convert(args: argparse.Namespace) -> int:
     from converters.convert import ConvertRequest, convert, default_workers
+    from pipebench.progress import Progress
 
     req = ConvertRequest(inputs=tuple(args.inputs), out=args.out, format=args.format, field_size=args.field_size,
                          feature_size=args.feature_size, shards=args.shards, shard_mb=args.shard_mb,
@@ -69,7 +72,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
                          workers=args.workers or default_workers(), rows_per_record=args.rows_per_record,
                          force=args.force, from_format=args.from_format, feature_map=args.feature_map,
                          cutoff=args.cutoff)
-    manifest = convert(req)
+    with Progress("convert", None, "MiB", count=lambda n: f"{n / 2**20:,.1f}") as display:
+        manifest = convert(req, display)
     rejected = manifest["rejected"]["total"]
     seconds = manifest["seconds"]
     rate = f" ({manifest['rows'] / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
@@ -161,7 +165,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True)))
+    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
+                            profile=args.profile))
     return 0
 
 
@@ -412,6 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--instance-type", help="the instance this runs on (e.g. ml.c5.9xlarge), for the checklist's "
                      "cost ranking; recorded as asserted by you (inside a SageMaker job, SageMaker's own "
                      "SM_CURRENT_INSTANCE_TYPE wins)")
+    run.add_argument("--profile", metavar="best|all-train|TRIAL_ID",
+                     help="after the trials, re-run the best configuration's trial, every train trial, or this trial "
+                          "under the TensorFlow profiler (one extra window, not timed) into RUN_DIR/profiles "
+                          "(tensorboard --logdir RUN_DIR/profiles); with --resume, profiles a finished run")
     run.set_defaults(func=_cmd_run)
 
     worker = commands.add_parser("worker", help="join a shared Optuna study: run its trials one at a time here")

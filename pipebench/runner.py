@@ -18,7 +18,7 @@ from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import MACHINE_FILE, RunFolder, create_run_folder, load_resumed, open_run_folder, own
-from pipebench.search.loop import LoopResult, run_trials
+from pipebench.search.loop import LoopResult, run_trials, trial_limits
 
 
 @dataclass(frozen=True)
@@ -88,13 +88,26 @@ def _optuna_planner(experiment: Experiment, plan, storage: str | None, run_dir: 
 
 
 def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str | None = None,
-        log: Callable[[str], None] = print) -> RunOutcome:
-    """Run (or resume, when run_dir is given) the experiment; give the run folder and how it ended."""
+        log: Callable[[str], None] = print, profile: str | None = None) -> RunOutcome:
+    """Run (or resume, when run_dir is given) the experiment; give the run folder and how it ended.
+
+    `profile` (best, all-train or a trial id) captures TensorBoard profiles of those trials once they are
+    measured (pipebench.measure.profiles).
+    """
     from pipebench.report.summary import best_table, verdicts
+    from pipebench.search.grid import GridPlanner
 
     with _folder(experiment, run_dir, instance_type, experiment["search"]["storage"], None, "search.storage",
                  log) as (run_folder, _, planner):
+        if profile is not None and isinstance(planner, GridPlanner):  # a study's trials are not known yet
+            from pipebench.measure.profiles import refuse_unknown_trial
+
+            refuse_unknown_trial(profile, planner.trial_ids(), run_dir or experiment.source or run_folder.path)
         result = run_trials(planner, run_folder, experiment, log=log)
+        if profile is not None:
+            from pipebench.measure.profiles import profile_trials
+
+            profile_trials(run_folder, run_folder.rows(), profile, trial_limits(experiment), log=log)
     log(best_table(result.rows))
     log("\n".join(verdicts(result.rows)))
     log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"

@@ -34,6 +34,7 @@ from converters.example import encode_examples
 from converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import UsageError
+from pipebench.progress import Progress
 
 BLOCK_ROWS = 8192
 VALUE_SCALE = 100_000  # numeric values are k / VALUE_SCALE, written with 5 decimals
@@ -270,6 +271,16 @@ def _format_raw(labels, integers, present, hashes):
     return out[:pos], ends
 
 
+def _show(display: Progress, rows: int, per_file: int, files: int) -> None:
+    """Count `rows` more written; a line for each output file they filled."""
+    before = int(display.done) // per_file
+    display.advance(rows)
+    for filled in range(before + 1, min(files, int(display.done) // per_file) + 1):
+        display.unit_done(f"data synth: file {filled}/{files} written ({display.done_text()})")
+    if display.done >= display.total and before < files and int(display.done) // per_file < files:
+        display.unit_done(f"data synth: file {files}/{files} written ({display.done_text()})")
+
+
 class _AucHistogram:
     """Streaming AUC of true probabilities against drawn labels, from per-bin counts."""
 
@@ -290,8 +301,11 @@ class _AucHistogram:
         return float((self.pos * below + 0.5 * self.pos * self.neg).sum() / (positives * negatives))
 
 
-def synthesize(spec: SynthSpec) -> dict:
-    """Write the data set to spec.out (atomically); give the synth.json description."""
+def synthesize(spec: SynthSpec, display: Progress | None = None) -> dict:
+    """Write the data set to spec.out (atomically); give the synth.json description.
+
+    `display` (pipebench.progress, counting rows) hears each block written and each output file filled.
+    """
     spec.check()
     model = PlantedModel(spec)
     per_file = -(-spec.rows // spec.files)
@@ -320,6 +334,8 @@ def synthesize(spec: SynthSpec) -> dict:
                 else:
                     values = (codes / VALUE_SCALE).astype(np.float32)
                     writer.write(*tfrecord.frame(*encode_examples(labels.astype(np.float32), ids, values)))
+                if display is not None:
+                    _show(display, n, per_file, spec.files)
             shards = writer.close()
         except BaseException:
             writer.abort()

@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
 ./scripts/ensure-chromium.sh || echo "test: chromium could not be installed; the browser test says why" >&2
 ./scripts/ensure-postgres.sh || echo "test: postgresql could not be installed; the storage test says why" >&2
+./scripts/ensure-tmux.sh || echo "test: tmux could not be installed; the progress display's terminal test says why" >&2
 ./scripts/setup.sh latest
 .venv/bin/python -m pytest "$@"
 status=0

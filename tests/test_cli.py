@@ -52,7 +52,7 @@ def test_instance_type_reaches_the_run_as_an_assertion_and_never_the_environment
 
     seen = {}
 
-    def fake_run(experiment, run_dir, instance_type, log):
+    def fake_run(experiment, run_dir, instance_type, log, profile=None):
         seen.update(instance_type=instance_type, env=os.environ.get("SM_CURRENT_INSTANCE_TYPE"))
         return pipebench.runner.RunOutcome(tmp_path, LoopResult([]))
 

@@ -16,7 +16,9 @@ a fresh iterator, the settle window above covering its start) — except for a p
 stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
 untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
 Rounds go on past `windows` while the waiting share's interval straddles a TF
-Profiler threshold, up to `max_windows` (the record says when that cap was hit).
+Profiler threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
+(pipebench.measure.profiles) warms up the same way, then runs one window under the TensorFlow
+profiler and reports no figure from it (`profiled_window`).
 
 No TensorFlow import here: the loops are handed in.
 """
@@ -26,6 +28,7 @@ import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pipebench.errors import PipebenchError
 from pipebench.measure import stats
@@ -175,3 +178,19 @@ def measure(arms: Sequence[Arm], m: dict, seed: int,
             "warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arms[0].steps,
             "epochs_renewed": arms[0].epochs_renewed, "windows_started_sec": started,
             "windows_ended_sec": time.monotonic()}
+
+
+def profiled_window(tf, arm: Arm, m: dict) -> dict:
+    """Warm `arm` up as a measured trial does, run one window under the TensorFlow profiler into
+    `m["profile_dir"]`; give the record's warm-up facts (the window's rate is not reported: profiling slows it).
+
+    A profiling re-run's (pipebench.measure.profiles); the worker passes its imported TensorFlow.
+    """
+    warmup_sec, steady = _warm_up([arm], m)
+    Path(m["profile_dir"]).mkdir(parents=True, exist_ok=True)
+    tf.profiler.experimental.start(m["profile_dir"])
+    try:
+        arm.timed(m["window_sec"], 0)
+    finally:
+        tf.profiler.experimental.stop()
+    return {"warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arm.steps}

@@ -12,6 +12,10 @@ reports the CPUs it may use as it starts, read before TensorFlow is imported, an
 TensorFlow's inter-op pool, which TensorFlow sizes from them. Every window records the CPU seconds
 the worker's process tree used over it (pipebench.measure.cpu_clock).
 
+A trial whose `measurement` holds `profile_dir` (a profiling re-run's, not an experiment key) warms up,
+then runs one window under the TensorFlow profiler into that folder and reports no figure
+(pipebench.measure.profiles).
+
 An input trial whose `measurement` holds `prefix_stages: N` (capacity profiling's, not an experiment
 key) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
 prefix of single examples or records is consumed through shard(K, 0), K elements per loop step.
@@ -34,7 +38,7 @@ from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.windows import Arm, measure
+from pipebench.measure.windows import Arm, measure, profiled_window
 from pipebench.parent_death import die_with_parent
 
 #: Beside the result file: one JSON line per finished window, read by the manager for pruning.
@@ -186,6 +190,9 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
                     cpu_clock=process_tree_cpu_sec)
         # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
+    if m.get("profile_dir"):  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
+        record.update(profiled_window(tf, arms[0], m))
+        return record
     record.update(measure(arms, m, seed, on_window))
     if mode == "train" and m.get("cold_cache"):
         record.update(_cold_pass(tf, spec, sources, built.files, loop, m, record["examples_per_sec_median"]))

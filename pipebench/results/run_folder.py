@@ -29,7 +29,7 @@ from pipebench.datasets import DataFacts, DataSet
 from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
-from pipebench.results.store import append_rows, check_table, read_table
+from pipebench.results.store import append_rows, check_table, read_table, write_table
 from pipebench.typed import from_json, read_json
 
 if TYPE_CHECKING:
@@ -77,6 +77,17 @@ class RunFolder:
         if samples:
             append_rows(self.path / SAMPLES_FILE, SAMPLE_SCHEMA,
                         [{**s, "run_id": self.run_id, "trial_id": row["trial_id"]} for s in samples])
+
+    def note(self, trial_id: str, column: str, value: object) -> None:
+        """Set one column of one trial's row after the fact (a TensorBoard profile captured once the trials ran);
+        trials.parquet is rewritten atomically."""
+        import pyarrow as pa
+
+        rows = self.rows()
+        for row in rows:
+            if row["trial_id"] == trial_id:
+                row[column] = value
+        write_table(self.path / TRIALS_FILE, pa.Table.from_pylist(rows, schema=TRIAL_SCHEMA))
 
 
 @dataclass

@@ -159,6 +159,11 @@ class GridPlanner:
     def __init__(self, planned: list[TrialSpec], done: set[str]) -> None:
         self._todo = collections.deque(t for t in planned if t.trial_id not in done)
         self._total = len(done) + len(self._todo)
+        self._ids = {t.trial_id for t in planned} | done
+
+    def trial_ids(self) -> set[str]:
+        """Give the id of every trial the run holds, done before included (known before any runs)."""
+        return self._ids
 
     def total(self) -> int:
         return self._total

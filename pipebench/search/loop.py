@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import socket
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,35 +73,54 @@ class LoopResult:
     failure_budget_spent: bool = False
 
 
-class Progress:
-    """One line per finished trial: done / total, what it measured, the best so far, an ETA."""
+class TrialProgress:
+    """The run's progress (pipebench.progress): a line per finished trial saying what it measured, with
+    the knobs that tell trials apart (threads, environment, repeat), its figure and interval, and the
+    best train configuration so far; on a terminal also a live bar of trials done, rate and ETA."""
 
-    def __init__(self, total: int | None, already: int, stream=sys.stderr, clock=time.monotonic) -> None:
-        self.total, self.done, self.clock, self.stream = total, already, clock, stream
-        self.started, self.ran = clock(), 0
-        self.best: tuple[float, str] | None = None
+    def __init__(self, total: int | None, already: int, stream=None, clock=time.monotonic) -> None:
+        from pipebench.progress import Progress
+
+        self.total, self.done = total, already
+        self.display = Progress("run", total, "trials", stream, clock, already)
+        self.best: tuple[float, str, str] | None = None  # (rate, figure with its interval, label)
+
+    def __enter__(self) -> TrialProgress:
+        self.display.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.display.__exit__(*exc)
 
     def update(self, row: dict) -> None:
+        from pipebench.report.tables import env_text, threads_text
+
         self.done += 1
-        self.ran += 1
-        rate = row.get("examples_per_sec_median")
         source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
         label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} b{row['batch_size']}".replace("  ", " ")
-        if row.get("repeat"):
-            label += f" (repeat {row['repeat']})"  # a grid's later round, or a confirmation round
-        if rate and row["mode"] == "train" and (self.best is None or rate > self.best[0]):
-            self.best = (rate, label)
-        result = f"{rate:,.0f} ex/s" if rate else f"{row['status']}: {row['reason']}"
+        label += f" threads {threads_text(row)}" + (f" env {env_text(row)}" if env_text(row) != "none set" else "")
+        label += f" repeat {row.get('repeat') or 0}"  # a grid's later round, or a confirmation round
+        rate = row.get("examples_per_sec_mean") or row.get("examples_per_sec_median")
+        result = f"{row['status']}: {row['reason']}"
+        if rate:
+            low, high = row.get("examples_per_sec_low"), row.get("examples_per_sec_high")
+            result = f"{rate:,.0f} " + (f"({low:,.0f}–{high:,.0f}) " if low is not None and high is not None
+                                        else "(no interval) ") + "ex/s"  # as Interval.text writes it
+            if row["mode"] == "train" and (self.best is None or rate > self.best[0]):
+                self.best = (rate, result, label)
         if row.get("remeasure_of"):
             label += " (again: its first measurement shared the machine)"
         elif row.get("busy_machine"):
             result += " [busy machine]"
-        best = f" | best train {self.best[0]:,.0f} ex/s ({self.best[1]})" if self.best else ""
+        best = f" | best train {self.best[1]} ({self.best[2]})" if self.best else ""
         total = self.total if self.total is not None and self.total >= self.done else "?"
-        eta = ""
-        if isinstance(total, int):
-            eta = f" | ETA {(self.clock() - self.started) / self.ran * (total - self.done) / 60:.1f} min"
-        print(f"[{self.done}/{total}] {label}: {result}{best}{eta}", file=self.stream, flush=True)
+        self.display.advance(1, f"best train {self.best[1]}" if self.best else "")
+        self.display.unit_done(f"[{self.done}/{total}] {label}: {result}{best}")
+
+
+def trial_limits(experiment: Experiment) -> Limits:
+    """Give the timeout and memory cap every trial worker of the experiment runs under (budget.*)."""
+    return Limits(experiment["budget"]["trial_timeout_sec"], experiment["budget"]["memory_cap_mb"] << 20)
 
 
 def failures(rows: list[dict]) -> int:
@@ -162,51 +180,51 @@ class RemeasureBusy:
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
-               stream=sys.stderr, busy_now: Callable[[], float] | None = None) -> LoopResult:
+               stream=None, busy_now: Callable[[], float] | None = None) -> LoopResult:
     """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
     from pipebench.measure.sampler import Sampler, others_busy_pct
     from pipebench.report.summary import write_summary
 
     busy_now = busy_now or others_busy_pct
     budget, measurement = experiment["budget"], experiment["measurement"]
-    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
+    limits = trial_limits(experiment)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
     if measurement["remeasure_busy"] and planner.remeasures_busy:
         planner = RemeasureBusy(planner, rows, run, measurement["busy_other_cpu_pct"], busy_now)
-    progress = Progress(planner.total(), len(rows), stream, clock)
     host = socket.gethostname()
     result = LoopResult(rows)
-    while True:
-        failed = failures(rows)
-        if len(rows) >= MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
-            result.stopped = (f"{failed} of {len(rows)} trials failed, past budget.max_failure_rate "
-                              f"{budget['max_failure_rate']}")
-            result.failure_budget_spent = True
-            break
-        if deadline is not None and clock() > deadline:
-            result.stopped = f"time budget of {budget['max_minutes']} min used up"
-            break
-        if budget["max_trials"] is not None and len(rows) >= budget["max_trials"]:
-            result.stopped = f"budget.max_trials ({budget['max_trials']}) reached"
-            break
-        planned = planner.next()
-        if planned is None:
-            break
-        spec = planned.spec
-        files = spec.pipeline_spec["source"]["files"] if measurement["page_cache"] else ()
-        started = time.time()
-        with planned.measuring:
-            outcome = measure(spec, run.trial_dir(spec.trial_id), limits,
-                              sampler_factory=lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"],
-                                                                  data_files=files),
-                              on_progress=planned.on_window)
-        row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
-                                   planned.study, planned.optuna_trial_number))
-        run.append(row, outcome.samples)
-        rows.append(row)
-        planner.done(planned, row)
-        progress.update(row)
+    with TrialProgress(planner.total(), len(rows), stream, clock) as progress:
+        while True:
+            failed = failures(rows)
+            if len(rows) >= MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
+                result.stopped = (f"{failed} of {len(rows)} trials failed, past budget.max_failure_rate "
+                                  f"{budget['max_failure_rate']}")
+                result.failure_budget_spent = True
+                break
+            if deadline is not None and clock() > deadline:
+                result.stopped = f"time budget of {budget['max_minutes']} min used up"
+                break
+            if budget["max_trials"] is not None and len(rows) >= budget["max_trials"]:
+                result.stopped = f"budget.max_trials ({budget['max_trials']}) reached"
+                break
+            planned = planner.next()
+            if planned is None:
+                break
+            spec = planned.spec
+            files = spec.pipeline_spec["source"]["files"] if measurement["page_cache"] else ()
+            started = time.time()
+            with planned.measuring:
+                outcome = measure(spec, run.trial_dir(spec.trial_id), limits,
+                                  sampler_factory=lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"],
+                                                                      data_files=files),
+                                  on_progress=planned.on_window)
+            row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
+                                       planned.study, planned.optuna_trial_number))
+            run.append(row, outcome.samples)
+            rows.append(row)
+            planner.done(planned, row)
+            progress.update(row)
     planner.finish(run)
     skipped = planner.skipped if isinstance(planner, RemeasureBusy) else None
     if skipped:
