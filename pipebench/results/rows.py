@@ -104,6 +104,13 @@ def _busy(c: RowContext) -> bool | None:
     return usage.other_cpu_pct_median > c.spec.measurement["busy_other_cpu_pct"]
 
 
+def _service(c: RowContext) -> str | None:
+    """The sources.service settings a service-mode trial ran with (its servers' addresses are in its stderr)."""
+    if c.spec.label.source_mode != "service":
+        return None
+    return json.dumps(c.spec.sources["service"], sort_keys=True)
+
+
 def _from(part: str, name: str) -> Callable[[RowContext], Any]:
     def get(c: RowContext) -> Any:
         source = {"record": c.outcome.record, "usage": c.outcome.usage, "process": c.outcome.process,
@@ -148,6 +155,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "input_slowdown_low_pct": _figure("slowdown", "low", 100.0),
     "input_slowdown_high_pct": _figure("slowdown", "high", 100.0),
     "busy_machine": _busy,
+    "service_json": _service,
     "windows_json": lambda c: json.dumps(to_json(c.outcome.record.windows_measured)),
     "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
     "study": lambda c: c.study,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -53,6 +53,8 @@ TRIAL_FIELDS = [
     ("input_slowdown_pct", pa.float64()), ("input_slowdown_low_pct", pa.float64()),
     ("input_slowdown_high_pct", pa.float64()), ("rounds", pa.int64()), ("rounds_cap_hit", pa.bool_()),
     ("busy_machine", pa.bool_()), ("windows_json", pa.string()),
+    # v5: source mode `service`: the sources.service settings the trial ran with (null in other modes)
+    ("service_json", pa.string()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.
