@@ -130,6 +130,8 @@ def test_no_server_outlives_a_trial_that_succeeds_or_fails(tfrecords, tmp_path):
     ok = run_worker(_service_trial(tfrecords), tmp_path / "ok", Limits(600, 8 << 30))
     assert ok.record.status is TrialStatus.OK, ok.record.reason
     assert ok.record.examples_per_sec_median > 0
+    field_size = 39  # decoded examples cross the wire: int64 ids, float32 values, a float32 label
+    assert ok.record.service_bytes_per_example == pytest.approx(8 * field_size + 4 * field_size + 4)
     started = _servers(tmp_path / "ok")
     assert [role for role, _, _ in started] == ["dispatcher", "worker", "worker"]
     assert _all_gone(started), "a server outlived its successful trial"

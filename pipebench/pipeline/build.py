@@ -158,6 +158,7 @@ class Built:
     unsupported_options: list[str]
     open_hook: Callable[[str], float] | None = None
     source_note: str | None = None
+    split_part: tf.data.Dataset | None = None  # service mode: the part the workers run, as built here
 
 
 def _tf(value: Tunable) -> int | None:
@@ -236,9 +237,10 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
         dataset = _reader(source, files, parallel=True, hook=hook)
     batch = None
     split = split_index(spec, settings["service"]) if served else None
+    split_part = None
     for at, stage in enumerate(spec.stages[:stages]):
         if at == split:
-            dataset = through_service(dataset, settings["service"])
+            split_part, dataset = dataset, through_service(dataset, settings["service"])
         kind = stage.kind
         if kind == "interleave":
             dataset = dataset.interleave(lambda f: _reader(source, f, parallel=False, hook=hook),
@@ -272,4 +274,4 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
         elif kind == "prefetch":
             dataset = dataset.prefetch(_tf(stage["buffer_size"]))
     dataset, unsupported = apply_options(dataset, dict(spec.options.settings))
-    return Built(dataset, files, unsupported, hook, source_note)
+    return Built(dataset, files, unsupported, hook, source_note, split_part)

@@ -29,7 +29,7 @@ RECORD_COLUMNS = (
     "examples_per_sec_p25", "examples_per_sec_p75", "examples_per_sec_cv_pct", "windows", "stable",
     "window_rates", "warmup_sec", "warmup_steady", "steps_per_call", "epochs_renewed", "windows_started_sec",
     "windows_ended_sec", "cold_examples_per_sec", "page_cache_resident_after_evict", "fetch_stall_pct", "auc",
-    "worker_sec", "rounds", "rounds_cap_hit")
+    "worker_sec", "rounds", "rounds_cap_hit", "service_bytes_per_example")
 #: TrialRecord fields that stay in the trial's folder (trials/<id>/result.json), with why.
 RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cause",
                "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)",

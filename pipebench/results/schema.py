@@ -54,7 +54,7 @@ TRIAL_FIELDS = [
     ("input_slowdown_high_pct", pa.float64()), ("rounds", pa.int64()), ("rounds_cap_hit", pa.bool_()),
     ("busy_machine", pa.bool_()), ("windows_json", pa.string()),
     # v5: source mode `service`: the sources.service settings the trial ran with (null in other modes)
-    ("service_json", pa.string()),
+    ("service_json", pa.string()), ("service_bytes_per_example", pa.float64()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.
