@@ -8,6 +8,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.measure.intervals import Interval
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import configurations, ranked
+from pipebench.report.service_sizing import sizing_lines
 from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
@@ -143,6 +144,9 @@ def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_th
     parts += ["## Is the input pipeline the bottleneck?", "", MEASURES, ""]
     parts += found or ["No train trial finished."]
     parts.append("")
+    sizing = sizing_lines(rows)
+    if sizing:
+        parts += ["## How many tf.data service workers would feed the model?", "", *sizing]
     if failed:
         parts += ["## Trials that did not finish", "",
                   _table(["mode", "pipeline", "format", "status", "reason"],
