@@ -63,7 +63,7 @@ def fastflow_workers(ceiling: float, local: float, one_worker: float) -> int:
     return max(0, math.ceil((ceiling - local) / one_worker - 0.1))
 
 
-def _count(ceiling: Interval, local: Interval | None, one_worker: Interval) -> Count:
+def worker_count(ceiling: Interval, local: Interval | None, one_worker: Interval) -> Count:
     """Give the count at the means and at the corners (`local` None: no local share)."""
     zero = Interval(0.0, 0.0, 0.0, one_worker.n)
     local = local or zero
@@ -105,8 +105,8 @@ def sizings(rows: list[dict]) -> list[Sizing]:
                                                                           "threads measured the compute ceiling"))
             continue
         out.append(Sizing(name, here, config.throughput, ceiling,
-                          _count(ceiling, here, config.throughput) if here is not None else None,
-                          _count(ceiling, None, config.throughput)))
+                          worker_count(ceiling, here, config.throughput) if here is not None else None,
+                          worker_count(ceiling, None, config.throughput)))
     return out
 
 
