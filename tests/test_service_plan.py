@@ -62,3 +62,14 @@ def test_the_server_refuses_a_worker_command_it_cannot_run(args, says):
     done = subprocess.run([sys.executable, "-m", "pipebench.sources.service_server", *args], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and says in done.stderr
+
+
+def test_the_service_experiment_plans_file_and_service_trials_in_both_modes():
+    from pathlib import Path
+
+    from pipebench.config import load_experiment
+
+    experiment = load_experiment(Path(__file__).parent.parent / "experiments" / "service.yaml")
+    planned = trials(experiment, DATA)
+    assert {(t.mode, t.label.source_mode) for t in planned} == {(m, s) for m in ("input", "train")
+                                                               for s in ("file", "service")}
