@@ -29,6 +29,9 @@ HOST = "127.0.0.1"
 #: How long a server may take to import TensorFlow and listen (several share 2 vCPUs in tests).
 READY_TIMEOUT_SEC = 180.0
 _TAIL_BYTES = 1000
+#: A trial drops its iterator between windows (pipebench.measure.windows): its job must stop feeding then,
+#: not after TensorFlow's default of minutes.
+JOB_GC_MS = 1000
 
 
 def free_ports(count: int) -> list[int]:
@@ -98,7 +101,8 @@ class ServiceCluster:
             ports = free_ports(1 + self.workers)
             dispatcher = f"{HOST}:{ports[0]}"
             workers = [f"{HOST}:{port}" for port in ports[1:]]
-            extra = ["--worker-addresses", ",".join(workers)] if self.fixed_worker_list else []
+            extra = ["--job-gc-ms", str(JOB_GC_MS)]
+            extra += ["--worker-addresses", ",".join(workers)] if self.fixed_worker_list else []
             self._start("dispatcher", dispatcher, extra, None)
             for i, address in enumerate(workers):
                 cpus = (self.worker_cpus[i % len(self.worker_cpus)],) if self.worker_cpus else None
