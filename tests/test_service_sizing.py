@@ -54,6 +54,16 @@ def test_client_ceiling_is_the_fastest_service_configuration_in_mb_per_sec():
     assert rate.mean == pytest.approx(510 * 472 / 1e6, rel=1e-2) and rate.decided and "2 worker(s)" in where
 
 
+def test_everything_through_the_service_needs_at_least_one_worker():
+    from pipebench.measure.intervals import Interval
+    from pipebench.report.service_sizing import worker_count
+
+    fast = Interval(360_000, 300_000, 420_000, 3)  # one worker far faster than the model takes examples
+    ceiling = Interval(20_000, 10_000, 40_000, 3)
+    assert worker_count(ceiling, None, fast).text() == "1 (1–1)"
+    assert worker_count(ceiling, Interval(470_000, 250_000, 860_000, 3), fast).text() == "0 (0–0)"
+
+
 def test_summary_lines_say_unavailable_without_a_ceiling_or_a_one_worker_trial():
     without_train = [r for r in ROWS if r["mode"] != "train"]
     assert "unavailable: no train trial at this batch size and threads measured the compute ceiling" in \

@@ -9,7 +9,7 @@ Per pipeline (pipeline, format, ordering, batch size, threads), from input-mode 
 
 FastFlow (Um et al., PVLDB 16(5) 2023, §1.3 of the capacity anchors) starts `ceil((C − L)/R − 0.1)` remote
 workers beside the local pipeline (0 when L already reaches C). pipebench's service mode sends every
-example through the service, so the count with no local share, `ceil(C/R − 0.1)`, is given too. Each count's
+example through the service, so the count with no local share, `ceil(C/R − 0.1)` and at least 1, is given too. Each count's
 range is the formula at the corners of the three 95% intervals (best: C low, L and R high; worst: the
 opposite), which is wider than a joint 95% interval. On one host the workers share the trainer's cores, so
 R is what one worker gives there: on a machine of its own it gives at least as much.
@@ -64,14 +64,16 @@ def fastflow_workers(ceiling: float, local: float, one_worker: float) -> int:
 
 
 def worker_count(ceiling: Interval, local: Interval | None, one_worker: Interval) -> Count:
-    """Give the count at the means and at the corners (`local` None: no local share)."""
-    zero = Interval(0.0, 0.0, 0.0, one_worker.n)
-    local = local or zero
-    mean = fastflow_workers(ceiling.mean, local.mean, one_worker.mean)
+    """Give the count at the means and at the corners (`local` None: no local share, so at least one worker)."""
+    least = 0 if local else 1
+    local = local or Interval(0.0, 0.0, 0.0, one_worker.n)
+
+    def count(c: float, here: float, r: float) -> int:
+        return max(least, fastflow_workers(c, here, r))
+    mean = count(ceiling.mean, local.mean, one_worker.mean)
     if not (ceiling.decided and local.decided and one_worker.decided):
         return Count(mean, None, None)
-    return Count(mean, fastflow_workers(ceiling.low, local.high, one_worker.high),
-                 fastflow_workers(ceiling.high, local.low, one_worker.low))
+    return Count(mean, count(ceiling.low, local.high, one_worker.high), count(ceiling.high, local.low, one_worker.low))
 
 
 def _service(config: Configuration) -> dict:
