@@ -74,3 +74,11 @@ def test_summary_lines_say_unavailable_without_a_ceiling_or_a_one_worker_trial()
     assert sizing_lines([r for r in ROWS if r["source_mode"] == "file"]) == []
     text = "\n".join(sizing_lines(ROWS))
     assert "FastFlow" in text and "→ 4 (" in text and "MB/s" in text
+
+
+def test_the_best_table_tells_service_rows_from_file_rows():
+    from pipebench.report.summary import best_table
+
+    lines = best_table(ROWS).splitlines()
+    assert sum("| aws-sample @service |" in line for line in lines) == 2
+    assert sum("| aws-sample |" in line for line in lines) == 2  # file mode: input and train

@@ -701,7 +701,8 @@ def to_markdown(result: dict) -> str:
         out += [f"- {p['pipeline']}: C {p['ceiling']}, R {p['one_worker']}, L {p['local'] or 'not measured'} → "
                 f"{p['beside_local'] or 'unavailable'} beside the local pipeline, {p['all_remote']} with everything "
                 "through the service" for p in service["evidence"]["pipelines"]]
-        out += [f"- client-side ceiling: {c['mb_per_sec']} MB/s ({c['low']}–{c['high']}) at {c['at']}"
+        out += [f"- client-side ceiling: {c['mb_per_sec']:.1f} MB/s"
+                + (f" ({c['low']:.1f}–{c['high']:.1f})" if c["low"] is not None else " (no interval)") + f" at {c['at']}"
                 for c in service["evidence"]["client_ceiling"]]
     out += ["", "## TF1 → TF2 migration", ""]
     out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]

@@ -56,7 +56,9 @@ def best_table(rows: list[dict], per_mode: int = 5) -> str:
                 notes.append(f"breaks semantics: {row['semantics']}")
             versus = verdict if ratio is None or not ratio.decided else f"{ratio.text('.2f', unit='×')}: {verdict}"
             lines.append(([config.run_id] if several_runs else [])
-                         + [mode, row["pipeline"], row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
+                         + [mode, row["pipeline"] + (f" @{row['source_mode']}" if row.get("source_mode") not in
+                                                     (None, "file") else ""),
+                            row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
                             _threads(row), _rate(config.throughput), str(config.repeats), versus, ", ".join(notes)])
     return _table((["run"] if several_runs else [])
                   + ["mode", "pipeline", "format", "ordering", "batch", "intra/inter", "examples/s (95% interval)",
