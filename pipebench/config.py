@@ -25,8 +25,9 @@ from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
-from pipebench.pipeline.spec import SOURCE_MODES
+from pipebench.pipeline.spec import SOURCE_MODES, STAGE_KINDS
 from pipebench.search.budget import exploration_problem, race_problem
+from pipebench.sources import service
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
                               name_text, refuse_non_finite)
 from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
@@ -209,6 +210,17 @@ SCHEMA: dict[str, Any] = {
             "shuffle_seed": Field(int, None, allowed=AT_LEAST_0),  # emulated ShuffleConfig: new file order each epoch
             "bandwidth_mb_per_sec": Field(float, None, allowed=Range(0.001)),  # emulated channel cap; null: none
         },
+        "service": {  # the pipeline before split_before runs on tf.data service workers (pipebench/sources/service.py)
+            "workers": Field(int, 1, nullable=False, allowed=Range(1, 64)),
+            "sharding_policy": Field(str, "DYNAMIC", choices=service.SHARDING_POLICIES, nullable=False),
+            "split_before": Field(str, "prefetch", choices=STAGE_KINDS, nullable=False),
+            "read": Field(str, "file", choices=service.READS, nullable=False),  # how workers read; that mode's keys apply
+            "compression": Field(str, "AUTO", choices=service.COMPRESSIONS, nullable=False),
+            "max_outstanding_requests": Field(int, None, allowed=AT_LEAST_1),  # null: TF's default
+            "worker_cpus": _list(int, None, allowed=AT_LEAST_0),  # worker i on CPU worker_cpus[i % len]; null: unpinned
+            "fixed_worker_list": Field(bool, True, nullable=False),  # the dispatcher knows the workers (static sharding)
+            "dispatcher": Field(str, None),  # HOST:PORT of a running service: no servers started; null: the trial's own
+        },
     },
     "results": Field(str, "results"),
 }
@@ -357,6 +369,10 @@ def _whole(resolved: dict) -> None:
                                                 "set it above 0 or disable quality")
     if not resolved["pipelines"]["source_modes"]:
         raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
+    if "service" in resolved["pipelines"]["source_modes"]:
+        problem = service.settings_problem(resolved["sources"])
+        if problem:
+            raise _Invalid(*problem)
     search = resolved["search"]
     if search["driver"] == "optuna":
         problem = exploration_problem(search)

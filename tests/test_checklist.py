@@ -204,7 +204,7 @@ def test_cli_json_is_the_documented_shape(tmp_path, cli):
     code, out, _ = cli("checklist", run.run_dir, "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"version", "items", "ranking", "migration"}
+    assert set(doc) == {"version", "items", "ranking", "service", "migration"}
     assert set(doc["ranking"]) >= {"measured", "projected", "epoch_examples", "region", "prices_as_of"}
     assert doc["ranking"]["epoch_examples"] == 100000
     assert {m["id"] for m in doc["migration"]} >= {"tf_config_chief", "shared_checkpoints", "estimator_removed",

@@ -157,6 +157,9 @@ class TrialRecord:
     # TensorFlow's own view of them: the threads of its inter-op pool ("tf_Compute"), which it sizes from the
     # CPUs it may schedule on unless TF_NUM_INTEROP_THREADS says otherwise; None when it could not be read
     tf_inter_op_pool_threads: int | None = None
+    # source mode `service`: bytes per example in the elements the service sends (before compression), read from
+    # one element of the split part; × examples/s is what the client receives
+    service_bytes_per_example: float | None = None
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -171,6 +171,8 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
     built = build(spec, sources, stages=m.get("prefix_stages"))
     record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
                               "source_note": built.source_note}
+    if built.split_part is not None:
+        record["service_bytes_per_example"] = _bytes_per_example(tf, spec, built.split_part)
     seed = int(hashlib.sha256(trial.trial_id.encode()).hexdigest()[:8], 16)  # the rounds' order, repeatable
     if mode == "input":
         arms = [_input_arm(tf, spec, built, m)]
@@ -199,6 +201,18 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
     if mode == "train" and trial.quality.get("enabled"):
         record["auc"] = _quality(tf, trial, spec, sources)
     return record
+
+
+def _bytes_per_example(tf, spec, split_part) -> float | None:
+    """Give the bytes per example the service sends (uncompressed): one element of the split part, read here."""
+    element = next(iter(split_part.take(1)), None)
+    if element is None:
+        return None
+    tensors = tf.nest.flatten(element)
+    size = sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else int(tf.size(t)) * t.dtype.size
+               for t in tensors)
+    examples = int(examples_counter(tf, spec)(element))
+    return size / examples if examples else None
 
 
 def _cold_pass(tf, spec, sources: dict, files: list[str], loop, m: dict, warm_rate: float) -> dict:

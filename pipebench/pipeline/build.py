@@ -14,7 +14,8 @@ Source modes (pipebench.sources): `file` reads the files (optionally evicting ea
 cache as it opens), `fastfile` reads them behind an emulated remote link (a wait per file opened)
 unless `sources.fastfile.emulate` is false, and `pipe` reads a channel through SageMaker's
 PipeModeDataset (TextLine for libsvm, TFRecord otherwise). Without emulation all three read exactly
-as the exported input_fn does.
+as the exported input_fn does. `service` builds the same pipeline and runs the stages before
+`sources.service.split_before` on tf.data service workers (reading as `sources.service.read` says).
 
 The decoders and helpers use nothing but `tf` and their arguments: export.py copies their source
 into the modules it writes, so exported input_fns decode exactly as the builder does.
@@ -32,7 +33,8 @@ from converters import MANIFEST, TF_COMPRESSION
 from pipebench.config import resolve_block
 from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Source, Tunable
-from pipebench.sources.readers import hooked_reader, open_hook, pipe_records
+from pipebench.sources.service import split_index
+from pipebench.sources.readers import hooked_reader, open_hook, pipe_records, through_service
 
 # Exported: export.py copies the functions from here to `Built` into the modules it writes; they
 # may use only `tf` and their arguments.
@@ -156,6 +158,7 @@ class Built:
     unsupported_options: list[str]
     open_hook: Callable[[str], float] | None = None
     source_note: str | None = None
+    split_part: tf.data.Dataset | None = None  # service mode: the part the workers run, as built here
 
 
 def _tf(value: Tunable) -> int | None:
@@ -201,8 +204,10 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
     """
     source = spec.source
     settings = resolve_block("sources", sources)
+    served = source.mode == "service"
+    reading = settings["service"]["read"] if served else source.mode
     files: list[str] = []
-    if source.mode != "pipe":
+    if reading != "pipe":
         if not source.files:
             raise ConfigError("source.files: no files given")
         try:
@@ -210,7 +215,7 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
         except FileNotFoundError as err:
             raise ConfigError(f"source.files: {err}") from None
         _check_manifests(source, files)
-    hook, source_note = open_hook(source.mode, settings)
+    hook, source_note = open_hook(reading, settings)
 
     packed = source.format == "packed"
     if source.format == "libsvm":
@@ -224,14 +229,18 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
         decode_one = lambda record: decode_batch(tf.expand_dims(record, 0))  # noqa: E731 — rows of one record
 
     interleaved = "interleave" in spec.kinds
-    if source.mode == "pipe":
+    if reading == "pipe":
         dataset = pipe_records(source, settings["pipe"])
     elif interleaved:
         dataset = tf.data.Dataset.from_tensor_slices(files)
     else:
         dataset = _reader(source, files, parallel=True, hook=hook)
     batch = None
-    for stage in spec.stages[:stages]:
+    split = split_index(spec, settings["service"]) if served else None
+    split_part = None
+    for at, stage in enumerate(spec.stages[:stages]):
+        if at == split:
+            split_part, dataset = dataset, through_service(dataset, settings["service"])
         kind = stage.kind
         if kind == "interleave":
             dataset = dataset.interleave(lambda f: _reader(source, f, parallel=False, hook=hook),
@@ -265,4 +274,4 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
         elif kind == "prefetch":
             dataset = dataset.prefetch(_tf(stage["buffer_size"]))
     dataset, unsupported = apply_options(dataset, dict(spec.options.settings))
-    return Built(dataset, files, unsupported, hook, source_note)
+    return Built(dataset, files, unsupported, hook, source_note, split_part)

@@ -148,7 +148,9 @@ def export(spec: PipelineSpec) -> str:
 
     where = {"file": "files: paths or globs (a str is one glob).",
              "fastfile": f"files: paths or globs under /opt/ml/input/data/{src.channel} (FastFile mode).",
-             "pipe": "channel: the Pipe-mode channel whose FIFO streams the records."}[src.mode]
+             "pipe": "channel: the Pipe-mode channel whose FIFO streams the records.",
+             "service": "files: paths or globs; read here (pipebench measured them on tf.data service workers, "
+                        "which this module does not start)."}[src.mode]
     body = [*_comment(where), *decode_lines, *_stage_lines(spec)]
     if settings:
         body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",

@@ -43,7 +43,7 @@ from pipebench.yamlfile import parse_yaml
 
 AUTOTUNE = "AUTOTUNE"
 FORMATS = ("libsvm", "tfrecord", "packed")
-SOURCE_MODES = ("file", "fastfile", "pipe")
+SOURCE_MODES = ("file", "fastfile", "pipe", "service")
 MEMORY = "memory"
 
 Tunable = Union[int, str, None]

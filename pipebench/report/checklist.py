@@ -41,6 +41,7 @@ from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
                                           profiled)
+from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
 from pipebench.report.whatif import interval_text
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
 from pipebench.results import RunResults
@@ -558,6 +559,37 @@ def input_sharding(runs: list[RunResults]) -> dict:
                  "before choosing DATA, which reads everything on every worker. " + SHARDED_BY_S3_KEY)
 
 
+def service_workers(runs: list[RunResults]) -> dict:
+    """Give the service sizing (the checklist's `service` entry, apart from the rules: it applies only to runs
+    that measured the service): how many tf.data service workers would feed the model, by FastFlow's formula."""
+    title = "Service workers to feed the model"
+    found, ceilings = [], []
+    for run in runs:
+        rows = records(run.trials)
+        found += sizings(rows)
+        ceiling = client_ceiling(rows)
+        if ceiling:
+            ceilings.append({"mb_per_sec": _num(ceiling[0].mean), "low": _num(ceiling[0].low),
+                             "high": _num(ceiling[0].high), "at": ceiling[1]})
+    usable = [s for s in found if not s.unavailable]
+    if not usable:
+        why = found[0].unavailable if found else "no input trial through the service with one worker"
+        return _item("service_workers", title, "N/A", {"client_ceiling": ceilings}, f"unavailable: {why}.")
+    evidence = {"formula": FORMULA, "client_ceiling": ceilings, "pipelines": [
+        {"pipeline": s.name, "ceiling": s.ceiling.text(), "one_worker": s.one_worker.text(),
+         "local": s.local.text() if s.local else None,
+         "beside_local": s.beside_local.text() if s.beside_local else None, "all_remote": s.all_remote.text()}
+        for s in usable]}
+    needed = [s for s in usable if s.beside_local and s.beside_local.mean > 0]
+    if not needed:
+        return _item("service_workers", title, "PASS", evidence,
+                     "The local pipeline reaches the compute ceiling: no service workers needed.")
+    top = max(needed, key=lambda s: s.beside_local.mean)
+    return _item("service_workers", title, "WARN", evidence,
+                 f"{top.name}: {top.beside_local.text()} service workers beside the local pipeline would feed the "
+                 "model (best–worst over the 95% intervals); check the client-side ceiling before adding more.")
+
+
 RULES: tuple[Callable[[list[RunResults]], dict], ...] = (
     input_bound, gpu_utilization, cpu_utilization, cache_fits_ram, stage_order, file_layout, tfrecord_gain,
     vectorized_map, openmp_knobs, threads_vs_cores, batch_auc, scale_up_first, input_sharding)
@@ -669,7 +701,7 @@ def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> 
         raise PipebenchError(f"runs measured {len(data)} different data sets ({', '.join(sorted(data))}): "
                              "cost per epoch compares instance types only on the same data")
     return {"version": JSON_VERSION, "items": [rule(runs) for rule in RULES],
-            "ranking": ranking(runs, catalog, epoch_examples), "migration": MIGRATION}
+            "ranking": ranking(runs, catalog, epoch_examples), "service": service_workers(runs), "migration": MIGRATION}
 
 
 def _cell(value) -> str:
@@ -726,6 +758,17 @@ def to_markdown(result: dict) -> str:
             out.append(f"| {e['instance_type'] or 'not recorded'} | {e['run_dir']}"
                        f"{' (profiled here: in-sample)' if e['profiled_here'] else ''} | {e['vcpus']} | {e['mode']} | "
                        f"{interval_text(e['predicted'])} | {interval_text(e['measured'])} | {error_text(e)} |")
+    service = result["service"]
+    if service["status"] != "N/A":
+        out += ["", f"## {service['title']} (tf.data service) — {service['status']}", "", service["advice"], "",
+                f"By {service['evidence']['formula']}: C compute ceiling, L local pipeline, R one service worker "
+                "(examples/s, 95% intervals; counts at the means, best–worst corner of the intervals).", ""]
+        out += [f"- {p['pipeline']}: C {p['ceiling']}, R {p['one_worker']}, L {p['local'] or 'not measured'} → "
+                f"{p['beside_local'] or 'unavailable'} beside the local pipeline, {p['all_remote']} with everything "
+                "through the service" for p in service["evidence"]["pipelines"]]
+        out += [f"- client-side ceiling: {c['mb_per_sec']:.1f} MB/s"
+                + (f" ({c['low']:.1f}–{c['high']:.1f})" if c["low"] is not None else " (no interval)") + f" at {c['at']}"
+                for c in service["evidence"]["client_ceiling"]]
     out += ["", "## TF1 → TF2 migration", ""]
     out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]
     return "\n".join(out) + "\n"

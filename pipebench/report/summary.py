@@ -8,6 +8,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.measure.intervals import Interval
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import configurations, ranked
+from pipebench.report.service_sizing import sizing_lines
 from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
@@ -55,7 +56,9 @@ def best_table(rows: list[dict], per_mode: int = 5) -> str:
                 notes.append(f"breaks semantics: {row['semantics']}")
             versus = verdict if ratio is None or not ratio.decided else f"{ratio.text('.2f', unit='×')}: {verdict}"
             lines.append(([config.run_id] if several_runs else [])
-                         + [mode, row["pipeline"], row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
+                         + [mode, row["pipeline"] + (f" @{row['source_mode']}" if row.get("source_mode") not in
+                                                     (None, "file") else ""),
+                            row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
                             _threads(row), _rate(config.throughput), str(config.repeats), versus, ", ".join(notes)])
     return _table((["run"] if several_runs else [])
                   + ["mode", "pipeline", "format", "ordering", "batch", "intra/inter", "examples/s (95% interval)",
@@ -143,6 +146,9 @@ def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_th
     parts += ["## Is the input pipeline the bottleneck?", "", MEASURES, ""]
     parts += found or ["No train trial finished."]
     parts.append("")
+    sizing = sizing_lines(rows)
+    if sizing:
+        parts += ["## How many tf.data service workers would feed the model?", "", *sizing]
     if failed:
         parts += ["## Trials that did not finish", "",
                   _table(["mode", "pipeline", "format", "status", "reason"],

@@ -29,7 +29,7 @@ RECORD_COLUMNS = (
     "examples_per_sec_p25", "examples_per_sec_p75", "examples_per_sec_cv_pct", "windows", "stable",
     "window_rates", "warmup_sec", "warmup_steady", "steps_per_call", "epochs_renewed", "windows_started_sec",
     "windows_ended_sec", "cold_examples_per_sec", "page_cache_resident_after_evict", "fetch_stall_pct", "auc",
-    "worker_sec", "rounds", "rounds_cap_hit")
+    "worker_sec", "rounds", "rounds_cap_hit", "service_bytes_per_example")
 #: TrialRecord fields that stay in the trial's folder (trials/<id>/result.json), with why.
 RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cause",
                "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)",
@@ -104,6 +104,13 @@ def _busy(c: RowContext) -> bool | None:
     return usage.other_cpu_pct_median > c.spec.measurement["busy_other_cpu_pct"]
 
 
+def _service(c: RowContext) -> str | None:
+    """The sources.service settings a service-mode trial ran with (its servers' addresses are in its stderr)."""
+    if c.spec.label.source_mode != "service":
+        return None
+    return json.dumps(c.spec.sources["service"], sort_keys=True)
+
+
 def _from(part: str, name: str) -> Callable[[RowContext], Any]:
     def get(c: RowContext) -> Any:
         source = {"record": c.outcome.record, "usage": c.outcome.usage, "process": c.outcome.process,
@@ -148,6 +155,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "input_slowdown_low_pct": _figure("slowdown", "low", 100.0),
     "input_slowdown_high_pct": _figure("slowdown", "high", 100.0),
     "busy_machine": _busy,
+    "service_json": _service,
     "windows_json": lambda c: json.dumps(to_json(c.outcome.record.windows_measured)),
     "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
     # profiling is never on while a trial is timed: a separate re-run after the run's trials captures it, and

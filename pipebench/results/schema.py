@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -55,6 +55,8 @@ TRIAL_FIELDS = [
     ("busy_machine", pa.bool_()), ("windows_json", pa.string()),
     # v5: where `pipebench run --profile` put the trial's TensorBoard profile (pipebench.measure.profiles)
     ("profile_dir", pa.string()),
+    # v6: source mode `service`: the sources.service settings the trial ran with (null in other modes)
+    ("service_json", pa.string()), ("service_bytes_per_example", pa.float64()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.

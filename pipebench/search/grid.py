@@ -15,10 +15,11 @@ from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
-from pipebench.pipeline.orderings import Enumeration, Ordering
+from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
 from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
 from pipebench.search.loop import Planned
+from pipebench.sources import service
 from pipebench.sources.modes import in_source_mode
 
 
@@ -35,6 +36,7 @@ class Candidate:
     spec: PipelineSpec
     ordering: Ordering | None = None
     note: str | None = None
+    served: Difference | None = None  # service mode: what its sharding does to an epoch (None: nothing)
 
     @property
     def name_in_space(self) -> str:
@@ -49,9 +51,13 @@ class Candidate:
         why = o.why if o else "preset"
         if self.note:
             why = f"{why}; {self.note}"
+        semantics, breaks = (o.label if o else "reference"), bool(o and o.breaks_semantics)
+        if self.served:
+            semantics, why = f"{semantics}, {self.served.name}", f"{why}; {self.served.why}"
+            breaks = breaks or self.served.breaks_semantics
         return PipelineLabel(pipeline=self.name, ordering=self.spec.ordering, format=self.spec.source.format,
-                             source_mode=self.spec.source.mode, semantics=o.label if o else "reference",
-                             semantics_why=why, breaks_semantics=bool(o and o.breaks_semantics))
+                             source_mode=self.spec.source.mode, semantics=semantics, semantics_why=why,
+                             breaks_semantics=breaks)
 
 
 def preset_candidate(experiment: Experiment, data: DataSet, name: str, fmt: str, mode: str = "file") -> Candidate:
@@ -59,8 +65,21 @@ def preset_candidate(experiment: Experiment, data: DataSet, name: str, fmt: str,
     spec = preset(name, format=fmt, files=tuple(data.files[fmt]), epochs=None, field_size=data.field_size)
     if fmt == "packed":
         spec = spec.with_source(rows_per_record=experiment["data"]["rows_per_record"])
-    spec, note = in_source_mode(spec, mode)
-    return Candidate(name, spec, note=note)
+    return in_mode(experiment, data, Candidate(name, spec), mode)
+
+
+def in_mode(experiment: Experiment, data: DataSet, candidate: Candidate, mode: str) -> Candidate:
+    """Give `candidate` read in source mode `mode`; ConfigError when the service cannot run it as configured."""
+    spec, note = in_source_mode(candidate.spec, mode)
+    served = None
+    if mode == "service":
+        settings = experiment["sources"]["service"]
+        problem = service.spec_problem(spec, settings, len(data.files[spec.source.format]))
+        if problem:
+            raise ConfigError(f"{problem} (pipeline {candidate.name}, {spec.source.format})")
+        served = service.semantics(settings)
+        note = "; ".join(filter(None, [note, f"tf.data service: {service.describe(settings)}"]))
+    return dataclasses.replace(candidate, spec=spec, note=note, served=served)
 
 
 def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
@@ -83,12 +102,7 @@ def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
         found += [Candidate("enumerated", o.spec, o) for o in enumeration.orderings()]
     # each pipeline in each source mode, file mode first (the synthetic ceiling uses the first candidate)
     modes = [m for m in SOURCE_MODES if m in cfg["source_modes"]]
-    moded = []
-    for mode in modes:
-        for c in found:
-            spec, note = in_source_mode(c.spec, mode)
-            moded.append(dataclasses.replace(c, spec=spec, note=note))
-    return moded
+    return [in_mode(experiment, data, c, mode) for mode in modes for c in found]
 
 
 def _with_batch(spec: PipelineSpec, batch_size: int) -> PipelineSpec:

@@ -1,4 +1,4 @@
-"""The TensorFlow side of the source modes: PipeModeDataset, and file opens that wait or go cold.
+"""The TensorFlow side of the source modes: PipeModeDataset, file opens that wait or go cold, the tf.data service.
 
 `pipe_records` is SageMaker's own op; where it cannot be imported the trial is `unavailable`,
 never a crash. `open_hook` gives what must happen each time a file is opened — an emulated
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import tensorflow as tf
 
-from pipebench.errors import UnavailableError
+from pipebench.errors import ConfigError, UnavailableError
 from pipebench.pipeline.spec import Source
 from pipebench.sources.fastfile import FetchLink
 from pipebench.sources.pipe_fallback import FifoChannel
@@ -54,6 +54,20 @@ def pipe_records(source: Source, pipe: Mapping) -> tf.data.Dataset:
         chunks = tf.data.Dataset.from_generator(channel.chunks, output_signature=tf.TensorSpec([None], tf.string))
         return chunks.unbatch()
     return pipe_mode_dataset_class()(source.channel, record_format=record_format, **folders)
+
+
+def through_service(dataset: tf.data.Dataset, service: Mapping) -> tf.data.Dataset:
+    """Give `dataset` run on the tf.data service at `service["dispatcher"]`, as the `sources.service` block says.
+
+    Without a job name every iterator starts its own job, so each fresh iterator is a fresh epoch.
+    """
+    if not service.get("dispatcher"):
+        raise ConfigError("sources.service.dispatcher: no dispatcher to send the split part to "
+                          "(pipebench.sources.session starts one for a trial)")
+    api = tf.data.experimental.service
+    return dataset.apply(api.distribute(api.ShardingPolicy[service["sharding_policy"]], f"grpc://{service['dispatcher']}",
+                                        compression=None if service["compression"] == "none" else "AUTO",
+                                        max_outstanding_requests=service["max_outstanding_requests"]))
 
 
 def open_hook(mode: str, sources: Mapping) -> tuple[Callable[[str], float] | None, str | None]:

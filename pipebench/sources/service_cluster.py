@@ -1,0 +1,165 @@
+"""A local tf.data service for as long as a trial runs: a dispatcher and N workers, each its own process.
+
+The trial's worker process starts them (as it starts the Pipe emulator's writers), so they are in its
+process tree: the manager's sampler counts their CPU, its timeout and memory cap cover them, and its
+process-group kill ends them with the trial. Each server is `python -m pipebench.sources.service_server`
+(the one way pipebench starts servers, locally and on SageMaker) with `--parent-pid`: a SIGKILLed trial
+kills them too (PR_SET_PDEATHSIG). On leaving the block — success, an exception, Ctrl-C — they are
+killed and reaped, so nothing listens after a trial.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipebench.errors import TrialError
+from pipebench.measure.pinning import Pinning, placed
+
+HOST = "127.0.0.1"
+#: How long a server may take to import TensorFlow and listen (several share 2 vCPUs in tests).
+READY_TIMEOUT_SEC = 180.0
+_TAIL_BYTES = 1000
+#: A trial drops its iterator between windows (pipebench.measure.windows): its job must stop feeding then,
+#: not after TensorFlow's default of minutes.
+JOB_GC_MS = 1000
+
+
+def free_ports(count: int) -> list[int]:
+    """Give `count` distinct TCP ports free on 127.0.0.1 now (held open together, so never the same one twice)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind((HOST, 0))
+        return [s.getsockname()[1] for s in sockets]
+
+
+def listening(address: str) -> bool:
+    """Give whether something accepts TCP connections at HOST:PORT."""
+    host, _, port = address.rpartition(":")
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex((host, int(port))) == 0
+
+
+@dataclass
+class _Server:
+    role: str
+    address: str
+    process: subprocess.Popen
+    stderr_path: Path
+    cpus: tuple[int, ...] | None
+
+
+@dataclass
+class ServiceCluster:
+    """Context manager: a dispatcher and `workers` workers on 127.0.0.1 with free ports.
+
+    `fixed_worker_list` gives the dispatcher the workers' addresses (static sharding needs it);
+    `worker_cpus` pins worker i to CPU worker_cpus[i % len] (None: not pinned); the servers' stderr
+    goes to `log_dir` (a temp folder when None, removed on exit).
+    """
+
+    workers: int
+    fixed_worker_list: bool = True
+    worker_cpus: tuple[int, ...] | None = None
+    log_dir: Path | None = None
+    servers: list[_Server] = field(default_factory=list)
+    _own_log_dir: bool = False
+
+    @property
+    def dispatcher(self) -> str:
+        return self.servers[0].address
+
+    @property
+    def worker_addresses(self) -> list[str]:
+        return [s.address for s in self.servers[1:]]
+
+    def pids(self) -> list[int]:
+        return [s.process.pid for s in self.servers]
+
+    def describe(self) -> str:
+        """Give one line naming every server's pid, address and CPUs (the trial's stderr keeps it)."""
+        return "; ".join(f"{s.role} pid {s.process.pid} at {s.address}"
+                         + (f" on CPUs {','.join(map(str, s.cpus))}" if s.cpus else "") for s in self.servers)
+
+    def __enter__(self) -> ServiceCluster:
+        if self.log_dir is None:
+            self.log_dir, self._own_log_dir = Path(tempfile.mkdtemp(prefix="pipebench-service-")), True
+        else:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            ports = free_ports(1 + self.workers)
+            dispatcher = f"{HOST}:{ports[0]}"
+            workers = [f"{HOST}:{port}" for port in ports[1:]]
+            extra = ["--job-gc-ms", str(JOB_GC_MS)]
+            extra += ["--worker-addresses", ",".join(workers)] if self.fixed_worker_list else []
+            self._start("dispatcher", dispatcher, extra, None)
+            for i, address in enumerate(workers):
+                cpus = (self.worker_cpus[i % len(self.worker_cpus)],) if self.worker_cpus else None
+                self._start("worker", address, ["--dispatcher", dispatcher], cpus)
+            self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def _start(self, role: str, address: str, extra: list[str], cpus: tuple[int, ...] | None) -> None:
+        port = address.rpartition(":")[2]
+        command = [sys.executable, "-m", "pipebench.sources.service_server", role, "--port", port,
+                   "--worker-host", HOST, "--parent-pid", str(os.getpid()), *extra]
+        stderr_path = self.log_dir / f"{role}-{port}.stderr"
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+        with open(stderr_path, "wb") as stderr, placed(Pinning(cpus) if cpus else None) as preexec_fn:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                       env=env, preexec_fn=preexec_fn)
+        self.servers.append(_Server(role, address, process, stderr_path, cpus))
+
+    def _wait_ready(self) -> None:
+        """Return once every server has said `ready`; TrialError naming the first that exits or stays silent."""
+        waiting = {s.process.stdout.fileno(): s for s in self.servers}
+        deadline = time.monotonic() + READY_TIMEOUT_SEC
+        while waiting:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select(list(waiting), [], [], max(left, 0))
+            if not ready:
+                server = next(iter(waiting.values()))
+                raise TrialError(f"tf.data service {server.role} at {server.address}: not listening after "
+                                 f"{READY_TIMEOUT_SEC:.0f} s: {_tail(server.stderr_path)}")
+            for fd in ready:
+                server = waiting.pop(fd)
+                line = server.process.stdout.readline().decode("utf-8", "replace").strip()
+                if line != f"ready {server.address}":
+                    code = server.process.wait()
+                    raise TrialError(f"tf.data service {server.role} at {server.address} exited with code {code} "
+                                     f"before listening: {_tail(server.stderr_path)}")
+
+    def close(self) -> None:
+        """Kill and reap every server, remove a temp log folder; safe to call twice."""
+        for server in self.servers:
+            with contextlib.suppress(ProcessLookupError):
+                server.process.send_signal(signal.SIGKILL)  # they hold nothing worth flushing
+        for server in self.servers:
+            server.process.wait()
+            server.process.stdout.close()
+        self.servers.clear()
+        if self._own_log_dir and self.log_dir is not None:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+
+def _tail(path: Path) -> str:
+    text = path.read_bytes()[-_TAIL_BYTES:].decode("utf-8", "replace").strip() if path.exists() else ""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no output)"
