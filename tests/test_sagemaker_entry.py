@@ -90,6 +90,25 @@ def test_pipe_channel_reads_sagemakers_fifos_without_emulation(tmp_path, launch)
     assert set(trials["data_fingerprint"]) == {launch.local_fingerprint()}
 
 
+def test_a_trainer_fed_by_data_workers_measures_its_channel_and_the_jobs_service(tmp_path, launch):
+    """The trainer of a job with --data-workers measures every trial in its channel's mode and through the
+    job's tf.data service (the dispatcher on the first data host), so its results compare the two."""
+    from pipebench.config import load_experiment
+    from pipebench.sagemaker.launch import EXPERIMENT_FILE
+
+    root = opt_ml(tmp_path / "opt-ml", launch, "File", "tiny-c5-xlarge-file")
+    env = read_environment({"SAGEMAKER_BASE_DIR": str(root)})
+    data_list = json.loads((root / "input" / "data" / "config" / "data.json").read_text())
+    found = overrides(env, data_list, "algo-2:6000")
+    assert found[2:] == ("pipelines.source_modes=[file,service]", "sources.service.read=file",
+                         "sources.service.dispatcher=algo-2:6000")
+    experiment = load_experiment(root / "input" / "data" / "config" / EXPERIMENT_FILE, found)
+    assert experiment["pipelines"]["source_modes"] == ["file", "service"]
+    assert (experiment["sources"]["service"]["read"], experiment["sources"]["service"]["dispatcher"]) == (
+        "file", "algo-2:6000")
+    assert overrides(env, data_list)[2] == "pipelines.source_modes=[file]"  # no data workers: the channel alone
+
+
 def test_environment_prefers_sm_variables_and_falls_back_to_the_config_files(tmp_path, launch):
     root = opt_ml(tmp_path / "opt-ml", launch, "File", "job")
     from_files = read_environment({"SAGEMAKER_BASE_DIR": str(root)})

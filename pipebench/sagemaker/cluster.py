@@ -38,7 +38,6 @@ HP_DATA_GROUPS = "pipebench_data_groups"  # comma-separated group names
 HP_DISPATCHER_PORT = "pipebench_dispatcher_port"
 HP_WORKER_PORT = "pipebench_worker_port"
 HP_SHUTDOWN_PORT = "pipebench_shutdown_port"
-SERVICE_ENV = "PIPEBENCH_SERVICE_DISPATCHER"  # grpc://HOST:PORT, for the trainer's trials
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from converters import MANIFEST
 from pipebench.atomic import atomic_write_json
 from pipebench.config import load_experiment
 from pipebench.errors import PipebenchError
-from pipebench.sagemaker.cluster import SERVICE_ENV, Role, role_of, serve_data_role, shutdown_data_hosts
+from pipebench.sagemaker.cluster import Role, role_of, serve_data_role, shutdown_data_hosts
 from pipebench.sagemaker.environment import SageMakerEnvironment, read_environment
 from pipebench.sagemaker.launch import DATA_LIST, EXPERIMENT_FILE
 from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
@@ -38,8 +38,13 @@ def host_output_dir(env: SageMakerEnvironment) -> Path:
     return env.output_data_dir / env.current_host
 
 
-def overrides(env: SageMakerEnvironment, data_list: dict) -> tuple[str, ...]:
-    """Give the `--set` overrides that point the experiment at this job's data channel and output folder."""
+def overrides(env: SageMakerEnvironment, data_list: dict, dispatcher: str | None = None) -> tuple[str, ...]:
+    """Give the `--set` overrides that point the experiment at this job's data channel and output folder.
+
+    With a `dispatcher` (HOST:PORT of the job's data-worker groups) every trial is measured in the
+    channel's own mode and again through that tf.data service (source mode `service`, reading the same
+    channel on the data hosts), so the trainer's results compare local input with the remote workers'.
+    """
     channel = env.channel(DATA_CHANNEL)
     mode = SOURCE_MODE_OF_INPUT_MODE[channel.input_mode]
     fmt = data_list["format"]
@@ -54,7 +59,9 @@ def overrides(env: SageMakerEnvironment, data_list: dict) -> tuple[str, ...]:
         files.append(str(manifest))  # the shards' checksums: the same data fingerprint as a local run
     # One source mode, whatever the experiment lists: the job measures the mode its channel really has.
     out = [f"data.files={json.dumps({fmt: files})}", f"results={host_output_dir(env)}",
-           f"pipelines.source_modes=[{mode}]"]
+           f"pipelines.source_modes=[{mode}]" if dispatcher is None else f"pipelines.source_modes=[{mode},service]"]
+    if dispatcher is not None:
+        out += [f"sources.service.read={mode}", f"sources.service.dispatcher={dispatcher}"]
     if mode == "fastfile":
         out.append("sources.fastfile.emulate=false")
     elif mode == "pipe":
@@ -87,12 +94,9 @@ def run_job(env: SageMakerEnvironment, log=print, role: Role | None = None) -> P
         data_list = json.loads(data_path.read_text())
     except (OSError, ValueError) as err:
         raise PipebenchError(f"{data_path}: cannot read the launch's data list: {err}") from None
-    experiment = load_experiment(config_dir / EXPERIMENT_FILE, overrides(env, data_list))
+    experiment = load_experiment(config_dir / EXPERIMENT_FILE, overrides(env, data_list, role.dispatcher))
     # Without the toolkit nothing has set SM_*: machine facts (instance type, hosts, CPUs) read them there.
     os.environ.update(env.toolkit_variables())
-    if role.dispatcher:
-        # Where the job's tf.data service listens, for trials that read through it.
-        os.environ[SERVICE_ENV] = f"grpc://{role.dispatcher}"
     out = host_output_dir(env)
     out.mkdir(parents=True, exist_ok=True)
     facts = job_facts(env, data_list, role)
