@@ -205,7 +205,10 @@ def _given(experiment: Experiment, log) -> DataSet:
     described = _described(files, manifests)
     field_size = described.get("field_size") or data["synth"]["field_size"]
     feature_size = described.get("feature_size") or data["synth"]["feature_size"]
-    made = Path(data["cache_dir"]) / f"files-{_content_fingerprint(files, manifests)}"
+    # the given files are the data's identity: formats made from them below add nothing to it, so a run
+    # reading only some formats (a SageMaker job narrowed to one) has the fingerprint of a local run
+    fingerprint = _content_fingerprint(files, manifests)
+    made = Path(data["cache_dir"]) / f"files-{fingerprint}"
     local = [fmt for fmt in ("libsvm", "tfrecord") if fmt in files
              and not any(f.startswith(REMOTE_PREFIX) for f in files[fmt])]
     for fmt in sorted(experiment.read_formats() - set(files)):
@@ -223,7 +226,7 @@ def _given(experiment: Experiment, log) -> DataSet:
         holdout["tfrecord"] = held.get("tfrecord") or _convert_once(
             held["libsvm"], "tfrecord", made / f"holdout-{_digest(held)}", experiment, field_size, log)
     return DataSet(files, holdout, field_size, feature_size, rows=rows,
-                   fingerprint=_content_fingerprint(files, manifests), rows_from=rows_from)
+                   fingerprint=fingerprint, rows_from=rows_from)
 
 
 def _described(files: dict[str, list[str]], manifests: dict[str, str]) -> dict:

@@ -141,12 +141,15 @@ def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_t
     names = [Path(f).name for f in launch.data.files["tfrecord"]]
     manifest = str(Path(launch.data.files["tfrecord"][0]).parent / "manifest.json")
     remote = [f"s3://bucket/prefix/data/tfrecord/{n}" for n in names]
-    experiment = parse_experiment({"name": "remote", "data": {"files": {"tfrecord": [*remote, manifest]}}})
+    # the pipelines read TFRecord only, as a launched job's do: nothing local to make another format from
+    tfrecord_only = {"formats": ["tfrecord"]}
+    experiment = parse_experiment({"name": "remote", "data": {"files": {"tfrecord": [*remote, manifest]}},
+                                   "pipelines": tfrecord_only})
     data = materialise(experiment, log=lambda _: None)
     assert data.files == {"tfrecord": remote}
     assert data.fingerprint == launch.local_fingerprint()
-    without = materialise(parse_experiment({"name": "remote", "data": {"files": {"tfrecord": remote}}}),
-                          log=lambda _: None)
+    without = materialise(parse_experiment({"name": "remote", "data": {"files": {"tfrecord": remote}},
+                                            "pipelines": tfrecord_only}), log=lambda _: None)
     assert without.files == {"tfrecord": remote} and without.fingerprint != data.fingerprint
 
 
