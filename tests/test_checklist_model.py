@@ -12,7 +12,7 @@ from report_fixtures import machine, make_run, passing_configurations, rows_of
 import pipebench.results as results
 from pipebench.capacity.model import TRANSFER_ASSUMPTION
 from pipebench.catalog import load_catalog
-from pipebench.report.checklist import ranking, to_markdown
+from pipebench.report.checklist import ranking, service_workers, to_markdown
 
 # The profiled pipeline: one reader (1 µs/example, sequential) and decode (4 µs): 800k ex/s on 4 vCPUs,
 # 1M on 8 (the reader's one core caps it).
@@ -75,7 +75,7 @@ def test_the_model_error_against_each_measured_machine(tmp_path):
         errors["ml.c5.2xlarge"]["error_high_pct"]
     assert errors["ml.c5.xlarge"]["profiled_here"]
     assert errors["ml.c5.xlarge"]["error_pct"] == pytest.approx(100 * (800_000 / 790_000 - 1), rel=1e-3)
-    text = to_markdown({"items": [], "ranking": rank, "migration": []})
+    text = to_markdown({"items": [], "ranking": rank, "service": service_workers([]), "migration": []})
     assert "## Projections (not measured) — per-stage model" in text
     assert "## The per-stage model against measurements" in text
     assert "| ml.c5.2xlarge | " in text and "| 8 | input | 1,000,000 (" in text and "| +5.3% (" in text
@@ -91,7 +91,7 @@ def test_folders_without_capacity_json_project_linearly_as_before(tmp_path):
         {"ml.c5.2xlarge": 80_000, "ml.c5.4xlarge": 160_000}, rel=2e-3)
     assert all(set(e) == {"instance_type", "basis", "examples_per_sec", "epoch_sec", "price_per_hour",
                           "cost_per_epoch", "assumption", "busy_machine"} for e in rank["projected"])
-    text = to_markdown({"items": [], "ranking": rank, "migration": []})
+    text = to_markdown({"items": [], "ranking": rank, "service": service_workers([]), "migration": []})
     assert "## Projections (not measured) — linear per-core scaling" in text and "against measurements" not in text
     assert train.capacity is None
 
@@ -124,4 +124,4 @@ def test_a_projection_with_no_upper_end_says_so(tmp_path):
     found = {e["instance_type"]: e for e in rank["projected"]}["ml.g5.xlarge"]
     assert found["examples_per_sec_low"] is not None and found["examples_per_sec_high"] is None
     json.dumps(rank, allow_nan=False)
-    assert "; no upper end) |" in to_markdown({"items": [], "ranking": rank, "migration": []})
+    assert "; no upper end) |" in to_markdown({"items": [], "ranking": rank, "service": service_workers([]), "migration": []})
