@@ -139,6 +139,10 @@ def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
         assert len(pids) == 2, "".join(lines)
         assert f"tf.data service dispatcher ready at localhost:{dispatcher_port}" in "".join(lines)
         assert f"tf.data service worker ready at localhost:{worker_port}" in "".join(lines)
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pids]
+        dispatcher = next(c for c in commands if b"dispatcher" in c)  # knows its workers (static sharding), ends jobs
+        assert dispatcher[dispatcher.index(b"--worker-addresses") + 1] == f"localhost:{worker_port}".encode()
+        assert b"--job-gc-ms" in dispatcher  # a job whose client left stops instead of feeding on for minutes
         client = subprocess.run([sys.executable, "-c", CLIENT, f"grpc://localhost:{dispatcher_port}"],
                                 capture_output=True, text=True, timeout=300)
         assert client.returncode == 0, client.stderr[-2000:]

@@ -94,18 +94,22 @@ def test_a_trainer_fed_by_data_workers_measures_its_channel_and_the_jobs_service
     """The trainer of a job with --data-workers measures every trial in its channel's mode and through the
     job's tf.data service (the dispatcher on the first data host), so its results compare the two."""
     from pipebench.config import load_experiment
+    from pipebench.sagemaker.cluster import Role
     from pipebench.sagemaker.launch import EXPERIMENT_FILE
 
     root = opt_ml(tmp_path / "opt-ml", launch, "File", "tiny-c5-xlarge-file")
     env = read_environment({"SAGEMAKER_BASE_DIR": str(root)})
     data_list = json.loads((root / "input" / "data" / "config" / "data.json").read_text())
-    found = overrides(env, data_list, "algo-2:6000")
+    groups = {"data-1": {"instance_type": "ml.c5.18xlarge", "hosts": ["algo-2", "algo-3"]},
+              "data-2": {"instance_type": "ml.c5.9xlarge", "hosts": ["algo-4"]}}
+    role = Role("trainer", "trainer", "algo-1", "algo-2:6000", groups, 6001, 16000)
+    found = overrides(env, data_list, role)
     assert found[2:] == ("pipelines.source_modes=[file,service]", "sources.service.read=file",
-                         "sources.service.dispatcher=algo-2:6000")
+                         "sources.service.dispatcher=algo-2:6000", "sources.service.workers=3")
     experiment = load_experiment(root / "input" / "data" / "config" / EXPERIMENT_FILE, found)
     assert experiment["pipelines"]["source_modes"] == ["file", "service"]
-    assert (experiment["sources"]["service"]["read"], experiment["sources"]["service"]["dispatcher"]) == (
-        "file", "algo-2:6000")
+    service = experiment["sources"]["service"]
+    assert (service["read"], service["dispatcher"], service["workers"]) == ("file", "algo-2:6000", 3)
     assert overrides(env, data_list)[2] == "pipelines.source_modes=[file]"  # no data workers: the channel alone
 
 

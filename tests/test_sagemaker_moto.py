@@ -26,6 +26,7 @@ import pipebench.results as results
 from pipebench.errors import PipebenchError
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import read_table
+from pipebench.sources.service_cluster import ServiceCluster
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
@@ -209,6 +210,8 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
     root = tmp_path / "job"
     _lay_out(job, root)
     data_host = socket.create_server(("127.0.0.1", 0))
+    # the data host's tf.data service: a real dispatcher and worker, which the trainer's service trials read through
+    service = ServiceCluster(1, fixed_worker_list=False)
     config = root / "input" / "config"
     hyperparameters = {**job["HyperParameters"], "pipebench_shutdown_port": str(data_host.getsockname()[1])}
     (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
@@ -220,7 +223,10 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
     bucket, _, key = json.loads(hyperparameters["sagemaker_submit_directory"])[len("s3://"):].partition("/")
     with tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=bucket, Key=key)["Body"].read()), mode="r:gz") as tar:
         tar.extractall(root / "code")
-    with data_host:
+    with data_host, service:
+        dispatcher_port = service.dispatcher.rsplit(":", 1)[1]
+        hyperparameters["pipebench_dispatcher_port"] = dispatcher_port
+        (config / "hyperparameters.json").write_text(json.dumps(hyperparameters))
         result = run_like_toolkit(root, root / "code")
         data_host.settimeout(10)
         told, _ = data_host.accept()  # the trainer told the data host to stop
@@ -233,8 +239,12 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
     assert collected.returncode == 0, collected.stdout + collected.stderr
     (listed,) = json.loads((tmp_path / "merged" / "jobs.json").read_text())
     assert (listed["role"], listed["instance_group"], listed["service_dispatcher"], listed["fed_by"]) == (
-        "trainer", "trainer", "localhost:6000", [{"group": "data-1", "instance_type": "ml.c5.2xlarge",
+        "trainer", "trainer", f"localhost:{dispatcher_port}", [{"group": "data-1", "instance_type": "ml.c5.2xlarge",
                                                   "hosts": ["localhost"]}])
     trials = read_table(tmp_path / "merged" / "trials.parquet", TRIAL_SCHEMA).to_pandas()
+    # the trainer measured its channel and the job's service (one worker per data host)
+    # (a service row's source_mode is the mode its workers read in; service_json says it went through the service)
     assert list(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
-        ("ml.c5.xlarge", "file", "ok")]
+        ("ml.c5.xlarge", "file", "ok")] * 2
+    served = trials[trials["service_json"].notna()]
+    assert len(served) == 1 and json.loads(served["service_json"].iloc[0])["workers"] == 1

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pipebench.errors import PipebenchError, UsageError
+from pipebench.sources.service_cluster import JOB_GC_MS
 
 TRAINER_GROUP = "trainer"
 MAX_GROUPS = 5  # ResourceConfig.InstanceGroups holds at most 5
@@ -75,6 +76,10 @@ class Role:
     data_groups: Mapping[str, Mapping]  # name → {"instance_type", "hosts"} of each data group
     worker_port: int
     shutdown_port: int
+
+    def data_hosts(self) -> list[str]:
+        """Give every data host, in group order: each runs one tf.data service worker."""
+        return [host for g in self.data_groups.values() for host in g["hosts"]]
 
     def fed_by(self) -> list[dict]:
         """Give the data groups feeding the trainer, as job.json records them."""
@@ -164,7 +169,11 @@ def serve_data_role(role: Role, log=print) -> None:
         servers = []
         if role.kind == "dispatcher":
             port = role.dispatcher.rsplit(":", 1)[1]
-            args = ["dispatcher", "--port", port, "--worker-host", role.host]
+            # the workers' addresses (static sharding needs them) and the local cluster's job GC: a trial drops
+            # its iterator between windows, and a job left without one would go on feeding for minutes
+            workers = ",".join(f"{host}:{role.worker_port}" for host in role.data_hosts())
+            args = ["dispatcher", "--port", port, "--worker-host", role.host, "--worker-addresses", workers,
+                    "--job-gc-ms", str(JOB_GC_MS)]
             servers.append(stack.enter_context(_server(args, log)))
         servers.append(stack.enter_context(_server(
             ["worker", "--port", str(role.worker_port), "--dispatcher", role.dispatcher, "--worker-host", role.host],

@@ -38,12 +38,13 @@ def host_output_dir(env: SageMakerEnvironment) -> Path:
     return env.output_data_dir / env.current_host
 
 
-def overrides(env: SageMakerEnvironment, data_list: dict, dispatcher: str | None = None) -> tuple[str, ...]:
+def overrides(env: SageMakerEnvironment, data_list: dict, role: Role | None = None) -> tuple[str, ...]:
     """Give the `--set` overrides that point the experiment at this job's data channel and output folder.
 
-    With a `dispatcher` (HOST:PORT of the job's data-worker groups) every trial is measured in the
-    channel's own mode and again through that tf.data service (source mode `service`, reading the same
-    channel on the data hosts), so the trainer's results compare local input with the remote workers'.
+    For a trainer fed by data-worker groups (`role.dispatcher`) every trial is measured in the channel's
+    own mode and again through the job's tf.data service (source mode `service`, reading the same channel
+    on the data hosts, one worker per data host), so the trainer's results compare local input with the
+    remote workers'.
     """
     channel = env.channel(DATA_CHANNEL)
     mode = SOURCE_MODE_OF_INPUT_MODE[channel.input_mode]
@@ -59,9 +60,10 @@ def overrides(env: SageMakerEnvironment, data_list: dict, dispatcher: str | None
         files.append(str(manifest))  # the shards' checksums: the same data fingerprint as a local run
     # One source mode, whatever the experiment lists: the job measures the mode its channel really has.
     out = [f"data.files={json.dumps({fmt: files})}", f"results={host_output_dir(env)}",
-           f"pipelines.source_modes=[{mode}]" if dispatcher is None else f"pipelines.source_modes=[{mode},service]"]
-    if dispatcher is not None:
-        out += [f"sources.service.read={mode}", f"sources.service.dispatcher={dispatcher}"]
+           f"pipelines.source_modes=[{mode},service]" if role and role.dispatcher else f"pipelines.source_modes=[{mode}]"]
+    if role and role.dispatcher:
+        out += [f"sources.service.read={mode}", f"sources.service.dispatcher={role.dispatcher}",
+                f"sources.service.workers={len(role.data_hosts())}"]
     if mode == "fastfile":
         out.append("sources.fastfile.emulate=false")
     elif mode == "pipe":
@@ -94,7 +96,7 @@ def run_job(env: SageMakerEnvironment, log=print, role: Role | None = None) -> P
         data_list = json.loads(data_path.read_text())
     except (OSError, ValueError) as err:
         raise PipebenchError(f"{data_path}: cannot read the launch's data list: {err}") from None
-    experiment = load_experiment(config_dir / EXPERIMENT_FILE, overrides(env, data_list, role.dispatcher))
+    experiment = load_experiment(config_dir / EXPERIMENT_FILE, overrides(env, data_list, role))
     # Without the toolkit nothing has set SM_*: machine facts (instance type, hosts, CPUs) read them there.
     os.environ.update(env.toolkit_variables())
     out = host_output_dir(env)
