@@ -82,3 +82,24 @@ def test_the_best_table_tells_service_rows_from_file_rows():
     lines = best_table(ROWS).splitlines()
     assert sum("| aws-sample @service |" in line for line in lines) == 2
     assert sum("| aws-sample |" in line for line in lines) == 2  # file mode: input and train
+
+
+@pytest.mark.parametrize("rows,status,says", [
+    # no file-mode input trial: L unknown, so nothing can be said beside the local pipeline (was a PASS)
+    ([r for r in ROWS if r["configuration_id"] != "local"], "N/A", "unavailable: no file-mode trial measured"),
+    # L ≈ C at the means, but the worst corner of the intervals needs workers: inconclusive (was a PASS)
+    ([_row("local", "input", "file", [1500, 2600, 2000]), *ROWS[1:3],
+      _row("train", "train", "file", [900, 950, 925], synthetic=[1500, 2600, 2000])], "WARN", "Inconclusive"),
+    ([_row("local", "input", "file", [9000, 9100, 9050]), *ROWS[1:]], "PASS", "even at the worst corner"),
+])
+def test_the_checklist_item_passes_only_when_the_worst_corner_needs_no_worker(rows, status, says):
+    """Regression (review of the service merge): the item said PASS "the local pipeline reaches the compute
+    ceiling" when no trial measured the local pipeline, and on the mean count alone."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from pipebench.report.checklist import service_workers
+
+    item = service_workers([SimpleNamespace(trials=pd.DataFrame(rows))])
+    assert item["status"] == status and says in item["advice"], item["advice"]

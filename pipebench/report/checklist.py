@@ -580,10 +580,22 @@ def service_workers(runs: list[RunResults]) -> dict:
          "local": s.local.text() if s.local else None,
          "beside_local": s.beside_local.text() if s.beside_local else None, "all_remote": s.all_remote.text()}
         for s in usable]}
-    needed = [s for s in usable if s.beside_local and s.beside_local.mean > 0]
+    with_local = [s for s in usable if s.beside_local]
+    if not with_local:
+        return _item("service_workers", title, "N/A", evidence,
+                     "unavailable: no file-mode trial measured the local pipeline (L), so the workers needed beside it "
+                     "are not known; the counts with everything through the service are in the evidence.")
+    needed = [s for s in with_local if s.beside_local.mean > 0]
     if not needed:
+        undecided = [s for s in with_local if s.beside_local.worst is None or s.beside_local.worst > 0]
+        if undecided:
+            top = undecided[0]
+            return _item("service_workers", title, "WARN", evidence,
+                         f"Inconclusive: {top.name} needs {top.beside_local.text()} service workers beside the local "
+                         f"pipeline (best–worst over the 95% intervals): {MORE_ROUNDS}.")
         return _item("service_workers", title, "PASS", evidence,
-                     "The local pipeline reaches the compute ceiling: no service workers needed.")
+                     "The local pipeline reaches the compute ceiling even at the worst corner of the 95% intervals: "
+                     "no service workers needed.")
     top = max(needed, key=lambda s: s.beside_local.mean)
     return _item("service_workers", title, "WARN", evidence,
                  f"{top.name}: {top.beside_local.text()} service workers beside the local pipeline would feed the "
