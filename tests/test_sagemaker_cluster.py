@@ -20,6 +20,7 @@ import pytest
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.cluster import role_of
 from pipebench.sagemaker.environment import read_environment
+from pipebench.sources.service_cluster import free_ports
 
 GOLDEN = Path(__file__).parent / "golden" / "sagemaker"
 LAUNCHED = {"pipebench_job_name": "job", "pipebench_trainer_group": "trainer", "pipebench_data_groups": "data-1"}
@@ -89,16 +90,6 @@ def test_groups_the_launch_named_must_be_in_the_job(tmp_path):
         _role(bad_port)
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
 def _listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
@@ -116,7 +107,7 @@ print(sorted(int(x) for x in dataset.as_numpy_iterator()))
 def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
     """The entry on the first data host starts dispatcher + worker (service_server processes), which a tf.data
     client reads through; a connection to the shutdown port ends it, and nothing is left running or listening."""
-    dispatcher_port, worker_port, shutdown_port = _free_ports(3)
+    dispatcher_port, worker_port, shutdown_port = free_ports(3)
     resources = {"current_host": "localhost", "current_instance_type": "ml.c5.18xlarge", "current_group_name": "data-1",
                  "hosts": ["trainer-host", "localhost"], "network_interface_name": "eth0",
                  "instance_groups": [
@@ -163,7 +154,7 @@ def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
 def test_a_server_that_cannot_start_fails_the_data_role_on_one_line(tmp_path):
     """The dispatcher's port is taken: the entry says so on one line, writes SageMaker's failure file, and the
     worker is never started (nothing listens on its port)."""
-    dispatcher_port, worker_port, shutdown_port = _free_ports(3)
+    dispatcher_port, worker_port, shutdown_port = free_ports(3)
     resources = {"current_host": "localhost", "current_instance_type": "ml.c5.18xlarge", "current_group_name": "data-1",
                  "hosts": ["localhost"], "instance_groups": [
                      {"instance_group_name": "data-1", "instance_type": "ml.c5.18xlarge", "hosts": ["localhost"]}]}

@@ -8,7 +8,8 @@ import pipebench.results as results
 from pipebench.errors import UsageError
 from pipebench.pipeline.presets import preset
 from pipebench.report.checklist import input_sharding
-from pipebench.sharding.cluster import free_ports, round_order, worker_cpus
+from pipebench.sharding.cluster import round_order, worker_cpus
+from pipebench.sources.service_cluster import free_ports
 from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes, placement_spec
 from pipebench.sharding.record import figures, lines, paired
 from report_fixtures import data_files, machine, make_run, passing_rows

@@ -20,7 +20,6 @@ import os
 import random
 import selectors
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,18 +31,10 @@ from pipebench.errors import TrialError
 from pipebench.measure.pinning import usable_cpus
 from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
+from pipebench.sources.service_cluster import free_ports
 
 DEFAULT_ROUNDS = 3
 _STDERR_TAIL_BYTES = 2000
-
-
-def free_ports(count: int) -> list[int]:
-    """Give `count` distinct ports free on 127.0.0.1 now (all held open together, so none repeats)."""
-    with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
 
 
 def worker_cpus(workers: int, cpus: Sequence[int] | None = None) -> list[tuple[int, ...]] | None:
