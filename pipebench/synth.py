@@ -167,6 +167,22 @@ def _calibrate(logits: np.ndarray, positive_rate: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
+def _write_int(out, pos, v, digits):
+    """Write the decimal digits of `v` (≥ 0) into `out` at `pos`; give the position after them."""
+    d = 0
+    while True:
+        digits[d] = 48 + v % 10
+        v //= 10
+        d += 1
+        if v == 0:
+            break
+    for j in range(d - 1, -1, -1):
+        out[pos] = digits[j]
+        pos += 1
+    return pos
+
+
+@numba.njit(cache=True, nogil=True)
 def _format_rows(labels, ids, codes, scale):
     """Write rows as libsvm text; numeric codes k become k/scale with 5 decimals, trailing 0s cut."""
     n, f = ids.shape
@@ -180,17 +196,7 @@ def _format_rows(labels, ids, codes, scale):
         for k in range(f):
             out[pos] = 32
             pos += 1
-            v = ids[r, k]
-            d = 0
-            while True:
-                digits[d] = 48 + v % 10
-                v //= 10
-                d += 1
-                if v == 0:
-                    break
-            for j in range(d - 1, -1, -1):
-                out[pos] = digits[j]
-                pos += 1
+            pos = _write_int(out, pos, ids[r, k], digits)
             out[pos] = 58
             pos += 1
             c = codes[r, k]
@@ -245,17 +251,7 @@ def _format_raw(labels, integers, present, hashes):
             pos += 1
             if not present[r, c]:
                 continue
-            v = integers[r, c]
-            d = 0
-            while True:
-                digits[d] = 48 + v % 10
-                v //= 10
-                d += 1
-                if v == 0:
-                    break
-            for j in range(d - 1, -1, -1):
-                out[pos] = digits[j]
-                pos += 1
+            pos = _write_int(out, pos, integers[r, c], digits)
         for c in range(hashes.shape[1]):
             out[pos] = 9
             pos += 1
