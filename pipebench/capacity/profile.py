@@ -36,7 +36,7 @@ from pipebench.errors import DataError, TrialError, UsageError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
-from pipebench.measure.sampler import others_busy_pct
+from pipebench.measure.sampler import busy_machine, others_busy_pct
 from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.run_folder import read_capacity
@@ -82,12 +82,6 @@ def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> Trial
                                quality={"enabled": False}, holdout_files=(), fault=None, remeasure_of=None)
 
 
-def _busy(outcome, threshold_pct: float) -> bool:
-    """Whether other processes used more than `threshold_pct` of a vCPU during the outcome's windows."""
-    usage = outcome.usage
-    return usage is not None and usage.other_cpu_pct_median is not None and usage.other_cpu_pct_median > threshold_pct
-
-
 def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
     """Give the round's value from a worker's outcome; TrialError (one line) when it did not measure or was not
     placed where asked."""
@@ -123,11 +117,12 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
                 item = pinned[index]
                 trial = prefix_trial(base, item, round_index)
                 outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
-                again = _busy(outcome, threshold) and busy_now() <= threshold
+                again = bool(busy_machine(outcome.usage, threshold)) and busy_now() <= threshold
                 if again:
                     trial = dataclasses.replace(trial, trial_id=f"{trial.trial_id}-again")
                     outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
-                value = dataclasses.replace(_one_round(outcome, item, where), busy=_busy(outcome, threshold))
+                busy = bool(busy_machine(outcome.usage, threshold))
+                value = dataclasses.replace(_one_round(outcome, item, where), busy=busy)
                 found[index].append(value)
                 log(f"round {round_index + 1}/{rounds}: {item.prefix.label} on {item.pinning.text()}: "
                     f"{value.examples_per_sec:,.0f} examples/s, {value.cpu_sec_per_example * 1e6:.2f} CPU-µs/example"

@@ -286,6 +286,14 @@ class Sampler:
         return util, used
 
 
+def busy_machine(usage: Usage | None, threshold_pct: float) -> bool | None:
+    """Whether other processes used more than `threshold_pct` of a vCPU during the windows `usage` covers
+    (None when nothing was sampled)."""
+    if usage is None or usage.other_cpu_pct_median is None:
+        return None
+    return usage.other_cpu_pct_median > threshold_pct
+
+
 def others_busy_pct(seconds: float = 1.0) -> float:
     """Give the CPU that processes other than this one use now, over `seconds`, in % of one vCPU (the
     units of `other_cpu_pct_median`): the host's busy CPU less this process's own."""

@@ -18,6 +18,7 @@ from typing import Any
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.figures import Figures, figures
 from pipebench.measure.manager import Outcome
+from pipebench.measure.sampler import busy_machine
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.typed import to_json
@@ -98,10 +99,7 @@ def _input_bound(c: RowContext) -> str | None:
 
 def _busy(c: RowContext) -> bool | None:
     """Whether other processes used more than measurement.busy_other_cpu_pct during the windows."""
-    usage = c.outcome.usage
-    if usage is None or usage.other_cpu_pct_median is None:
-        return None
-    return usage.other_cpu_pct_median > c.spec.measurement["busy_other_cpu_pct"]
+    return busy_machine(c.outcome.usage, c.spec.measurement["busy_other_cpu_pct"])
 
 
 def _service(c: RowContext) -> str | None:
