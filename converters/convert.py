@@ -131,19 +131,36 @@ class _Chunk:
 
 
 class _Source:
-    """One input file: size and checksum as stored (hashed while it is read), line count."""
+    """One input file: size and checksum as stored (hashed while it is first read), line count.
+
+    A later pass (raw Criteo's second, `--shards`' count) does not hash again; it checks instead
+    that size and modification time are still those of the first pass.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.compression = sniff_compression(self.path)
-        self.bytes = self.path.stat().st_size
+        self.stamp = self._stamp()
+        self.bytes = self.stamp[0]
         self.sha256: str | None = None
         self.lines = 0
         self.reading: InputFile | None = None  # the latest pass over it, for progress
 
+    def _stamp(self) -> tuple[int, int]:
+        st = self.path.stat()
+        return st.st_size, st.st_mtime_ns
+
     def open(self) -> InputFile:
-        self.reading = InputFile(self.path, self.compression)
+        self.reading = InputFile(self.path, self.compression, hash=self.sha256 is None)
         return self.reading
+
+    def read_to_end(self, stream: InputFile) -> None:
+        """Take the checksum of a first pass; refuse a file changed since the first pass."""
+        if stream.sha256 is not None:
+            self.sha256 = stream.sha256
+        elif self._stamp() != self.stamp:
+            raise DataError(f"{self.path}: changed while it was being converted (its size or modification "
+                            "time differ from the first pass over it); convert it again")
 
     def describe(self) -> dict:
         return {"path": str(self.path), "bytes": self.bytes, "sha256": self.sha256,
@@ -151,7 +168,7 @@ class _Source:
 
 
 def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """Yield (first line number, chunk of whole lines) from a libsvm file; set its sha256."""
+    """Yield (first line number, chunk of whole lines) from a text file; see it read to its end."""
     line = 1
     carry = b""
     with source.open() as stream:
@@ -167,7 +184,7 @@ def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes
             carry = block[cut:]
             yield line, chunk
             line += chunk.count(b"\n")
-        source.sha256 = stream.sha256
+        source.read_to_end(stream)
     if carry:
         yield line, carry
 
@@ -179,6 +196,7 @@ def _count_input_rows(sources: list[_Source], tf_input: bool, field_size: int) -
         for source in sources:
             with source.open() as stream:
                 total += sum(len(records) for _, records in tfrecord.record_batches(stream))
+                source.read_to_end(stream)
         return total
     total = 0
     for source in sources:
@@ -309,7 +327,7 @@ class _Converter:
                 with source.open() as stream:  # example_batches imports TensorFlow
                     for batch in example_batches(stream, self.req.field_size, self.req.on_error == "fail"):
                         yield _check_and_encode, (index, batch)
-                    source.sha256 = stream.sha256
+                    source.read_to_end(stream)
             elif self.raw_criteo:
                 for first, chunk in _line_chunks(source, self.req.chunk_bytes):
                     yield _map_and_encode, (index, first, chunk, self.feature_map)

@@ -70,17 +70,19 @@ def sniff_compression(path: Path) -> str:
 class InputFile:
     """One input read front to back: its decompressed bytes, and the sha256 of the bytes as stored.
 
+    `hash=False` skips the sha256 (sha256 stays None): a later pass over a file already hashed.
+
     Gzip input may hold several members (concatenated .gz files) and zero padding; anything else
     after the end of the compressed stream is an error, as is a stream that stops before its end.
     """
 
-    def __init__(self, path: Path, compression: str | None = None) -> None:
+    def __init__(self, path: Path, compression: str | None = None, *, hash: bool = True) -> None:
         self.path = Path(path)
         self.compression = compression or sniff_compression(self.path)
         self.sha256: str | None = None  # set once the whole file has been read
         self.decompressed_bytes = 0
         self.stored_bytes_read = 0  # of the file as stored: how far through it the reading is (progress)
-        self._digest = hashlib.sha256()
+        self._digest = hashlib.sha256() if hash else None
         self._inflate = self._new_inflate()
         try:
             self._raw = open(self.path, "rb", buffering=0)
@@ -94,9 +96,10 @@ class InputFile:
     def _raw_read(self, size: int) -> bytes:
         data = self._raw.read(size)
         if data:
-            self._digest.update(data)
+            if self._digest is not None:
+                self._digest.update(data)
             self.stored_bytes_read += len(data)
-        else:
+        elif self._digest is not None:
             self.sha256 = self._digest.hexdigest()
         return data
 

@@ -69,10 +69,10 @@ def format_of(path: str) -> str:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass  # not a converter's manifest after all: the bytes decide
     if tfrecord.looks_like_tfrecord(Path(path)):
-        with InputFile(Path(path)) as stream:
+        with InputFile(Path(path), hash=False) as stream:
             first = next(tfrecord.record_batches(stream, batch=1), (1, [b""]))[1][0]
         return "tfrecord" if _looks_like_example(first) else "packed"
-    with InputFile(Path(path)) as stream:
+    with InputFile(Path(path), hash=False) as stream:
         head = stream.read(_HEAD_BYTES)
     first_line = head.split(b"\n", 1)[0]
     return "criteo" if first_line.count(b"\t") == 39 else "libsvm"

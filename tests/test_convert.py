@@ -23,7 +23,7 @@ from converters.convert import ConvertRequest, convert
 from converters.inputs import InputFile
 from pipebench.atomic import atomic_write_json
 from pipebench.cli import main
-from pipebench.errors import UsageError
+from pipebench.errors import DataError, UsageError
 
 F = 4
 
@@ -423,3 +423,27 @@ def test_temp_of_a_killed_writer_is_swept_by_the_next_write_beside_it(tmp_path, 
     assert cli("convert", src, "--out", tmp_path / "c", "--field-size", F)[0] == 0
     assert not left.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "c", "in.libsvm"]
+
+
+def test_a_later_pass_does_not_hash_again_but_refuses_a_changed_file(tmp_path):
+    """Raw Criteo's second pass and --shards' count read an input again: hashed once, checked by size and mtime."""
+    from converters.convert import _line_chunks, _Source
+
+    path = write(tmp_path / "a.libsvm", _rows_text(50))
+    source = _Source(path)
+    first = list(_line_chunks(source, 256))
+    assert source.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert source.reading.sha256 is not None
+    assert list(_line_chunks(source, 256)) == first
+    assert source.reading.sha256 is None  # not hashed again
+    with open(path, "a") as f:
+        f.write("1 1:1 2:1 3:1 4:1\n")
+    with pytest.raises(DataError, match=r"a\.libsvm: changed while it was being converted"):
+        list(_line_chunks(source, 256))
+
+
+def test_sharded_output_names_the_checksum_of_the_first_pass(tmp_path):
+    src = write(tmp_path / "a.libsvm", _rows_text(40))
+    m = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shards=3))
+    assert m["rows"] == 40 and len(m["shards"]) == 3
+    assert m["sources"][0]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()

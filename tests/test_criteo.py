@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -126,9 +127,10 @@ def test_synthetic_raw_rows_map_as_the_plain_statement_says(tmp_path):
     lines = [line for shard in shards for line in shard.read_text().splitlines()]
     assert len(lines) == 4000 and all(len(line.split("\t")) == 40 for line in lines)
     assert any("\t\t" in line for line in lines)  # missing integers are written as empty columns
-    convert(ConvertRequest(inputs=tuple(shards), out=tmp_path / "out", format="packed", from_format="criteo",
-                           cutoff=10))
+    m = convert(ConvertRequest(inputs=tuple(shards), out=tmp_path / "out", format="packed", from_format="criteo",
+                               cutoff=10))
     assert_same_rows(read_packed_rows(tmp_path / "out"), reference_rows(lines, reference_map(lines, 10)))
+    assert [s["sha256"] for s in m["sources"]] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in shards]
 
 
 def test_a_saved_map_maps_other_files_unknown_values_to_the_other_id(tmp_path):
