@@ -76,17 +76,40 @@ _NO_VALUE = np.iinfo(np.int64).max
 _CLIP = np.array(CLIP, dtype=np.int64)
 
 
+_HEX_DIGIT = np.full(256, -1, np.int64)  # byte -> its value as a lowercase hex digit, -1 if it is not one
+for _digit, _char in enumerate(b"0123456789abcdef"):
+    _HEX_DIGIT[_char] = _digit
+
+
 @numba.njit(cache=True, nogil=True)
-def _parse_line(buf, start, end, labels, ints, int_seen, cats, cat_seen, row):
-    """Validate and convert one line; give (status, column of the fault or columns found)."""
-    if end == start:
-        return EMPTY_LINE, 0
+def _columns(buf, start, end):
     columns = 1
     for i in range(start, end):
         if buf[i] == _TAB:
             columns += 1
-    if columns != COLUMNS:
-        return COLUMN_COUNT, columns
+    return columns
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_line(buf, start, end, labels, ints, int_seen, cats, cat_seen, row):
+    """Validate and convert one line; give (status, column of the fault or columns found).
+
+    One scan: a good line is read once; a line found bad is scanned again to count its columns,
+    so a wrong column count is the reason given whatever else is wrong with the line.
+    """
+    if end == start:
+        return EMPTY_LINE, 0
+    status, column = _parse_fields(buf, start, end, labels, ints, int_seen, cats, cat_seen, row)
+    if status != OK:
+        columns = _columns(buf, start, end)
+        if columns != COLUMNS:
+            return COLUMN_COUNT, columns
+    return status, column
+
+
+@numba.njit(cache=True, nogil=True)
+def _parse_fields(buf, start, end, labels, ints, int_seen, cats, cat_seen, row):
+    """Parse a line as 40 columns; any fault (a missing or extra column included) is a status."""
     i = start
     if i + 1 < end and buf[i + 1] == _TAB and (buf[i] == 48 or buf[i] == 49):
         labels[row] = buf[i] - 48
@@ -104,7 +127,9 @@ def _parse_line(buf, start, end, labels, ints, int_seen, cats, cat_seen, row):
             value = value * 10 + (buf[j] - 48)
             digits += 1
             j += 1
-        if (j < end and buf[j] != _TAB) or (neg and digits == 0) or digits > _MAX_INTEGER_DIGITS:
+        if j >= end:
+            return COLUMN_COUNT, 0  # too few columns
+        if buf[j] != _TAB or (neg and digits == 0) or digits > _MAX_INTEGER_DIGITS:
             return BAD_INTEGER, 1 + k
         int_seen[row, k] = digits > 0
         ints[row, k] = -value if neg else value
@@ -112,17 +137,18 @@ def _parse_line(buf, start, end, labels, ints, int_seen, cats, cat_seen, row):
     for k in range(CATEGORICAL_FIELDS):
         j = i
         value = 0
-        while j < end and buf[j] != _TAB:
-            c = buf[j]
-            if 48 <= c <= 57:
-                value = value * 16 + (c - 48)
-            elif 97 <= c <= 102:
-                value = value * 16 + (c - 87)
-            else:
-                return BAD_HEX, 1 + INTEGER_FIELDS + k
+        while j < end and j - i < 9:
+            d = _HEX_DIGIT[buf[j]]
+            if d < 0:
+                break
+            value = value * 16 + d
             j += 1
+        if j < end and buf[j] != _TAB:
+            return BAD_HEX, 1 + INTEGER_FIELDS + k
         if j - i != 8 and j > i:
             return BAD_HEX, 1 + INTEGER_FIELDS + k
+        if (j < end) != (k < CATEGORICAL_FIELDS - 1):
+            return COLUMN_COUNT, 0  # too few or too many columns
         cat_seen[row, k] = j > i
         cats[row, k] = value
         i = j + 1

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from converters import criteo, libsvm, packed, tfrecord
 from converters.convert import ConvertRequest, convert
@@ -209,3 +211,41 @@ def test_options_that_cannot_work_together_are_refused(tmp_path):
     with pytest.raises(UsageError, match="feature map gives ids up to"):
         convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", from_format="criteo", cutoff=3, feature_size=20))
     assert not (tmp_path / "o").exists()
+
+
+def _plain_status(line: str) -> tuple[int, int]:
+    """State the line rules in plain Python: (status, faulty column or columns found)."""
+    if line == "":
+        return criteo.EMPTY_LINE, 0
+    columns = line.split("\t")
+    if len(columns) != criteo.COLUMNS:
+        return criteo.COLUMN_COUNT, len(columns)
+    if columns[0] not in ("0", "1"):
+        return criteo.BAD_LABEL, 0
+    for k, text in enumerate(columns[1:14]):
+        digits = text[1:] if text.startswith("-") else text
+        if not (digits == "" or (digits.isascii() and digits.isdigit())) or len(digits) > 18 or text == "-":
+            return criteo.BAD_INTEGER, 1 + k
+    for j, text in enumerate(columns[14:]):
+        if text and not (len(text) == 8 and all(c in "0123456789abcdef" for c in text)):
+            return criteo.BAD_HEX, 14 + j
+    return criteo.OK, 0
+
+
+_TOKENS = ["", "0", "1", "2", "-", "-7", "12", "2.5", "9" * 18, "9" * 19, "-" + "9" * 18, "x", " 1",
+           "0000abcd", "deadbeef", "DEADBEEF", "abcdef012", "abcdef0", "abcdefgh", "1\t2", "\t"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(edits=st.lists(st.tuples(st.integers(0, 41), st.sampled_from(_TOKENS)), max_size=4),
+       drop=st.integers(0, 3), add=st.integers(0, 2))
+def test_the_line_rules_match_their_plain_statement(edits, drop, add):
+    """Every line, however broken, gets the status and column the plain rules give (one compiled scan)."""
+    columns = ["1", *["5"] * 13, *["0a1b2c3d"] * 26]
+    for where, token in edits:
+        if where < len(columns):
+            columns[where] = token
+    columns = columns[: len(columns) - drop] + ["7"] * add
+    line = "\t".join(columns)
+    parsed = criteo.parse_chunk(line.encode() + b"\n")
+    assert (int(parsed.status[0]), int(parsed.detail[0])) == _plain_status(line), line
