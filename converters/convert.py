@@ -210,6 +210,7 @@ class _Converter:
         self.req = req
         self.display = display
         self.announced = 0  # inputs whose end the display has announced
+        self.counted = 0  # bytes read by raw Criteo's first pass, for the display
         self.sources = [_Source(p) for p in req.inputs]
         kinds = {s.path: tfrecord.looks_like_tfrecord(s.path) for s in self.sources}
         self.raw_criteo = req.from_format == "criteo"
@@ -222,6 +223,11 @@ class _Converter:
             tf_file = next(p for p, tf in kinds.items() if tf)
             text_file = next(p for p, tf in kinds.items() if not tf)
             raise UsageError(f"{tf_file} is TFRecord but {text_file} is not; convert one kind of input at a time")
+        if not self.tf_input and not self.raw_criteo:
+            raw = next((s.path for s in self.sources if criteo.looks_like_raw(s.path)), None)
+            if raw is not None:
+                raise UsageError(f"{raw} looks like raw Criteo rows (40 tab-separated columns: label, I1-I13, "
+                                 "C1-C26), not libsvm; add --from criteo")
         if not self.tf_input and not self.raw_criteo and req.format == "libsvm":
             raise UsageError("--format libsvm converts TFRecord (Example) input back to libsvm; "
                              "the inputs are not TFRecord files")
@@ -234,8 +240,9 @@ class _Converter:
     def run(self) -> dict:
         req = self.req
         started = time.perf_counter()
-        if self.display is not None:
-            self.display.total = sum(s.bytes for s in self.sources)
+        if self.display is not None:  # raw Criteo counting its own map reads every input twice
+            passes = 2 if self.raw_criteo and req.feature_map is None else 1
+            self.display.total = passes * sum(s.bytes for s in self.sources)
         with atomic_dir(req.out, force=req.force, inputs=req.inputs) as tmp:
             writer = self._writer(tmp)
             quarantine = open(tmp / QUARANTINE_FILE, "w") if req.on_error == "quarantine" else None
@@ -276,9 +283,9 @@ class _Converter:
             fmap = criteo.FeatureMap.load(req.feature_map)
         else:
             counter = criteo.Counter()
-            window: deque[Future] = deque()
+            window: deque[tuple[Future, int]] = deque()
 
-            def collect(future: Future) -> None:
+            def collect(future: Future, read_up_to: int) -> None:
                 index, first, parsed, chunk, counts = future.result()
                 source = self.sources[index]
                 source.lines = max(source.lines, first + len(parsed.status) - 1)
@@ -286,15 +293,21 @@ class _Converter:
                     row = int(np.flatnonzero(~parsed.good)[0])
                     raise DataError(f"{source.path}:{first + row}: {criteo.reason(parsed, chunk, row)}")
                 counter.add(counts)
+                if self.display is not None:
+                    self.display.advance(read_up_to - self.display.done, f"pass 1/2: {counter.rows:,} rows counted")
 
             for index, source in enumerate(self.sources):
                 for first, chunk in _line_chunks(source, req.chunk_bytes):
-                    window.append(pool.submit(_count_raw, index, first, chunk))
+                    window.append((pool.submit(_count_raw, index, first, chunk), self._read_up_to(index)))
                     if len(window) >= 2 * req.workers:
-                        collect(window.popleft())
+                        collect(*window.popleft())
             while window:
-                collect(window.popleft())
+                collect(*window.popleft())
             fmap = counter.feature_map(req.cutoff or criteo.DEFAULT_CUTOFF, [s.describe() for s in self.sources])
+            self.counted = sum(s.bytes for s in self.sources)
+            if self.display is not None:
+                self.display.unit_done(f"convert: pass 1/2 done: feature map of {fmap.rows:,} rows, feature_size "
+                                       f"{fmap.feature_size:,} (cutoff {fmap.cutoff})")
         if req.feature_size is not None and fmap.feature_size > req.feature_size:
             raise UsageError(f"--feature-size {req.feature_size}: the feature map gives ids up to "
                              f"{fmap.feature_size - 1}; drop --feature-size or raise it to {fmap.feature_size}")
@@ -381,7 +394,8 @@ class _Converter:
         """Show the input converted so far (bytes as stored), and a line for each input converted to its end."""
         if self.display is None:
             return
-        self.display.advance(read_up_to - self.display.done, f"{self.rows:,} rows")
+        self.display.advance(self.counted + read_up_to - self.display.done,
+                             f"{'pass 2/2: ' if self.counted else ''}{self.rows:,} rows")
         ends = np.cumsum([s.bytes for s in self.sources])
         while self.announced < len(self.sources) and ends[self.announced] <= read_up_to:
             source = self.sources[self.announced]

@@ -71,6 +71,16 @@ REASON_KEYS = {EMPTY_LINE: "empty_line", COLUMN_COUNT: "column_count", BAD_LABEL
                BAD_INTEGER: "bad_integer", BAD_HEX: "bad_hex"}
 
 _TAB, _MINUS = 9, 45
+_HEAD_BYTES = 1 << 16
+
+
+def looks_like_raw(path: Path) -> bool:
+    """Tell raw Criteo text by its first line: 40 tab-separated columns (libsvm has none)."""
+    from converters.inputs import InputFile
+
+    with InputFile(path, hash=False) as stream:
+        head = stream.read(_HEAD_BYTES)
+    return head.split(b"\n", 1)[0].count(b"\t") == COLUMNS - 1
 _MAX_INTEGER_DIGITS = 18  # fits int64 whatever the digits
 _NO_VALUE = np.iinfo(np.int64).max
 _CLIP = np.array(CLIP, dtype=np.int64)

@@ -17,7 +17,6 @@ from pipebench.values import echo
 
 FORMATS = ("libsvm", "tfrecord", "packed")
 REMOTE_PREFIX = "s3://"
-_HEAD_BYTES = 1 << 16
 
 
 def expand(patterns: list[str], where: str) -> list[str]:
@@ -58,7 +57,7 @@ def _looks_like_example(record: bytes) -> bool:
 
 def format_of(path: str) -> str:
     """Give the format of a local data file: libsvm, tfrecord, packed or criteo (raw)."""
-    from converters import tfrecord
+    from converters import criteo, tfrecord
     from converters.inputs import InputFile
 
     manifest = Path(path).parent / MANIFEST
@@ -72,10 +71,7 @@ def format_of(path: str) -> str:
         with InputFile(Path(path), hash=False) as stream:
             first = next(tfrecord.record_batches(stream, batch=1), (1, [b""]))[1][0]
         return "tfrecord" if _looks_like_example(first) else "packed"
-    with InputFile(Path(path), hash=False) as stream:
-        head = stream.read(_HEAD_BYTES)
-    first_line = head.split(b"\n", 1)[0]
-    return "criteo" if first_line.count(b"\t") == 39 else "libsvm"
+    return "criteo" if criteo.looks_like_raw(Path(path)) else "libsvm"
 
 
 def by_format(patterns: list[str], where: str) -> dict[str, list[str]]:

@@ -245,6 +245,9 @@ CASES = [
     Bad("input_is_stdin", convert("/dev/stdin", "--out", "o"), r"^/dev/stdin: is a FIFO \(pipe\), not a regular file",
         out="o", code=2, stdin=ROWS),
     Bad("input_missing", convert("nope.libsvm", "--out", "o"), r"^nope\.libsvm: no such file$", out="o", code=2),
+    Bad("raw_criteo_without_from_criteo", convert("in.txt", "--out", "o"),
+        r"^in\.txt looks like raw Criteo rows \(40 tab-separated columns: label, I1-I13, C1-C26\), not libsvm; "
+        r"add --from criteo$", files(in_txt=RAW_GOOD * 3), out="o", code=2),
     # raw Criteo lines (--from criteo), one of each reason; the first pass already stops at them
     Bad("criteo_column_count", criteo("in.txt", "--out", "o"),
         r"^in\.txt:4: expected 40 tab-separated columns \(label, I1-I13, C1-C26\), found 41$",

@@ -137,3 +137,26 @@ def test_live_bar_on_a_terminal_under_tmux(tmp_path):
     assert any(line.startswith("data synth: file 2/2 written (30,000/30,000 rows)") for line in lines), screen
     assert any(line.startswith("convert: s/part-00001-of-00002.libsvm: converted (2/2 inputs") for line in lines)
     assert "\x1b" not in screen  # the escape codes drew the screen; none shows as text
+
+
+def test_raw_criteo_shows_both_passes_over_its_inputs(tmp_path):
+    """The first pass (counting the feature map) is half the work shown: the bar does not sit still during it."""
+    from io import StringIO
+
+    from converters.convert import ConvertRequest, convert
+    from pipebench.synth import SynthSpec, synthesize
+
+    synthesize(SynthSpec(rows=2000, out=tmp_path / "raw", files=2, format="criteo", seed=1))
+    inputs = tuple(sorted((tmp_path / "raw").glob("part-*.txt")))
+    stream = StringIO()
+    with Progress("convert", None, "MiB", stream) as display:
+        convert(ConvertRequest(inputs=inputs, out=tmp_path / "o", from_format="criteo", cutoff=5, chunk_bytes=4096),
+                display)
+    assert display.total == display.done == 2 * sum(p.stat().st_size for p in inputs)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("convert: pass 1/2 done: feature map of 2,000 rows, feature_size ")
+    assert [line.split(" (")[0] for line in lines[1:]] == [f"convert: {p}: converted" for p in inputs]
+    with Progress("convert", None, "MiB", StringIO()) as display:  # a given map: one pass
+        convert(ConvertRequest(inputs=inputs, out=tmp_path / "v", from_format="criteo",
+                               feature_map=tmp_path / "o" / "feature_map.json"), display)
+    assert display.total == display.done == sum(p.stat().st_size for p in inputs)
