@@ -10,7 +10,7 @@ from capacity_fixtures import profile
 
 from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import (CORES, IO, ceiling, cores_to_feed, feed_cores, predict, rates_per_core,
-                                      stage_costs)
+                                      stage_costs, threads)
 from pipebench.errors import PipebenchError
 
 # A single reader (sequential, 2 µs/example: 500k ex/s on its one core), a parallel decode (8 µs) and a
@@ -34,6 +34,20 @@ def test_sequential_stage_caps_at_one_core():
     assert found.sequential_cap == pytest.approx(500_000)
     assert dict(found.stage_cores)["source"] == pytest.approx(1.0)
     assert found.cores_used == pytest.approx(5.0)  # the rest of the 16 cores have nothing to do
+
+
+def test_sequential_stages_in_one_thread_share_its_core():
+    """The guide order: cache, shuffle and batch run in the parallel decode's input thread; prefetch in its own."""
+    guide = profile([("cache", 1e-6, True), ("shuffle", 0.5e-6, True), ("batch", 0.5e-6, True),
+                     ("decode", 4e-6, False), ("prefetch", 0.25e-6, True)])
+    assert threads(guide.stages) == [[0, 1, 2], [4]]
+    found = predict(guide, 64)
+    assert found.examples_per_sec.mean == pytest.approx(500_000)  # 1 / (1 + 0.5 + 0.5 µs), not 1 / 1 µs
+    assert found.bottleneck == "cache + shuffle + batch" and found.sequential_cap == pytest.approx(500_000)
+    assert ceiling(guide) == (pytest.approx(500_000), "cache + shuffle + batch")
+    after = profile([("source", 1e-6, True), ("prefetch", 1e-6, True), ("shuffle", 1e-6, True),
+                     ("batch", 1e-6, True)])
+    assert threads(after.stages) == [[0, 1], [2, 3]]  # the consumer runs what follows the last prefetch
 
 
 def test_a_parallel_stage_is_never_capped():

@@ -2,13 +2,14 @@
 
 The allocation is Plumber's LP (MLSys'22, `LP_upper_bounds`) in closed form. Every example passes every
 stage, so at X examples/s stage i keeps X·c_i cores busy, where c_i is its CPU-seconds per example.
-Maximise X subject to: a sequential stage gets at most one core (X·c_i ≤ 1), all stages together get
-at most the cores left after the train step (X·Σc_i ≤ cores − train_cores), and X stays under the read
-ceiling when one is known. Hence
+Maximise X subject to: the sequential stages one thread runs get at most one core together
+(X·Σ_{i in thread} c_i ≤ 1; `threads` says which share one), all stages together get at most the cores
+left after the train step (X·Σc_i ≤ cores − train_cores), and X stays under the read ceiling when one is
+known. Hence
 
-    X = min( min over sequential i of 1/c_i,  (cores − train_cores) / Σ c_i,  I/O ceiling )
+    X = min( min over threads t of 1/Σ_{i in t} c_i,  (cores − train_cores) / Σ c_i,  I/O ceiling )
 
-and the bottleneck is the term that wins: a sequential stage, "cores" or "I/O".
+and the bottleneck is the term that wins: a thread's stages ("source + batch"), "cores" or "I/O".
 
 No TensorFlow and no I/O here: the profile (pipebench.capacity.costs) is read by the caller.
 """
@@ -26,9 +27,9 @@ from pipebench.values import ABOVE_0, AT_LEAST_0, check_number
 TRANSFER_ASSUMPTION = ("per-example CPU costs were measured on one machine and transfer to another only as far as "
                        "its per-core speed matches; a faster or slower core moves every prediction by that factor")
 #: The allocation in one sentence, for reports.
-MODEL_SUMMARY = ("at X examples/s stage i keeps X·c_i cores busy; a sequential stage gets at most one core and all "
-                 "stages together at most the cores left after the train step, so X = min(1/c_i over sequential "
-                 "stages, cores / Σc_i, the I/O ceiling when one is known).")
+MODEL_SUMMARY = ("at X examples/s stage i keeps X·c_i cores busy; the sequential stages one thread runs share at most "
+                 "one core and all stages together at most the cores left after the train step, so X = min(1/Σc_i "
+                 "over each thread's stages, cores / Σc_i, the I/O ceiling when one is known).")
 CORES, IO = "cores", "I/O"
 
 
@@ -37,9 +38,9 @@ class Prediction:
     """What the allocation predicts for one profile on `cores` cores."""
 
     examples_per_sec: Interval  # predicted input throughput, with its 95% interval (see `predict`)
-    bottleneck: str  # the binding term: a sequential stage's name, "cores" or "I/O"
+    bottleneck: str  # the binding term: the stages of one thread ("source + batch"), "cores" or "I/O"
     cores_used: float  # cores the pipeline keeps busy at the predicted rate (≤ cores − train_cores)
-    sequential_cap: float | None  # the slowest sequential stage's rate (examples/s on its one core); None: none
+    sequential_cap: float | None  # the slowest thread of sequential stages (examples/s on its one core); None: none
     heaviest_stage: str  # the stage that needs the most cores at the predicted rate (what more cores go to)
     stage_cores: tuple[tuple[str, float], ...]  # (stage, cores it keeps busy at the predicted rate), in order
 
@@ -106,11 +107,37 @@ def _total_bounds(profile: CapacityProfile) -> tuple[float, float] | None:
     return max(0.0, total - (whole.mean - whole.low)), total + (whole.high - whole.mean)
 
 
+def threads(stages: tuple[StageCost, ...]) -> list[list[int]]:
+    """Group the sequential stages by the one thread that runs them (indexes into `stages`).
+
+    tf.data runs a stage that is not async in the thread that asks it for elements: the next async
+    stage's downstream (a parallel map's or interleave's input runner, prefetch's background thread) or
+    the consumer at the end. So consecutive sequential stages up to an async one share one core: a
+    prefetch closes its group (its thread runs it and what precedes it), a parallel stage closes the
+    group before it and runs its own calls on the core budget.
+    """
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for index, stage in enumerate(stages):
+        if not stage.sequential:
+            groups += [current] if current else []
+            current = []
+            continue
+        current.append(index)
+        if stage.stage == "prefetch":
+            groups.append(current)
+            current = []
+    return groups + ([current] if current else [])
+
+
 def _terms(stages: tuple[StageCost, ...], costs: list[float], total: float, available: float,
            io: float | None) -> list[tuple[float, str]]:
-    """Give every ceiling on X as (examples/s, its name): I/O first, then sequential stages, then cores."""
+    """Give every ceiling on X as (examples/s, its name): I/O first, then each thread of sequential stages
+    (one core, all its stages' costs), then cores."""
     terms = [] if io is None else [(io, IO)]
-    terms += [(1.0 / c if c > 0 else math.inf, s.stage) for s, c in zip(stages, costs) if s.sequential]
+    for group in threads(stages):
+        cost = sum(costs[i] for i in group)
+        terms.append((1.0 / cost if cost > 0 else math.inf, " + ".join(stages[i].stage for i in group)))
     terms.append((available / total if total > 0 else math.inf, CORES))
     return terms
 
@@ -163,10 +190,10 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
         low = min(t[0] for t in _terms(profile.stages, dear, total_high, available, io))
         high = min(t[0] for t in _terms(profile.stages, cheap, total_low, available, io))
         interval = Interval(rate, min(low, rate), max(high, rate), rounds)
-    sequential = [1.0 / c for s, c in zip(profile.stages, costs) if s.sequential and c > 0]
+    sequential = [t for t, name in _terms(profile.stages, costs, total, available, None) if name != CORES]
     stage_cores = tuple((s.stage, rate * c) for s, c in zip(profile.stages, costs))
     return Prediction(examples_per_sec=interval, bottleneck=bottleneck, cores_used=rate * total,
-                      sequential_cap=min(sequential) if sequential else None,
+                      sequential_cap=min(sequential) if sequential and min(sequential) < math.inf else None,
                       heaviest_stage=max(stage_cores, key=lambda sc: sc[1])[0], stage_cores=stage_cores)
 
 
