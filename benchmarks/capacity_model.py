@@ -12,6 +12,7 @@ linear projection's. The 1.5-core points are extra, summarised apart. The model 
 cases: they are its test.
 
     python benchmarks/capacity_model.py [--rounds 3] [--rows 100000] [--cases lambdaji-libsvm/libsvm ...]
+    python benchmarks/capacity_model.py --replay benchmarks/records/capacity_model_2vcpu_2026-11-23-quiet.json
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import predict
 from pipebench.capacity.prefixes import prefixes
 from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_efficiency, profile_of
@@ -35,7 +37,7 @@ from pipebench.measure.pinning import Pinning, pinning_for, quota_unavailable
 from pipebench.pipeline.presets import preset
 from pipebench.testing import three_formats
 from pipebench.testing import trial_spec
-from pipebench.typed import to_json
+from pipebench.typed import from_json, to_json
 
 CASES = ("lambdaji-libsvm/libsvm", "aws-sample/tfrecord", "aws-sample/libsvm", "aws-sample/packed",
          "guide/tfrecord", "guide/packed")
@@ -75,20 +77,39 @@ def _case(name: str, fmt: str, files: str, rounds: int, fractional: Pinning | No
     measured = {c: profiles[c].whole for c in profiles}
     if fractional is not None:
         measured[fractional.cores] = geometric_interval([v.examples_per_sec for v in values[-1]])
-    rows = []
-    for source, target in ((2, 1), (1, 2), *(((1, fractional.cores), (2, fractional.cores)) if fractional else ())):
-        prediction = predict(profiles[source], float(target))
-        linear = measured[source].mean * target / source
-        rows.append({"case": f"{name} / {fmt}", "from_cores": source, "to_cores": target,
-                     "measured": measured[target], "predicted": prediction.examples_per_sec,
-                     "bottleneck": prediction.bottleneck, "linear": linear,
-                     "model_error": _error(prediction.examples_per_sec.mean, measured[target].mean),
-                     "linear_error": _error(linear, measured[target].mean)})
+    rows = _predictions(f"{name} / {fmt}", profiles, measured)
     wholes = {item.pinning: v for item, v in zip(pinned, values) if item.prefix is found[-1]}
     efficiency = parallel_efficiency((one, wholes[one]), (two, wholes[two]))
     busy = sum(v.busy for item_values in values for v in item_values)
     return {"rows": rows, "profiles": profiles, "efficiency": efficiency,
             "busy": f"{busy} of {sum(map(len, values))} measurements shared a busy machine even measured again"}
+
+
+def _predictions(case: str, profiles: dict[int, CapacityProfile], measured: dict[float, Interval]) -> list[dict]:
+    """Predict each measured core count from the profile at the other whole count, beside the linear projection."""
+    rows = []
+    for source, target in ((2, 1), (1, 2), *((c, t) for t in measured if t not in profiles for c in (1, 2))):
+        prediction = predict(profiles[source], float(target))
+        linear = measured[source].mean * target / source
+        rows.append({"case": case, "from_cores": source, "to_cores": target,
+                     "measured": measured[target], "predicted": prediction.examples_per_sec,
+                     "bottleneck": prediction.bottleneck, "linear": linear,
+                     "model_error": _error(prediction.examples_per_sec.mean, measured[target].mean),
+                     "linear_error": _error(linear, measured[target].mean)})
+    return rows
+
+
+def _replay(path: Path) -> list[dict]:
+    """Give the predictions of today's model from the profiles and measurements a --record file holds."""
+    rows = []
+    for case, found in json.loads(path.read_text()).items():
+        profiles = {int(c): from_json(CapacityProfile, p, str(path)) for c, p in found["profiles"].items()}
+        measured: dict[float, Interval] = {c: p.whole for c, p in profiles.items()}
+        for row in found["rows"]:
+            if row["to_cores"] not in profiles:
+                measured[row["to_cores"]] = from_json(Interval, row["measured"], str(path))
+        rows += _predictions(case.replace("/", " / "), profiles, measured)
+    return rows
 
 
 def _k(value: float) -> str:
@@ -133,7 +154,20 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--cases", nargs="+", default=list(CASES), metavar="PRESET/FORMAT")
     parser.add_argument("--record", type=Path, help="also write every figure as JSON here")
+    parser.add_argument("--replay", type=Path, metavar="RECORD",
+                        help="measure nothing: predict again from the profiles a --record file holds (today's model)")
     args = parser.parse_args()
+    if args.replay:
+        rows = _replay(args.replay)
+        print(f"replay of {args.replay}: its measurements, today's model")
+        print(_line(name for name, _ in COLUMNS))
+        for row in rows:
+            print(_row_line(row))
+        print(_summary([r for r in rows if {r["from_cores"], r["to_cores"]} == {1, 2}], "1 ↔ 2 cores"))
+        others = [r for r in rows if {r["from_cores"], r["to_cores"]} != {1, 2}]
+        if others:
+            print(_summary(others, "other core counts from 1 and from 2"))
+        return
     started = time.monotonic()
     why_no_quota = quota_unavailable()
     fractional = None if why_no_quota else pinning_for(FRACTIONAL_CORES)
