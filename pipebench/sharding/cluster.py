@@ -28,13 +28,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pipebench.errors import TrialError
+from pipebench.measure.children import last_stderr_line
 from pipebench.measure.pinning import usable_cpus
 from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
 
 DEFAULT_ROUNDS = 3
-_STDERR_TAIL_BYTES = 2000
 
 
 def worker_cpus(workers: int, cpus: Sequence[int] | None = None) -> list[tuple[int, ...]] | None:
@@ -81,12 +81,6 @@ class Cluster:
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
 
-    def _tail(self, index: int) -> str:
-        f = self.stderr_files[index]
-        f.seek(max(0, f.seek(0, os.SEEK_END) - _STDERR_TAIL_BYTES))
-        lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        return lines[-1].strip() if lines else "no output"
-
     def replies(self, what: str) -> list[dict]:
         """Give one JSON line from every worker; TrialError (one line) when one exits or the timeout passes."""
         found: list[dict | None] = [None] * len(self.procs)
@@ -106,7 +100,7 @@ class Cluster:
                     if not chunk:
                         code = self.procs[index].wait()
                         raise TrialError(f"sharding cluster: worker {index} exited (code {code}) before its {what}: "
-                                         f"{self._tail(index)}"[:280])
+                                         f"{last_stderr_line(self.stderr_files[index])}"[:280])
                     self.buffers[index] += chunk
                     if b"\n" in self.buffers[index]:
                         line, self.buffers[index] = self.buffers[index].split(b"\n", 1)

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipebench.errors import TrialError
+from pipebench.measure.children import last_stderr_line
 from pipebench.measure.pinning import Pinning, placed
 
 HOST = "127.0.0.1"
 #: How long a server may take to import TensorFlow and listen (several share 2 vCPUs in tests).
 READY_TIMEOUT_SEC = 180.0
-_TAIL_BYTES = 1000
 #: A trial drops its iterator between windows (pipebench.measure.windows): its job must stop feeding then,
 #: not after TensorFlow's default of minutes.
 JOB_GC_MS = 1000
@@ -137,14 +137,14 @@ class ServiceCluster:
             if not ready:
                 server = next(iter(waiting.values()))
                 raise TrialError(f"tf.data service {server.role} at {server.address}: not listening after "
-                                 f"{READY_TIMEOUT_SEC:.0f} s: {_tail(server.stderr_path)}")
+                                 f"{READY_TIMEOUT_SEC:.0f} s: {last_stderr_line(server.stderr_path)}")
             for fd in ready:
                 server = waiting.pop(fd)
                 line = server.process.stdout.readline().decode("utf-8", "replace").strip()
                 if line != f"ready {server.address}":
                     code = server.process.wait()
                     raise TrialError(f"tf.data service {server.role} at {server.address} exited with code {code} "
-                                     f"before listening: {_tail(server.stderr_path)}")
+                                     f"before listening: {last_stderr_line(server.stderr_path)}")
 
     def close(self) -> None:
         """Kill and reap every server, remove a temp log folder; safe to call twice."""
@@ -157,9 +157,3 @@ class ServiceCluster:
         self.servers.clear()
         if self._own_log_dir and self.log_dir is not None:
             shutil.rmtree(self.log_dir, ignore_errors=True)
-
-
-def _tail(path: Path) -> str:
-    text = path.read_bytes()[-_TAIL_BYTES:].decode("utf-8", "replace").strip() if path.exists() else ""
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
