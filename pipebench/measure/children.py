@@ -1,4 +1,4 @@
-"""What a parent reads of a child process it started: the end of its stderr, which says why it died.
+"""What a parent does with the end of a child process it started: read why it died, and kill what is left of it.
 
 Kept apart from the trial manager so the places that start servers and writers inside a trial (the tf.data
 service cluster, the Pipe-mode emulator), the sharding cluster and a SageMaker data host share it without
@@ -6,7 +6,10 @@ importing the manager's sampler.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,3 +36,10 @@ def last_stderr_line(stderr: Path | BinaryIO) -> str:
     """Give the last non-blank line a child wrote to `stderr`, stripped; '(no output)' when it wrote none."""
     lines = [line.strip() for line in stderr_tail(stderr).splitlines() if line.strip()]
     return lines[-1] if lines else _NO_OUTPUT
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL `proc`'s process group (it was started with start_new_session), so what it started goes too; reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

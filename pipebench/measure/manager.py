@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from pipebench.measure.children import last_stderr_line, stderr_tail
+from pipebench.measure.children import kill_group, last_stderr_line, stderr_tail
 from pipebench.measure.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
@@ -92,14 +92,6 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
 class _WindowReader:
     """Gives the windows the worker has reported since the last call (complete lines only)."""
 
@@ -171,11 +163,11 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
                                                 "(stopped by the search's pruner)")
                         break
             if killed_for:
-                _kill_group(proc)
+                kill_group(proc)
                 break
             time.sleep(_POLL_SEC)
     except BaseException:
-        _kill_group(proc)  # Ctrl-C or a manager error: never leave a worker behind
+        kill_group(proc)  # Ctrl-C or a manager error: never leave a worker behind
         raise
     finally:
         samples = sampler.stop() if sampler is not None else []

@@ -19,7 +19,6 @@ import json
 import os
 import random
 import selectors
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,8 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pipebench.errors import TrialError
-from pipebench.measure.children import last_stderr_line
-from pipebench.measure.pinning import usable_cpus
+from pipebench.measure.children import kill_group, last_stderr_line
+from pipebench.measure.pinning import Pinning, placed, usable_cpus
 from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
@@ -66,12 +65,12 @@ class Cluster:
         try:
             for index in range(job["workers"]):
                 tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
-                mine = None if cpus is None else set(cpus[index])
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "pipebench.sharding.worker", str(index)],
-                    env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
-                    preexec_fn=None if mine is None else (lambda cpus=mine: os.sched_setaffinity(0, cpus))))
+                with placed(None if cpus is None else Pinning(cpus[index])) as preexec_fn:
+                    self.procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "pipebench.sharding.worker", str(index)],
+                        env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
+                        preexec_fn=preexec_fn))
             self.send(json.dumps(job))  # the job is each worker's first line
         except BaseException:
             self.close(grace_sec=0.0)  # the workers started before one could not be
@@ -124,9 +123,7 @@ class Cluster:
         for proc in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the group: anything the worker started goes too
-            proc.wait()
+            kill_group(proc)  # anything the worker started goes too
             proc.stdout.close()
         for f in self.stderr_files:
             f.close()
