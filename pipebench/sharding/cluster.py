@@ -71,7 +71,7 @@ class Cluster:
                         env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
                         preexec_fn=preexec_fn))
-            self.send(json.dumps(job))  # the job is each worker's first line
+            self.send(json.dumps(job), "its job")  # the job is each worker's first line
         except BaseException:
             self.close(grace_sec=0.0)  # the workers started before one could not be
             raise
@@ -97,9 +97,7 @@ class Cluster:
                     index = key.data
                     chunk = os.read(key.fileobj.fileno(), 65536)
                     if not chunk:
-                        code = self.procs[index].wait()
-                        raise TrialError(f"sharding cluster: worker {index} exited (code {code}) before its {what}: "
-                                         f"{last_stderr_line(self.stderr_files[index])}"[:280])
+                        raise self._exited(index, f"its {what}")
                     self.buffers[index] += chunk
                     if b"\n" in self.buffers[index]:
                         line, self.buffers[index] = self.buffers[index].split(b"\n", 1)
@@ -109,10 +107,20 @@ class Cluster:
                             raise TrialError(f"sharding cluster: worker {index}: {found[index]['error']}"[:280])
         return found  # type: ignore[return-value]
 
-    def send(self, line: str) -> None:
-        for proc in self.procs:
-            proc.stdin.write(f"{line}\n".encode())
-            proc.stdin.flush()
+    def send(self, line: str, what: str) -> None:
+        """Write `line` to every worker; TrialError (one line) naming a worker that exited before it got `what`."""
+        for index, proc in enumerate(self.procs):
+            try:
+                proc.stdin.write(f"{line}\n".encode())
+                proc.stdin.flush()
+            except BrokenPipeError:
+                raise self._exited(index, f"it received {what}") from None
+
+    def _exited(self, index: int, before: str) -> TrialError:
+        """Give the error for worker `index`, whose pipes closed before `before`: its exit code and last stderr line."""
+        code = self.procs[index].wait()
+        return TrialError(f"sharding cluster: worker {index} exited (code {code}) before {before}: "
+                          f"{last_stderr_line(self.stderr_files[index])}"[:280])
 
     def close(self, grace_sec: float = 10.0) -> None:
         """End every worker: EOF on stdin, a grace period, then SIGKILL to its process group."""
@@ -155,7 +163,7 @@ def measure_placements(job: dict, env: dict[str, str], cpus: list[tuple[int, ...
             on_start(running.pids)
         for round_index, placement in job["order"]:
             running.replies(f"readiness for {placement}")
-            running.send("go")
+            running.send("go", "go")
             found = running.replies(f"{placement} epoch")
             measurements += found
             rates = ", ".join(f"{m['examples'] / m['seconds']:,.0f}" for m in found)
