@@ -167,7 +167,7 @@ def test_a_server_that_cannot_start_fails_the_data_role_on_one_line(tmp_path):
                                 timeout=300, env={**env, "SAGEMAKER_BASE_DIR": str(root), "TF_CPP_MIN_LOG_LEVEL": "3"})
     error = [line for line in result.stderr.splitlines() if line.startswith("pipebench: error:")]
     assert result.returncode == 1 and "Traceback (most recent call last)" not in result.stdout
-    assert error == [f"pipebench: error: tf.data service dispatcher on port {dispatcher_port}: exited with code 1 "
-                     "before it was ready"], result.stderr
+    assert error == [f"pipebench: error: tf.data service dispatcher at localhost:{dispatcher_port} exited with code 1 "
+                     "before listening: its stderr is above"], result.stderr
     assert (root / "output" / "failure").read_text() == error[0].removeprefix("pipebench: error: ") + "\n"
     assert not any(_listening(p) for p in (dispatcher_port, worker_port, shutdown_port))
