@@ -22,12 +22,13 @@ from pathlib import Path
 import psutil
 import pytest
 from pipeline_fixtures import batch_rows
+from ports import listening
 
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch, semantics
-from pipebench.sources.service_cluster import ServiceCluster, listening
+from pipebench.sources.service_cluster import ServiceCluster
 from pipebench.testing import three_formats, trial_spec
 
 ROWS = 60

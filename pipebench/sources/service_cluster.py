@@ -44,14 +44,6 @@ def free_ports(count: int) -> list[int]:
         return [s.getsockname()[1] for s in sockets]
 
 
-def listening(address: str) -> bool:
-    """Give whether something accepts TCP connections at HOST:PORT."""
-    host, _, port = address.rpartition(":")
-    with socket.socket() as s:
-        s.settimeout(1.0)
-        return s.connect_ex((host, int(port))) == 0
-
-
 @dataclass
 class Server:
     """One service_server process this process started, and where its stderr goes (None: this process's)."""
