@@ -1,8 +1,8 @@
 """What a parent does with the end of a child process it started: read why it died, and kill what is left of it.
 
 Kept apart from the trial manager so the places that start servers and writers inside a trial (the tf.data
-service cluster, the Pipe-mode emulator), the sharding cluster and a SageMaker data host share it without
-importing the manager's sampler.
+service cluster, the Pipe-mode emulator) and the sharding cluster share it without importing the manager's
+sampler.
 """
 from __future__ import annotations
 
