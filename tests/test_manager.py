@@ -115,3 +115,25 @@ def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error
     assert record.status is TrialStatus.FAILED
     assert record.reason.startswith("InvalidArgumentError: ") and "Graph execution error" not in record.reason
     assert "Values size: 39" in record.reason and len(record.reason) <= 500, record.reason
+
+
+def test_the_last_stderr_line_of_a_dead_child_from_its_path_or_its_open_file(tmp_path):
+    """A real child writes to a file it shares with the parent: the last non-blank line comes back, and reading
+    the open file leaves its offset where the child left it."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from pipebench.measure.children import last_stderr_line, stderr_tail
+
+    with tempfile.TemporaryFile() as stderr:
+        script = "import sys; sys.stderr.write('x' * 5000 + '\\nfirst\\nlast line  \\n\\n')"
+        assert subprocess.run([sys.executable, "-c", script], stderr=stderr).returncode == 0
+        offset = stderr.tell()
+        assert last_stderr_line(stderr) == "last line" and stderr.tell() == offset
+        assert len(stderr_tail(stderr)) == 2000
+        stderr.seek(0)
+        (tmp_path / "stderr.txt").write_bytes(stderr.read())
+    assert last_stderr_line(tmp_path / "stderr.txt") == "last line"
+    (tmp_path / "empty.txt").write_bytes(b"\n  \n")
+    assert last_stderr_line(tmp_path / "empty.txt") == last_stderr_line(tmp_path / "missing.txt") == "(no output)"

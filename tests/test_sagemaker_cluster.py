@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ports import listening
 
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.cluster import role_of
@@ -90,11 +91,6 @@ def test_groups_the_launch_named_must_be_in_the_job(tmp_path):
         _role(bad_port)
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 CLIENT = """
 import sys
 import tensorflow as tf
@@ -148,7 +144,7 @@ def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
     assert "shutdown asked by 127.0.0.1" in rest
     for pid in pids:  # the servers were waited for: no process, not even a zombie, has their ids
         assert not Path(f"/proc/{pid}").exists()
-    assert not any(_listening(p) for p in (dispatcher_port, worker_port, shutdown_port))
+    assert not any(listening(f"127.0.0.1:{p}") for p in (dispatcher_port, worker_port, shutdown_port))
 
 
 def test_a_server_that_cannot_start_fails_the_data_role_on_one_line(tmp_path):
@@ -167,7 +163,7 @@ def test_a_server_that_cannot_start_fails_the_data_role_on_one_line(tmp_path):
                                 timeout=300, env={**env, "SAGEMAKER_BASE_DIR": str(root), "TF_CPP_MIN_LOG_LEVEL": "3"})
     error = [line for line in result.stderr.splitlines() if line.startswith("pipebench: error:")]
     assert result.returncode == 1 and "Traceback (most recent call last)" not in result.stdout
-    assert error == [f"pipebench: error: tf.data service dispatcher on port {dispatcher_port}: exited with code 1 "
-                     "before it was ready"], result.stderr
+    assert error == [f"pipebench: error: tf.data service dispatcher at localhost:{dispatcher_port} exited with code 1 "
+                     "before listening: its stderr is above"], result.stderr
     assert (root / "output" / "failure").read_text() == error[0].removeprefix("pipebench: error: ") + "\n"
-    assert not any(_listening(p) for p in (dispatcher_port, worker_port, shutdown_port))
+    assert not any(listening(f"127.0.0.1:{p}") for p in (dispatcher_port, worker_port, shutdown_port))

@@ -123,3 +123,39 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
         assert sorted(m["examples"] for m in found["measurements"] if m["placement"] == name) == [ROWS // 2] * 2
     file_reads = [m["rchar_bytes"] for m in found["measurements"] if m["placement"] == "file"]
     assert all(0.4 * found["data_bytes"] < read < 0.65 * found["data_bytes"] for read in file_reads)
+
+
+def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
+    """A real worker given a job without its parent's pid exits as soon as it reads it (a traceback on stderr);
+    sending `go` then names that worker and its last stderr line on one line, not a BrokenPipeError."""
+    from pipebench.errors import TrialError
+    from pipebench.sharding.cluster import Cluster
+
+    running = Cluster({"workers": 1}, dict(os.environ), None, timeout_sec=60)
+    try:
+        (worker,) = running.procs
+        assert worker.wait(timeout=60) == 1
+        with pytest.raises(TrialError) as err:
+            running.send("go", "go")
+    finally:
+        running.close(grace_sec=0.0)
+    assert str(err.value) == "sharding cluster: worker 0 exited (code 1) before it received go: KeyError: 'parent_pid'"
+
+
+def test_a_worker_that_cannot_start_is_named_with_its_last_stderr_line():
+    """A worker whose interpreter refuses its environment exits before reading a line; the job, longer than a
+    pipe holds, is still being written then: one TrialError naming the worker and the interpreter's last line."""
+    import subprocess
+    import sys
+
+    from pipebench.errors import TrialError
+    from pipebench.sharding.cluster import cluster
+
+    env = {**os.environ, "PYTHONHASHSEED": "not-a-number"}
+    said = subprocess.run([sys.executable, "-c", ""], env=env, capture_output=True, text=True)
+    assert said.returncode == 1 and said.stderr.strip()
+    job = {"parent_pid": os.getpid(), "workers": 1, "padding": "x" * (4 << 20)}
+    with pytest.raises(TrialError) as err, cluster(job, env, None, timeout_sec=60):
+        pass
+    assert str(err.value) == ("sharding cluster: worker 0 exited (code 1) before it received its job: "
+                              + said.stderr.strip().splitlines()[-1].strip())[:280]

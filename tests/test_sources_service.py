@@ -9,6 +9,7 @@ the manager and kill -9 of the manager.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import re
@@ -21,12 +22,13 @@ from pathlib import Path
 import psutil
 import pytest
 from pipeline_fixtures import batch_rows
+from ports import listening
 
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch, semantics
-from pipebench.sources.service_cluster import ServiceCluster, listening
+from pipebench.sources.service_cluster import ServiceCluster
 from pipebench.testing import three_formats, trial_spec
 
 ROWS = 60
@@ -95,6 +97,29 @@ def test_the_split_part_runs_on_the_workers_and_the_rest_here(tfrecords, cluster
                "dispatcher": clusters[2].dispatcher, "compression": "none", "max_outstanding_requests": 2}
     seen = _one_epoch(spec, service)
     assert sum(seen.values()) == ROWS and set(seen.values()) == {1}
+
+
+def test_a_server_that_does_not_start_is_named_on_one_line_with_its_last_stderr_line(tmp_path):
+    """Its port taken, a real dispatcher exits: the error names it and what it said last. A server still starting
+    when the wait ends (a timeout of 0) is named too; neither is left running."""
+    import socket
+
+    from pipebench.errors import TrialError
+    from pipebench.sources.service_cluster import HOST, free_ports, start_server, stop_servers, wait_ready
+
+    (port,) = free_ports(1)
+    for taken, timeout_sec, said in [(True, 300, r" exited with code 1 before listening: \w*Error: .*gRPC server"),
+                                     (False, 0, r": not listening after 0 s: ")]:
+        servers = []
+        with socket.create_server((HOST, port)) if taken else contextlib.nullcontext():
+            try:
+                servers.append(start_server("dispatcher", port, HOST, [], tmp_path / f"taken-{taken}.stderr"))
+                with pytest.raises(TrialError, match=rf"^tf\.data service dispatcher at {HOST}:{port}{said}") as err:
+                    wait_ready(servers, timeout_sec)
+            finally:
+                pids = [s.process.pid for s in servers]
+                stop_servers(servers)
+        assert "\n" not in str(err.value) and not any(_alive(pid) for pid in pids)
 
 
 def _servers(trial_dir: Path) -> list[tuple[str, int, str]]:

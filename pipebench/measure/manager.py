@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from pipebench.measure.children import kill_group, last_stderr_line, stderr_tail
 from pipebench.measure.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
@@ -27,7 +28,6 @@ THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREAD
 #: In each trial's folder: the TrialSpec the worker ran (a busy trial is measured again from it).
 TRIAL_FILE = "trial.json"
 _POLL_SEC = 0.1
-_STDERR_TAIL_BYTES = 2000
 
 
 @dataclass
@@ -90,22 +90,6 @@ def _tree_rss(proc: psutil.Process) -> int:
         except psutil.Error:
             pass
     return total
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def _tail(path: Path) -> str:
-    if not path.exists():
-        return ""
-    with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - _STDERR_TAIL_BYTES))
-        return f.read().decode("utf-8", "replace")
 
 
 class _WindowReader:
@@ -179,11 +163,11 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
                                                 "(stopped by the search's pruner)")
                         break
             if killed_for:
-                _kill_group(proc)
+                kill_group(proc)
                 break
             time.sleep(_POLL_SEC)
     except BaseException:
-        _kill_group(proc)  # Ctrl-C or a manager error: never leave a worker behind
+        kill_group(proc)  # Ctrl-C or a manager error: never leave a worker behind
         raise
     finally:
         samples = sampler.stop() if sampler is not None else []
@@ -195,7 +179,7 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
     record = _outcome_record(proc.returncode, killed_for, result_path, stderr_path)
     sampled_peak = max([s.rss_bytes for s in samples] + [s.root_rss_peak_bytes or 0 for s in samples], default=0)
     process = ProcessFacts(duration, proc.returncode if proc.returncode >= 0 else None,
-                           -proc.returncode if proc.returncode < 0 else None, _tail(stderr_path) or None,
+                           -proc.returncode if proc.returncode < 0 else None, stderr_tail(stderr_path) or None,
                            max(peak_rss, sampled_peak))
     usage = None
     if sampler is not None and record.windows_started_sec is not None:
@@ -210,5 +194,5 @@ def _outcome_record(returncode: int, killed_for, result_path: Path, stderr_path:
         return TrialRecord.load(result_path)
     if returncode < 0:
         return TrialRecord(TrialStatus.FAILED, f"worker killed by {signal.Signals(-returncode).name}")
-    last = next((line for line in reversed(_tail(stderr_path).splitlines()) if line.strip()), "")
-    return TrialRecord(TrialStatus.FAILED, f"worker exited with code {returncode} and no result: {last}"[:500])
+    return TrialRecord(TrialStatus.FAILED, f"worker exited with code {returncode} and no result: "
+                                           f"{last_stderr_line(stderr_path)}"[:500])

@@ -8,30 +8,29 @@ the way the AWS sample training/heterogeneous-clusters/tf.data.service.sagemaker
   - every other data host runs a worker registered with that dispatcher;
   - trainer hosts run the experiment, and then tell each data host to stop (a connection to its
     shutdown port, as the sample's launcher.py does), so the job ends.
-Servers are started only as `python -m pipebench.sources.service_server`, each dying with this
-process. Ports are the sample's (dispatcher 6000, workers 6001, shutdown 16000) unless the launch's
-hyperparameters say otherwise. No TensorFlow here: the servers import it in their own processes.
+Servers are started as a local `service` trial starts them (pipebench.sources.service_cluster.start_server),
+each dying with this process, their stderr going to the job's log. Ports are the sample's (dispatcher 6000,
+workers 6001, shutdown 16000) unless the launch's hyperparameters say otherwise. No TensorFlow here: the
+servers import it in their own processes.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pipebench.errors import PipebenchError, UsageError
-from pipebench.sources.service_cluster import JOB_GC_MS
+from pipebench.sources.service_cluster import JOB_GC_MS, Server, start_server, stop_servers, wait_ready
 
 TRAINER_GROUP = "trainer"
 MAX_GROUPS = 5  # ResourceConfig.InstanceGroups holds at most 5
 DISPATCHER_PORT = 6000
 WORKER_PORT = 6001
 SHUTDOWN_PORT = 16000
+#: A worker says `ready` only once the dispatcher, on a host that may start minutes after this one, registered it.
+READY_TIMEOUT_SEC = 900.0
 
 # Hyperparameters the launch passes and the entry reads (values are strings, as SageMaker passes them).
 HP_TRAINER_GROUP = "pipebench_trainer_group"
@@ -120,40 +119,16 @@ def role_of(current_host: str, current_group: str | None, instance_groups: Mappi
     return Role(kind, current_group, current_host, dispatcher, data_groups, worker_port, shutdown_port)
 
 
-@contextlib.contextmanager
-def _server(args: list[str], log) -> Iterator[subprocess.Popen]:
-    """Start one service_server process, wait for its `ready` line, and stop it (and wait) on the way out."""
-    command = [sys.executable, "-m", "pipebench.sources.service_server", *args, "--parent-pid", str(os.getpid())]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()  # the server's first line; EOF if it died first
-        if not line.startswith("ready "):
-            proc.wait()
-            raise PipebenchError(f"tf.data service {args[0]} on port {args[2]}: exited with code {proc.returncode} "
-                                 "before it was ready")
-        log(f"tf.data service {args[0]} ready at {line.split()[1]} (pid {proc.pid})")
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        proc.stdout.close()
-
-
-def _wait_for_shutdown(port: int, servers: list[subprocess.Popen], log) -> None:
+def _wait_for_shutdown(port: int, servers: list[Server], log) -> None:
     """Return once a connection arrives on `port`; PipebenchError if a server exits first."""
     with socket.create_server(("", port)) as listener:
         listener.settimeout(1.0)
         log(f"serving until the trainer connects to port {port}")
         while True:
-            dead = [p for p in servers if p.poll() is not None]
-            if dead:
-                raise PipebenchError(f"tf.data service server pid {dead[0].pid} exited with code "
-                                     f"{dead[0].returncode} while serving")
+            dead = next((s for s in servers if s.process.poll() is not None), None)
+            if dead is not None:
+                raise PipebenchError(f"tf.data service {dead.role} at {dead.address} (pid {dead.process.pid}) "
+                                     f"exited with code {dead.process.returncode} while serving")
             try:
                 conn, peer = listener.accept()
             except socket.timeout:
@@ -165,20 +140,25 @@ def _wait_for_shutdown(port: int, servers: list[subprocess.Popen], log) -> None:
 
 def serve_data_role(role: Role, log=print) -> None:
     """Run this data host's servers (the dispatcher too on the first data host) until the trainer says stop."""
-    with contextlib.ExitStack() as stack:
-        servers = []
+    servers: list[Server] = []
+
+    def started(server: Server) -> None:  # one at a time: a worker is not started beside a dispatcher that failed
+        servers.append(server)
+        wait_ready([server], READY_TIMEOUT_SEC)
+        log(f"tf.data service {server.role} ready at {server.address} (pid {server.process.pid})")
+
+    try:
         if role.kind == "dispatcher":
-            port = role.dispatcher.rsplit(":", 1)[1]
+            port = int(role.dispatcher.rsplit(":", 1)[1])
             # the workers' addresses (static sharding needs them) and the local cluster's job GC: a trial drops
             # its iterator between windows, and a job left without one would go on feeding for minutes
             workers = ",".join(f"{host}:{role.worker_port}" for host in role.data_hosts())
-            args = ["dispatcher", "--port", port, "--worker-host", role.host, "--worker-addresses", workers,
-                    "--job-gc-ms", str(JOB_GC_MS)]
-            servers.append(stack.enter_context(_server(args, log)))
-        servers.append(stack.enter_context(_server(
-            ["worker", "--port", str(role.worker_port), "--dispatcher", role.dispatcher, "--worker-host", role.host],
-            log)))
+            started(start_server("dispatcher", port, role.host,
+                                 ["--worker-addresses", workers, "--job-gc-ms", str(JOB_GC_MS)]))
+        started(start_server("worker", role.worker_port, role.host, ["--dispatcher", role.dispatcher]))
         _wait_for_shutdown(role.shutdown_port, servers, log)
+    finally:
+        stop_servers(servers)
 
 
 def shutdown_data_hosts(role: Role, log=print, attempts: int = 60, pause_sec: float = 5.0) -> list[str]:

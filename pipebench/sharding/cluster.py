@@ -19,7 +19,6 @@ import json
 import os
 import random
 import selectors
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,13 +27,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pipebench.errors import TrialError
-from pipebench.measure.pinning import usable_cpus
+from pipebench.measure.children import kill_group, last_stderr_line
+from pipebench.measure.pinning import Pinning, placed, usable_cpus
 from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
 
 DEFAULT_ROUNDS = 3
-_STDERR_TAIL_BYTES = 2000
 
 
 def worker_cpus(workers: int, cpus: Sequence[int] | None = None) -> list[tuple[int, ...]] | None:
@@ -66,13 +65,13 @@ class Cluster:
         try:
             for index in range(job["workers"]):
                 tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
-                mine = None if cpus is None else set(cpus[index])
-                self.procs.append(subprocess.Popen(
-                    [sys.executable, "-m", "pipebench.sharding.worker", str(index)],
-                    env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
-                    preexec_fn=None if mine is None else (lambda cpus=mine: os.sched_setaffinity(0, cpus))))
-            self.send(json.dumps(job))  # the job is each worker's first line
+                with placed(None if cpus is None else Pinning(cpus[index])) as preexec_fn:
+                    self.procs.append(subprocess.Popen(
+                        [sys.executable, "-m", "pipebench.sharding.worker", str(index)],
+                        env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
+                        preexec_fn=preexec_fn))
+            self.send(json.dumps(job), "its job")  # the job is each worker's first line
         except BaseException:
             self.close(grace_sec=0.0)  # the workers started before one could not be
             raise
@@ -80,12 +79,6 @@ class Cluster:
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
-
-    def _tail(self, index: int) -> str:
-        f = self.stderr_files[index]
-        f.seek(max(0, f.seek(0, os.SEEK_END) - _STDERR_TAIL_BYTES))
-        lines = [line for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        return lines[-1].strip() if lines else "no output"
 
     def replies(self, what: str) -> list[dict]:
         """Give one JSON line from every worker; TrialError (one line) when one exits or the timeout passes."""
@@ -104,9 +97,7 @@ class Cluster:
                     index = key.data
                     chunk = os.read(key.fileobj.fileno(), 65536)
                     if not chunk:
-                        code = self.procs[index].wait()
-                        raise TrialError(f"sharding cluster: worker {index} exited (code {code}) before its {what}: "
-                                         f"{self._tail(index)}"[:280])
+                        raise self._exited(index, f"its {what}")
                     self.buffers[index] += chunk
                     if b"\n" in self.buffers[index]:
                         line, self.buffers[index] = self.buffers[index].split(b"\n", 1)
@@ -116,10 +107,20 @@ class Cluster:
                             raise TrialError(f"sharding cluster: worker {index}: {found[index]['error']}"[:280])
         return found  # type: ignore[return-value]
 
-    def send(self, line: str) -> None:
-        for proc in self.procs:
-            proc.stdin.write(f"{line}\n".encode())
-            proc.stdin.flush()
+    def send(self, line: str, what: str) -> None:
+        """Write `line` to every worker; TrialError (one line) naming a worker that exited before it got `what`."""
+        for index, proc in enumerate(self.procs):
+            try:
+                proc.stdin.write(f"{line}\n".encode())
+                proc.stdin.flush()
+            except BrokenPipeError:
+                raise self._exited(index, f"it received {what}") from None
+
+    def _exited(self, index: int, before: str) -> TrialError:
+        """Give the error for worker `index`, whose pipes closed before `before`: its exit code and last stderr line."""
+        code = self.procs[index].wait()
+        return TrialError(f"sharding cluster: worker {index} exited (code {code}) before {before}: "
+                          f"{last_stderr_line(self.stderr_files[index])}"[:280])
 
     def close(self, grace_sec: float = 10.0) -> None:
         """End every worker: EOF on stdin, a grace period, then SIGKILL to its process group."""
@@ -130,9 +131,7 @@ class Cluster:
         for proc in self.procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)  # the group: anything the worker started goes too
-            proc.wait()
+            kill_group(proc)  # anything the worker started goes too
             proc.stdout.close()
         for f in self.stderr_files:
             f.close()
@@ -164,7 +163,7 @@ def measure_placements(job: dict, env: dict[str, str], cpus: list[tuple[int, ...
             on_start(running.pids)
         for round_index, placement in job["order"]:
             running.replies(f"readiness for {placement}")
-            running.send("go")
+            running.send("go", "go")
             found = running.replies(f"{placement} epoch")
             measurements += found
             rates = ", ".join(f"{m['examples'] / m['seconds']:,.0f}" for m in found)

@@ -38,8 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.errors import TrialError
-
-_STDERR_TAIL_BYTES = 1000
+from pipebench.measure.children import last_stderr_line
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,7 @@ class PipeEmulator:
             for writer in self._writers:
                 if (writer.process.poll() or 0) > 0:  # failed before the supervisor heard of it
                     self.failures.append(f"writer of {writer.fifo.name} exited with code "
-                                         f"{writer.process.returncode}: {_tail(writer.stderr_path)}")
+                                         f"{writer.process.returncode}: {last_stderr_line(writer.stderr_path)}")
                 writer.process.kill()
                 writer.process.wait()
                 writer.process.stdout.close()
@@ -210,7 +209,7 @@ class PipeEmulator:
         with self._lock:
             self._writers.remove(writer)
         if code != 0 and not self._stopping:
-            self.failures.append(f"writer of {writer.fifo.name} exited with code {code}: {_tail(writer.stderr_path)}")
+            self.failures.append(f"writer of {writer.fifo.name} exited with code {code}: {last_stderr_line(writer.stderr_path)}")
 
     def _refill(self) -> None:
         with self._lock:
@@ -230,11 +229,6 @@ class PipeEmulator:
             process = subprocess.Popen([sys.executable, "-m", "pipebench.sources.pipe_writer", json.dumps(job)],
                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
         return _Writer(channel, epoch, fifo, stderr_path, process)
-
-
-def _tail(path: Path) -> str:
-    text = path.read_bytes()[-_STDERR_TAIL_BYTES:].decode("utf-8", "replace").strip() if path.exists() else ""
-    return text.splitlines()[-1] if text else "(no output)"
 
 
 def channel_feed(files: Sequence[str], shuffle_seed: int | None = None,

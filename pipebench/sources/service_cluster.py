@@ -2,10 +2,11 @@
 
 The trial's worker process starts them (as it starts the Pipe emulator's writers), so they are in its
 process tree: the manager's sampler counts their CPU, its timeout and memory cap cover them, and its
-process-group kill ends them with the trial. Each server is `python -m pipebench.sources.service_server`
-(the one way pipebench starts servers, locally and on SageMaker) with `--parent-pid`: a SIGKILLed trial
-kills them too (PR_SET_PDEATHSIG). On leaving the block — success, an exception, Ctrl-C — they are
-killed and reaped, so nothing listens after a trial.
+process-group kill ends them with the trial. Each server is `python -m pipebench.sources.service_server`,
+started by `start_server` and awaited by `wait_ready` (the one way pipebench starts servers: a SageMaker
+data host uses them too), with `--parent-pid`: a SIGKILLed trial kills them too (PR_SET_PDEATHSIG). On
+leaving the block — success, an exception, Ctrl-C — they are killed and reaped, so nothing listens after
+a trial.
 """
 from __future__ import annotations
 
@@ -23,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipebench.errors import TrialError
+from pipebench.measure.children import last_stderr_line
 from pipebench.measure.pinning import Pinning, placed
 
 HOST = "127.0.0.1"
 #: How long a server may take to import TensorFlow and listen (several share 2 vCPUs in tests).
 READY_TIMEOUT_SEC = 180.0
-_TAIL_BYTES = 1000
 #: A trial drops its iterator between windows (pipebench.measure.windows): its job must stop feeding then,
 #: not after TensorFlow's default of minutes.
 JOB_GC_MS = 1000
@@ -43,21 +44,66 @@ def free_ports(count: int) -> list[int]:
         return [s.getsockname()[1] for s in sockets]
 
 
-def listening(address: str) -> bool:
-    """Give whether something accepts TCP connections at HOST:PORT."""
-    host, _, port = address.rpartition(":")
-    with socket.socket() as s:
-        s.settimeout(1.0)
-        return s.connect_ex((host, int(port))) == 0
-
-
 @dataclass
-class _Server:
+class Server:
+    """One service_server process this process started, and where its stderr goes (None: this process's)."""
+
     role: str
     address: str
     process: subprocess.Popen
-    stderr_path: Path
-    cpus: tuple[int, ...] | None
+    stderr_path: Path | None
+    cpus: tuple[int, ...] | None = None
+
+
+def start_server(role: str, port: int, worker_host: str, extra: list[str], stderr_path: Path | None = None,
+                 cpus: tuple[int, ...] | None = None, env: dict[str, str] | None = None) -> Server:
+    """Start one `python -m pipebench.sources.service_server` (dying with this process); give it without waiting.
+
+    It serves at worker_host:port; `extra` are further service_server options; `cpus` pins it; `env` None
+    inherits this process's.
+    """
+    command = [sys.executable, "-m", "pipebench.sources.service_server", role, "--port", str(port),
+               "--worker-host", worker_host, "--parent-pid", str(os.getpid()), *extra]
+    with contextlib.ExitStack() as stack:
+        stderr = None if stderr_path is None else stack.enter_context(open(stderr_path, "wb"))
+        preexec_fn = stack.enter_context(placed(Pinning(cpus) if cpus else None))
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                   env=env, preexec_fn=preexec_fn)
+    return Server(role, f"{worker_host}:{port}", process, stderr_path, cpus)
+
+
+def wait_ready(servers: list[Server], timeout_sec: float = READY_TIMEOUT_SEC) -> None:
+    """Return once every server has said `ready`; TrialError naming the first that exits or stays silent."""
+    waiting = {s.process.stdout.fileno(): s for s in servers}
+    deadline = time.monotonic() + timeout_sec
+    while waiting:
+        ready, _, _ = select.select(list(waiting), [], [], max(deadline - time.monotonic(), 0))
+        if not ready:
+            server = next(iter(waiting.values()))
+            raise TrialError(f"tf.data service {server.role} at {server.address}: not listening after "
+                             f"{timeout_sec:.0f} s: {_last_words(server)}")
+        for fd in ready:
+            server = waiting.pop(fd)
+            line = server.process.stdout.readline().decode("utf-8", "replace").strip()
+            if line != f"ready {server.address}":
+                code = server.process.wait()
+                raise TrialError(f"tf.data service {server.role} at {server.address} exited with code {code} "
+                                 f"before listening: {_last_words(server)}")
+
+
+def _last_words(server: Server) -> str:
+    return "its stderr is above" if server.stderr_path is None else last_stderr_line(server.stderr_path)
+
+
+def stop_servers(servers: list[Server]) -> None:
+    """Kill and reap every server (they hold nothing worth flushing), and empty the list; safe to call twice."""
+    for server in servers:
+        with contextlib.suppress(ProcessLookupError):
+            server.process.send_signal(signal.SIGKILL)
+    for server in servers:
+        server.process.wait()
+        server.process.stdout.close()
+    servers.clear()
 
 
 @dataclass
@@ -73,7 +119,7 @@ class ServiceCluster:
     fixed_worker_list: bool = True
     worker_cpus: tuple[int, ...] | None = None
     log_dir: Path | None = None
-    servers: list[_Server] = field(default_factory=list)
+    servers: list[Server] = field(default_factory=list)
     _own_log_dir: bool = False
 
     @property
@@ -103,11 +149,14 @@ class ServiceCluster:
             workers = [f"{HOST}:{port}" for port in ports[1:]]
             extra = ["--job-gc-ms", str(JOB_GC_MS)]
             extra += ["--worker-addresses", ",".join(workers)] if self.fixed_worker_list else []
-            self._start("dispatcher", dispatcher, extra, None)
-            for i, address in enumerate(workers):
+            env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
+            self.servers.append(start_server("dispatcher", ports[0], HOST, extra,
+                                             self.log_dir / f"dispatcher-{ports[0]}.stderr", env=env))
+            for i, port in enumerate(ports[1:]):
                 cpus = (self.worker_cpus[i % len(self.worker_cpus)],) if self.worker_cpus else None
-                self._start("worker", address, ["--dispatcher", dispatcher], cpus)
-            self._wait_ready()
+                self.servers.append(start_server("worker", port, HOST, ["--dispatcher", dispatcher],
+                                                 self.log_dir / f"worker-{port}.stderr", cpus, env))
+            wait_ready(self.servers)
         except BaseException:
             self.close()
             raise
@@ -116,50 +165,8 @@ class ServiceCluster:
     def __exit__(self, exc_type, exc, tb) -> None:
         self.close()
 
-    def _start(self, role: str, address: str, extra: list[str], cpus: tuple[int, ...] | None) -> None:
-        port = address.rpartition(":")[2]
-        command = [sys.executable, "-m", "pipebench.sources.service_server", role, "--port", port,
-                   "--worker-host", HOST, "--parent-pid", str(os.getpid()), *extra]
-        stderr_path = self.log_dir / f"{role}-{port}.stderr"
-        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2")}
-        with open(stderr_path, "wb") as stderr, placed(Pinning(cpus) if cpus else None) as preexec_fn:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-                                       env=env, preexec_fn=preexec_fn)
-        self.servers.append(_Server(role, address, process, stderr_path, cpus))
-
-    def _wait_ready(self) -> None:
-        """Return once every server has said `ready`; TrialError naming the first that exits or stays silent."""
-        waiting = {s.process.stdout.fileno(): s for s in self.servers}
-        deadline = time.monotonic() + READY_TIMEOUT_SEC
-        while waiting:
-            left = deadline - time.monotonic()
-            ready, _, _ = select.select(list(waiting), [], [], max(left, 0))
-            if not ready:
-                server = next(iter(waiting.values()))
-                raise TrialError(f"tf.data service {server.role} at {server.address}: not listening after "
-                                 f"{READY_TIMEOUT_SEC:.0f} s: {_tail(server.stderr_path)}")
-            for fd in ready:
-                server = waiting.pop(fd)
-                line = server.process.stdout.readline().decode("utf-8", "replace").strip()
-                if line != f"ready {server.address}":
-                    code = server.process.wait()
-                    raise TrialError(f"tf.data service {server.role} at {server.address} exited with code {code} "
-                                     f"before listening: {_tail(server.stderr_path)}")
-
     def close(self) -> None:
         """Kill and reap every server, remove a temp log folder; safe to call twice."""
-        for server in self.servers:
-            with contextlib.suppress(ProcessLookupError):
-                server.process.send_signal(signal.SIGKILL)  # they hold nothing worth flushing
-        for server in self.servers:
-            server.process.wait()
-            server.process.stdout.close()
-        self.servers.clear()
+        stop_servers(self.servers)
         if self._own_log_dir and self.log_dir is not None:
             shutil.rmtree(self.log_dir, ignore_errors=True)
-
-
-def _tail(path: Path) -> str:
-    text = path.read_bytes()[-_TAIL_BYTES:].decode("utf-8", "replace").strip() if path.exists() else ""
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else "(no output)"
