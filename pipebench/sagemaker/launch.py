@@ -17,13 +17,13 @@ uploaded or submitted.
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from converters import MANIFEST
 from pipebench.config import Experiment, parse_experiment
+from pipebench.data_files import REMOTE_PREFIX, expand
 from pipebench.errors import ConfigError, PipebenchError, UsageError
 from pipebench.sagemaker import images, sourcedir
 from pipebench.sagemaker.cluster import DataWorkers
@@ -134,7 +134,7 @@ class Launch:
         data = s3_join(self.bucket, self.prefix, "data", self.data_format)
         given = self.given["data"]["files"].get(self.data_format)
         if given:
-            found = sorted({f for pattern in given for f in glob.glob(pattern) if Path(f).name != MANIFEST})
+            found = [f for f in expand(given, f"data.files.{self.data_format}") if not f.startswith(REMOTE_PREFIX)]
             out += [{"local": f, "s3": f"{data}/{Path(f).name}"} for f in found]
             manifest = Path(found[0]).parent / MANIFEST if found else None
             if manifest and manifest.exists():  # as submit finds it: beside the first data file
