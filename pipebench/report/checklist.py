@@ -502,6 +502,11 @@ SHARDED_BY_S3_KEY = ("On SageMaker, S3DataDistributionType ShardedByS3Key gives 
                      "before training, and the policy decides what each worker then reads.")
 
 
+def _share(figures) -> str:
+    """Give the measured share of the data's bytes a placement's workers read each, as a percent interval."""
+    return figures.bytes_share.text(".0f", 100.0, "%")
+
+
 def input_sharding(runs: list[RunResults]) -> dict:
     """Give the sharding item: which placement to use across workers, from `pipebench sharding`'s measured rounds."""
     from pipebench.sharding.record import figures, paired, read_sharding
@@ -524,28 +529,36 @@ def input_sharding(runs: list[RunResults]) -> dict:
                                       "bytes_read_share": _pct(f.bytes_share), "examples_per_worker":
                                       list(f.examples_per_worker)} for name, f in by.items()}}
     everything = [name for name in ("data", "shard-after-read") if name in by]
+    # what a worker read is measured (its bytes over the data's), never assumed to be 1/N
+    measured = f"measured as /proc/<pid>/io {record['bytes_measure']}"
     if "file" not in by:
         too_few = len(record["files"]) < workers
+        others = [by[name] for name in everything] or list(by.values())
+        read = (f"each worker read {' and '.join(f'{_share(f)} of the bytes under {f.placement}' for f in others)} "
+                f"({measured})" if others else "what each worker reads was not measured")
         return _item("input_sharding", title, "FAIL" if too_few else "WARN", evidence,
                      (f"FILE sharding cannot work on {len(record['files'])} file(s) for {workers} workers"
                       if too_few else "FILE was not measured")
-                     + f": with {' or '.join(everything) or 'the placements measured'} every worker reads all the "
-                     f"data. Split it into at least {workers} files, ideally many per worker (pipebench convert "
-                     "--shards), and measure again. " + SHARDED_BY_S3_KEY)
+                     + f": {read}. Split the data into at least {workers} files, ideally many per worker (pipebench "
+                     "convert --shards), and measure again. " + SHARDED_BY_S3_KEY)
     file = by["file"]
-    read = f"FILE workers read {file.bytes_share.text('.0f', 100.0, '%')} of the bytes each"
+    read = f"FILE workers read {_share(file)} of the bytes each ({measured})"
     if not everything:
         return _item("input_sharding", title, "PASS", evidence, f"{read}. " + SHARDED_BY_S3_KEY)
     other = max((by[name] for name in everything), key=lambda f: f.examples_per_sec.mean)
     ratio = paired(file, other)
     evidence.update({"compared_with": other.placement, **_ratio(ratio)})
-    what = (f"FILE / {other.placement} per-worker throughput {_ratio_text(ratio)}; {read}, "
-            f"{other.placement} {other.bytes_share.text('.0f', 100.0, '%')}")
+    what = f"FILE / {other.placement} per-worker throughput {_ratio_text(ratio)}; {read}, {other.placement} {_share(other)}"
     if _undecided(ratio):
         evidence["comparison"] = "inconclusive"
+        mine, theirs = file.bytes_share, other.bytes_share
+        fewer = (mine.high if mine.decided else mine.mean) < (theirs.low if theirs.decided else theirs.mean)
         return _item("input_sharding", title, "WARN", evidence,
-                     f"Inconclusive on speed ({what}): {MORE_ROUNDS}. FILE still reads 1/{workers} of the bytes per "
-                     "worker, which is what a remote source (FastFile, S3) bills and waits for. " + SHARDED_BY_S3_KEY)
+                     f"Inconclusive on speed ({what}): {MORE_ROUNDS}. "
+                     + (f"FILE still read fewer bytes per worker than {other.placement}, which is what a remote source "
+                        "(FastFile, S3) bills and waits for. " if fewer else
+                        f"Nor did FILE measurably read fewer bytes per worker than {other.placement}. ")
+                     + SHARDED_BY_S3_KEY)
     if ratio.low > 1.0:
         evidence["comparison"] = "faster"
         return _item("input_sharding", title, "PASS", evidence,
