@@ -147,8 +147,7 @@ def input_bound(runs: list[RunResults]) -> dict:
         return _item("input_bound", title, "PASS", evidence, "The fastest pipeline keeps up with training." + busy)
     if verdict == "inconclusive":
         interval = config.pooled.waiting
-        evidence["verdict"] = (f"inconclusive ({100 * interval.low:.1f}–{100 * interval.high:.1f}%)"
-                               if interval.decided else f"inconclusive ({interval.n} round, no interval)")
+        evidence["verdict"] = f"inconclusive: {interval.text('.1f', 100.0, '%')}"
         return _item("input_bound", title, "WARN", evidence,
                      f"Inconclusive: the waiting share's 95% interval ({config.pooled.waiting.text('.1f', 100.0, '%')})"
                      f" straddles a threshold; {MORE_ROUNDS}." + busy)
@@ -746,9 +745,8 @@ def to_markdown(result: dict) -> str:
         out += ["| instance type | examples/s (95% interval) | epoch (s) | $/hour | $/epoch | notes |",
                 "|---|---|---|---|---|---|"]
         for e in rank["measured"]:
-            spread = (f" ({e['examples_per_sec_low']:,.0f}–{e['examples_per_sec_high']:,.0f})"
-                      if e.get("examples_per_sec_low") is not None else " (no interval)")
-            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
+            speed = Interval(e["examples_per_sec"], e.get("examples_per_sec_low"), e.get("examples_per_sec_high"), 0)
+            out.append(f"| {e['instance_type']} | {speed.text(',.0f')} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour'] if e['price_per_hour'] is not None else 'not in catalog'} | "
                        f"{e['cost_per_epoch'] if e['cost_per_epoch'] is not None else '—'} | "
                        f"{'busy machine' if e.get('busy_machine') else ''} |")
@@ -766,10 +764,9 @@ def to_markdown(result: dict) -> str:
         out += ["| instance type | projected examples/s | epoch (s) | $/hour | $/epoch | assumption |",
                 "|---|---|---|---|---|---|"]
         for e in rank["projected"]:
-            low, high = e.get("examples_per_sec_low"), e.get("examples_per_sec_high")
-            spread = (" (no interval)" if by_model else "") if low is None else (
-                f" ({low:,.0f}–{high:,.0f})" if high is not None else f" (at least {low:,.0f}; no upper end)")
-            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
+            speed = Interval(e["examples_per_sec"], e.get("examples_per_sec_low"), e.get("examples_per_sec_high"), 0)
+            shown = speed.text(",.0f") if by_model or speed.decided else f"{speed.mean:,.0f}"  # linear: a point
+            out.append(f"| {e['instance_type']} | {shown} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour']} | {e['cost_per_epoch']} | {e['assumption']} |")
     else:
         out.append("None: projections need a measured CPU instance type from the catalog.")
@@ -791,9 +788,8 @@ def to_markdown(result: dict) -> str:
         out += [f"- {p['pipeline']}: C {p['ceiling']}, R {p['one_worker']}, L {p['local'] or 'not measured'} → "
                 f"{p['beside_local'] or 'unavailable'} beside the local pipeline, {p['all_remote']} with everything "
                 "through the service" for p in service["evidence"]["pipelines"]]
-        out += [f"- client-side ceiling: {c['mb_per_sec']:.1f} MB/s"
-                + (f" ({c['low']:.1f}–{c['high']:.1f})" if c["low"] is not None else " (no interval)") + f" at {c['at']}"
-                for c in service["evidence"]["client_ceiling"]]
+        out += [f"- client-side ceiling: {Interval(c['mb_per_sec'], c['low'], c['high'], 0).text('.1f', unit=' MB/s')} "
+                f"at {c['at']}" for c in service["evidence"]["client_ceiling"]]
     out += ["", "## TF1 → TF2 migration", ""]
     out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]
     return "\n".join(out) + "\n"
