@@ -177,8 +177,8 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
     """Give the launch: one validated CreateTrainingJob request per instance type × input mode.
 
     Without `image_uri` each job runs the official TensorFlow training image (script mode), which
-    needs `region` (`tf_version` defaults to images.DEFAULT_TF_VERSION); with it, the custom image must
-    have pipebench installed.
+    needs `region` (boto3's when None; `tf_version` defaults to images.DEFAULT_TF_VERSION); with it, the
+    custom image must have pipebench installed, and no region is looked up.
     """
     tf_version = tf_version or images.DEFAULT_TF_VERSION
     bad = [m for m in input_modes if m not in INPUT_MODES]
@@ -189,6 +189,7 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
                          "the host's own FIFOs, so a tf.data service worker cannot run it; use File or FastFile")
     script_mode = image_uri is None
     if script_mode:
+        region = region or default_region()  # only the official image needs one: its URI names the region
         if not region:
             raise UsageError("sagemaker launch: no AWS region for the official image; give --region or set "
                              "AWS_DEFAULT_REGION")
