@@ -37,7 +37,6 @@ kept values. Both passes work on chunks of whole lines in compiled kernels that 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +46,7 @@ import numpy as np
 import pipebench
 from converters.libsvm import _shown
 from pipebench.errors import DataError
+from pipebench.versioned import read_versioned
 
 INTEGER_FIELDS = 13
 CATEGORICAL_FIELDS = 26
@@ -484,17 +484,8 @@ class FeatureMap:
     def load(cls, path: Path) -> FeatureMap:
         """Read a saved map; a file that is not one (or of another version) is one DataError naming it."""
         path = Path(path)
-        try:
-            doc = json.loads(Path(path).read_bytes())
-        except OSError as err:
-            raise DataError(f"{path}: cannot read the feature map: {err.strerror}") from None
-        except ValueError as err:
-            raise DataError(f"{path}: not a feature map: not JSON ({err})") from None
-        version = doc.get("feature_map_version") if isinstance(doc, dict) else None
-        if version != FEATURE_MAP_VERSION:
-            found = "no feature_map_version" if version is None else f"version {version!r}"
-            raise DataError(f"{path}: not a feature map of version {FEATURE_MAP_VERSION} ({found}); "
-                            "make it again with pipebench convert --from criteo")
+        doc = read_versioned(path, "feature_map_version", FEATURE_MAP_VERSION, "a feature map",
+                             "make it again with pipebench convert --from criteo")
         try:
             ints = doc["integer_fields"]
             cats = doc["categorical_fields"]

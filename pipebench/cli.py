@@ -274,13 +274,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _cmd_sagemaker_launch(args: argparse.Namespace) -> int:
     from pipebench.config import load_experiment
     from pipebench.sagemaker.cluster import parse_data_workers
-    from pipebench.sagemaker.launch import default_region, plan, submit
+    from pipebench.sagemaker.launch import plan, submit
 
     image = args.image_uri or os.environ.get("PIPEBENCH_IMAGE_URI") or None
     data_workers = tuple(parse_data_workers(text) for text in args.data_workers)
     experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
     launch = plan(experiment, instance_types=args.instance_type, input_modes=args.input_mode, role_arn=args.role,
-                  s3_uri=args.s3, image_uri=image, region=args.region or default_region(), tf_version=args.tf_version,
+                  s3_uri=args.s3, image_uri=image, region=args.region, tf_version=args.tf_version,
                   data_format=args.format, sharded=args.sharded, instance_count=args.instance_count,
                   data_workers=data_workers)
     if args.dry_run:

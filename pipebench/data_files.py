@@ -19,19 +19,29 @@ FORMATS = ("libsvm", "tfrecord", "packed")
 REMOTE_PREFIX = "s3://"
 
 
-def expand(patterns: list[str], where: str) -> list[str]:
-    """Give the files the globs match (s3:// URIs as given), sorted, without converter manifests.
+def matches(patterns: list[str] | tuple[str, ...], where: str) -> tuple[list[str], list[str]]:
+    """Give (data files, converter manifests) the globs match, each sorted; s3:// URIs are taken as given.
 
-    A glob that matches nothing is a ConfigError naming it (`WHERE[i]`).
+    The one expansion of user-given files: a glob that matches nothing (a manifest counts as a match)
+    is a ConfigError naming it as `WHERE[i]`, and so are globs that match only manifests. Folders
+    are never data.
     """
     found: set[str] = set()
     for i, pattern in enumerate(patterns):
         matched = [pattern] if pattern.startswith(REMOTE_PREFIX) else glob.glob(pattern)
-        matched = [m for m in matched if Path(m).name != MANIFEST and not Path(m).is_dir()]
+        matched = [m for m in matched if m.startswith(REMOTE_PREFIX) or not Path(m).is_dir()]
         if not matched:
-            raise ConfigError(f"{where}[{i}]: no file matches {echo(pattern)}")
+            raise ConfigError(f"{where}[{i}]: pattern {echo(pattern)} matches no file")
         found.update(matched)
-    return sorted(found)
+    manifests = {f for f in found if Path(f).name == MANIFEST}
+    if manifests and found == manifests:
+        raise ConfigError(f"{where}: only the converter's {MANIFEST} matches; list the data files beside it")
+    return sorted(found - manifests), sorted(manifests)
+
+
+def expand(patterns: list[str] | tuple[str, ...], where: str) -> list[str]:
+    """Give the data files the globs match (s3:// URIs as given), sorted, without converter manifests."""
+    return matches(patterns, where)[0]
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:

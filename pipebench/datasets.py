@@ -11,7 +11,6 @@ what the trials read.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from pathlib import Path
 from converters import MANIFEST
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
-from pipebench.data_files import REMOTE_PREFIX, by_format
+from pipebench.data_files import REMOTE_PREFIX, by_format, matches
 from pipebench.errors import ConfigError, OutputFolderError
 from pipebench.typed import load_json, to_json
 
@@ -192,13 +191,9 @@ def _given(experiment: Experiment, log) -> DataSet:
         if not patterns:
             continue
         # s3:// entries are taken as they are: in SageMaker Pipe mode the job streams them, with no local copy.
-        found = sorted({f for p in patterns for f in ([p] if p.startswith(REMOTE_PREFIX) else glob.glob(p))})
-        named = [f for f in found if Path(f).name == MANIFEST]  # the converter's manifest is never data
+        found, named = matches(patterns, f"data.files.{fmt}")
         if len(named) > 1:
             raise ConfigError(f"data.files.{fmt}: {len(named)} {MANIFEST} files match {patterns}; give one")
-        found = [f for f in found if Path(f).name != MANIFEST]
-        if not found:
-            raise ConfigError(f"data.files.{fmt}: no file matches {patterns}")
         files[fmt] = found
         manifests.update({fmt: named[0]} if named else {})
     rows, rows_from = count_rows(files, manifests)

@@ -56,8 +56,8 @@ class UnavailableError(TrialError):
     """
 
 
-class ResultsVersionError(PipebenchError):
-    """A results table was written by a different schema version."""
+class ResultsVersionError(DataError):
+    """A results table or versioned file was written by another version; the message says which way and what to do."""
 
 
 class FailureBudgetError(PipebenchError):

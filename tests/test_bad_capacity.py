@@ -47,11 +47,19 @@ CASES = [
     Bad("capacity-json-not-json", ("capacity", RUN), r"^{tmp}/run/capacity.json:1: not valid JSON: ",
         make=_with_capacity("{profiles"), code=1),
     Bad("capacity-json-other-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: profile_version 9, this pipebench reads 2: update pipebench$",
+        r"^{tmp}/run/capacity.json: profile_version 9 was written by a newer pipebench \(this one reads 2\): "
+        r"update pipebench$",
         make=_with_capacity(json.dumps({"profile_version": 9, "profiles": []})), code=1),
     Bad("capacity-json-older-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: profile_version 1, this pipebench reads 2: run `pipebench capacity {tmp}/run` again$",
+        r"^{tmp}/run/capacity.json: profile_version 1 is older than the 2 this pipebench reads: run `pipebench "
+        r"capacity {tmp}/run` again$",
         make=_with_capacity(json.dumps({"profile_version": 1, "profiles": []})), code=1),
+    Bad("capacity-json-no-version", ("capacity", RUN),
+        r"^{tmp}/run/capacity.json: not a capacity profile \(no profile_version\)$",
+        make=_with_capacity(json.dumps({"profiles": []})), code=1),
+    Bad("capacity-json-version-not-a-number", ("capacity", RUN),
+        r"^{tmp}/run/capacity.json: not a capacity profile \(profile_version '2' is not a whole number\)$",
+        make=_with_capacity(json.dumps({"profile_version": "2", "profiles": []})), code=1),
     Bad("rounds-zero", ("capacity", RUN, "--rounds", "0"), r"^capacity: argument --rounds: must be at least 1, not 0",
         make=_run, code=2, out="run/capacity.json"),
 ]

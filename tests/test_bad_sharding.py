@@ -43,8 +43,14 @@ CASES = [
     Bad("checklist-sharding-json-not-json", ("checklist", RUN), r"^{tmp}/run/sharding.json:1: not valid JSON: ",
         make=_with_sharding("{measurements"), code=1),
     Bad("checklist-sharding-json-other-version", ("checklist", RUN),
-        r"^{tmp}/run/sharding.json: sharding_version 9, this pipebench reads 1: update pipebench$",
-        make=_with_sharding(json.dumps({"sharding_version": 9})), code=1),
+        r"^{tmp}/run/sharding.json: sharding_version 9 was written by a newer pipebench \(this one reads 1\): "
+        r"update pipebench$", make=_with_sharding(json.dumps({"sharding_version": 9})), code=1),
+    Bad("checklist-sharding-json-older-version", ("checklist", RUN),
+        r"^{tmp}/run/sharding.json: sharding_version 0 is older than the 1 this pipebench reads: run `pipebench "
+        r"sharding {tmp}/run` again$", make=_with_sharding(json.dumps({"sharding_version": 0})), code=1),
+    Bad("checklist-sharding-json-no-version", ("checklist", RUN),
+        r"^{tmp}/run/sharding.json: not a sharding record \(a JSON list, not an object\)$",
+        make=_with_sharding("[]"), code=1),
     Bad("checklist-sharding-json-bad-measurement", ("checklist", RUN),
         r"^{tmp}/run/sharding.json: measurements\[0\]: not a measurement \(needs placement, round, ",
         make=_with_sharding(json.dumps({"sharding_version": 1, "measurements": [{"placement": "file"}]})), code=1),

@@ -389,7 +389,8 @@ def test_input_bound_reads_the_pooled_waiting_interval_and_an_undecided_one_is_a
     assert item["status"] == "WARN", item
     low, high = item["evidence"]["input_wait_low_pct"], item["evidence"]["input_wait_high_pct"]
     assert low < 5 < high and item["evidence"]["rounds"] == 9  # three repeats' rounds, pooled
-    assert item["evidence"]["verdict"] == f"inconclusive ({low:.1f}–{high:.1f}%)"
+    mean = item["evidence"]["input_wait_pct"]
+    assert item["evidence"]["verdict"] == f"inconclusive: {mean:.1f}% ({low:.1f}–{high:.1f}%)"  # as Interval.text
     assert "add repeats" in item["advice"]
 
 

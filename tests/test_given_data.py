@@ -83,3 +83,16 @@ def test_packed_holdout_files_are_refused_naming_the_key(data):
     with pytest.raises(ConfigError, match=r"^data\.holdout_files: packed/part-\S+ is packed; the quality guard reads "
                                           r"TFRecord or libsvm"):
         materialise(exp)
+
+
+def test_every_glob_must_match_and_a_named_manifest_is_not_data(data):
+    missing = experiment({"libsvm": ["libsvm/part-*", "nope/*.libsvm"], "packed": ["packed/part-*"]})
+    with pytest.raises(ConfigError, match=r"^data\.files\.libsvm\[1\]: pattern 'nope/\*\.libsvm' matches no file$"):
+        materialise(missing)
+    named = materialise(experiment({"libsvm": ["libsvm/part-*"], "packed": ["packed/part-*", "packed/manifest.json"]}),
+                        log=lambda text: None)
+    assert [Path(f).parent.name for f in named.files["packed"]] == ["packed"]
+    assert all(Path(f).name != "manifest.json" for f in named.files["packed"])
+    only = experiment({"libsvm": ["libsvm/part-*"], "packed": ["packed/manifest.json"]})
+    with pytest.raises(ConfigError, match=r"^data\.files\.packed: only the converter's manifest\.json matches; "):
+        materialise(only)

@@ -27,6 +27,18 @@ def test_one_round_has_no_interval_and_decides_nothing():
     assert "1 round, no interval" in one.text()
 
 
+def test_every_interval_prints_one_way():
+    assert Interval(1234.5, 1000.0, 1500.0, 3).text() == "1,234 (1,000–1,500)"
+    assert Interval(0.25, 0.2, 0.3, 3).text(".0f", 100.0, "%") == "25% (20–30%)"
+    assert Interval(12.0, None, None, 1).text(",.0f") == "12 (1 round, no interval)"
+    assert Interval(12.0, None, None, 0).text(",.0f") == "12 (no interval)"
+    assert Interval(12.0, 10.0, None, 3).text(",.0f", unit=" ex/s") == "12 ex/s (at least 10 ex/s; no upper end)"
+    assert Interval(12.0, 10.0, math.inf, 3).text(",.0f") == "12 (at least 10; no upper end)"
+    assert Interval(5.3, -0.8, 22.7, 3).text("+.1f", unit="%") == "+5.3% (-0.8 to +22.7%)"
+    assert Interval(2.0, 1.0, 3.0, 3).scaled(0.5) == Interval(1.0, 0.5, 1.5, 3)
+    assert Interval(2.0, None, None, 1).scaled(2.0) == Interval(4.0, None, None, 1)
+
+
 def test_paired_ratio_cancels_what_both_arms_shared_in_a_round():
     # the machine slowed both arms by half in round 2: the pairs still say 2x, tightly
     fast, slow = [2000.0, 1000.0, 2010.0], [1000.0, 500.0, 1000.0]

@@ -126,6 +126,19 @@ def test_launch_errors_are_one_line():
     assert bad_format.returncode == 2 and "--format packed: not in the experiment's data.formats" in bad_format.stderr
 
 
+def test_the_region_is_looked_up_only_for_the_official_image():
+    # no region in the environment and a profile that does not exist: any lookup of the region fails
+    env = {k: v for k, v in os.environ.items() if k not in ("AWS_DEFAULT_REGION", "AWS_REGION")}
+    env.update(AWS_PROFILE="no-such-profile", AWS_CONFIG_FILE=os.devnull, PIPEBENCH_IMAGE_URI="")
+    common = [sys.executable, "-m", "pipebench", "sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type",
+              "ml.c5.9xlarge", "--input-mode", "File", "--role", ROLE, "--s3", "s3://bucket/p", "--dry-run"]
+    custom = subprocess.run([*common, "--image-uri", IMAGE], capture_output=True, text=True, timeout=120, env=env)
+    assert custom.returncode == 0, custom.stderr
+    official = subprocess.run(common, capture_output=True, text=True, timeout=120, env=env)
+    assert official.returncode == 2 and official.stderr == ("pipebench: error: AWS configuration: The config profile "
+                                                            "(no-such-profile) could not be found\n")
+
+
 def test_help_does_not_import_boto3_or_tensorflow():
     code = ("import sys\nfrom pipebench.cli import main\n"
             "for argv in (['--help'], ['sagemaker', '--help'], ['sagemaker', 'launch', '--help']):\n"

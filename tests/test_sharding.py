@@ -83,13 +83,29 @@ def test_checklist_says_inconclusive_when_the_interval_holds_one(tmp_path):
     item = _checklist(tmp_path, 4, {"file": 12000, "data": 12000 * 1.0001})
     assert item["status"] == "WARN" and item["evidence"]["comparison"] == "inconclusive"
     assert item["advice"].startswith("Inconclusive on speed (FILE / data per-worker throughput")
+    assert "FILE workers read 50% (50–50%) of the bytes each (measured as /proc/<pid>/io rchar), data 100%" in item["advice"]
+    assert "FILE still read fewer bytes per worker than data" in item["advice"] and "1/2" not in item["advice"]
+
+
+def test_checklist_takes_what_file_read_from_the_record_not_from_1_over_n(tmp_path):
+    paths = data_files(tmp_path / "data")
+    run = make_run(tmp_path / "run", passing_rows(paths), machine())
+    record = sharding_record(paths, 4000, {"file": 12000, "data": 12000 * 1.0001})
+    for m in record["measurements"]:  # uneven files: FILE's workers read as much as DATA's
+        m["rchar_bytes"] = 4000
+    write_record(run, record)
+    item = input_sharding([results.load(run)])
+    assert "FILE workers read 100% (100–100%) of the bytes each" in item["advice"]
+    assert "Nor did FILE measurably read fewer bytes per worker than data" in item["advice"]
 
 
 def test_checklist_warns_when_file_is_slower_or_not_measured(tmp_path):
     slower = _checklist(tmp_path / "a", 4, {"file": 8000, "data": 12000})
     assert slower["status"] == "WARN" and slower["evidence"]["comparison"] == "slower"
     unmeasured = _checklist(tmp_path / "b", 4, {"data": 12000})
-    assert unmeasured["status"] == "WARN" and unmeasured["advice"].startswith("FILE was not measured: with data every")
+    assert unmeasured["status"] == "WARN" and unmeasured["advice"].startswith(
+        "FILE was not measured: each worker read 100% (100–100%) of the bytes under data (measured as /proc/<pid>/io "
+        "rchar). Split the data")
     too_few = _checklist(tmp_path / "c", 1, {"data": 12000})
     assert too_few["status"] == "FAIL" and too_few["advice"].startswith("FILE sharding cannot work on 1 file(s) for 2")
 

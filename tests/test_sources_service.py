@@ -24,11 +24,13 @@ import pytest
 from pipeline_fixtures import batch_rows
 from ports import listening
 
+from pipebench.errors import ConfigError
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch, semantics
 from pipebench.sources.service_cluster import ServiceCluster
+from pipebench.sources.session import trial_sources
 from pipebench.testing import three_formats, trial_spec
 
 ROWS = 60
@@ -53,6 +55,18 @@ def _spec(files: str, epochs: int | None = 1) -> PipelineSpec:
     stages = [{"batch": {"batch_size": 8}}, "decode", {"repeat": {"epochs": epochs}}, "prefetch"]
     return PipelineSpec.from_dict({"source": {"format": "tfrecord", "mode": "service", "files": [files]},
                                    "stages": stages})
+
+
+def test_a_trial_refuses_its_settings_before_it_looks_for_files_then_names_a_missing_glob(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = _spec("gone-*.tfrecord")
+    settings_only = {"service": {"sharding_policy": "FILE", "fixed_worker_list": False}}
+    with pytest.raises(ConfigError, match=r"^sources\.service\.fixed_worker_list: false, but sharding_policy FILE "):
+        with trial_sources(spec, settings_only):
+            pass
+    with pytest.raises(ConfigError, match=r"^source\.files\[0\]: pattern 'gone-\*\.tfrecord' matches no file$"):
+        with trial_sources(spec, {}):
+            pass
 
 
 def _one_epoch(spec: PipelineSpec, service: dict) -> collections.Counter:
@@ -172,6 +186,7 @@ def test_no_server_outlives_a_trial_that_succeeds_or_fails(tfrecords, tmp_path):
 _MANAGER = """
 import sys
 from pathlib import Path
+from pipebench.errors import ConfigError
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.trial import TrialSpec
 run_worker(TrialSpec.load(Path(sys.argv[1])), Path(sys.argv[2]), Limits(600, 8 << 30))

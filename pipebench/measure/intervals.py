@@ -38,12 +38,25 @@ class Interval:
     def width(self) -> float | None:
         return None if not self.decided else self.high - self.low
 
+    def scaled(self, factor: float) -> Interval:
+        """Give the interval in other units: every end times `factor` (> 0)."""
+        return Interval(self.mean * factor, None if self.low is None else self.low * factor,
+                        None if self.high is None else self.high * factor, self.n)
+
     def text(self, fmt: str = ",.0f", scale: float = 1.0, unit: str = "") -> str:
-        """Give 'mean (low–high)unit', or 'mean (1 round, no interval)'."""
+        """Give 'mean (low–high)unit': the one way an interval is printed, in reports, logs and advice.
+
+        Without an interval: 'mean (N rounds, no interval)', or 'mean (no interval)' when n is 0 (the
+        rounds are not known); with no upper end (high None or infinite): 'mean (at least low; no upper
+        end)'; signed ends are joined by ' to ' (a dash beside a minus sign reads as one).
+        """
         mean = f"{self.mean * scale:{fmt}}{unit}"
         if not self.decided:
-            return f"{mean} ({self.n} round{'s' if self.n != 1 else ''}, no interval)"
-        return f"{mean} ({self.low * scale:{fmt}}–{self.high * scale:{fmt}}{unit})"
+            return f"{mean} ({self.n} round{'s' if self.n != 1 else ''}, no interval)" if self.n else f"{mean} (no interval)"
+        low = f"{self.low * scale:{fmt}}"
+        if self.high is None or math.isinf(self.high):
+            return f"{mean} (at least {low}{unit}; no upper end)"
+        return f"{mean} ({low}{' to ' if low[:1] in '+-' else '–'}{self.high * scale:{fmt}}{unit})"
 
 
 def _betacf(a: float, b: float, x: float) -> float:

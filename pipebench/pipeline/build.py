@@ -48,7 +48,7 @@ def list_files(patterns):
     for pattern in patterns:
         matches = sorted(tf.io.gfile.glob(pattern))
         if not matches:
-            raise FileNotFoundError(f"no file matches {pattern!r}")
+            raise FileNotFoundError(f"pattern {pattern!r} matches no file")
         files.extend(matches)
     return files
 

@@ -147,8 +147,7 @@ def input_bound(runs: list[RunResults]) -> dict:
         return _item("input_bound", title, "PASS", evidence, "The fastest pipeline keeps up with training." + busy)
     if verdict == "inconclusive":
         interval = config.pooled.waiting
-        evidence["verdict"] = (f"inconclusive ({100 * interval.low:.1f}–{100 * interval.high:.1f}%)"
-                               if interval.decided else f"inconclusive ({interval.n} round, no interval)")
+        evidence["verdict"] = f"inconclusive: {interval.text('.1f', 100.0, '%')}"
         return _item("input_bound", title, "WARN", evidence,
                      f"Inconclusive: the waiting share's 95% interval ({config.pooled.waiting.text('.1f', 100.0, '%')})"
                      f" straddles a threshold; {MORE_ROUNDS}." + busy)
@@ -502,6 +501,11 @@ SHARDED_BY_S3_KEY = ("On SageMaker, S3DataDistributionType ShardedByS3Key gives 
                      "before training, and the policy decides what each worker then reads.")
 
 
+def _share(figures) -> str:
+    """Give the measured share of the data's bytes a placement's workers read each, as a percent interval."""
+    return figures.bytes_share.text(".0f", 100.0, "%")
+
+
 def input_sharding(runs: list[RunResults]) -> dict:
     """Give the sharding item: which placement to use across workers, from `pipebench sharding`'s measured rounds."""
     from pipebench.sharding.record import figures, paired, read_sharding
@@ -524,28 +528,36 @@ def input_sharding(runs: list[RunResults]) -> dict:
                                       "bytes_read_share": _pct(f.bytes_share), "examples_per_worker":
                                       list(f.examples_per_worker)} for name, f in by.items()}}
     everything = [name for name in ("data", "shard-after-read") if name in by]
+    # what a worker read is measured (its bytes over the data's), never assumed to be 1/N
+    measured = f"measured as /proc/<pid>/io {record['bytes_measure']}"
     if "file" not in by:
         too_few = len(record["files"]) < workers
+        others = [by[name] for name in everything] or list(by.values())
+        read = (f"each worker read {' and '.join(f'{_share(f)} of the bytes under {f.placement}' for f in others)} "
+                f"({measured})" if others else "what each worker reads was not measured")
         return _item("input_sharding", title, "FAIL" if too_few else "WARN", evidence,
                      (f"FILE sharding cannot work on {len(record['files'])} file(s) for {workers} workers"
                       if too_few else "FILE was not measured")
-                     + f": with {' or '.join(everything) or 'the placements measured'} every worker reads all the "
-                     f"data. Split it into at least {workers} files, ideally many per worker (pipebench convert "
-                     "--shards), and measure again. " + SHARDED_BY_S3_KEY)
+                     + f": {read}. Split the data into at least {workers} files, ideally many per worker (pipebench "
+                     "convert --shards), and measure again. " + SHARDED_BY_S3_KEY)
     file = by["file"]
-    read = f"FILE workers read {file.bytes_share.text('.0f', 100.0, '%')} of the bytes each"
+    read = f"FILE workers read {_share(file)} of the bytes each ({measured})"
     if not everything:
         return _item("input_sharding", title, "PASS", evidence, f"{read}. " + SHARDED_BY_S3_KEY)
     other = max((by[name] for name in everything), key=lambda f: f.examples_per_sec.mean)
     ratio = paired(file, other)
     evidence.update({"compared_with": other.placement, **_ratio(ratio)})
-    what = (f"FILE / {other.placement} per-worker throughput {_ratio_text(ratio)}; {read}, "
-            f"{other.placement} {other.bytes_share.text('.0f', 100.0, '%')}")
+    what = f"FILE / {other.placement} per-worker throughput {_ratio_text(ratio)}; {read}, {other.placement} {_share(other)}"
     if _undecided(ratio):
         evidence["comparison"] = "inconclusive"
+        mine, theirs = file.bytes_share, other.bytes_share
+        fewer = (mine.high if mine.decided else mine.mean) < (theirs.low if theirs.decided else theirs.mean)
         return _item("input_sharding", title, "WARN", evidence,
-                     f"Inconclusive on speed ({what}): {MORE_ROUNDS}. FILE still reads 1/{workers} of the bytes per "
-                     "worker, which is what a remote source (FastFile, S3) bills and waits for. " + SHARDED_BY_S3_KEY)
+                     f"Inconclusive on speed ({what}): {MORE_ROUNDS}. "
+                     + (f"FILE still read fewer bytes per worker than {other.placement}, which is what a remote source "
+                        "(FastFile, S3) bills and waits for. " if fewer else
+                        f"Nor did FILE measurably read fewer bytes per worker than {other.placement}. ")
+                     + SHARDED_BY_S3_KEY)
     if ratio.low > 1.0:
         evidence["comparison"] = "faster"
         return _item("input_sharding", title, "PASS", evidence,
@@ -733,9 +745,8 @@ def to_markdown(result: dict) -> str:
         out += ["| instance type | examples/s (95% interval) | epoch (s) | $/hour | $/epoch | notes |",
                 "|---|---|---|---|---|---|"]
         for e in rank["measured"]:
-            spread = (f" ({e['examples_per_sec_low']:,.0f}–{e['examples_per_sec_high']:,.0f})"
-                      if e.get("examples_per_sec_low") is not None else " (no interval)")
-            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
+            speed = Interval(e["examples_per_sec"], e.get("examples_per_sec_low"), e.get("examples_per_sec_high"), 0)
+            out.append(f"| {e['instance_type']} | {speed.text(',.0f')} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour'] if e['price_per_hour'] is not None else 'not in catalog'} | "
                        f"{e['cost_per_epoch'] if e['cost_per_epoch'] is not None else '—'} | "
                        f"{'busy machine' if e.get('busy_machine') else ''} |")
@@ -753,10 +764,9 @@ def to_markdown(result: dict) -> str:
         out += ["| instance type | projected examples/s | epoch (s) | $/hour | $/epoch | assumption |",
                 "|---|---|---|---|---|---|"]
         for e in rank["projected"]:
-            low, high = e.get("examples_per_sec_low"), e.get("examples_per_sec_high")
-            spread = (" (no interval)" if by_model else "") if low is None else (
-                f" ({low:,.0f}–{high:,.0f})" if high is not None else f" (at least {low:,.0f}; no upper end)")
-            out.append(f"| {e['instance_type']} | {e['examples_per_sec']:,.0f}{spread} | {e['epoch_sec']:,.1f} | "
+            speed = Interval(e["examples_per_sec"], e.get("examples_per_sec_low"), e.get("examples_per_sec_high"), 0)
+            shown = speed.text(",.0f") if by_model or speed.decided else f"{speed.mean:,.0f}"  # linear: a point
+            out.append(f"| {e['instance_type']} | {shown} | {e['epoch_sec']:,.1f} | "
                        f"{e['price_per_hour']} | {e['cost_per_epoch']} | {e['assumption']} |")
     else:
         out.append("None: projections need a measured CPU instance type from the catalog.")
@@ -778,9 +788,8 @@ def to_markdown(result: dict) -> str:
         out += [f"- {p['pipeline']}: C {p['ceiling']}, R {p['one_worker']}, L {p['local'] or 'not measured'} → "
                 f"{p['beside_local'] or 'unavailable'} beside the local pipeline, {p['all_remote']} with everything "
                 "through the service" for p in service["evidence"]["pipelines"]]
-        out += [f"- client-side ceiling: {c['mb_per_sec']:.1f} MB/s"
-                + (f" ({c['low']:.1f}–{c['high']:.1f})" if c["low"] is not None else " (no interval)") + f" at {c['at']}"
-                for c in service["evidence"]["client_ceiling"]]
+        out += [f"- client-side ceiling: {Interval(c['mb_per_sec'], c['low'], c['high'], 0).text('.1f', unit=' MB/s')} "
+                f"at {c['at']}" for c in service["evidence"]["client_ceiling"]]
     out += ["", "## TF1 → TF2 migration", ""]
     out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]
     return "\n".join(out) + "\n"

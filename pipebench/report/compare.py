@@ -142,18 +142,9 @@ def compare(run_a: RunResults, run_b: RunResults) -> dict:
     }
 
 
-def _pct(found: dict | None) -> str:
-    if found is None:
-        return "—"
-    if found["low"] is None:
-        return f"{found['mean']:.1f}% (no interval)"
-    return f"{found['mean']:.1f}% ({found['low']:.1f}–{found['high']:.1f}%)"
-
-
-def _rate(found: dict) -> str:
-    if found["low"] is None:
-        return f"{found['mean']:,.0f} (no interval)"
-    return f"{found['mean']:,.0f} ({found['low']:,.0f}–{found['high']:,.0f})"
+def _text(found: dict | None, fmt: str, unit: str = "") -> str:
+    """Give an `_interval` dict as Interval.text writes it ('—' for none)."""
+    return "—" if found is None else Interval(found["mean"], found["low"], found["high"], found["n"]).text(fmt, unit=unit)
 
 
 def to_markdown(result: dict) -> str:
@@ -171,8 +162,7 @@ def to_markdown(result: dict) -> str:
         for found in result["configurations"]:
             label = found["label"]
             ratio = found["ratio_b_over_a"]
-            versus = (found["verdict"] if ratio["low"] is None
-                      else f"{ratio['mean']:.2f}× ({ratio['low']:.2f}–{ratio['high']:.2f}×)")
+            versus = found["verdict"] if ratio["low"] is None else _text(ratio, ".2f", "×")
             for run, side in (("A", found["a"]), ("B", found["b"])):
                 notes = ["busy machine"] if side["busy_machine"] else []
                 if run == "A" and env_text(label) != "none set":
@@ -182,8 +172,8 @@ def to_markdown(result: dict) -> str:
                 out.append("| " + " | ".join([
                     label["mode"], label["pipeline"], label["format"] or "n/a", label["ordering"],
                     str(label["batch_size"]), threads_text(label).replace(" / ", "/"), run,
-                    _rate(side["examples_per_sec"]), str(side["repeats"]),
-                    _pct(side["input_wait_pct"]) if label["mode"] == "train" else "—",
+                    _text(side["examples_per_sec"], ",.0f"), str(side["repeats"]),
+                    _text(side["input_wait_pct"], ".1f", "%") if label["mode"] == "train" else "—",
                     (side["verdict"] or "—") if label["mode"] == "train" else "—",
                     versus if run == "B" else "", (f"{found['verdict']} (over {found['basis']})" if run == "B"
                                                   else ""), ", ".join(notes)]) + " |")

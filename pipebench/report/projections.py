@@ -112,11 +112,8 @@ def _error(predicted: Interval, measured: Interval) -> dict:
 
 
 def error_text(entry: dict) -> str:
-    """Give a model_error row's error as '+5.3% (+0.8% to +22.7%)', with what is missing said."""
-    low, high = entry["error_low_pct"], entry["error_high_pct"]
-    bounds = (" (no interval)" if low is None else f" ({low:+.1f}% to {high:+.1f}%)" if high is not None
-              else f" (at least {low:+.1f}%; no upper end)")
-    return f"{entry['error_pct']:+.1f}%{bounds}"
+    """Give a model_error row's error as '+5.3% (+0.8 to +22.7%)' (Interval.text), with what is missing said."""
+    return Interval(entry["error_pct"], entry["error_low_pct"], entry["error_high_pct"], 0).text("+.1f", unit="%")
 
 
 def model_errors(runs: list[RunResults]) -> list[dict]:

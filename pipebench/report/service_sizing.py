@@ -119,10 +119,7 @@ def client_ceiling(rows: list[dict]) -> tuple[Interval, str] | None:
         per_example = [r["service_bytes_per_example"] for r in config.rows if r.get("service_bytes_per_example")]
         if config.mode != "input" or config.label["source_mode"] != "service" or not per_example:
             continue
-        scale = sum(per_example) / len(per_example) / 1e6
-        t = config.throughput
-        rate = Interval(t.mean * scale, None if t.low is None else t.low * scale,
-                        None if t.high is None else t.high * scale, t.n)
+        rate = config.throughput.scaled(sum(per_example) / len(per_example) / 1e6)
         if best is None or rate.mean > best[0].mean:
             service = _service(config)
             best = (rate, f"{config.rows[0]['pipeline']} with {service.get('workers')} worker(s), "

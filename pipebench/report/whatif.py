@@ -78,11 +78,9 @@ def interval_json(found: Interval) -> dict:
 
 
 def interval_text(found: dict, fmt: str = ",.0f") -> str:
-    """Give a JSON interval as 'mean (low–high)', 'mean (at least low; no upper end)', or why it is unavailable."""
+    """Give a JSON interval as Interval.text writes it, or why it is unavailable."""
     if "unavailable" in found:
         return f"unavailable: {found['unavailable']}"
-    if found["low"] is not None and found["high"] is None:
-        return f"{found['mean']:{fmt}} (at least {found['low']:{fmt}}; no upper end)"
     return Interval(found["mean"], found["low"], found["high"], found["rounds"]).text(fmt)
 
 
@@ -168,8 +166,7 @@ def _instance_entry(run: RunResults, profile: CapacityProfile, instance: Instanc
         why = "the run's data.json does not count its rows (pass --epoch-examples)"
         return entry | {"epoch_sec": {"unavailable": why}, "cost_per_epoch": {"unavailable": why}}
     epoch = _inverse(epoch_examples, speed)
-    cost = Interval(*(None if v is None else v / 3600 * instance.price_per_hour
-                      for v in (epoch.mean, epoch.low, epoch.high)), epoch.n)
+    cost = epoch.scaled(instance.price_per_hour / 3600)
     return entry | {"epoch_sec": interval_json(epoch), "cost_per_epoch": interval_json(cost)}
 
 

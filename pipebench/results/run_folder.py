@@ -31,6 +31,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table, write_table
 from pipebench.typed import from_json, read_json
+from pipebench.versioned import read_versioned
 
 if TYPE_CHECKING:
     import pandas
@@ -168,16 +169,12 @@ def read_study(run_dir: Path) -> dict | None:
 
 def read_capacity(run_dir: Path) -> CapacityProfiles | None:
     """Give the run's per-stage cost profiles (capacity.json), None when the run has not been profiled;
-    DataError if it cannot be read, ResultsVersionError (saying what to do) for another profile_version."""
+    DataError if it cannot be read (ResultsVersionError, saying what to do, for another profile_version)."""
     path = Path(run_dir) / PROFILE_FILE
     if not path.exists():
         return None
-    found = read_json(path)
-    version = found.get("profile_version") if isinstance(found, dict) else None
-    if isinstance(version, int) and not isinstance(version, bool) and version != PROFILE_VERSION:
-        newer = version > PROFILE_VERSION
-        raise ResultsVersionError(f"{path}: profile_version {version}, this pipebench reads {PROFILE_VERSION}: "
-                                  + ("update pipebench" if newer else f"run `pipebench capacity {run_dir}` again"))
+    found = read_versioned(path, "profile_version", PROFILE_VERSION, "a capacity profile",
+                           f"run `pipebench capacity {run_dir}` again")
     return from_json(CapacityProfiles, found, str(path))
 
 

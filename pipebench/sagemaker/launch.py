@@ -17,13 +17,13 @@ uploaded or submitted.
 from __future__ import annotations
 
 import datetime as dt
-import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from converters import MANIFEST
 from pipebench.config import Experiment, parse_experiment
+from pipebench.data_files import REMOTE_PREFIX, expand
 from pipebench.errors import ConfigError, PipebenchError, UsageError
 from pipebench.sagemaker import images, sourcedir
 from pipebench.sagemaker.cluster import DataWorkers
@@ -134,7 +134,7 @@ class Launch:
         data = s3_join(self.bucket, self.prefix, "data", self.data_format)
         given = self.given["data"]["files"].get(self.data_format)
         if given:
-            found = sorted({f for pattern in given for f in glob.glob(pattern) if Path(f).name != MANIFEST})
+            found = [f for f in expand(given, f"data.files.{self.data_format}") if not f.startswith(REMOTE_PREFIX)]
             out += [{"local": f, "s3": f"{data}/{Path(f).name}"} for f in found]
             manifest = Path(found[0]).parent / MANIFEST if found else None
             if manifest and manifest.exists():  # as submit finds it: beside the first data file
@@ -177,8 +177,8 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
     """Give the launch: one validated CreateTrainingJob request per instance type × input mode.
 
     Without `image_uri` each job runs the official TensorFlow training image (script mode), which
-    needs `region` (`tf_version` defaults to images.DEFAULT_TF_VERSION); with it, the custom image must
-    have pipebench installed.
+    needs `region` (boto3's when None; `tf_version` defaults to images.DEFAULT_TF_VERSION); with it, the
+    custom image must have pipebench installed, and no region is looked up.
     """
     tf_version = tf_version or images.DEFAULT_TF_VERSION
     bad = [m for m in input_modes if m not in INPUT_MODES]
@@ -189,6 +189,7 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
                          "the host's own FIFOs, so a tf.data service worker cannot run it; use File or FastFile")
     script_mode = image_uri is None
     if script_mode:
+        region = region or default_region()  # only the official image needs one: its URI names the region
         if not region:
             raise UsageError("sagemaker launch: no AWS region for the official image; give --region or set "
                              "AWS_DEFAULT_REGION")

@@ -116,9 +116,12 @@ def check_instance_groups(request: dict) -> None:
 
 @lru_cache(maxsize=1)
 def _service_model():
-    import botocore.session
+    """Give botocore's SageMaker model from its data files: no session, so no AWS profile is read."""
+    import botocore.loaders
+    import botocore.model
 
-    return botocore.session.get_session().get_service_model("sagemaker")
+    return botocore.model.ServiceModel(botocore.loaders.create_loader().load_service_model("sagemaker", "service-2"),
+                                       "sagemaker")
 
 
 def _fail(where: str, reason: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipebench.config import Experiment
+from pipebench.measure.intervals import Interval
 from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.results.rows import RowContext, trial_row
@@ -103,9 +104,9 @@ class TrialProgress:
         rate = row.get("examples_per_sec_mean") or row.get("examples_per_sec_median")
         result = f"{row['status']}: {row['reason']}"
         if rate:
-            low, high = row.get("examples_per_sec_low"), row.get("examples_per_sec_high")
-            result = f"{rate:,.0f} " + (f"({low:,.0f}–{high:,.0f}) " if low is not None and high is not None
-                                        else "(no interval) ") + "ex/s"  # as Interval.text writes it
+            spread = Interval(rate, row.get("examples_per_sec_low"), row.get("examples_per_sec_high"),
+                              row.get("rounds") or 0)
+            result = f"{spread.text(',.0f')} ex/s"
             if row["mode"] == "train" and (self.best is None or rate > self.best[0]):
                 self.best = (rate, result, label)
         if row.get("remeasure_of"):

@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from pipebench.data_files import expand
 from pipebench.errors import TrialError
 from pipebench.measure.children import kill_group, last_stderr_line
 from pipebench.measure.pinning import Pinning, placed, usable_cpus
-from pipebench.sharding.placements import PLACEMENTS, check_request, matched_files, measured_spec, order_notes
+from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
 
@@ -187,9 +188,10 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     config = chosen_configuration(run, configuration_id)
     trial = configuration_trial(run, config)
     spec, changes = measured_spec(PipelineSpec.from_dict(trial.pipeline_spec))
-    files = matched_files(spec)
+    where = f"{run_dir}: configuration {config.configuration_id}"
+    files = expand(spec.source.files, f"{where}: source.files")
     placements = list(dict.fromkeys(placements))
-    check_request(f"{run_dir}: configuration {config.configuration_id}", files, workers, placements)
+    check_request(where, files, workers, placements)
     cpus = worker_cpus(workers)
     notes = order_notes(spec, placements)
     sources = {**trial.sources, "file": {**trial.sources.get("file", {}), "cold": False}}

@@ -13,9 +13,9 @@ No TensorFlow here: the worker (pipebench.sharding.worker) maps a placement to i
 """
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass
 
+from pipebench.data_files import REMOTE_PREFIX
 from pipebench.errors import UsageError
 from pipebench.pipeline.spec import PipelineSpec, Stage
 
@@ -39,11 +39,6 @@ PLACEMENTS = {p.name: p for p in (
     Placement("shard-after-read", "OFF", "every file (shard(N, rank) after the reader discards the rest)",
               "every N-th record: each example once per epoch across the cluster"),
 )}
-
-
-def matched_files(spec: PipelineSpec) -> list[str]:
-    """Give the files the spec's globs match, in the order the builder lists them (each glob's matches sorted)."""
-    return [f for pattern in spec.source.files for f in sorted(glob.glob(pattern))]
 
 
 def measured_spec(spec: PipelineSpec) -> tuple[PipelineSpec, list[str]]:
@@ -95,6 +90,9 @@ def check_request(where: str, files: list[str], workers: int, placements: list[s
         raise UsageError(f"{where}: unknown placement {unknown[0]!r} (known: {', '.join(PLACEMENTS)})")
     if not files:
         raise UsageError(f"{where}: the pipeline's files match nothing on this machine")
+    remote = [f for f in files if f.startswith(REMOTE_PREFIX)]
+    if remote:
+        raise UsageError(f"{where}: {remote[0]} is on S3; sharding measures files on this machine")
     if "file" in placements and len(files) < workers:
         raise UsageError(f"{where}: FILE sharding needs at least as many files as workers ({len(files)} file(s) for "
                          f"{workers} workers): split the data (pipebench convert --shards {workers}) or leave it out "

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.atomic import atomic_write_json
-from pipebench.errors import DataError, ResultsVersionError
+from pipebench.errors import DataError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.sharding.placements import PLACEMENTS
-from pipebench.typed import read_json
+from pipebench.versioned import read_versioned
 
 SHARDING_FILE = "sharding.json"
 SHARDING_VERSION = 1
@@ -56,14 +56,8 @@ def read_sharding(run_dir: Path) -> dict | None:
     path = Path(run_dir) / SHARDING_FILE
     if not path.exists():
         return None
-    found = read_json(path)
-    version = found.get("sharding_version") if isinstance(found, dict) else None
-    if version != SHARDING_VERSION:
-        if isinstance(version, int) and not isinstance(version, bool):
-            raise ResultsVersionError(f"{path}: sharding_version {version}, this pipebench reads {SHARDING_VERSION}: "
-                                      + ("update pipebench" if version > SHARDING_VERSION
-                                         else f"run `pipebench sharding {run_dir}` again"))
-        raise DataError(f"{path}: not a sharding record (no sharding_version)")
+    found = read_versioned(path, "sharding_version", SHARDING_VERSION, "a sharding record",
+                           f"run `pipebench sharding {run_dir}` again")
     for index, item in enumerate(found.get("measurements") or ()):
         if not isinstance(item, dict) or any(key not in item for key in _MEASUREMENT_KEYS) \
                 or item["placement"] not in PLACEMENTS:

@@ -76,12 +76,6 @@ def spec_problem(spec: PipelineSpec, service: Mapping, file_count: int | None) -
     return None
 
 
-def problem(spec: PipelineSpec, sources: Mapping, file_count: int | None) -> str | None:
-    """Give the one-line reason `spec` cannot run through the service with these `sources` settings, or None."""
-    found = settings_problem(sources)
-    return found[1] if found else spec_problem(spec, sources["service"], file_count)
-
-
 def split_index(spec: PipelineSpec, service: Mapping) -> int:
     """Give how many stages run on the service workers (those before `split_before`)."""
     return spec.kinds.index(service["split_before"])

@@ -9,28 +9,17 @@ them, and its process-group kill ends them with the trial.
 from __future__ import annotations
 
 import contextlib
-import glob
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pipebench.config import resolve_block
+from pipebench.data_files import REMOTE_PREFIX, expand
 from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.pipe_emulator import PipeEmulator, channel_feed
-from pipebench.sources.service import problem
+from pipebench.sources.service import settings_problem, spec_problem
 from pipebench.sources.service_cluster import ServiceCluster
-
-
-def _expand(patterns: tuple[str, ...]) -> list[str]:
-    """Give the files of each path or glob in order, each glob's matches sorted (as build.list_files)."""
-    files = []
-    for pattern in patterns:
-        matches = sorted(glob.glob(pattern))
-        if not matches:
-            raise ConfigError(f"source.files: no file matches {pattern!r}")
-        files.extend(matches)
-    return files
 
 
 @contextlib.contextmanager
@@ -61,8 +50,13 @@ def trial_sources(spec: PipelineSpec, sources: Mapping | None, scratch: Path | N
     if not spec.source.files:
         raise ConfigError("source.files: an emulated Pipe channel streams files; none given "
                           "(or set sources.pipe.emulate: false to read SageMaker's FIFOs)")
+    files = expand(spec.source.files, "source.files")
+    remote = [f for f in files if f.startswith(REMOTE_PREFIX)]
+    if remote:
+        raise ConfigError(f"source.files: {remote[0]}: an emulated Pipe channel streams local files "
+                          "(set sources.pipe.emulate: false to read SageMaker's FIFOs)")
     bandwidth = pipe["bandwidth_mb_per_sec"]
-    feed = channel_feed(_expand(spec.source.files), pipe["shuffle_seed"], bandwidth * 1e6 if bandwidth else None)
+    feed = channel_feed(files, pipe["shuffle_seed"], bandwidth * 1e6 if bandwidth else None)
     with PipeEmulator(scratch / "pipe" if scratch else None, {spec.source.channel: feed}) as emulator:
         yield {**settings, "pipe": {**pipe, "pipe_dir": str(emulator.pipe_dir), "config_dir": str(emulator.config_dir),
                                     "state_dir": str(emulator.state_dir)}}
@@ -72,7 +66,11 @@ def trial_sources(spec: PipelineSpec, sources: Mapping | None, scratch: Path | N
 def _service(spec: PipelineSpec, settings: dict, scratch: Path | None) -> Iterator[dict]:
     """Yield `settings` with `sources.service.dispatcher` filled in, a local service running if none was named."""
     service = settings["service"]
-    found = problem(spec, settings, len(_expand(spec.source.files)) if service["read"] != "pipe" else None)
+    # the settings first: they need no files (and refuse read: pipe, whose files are not here to count)
+    found = settings_problem(settings)
+    if found:
+        raise ConfigError(found[1])
+    found = spec_problem(spec, service, len(expand(spec.source.files, "source.files")))
     if found:
         raise ConfigError(found)
     if service["dispatcher"]:
