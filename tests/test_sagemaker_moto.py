@@ -248,3 +248,20 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
         ("ml.c5.xlarge", "file", "ok")] * 2
     served = trials[trials["service_json"].notna()]
     assert len(served) == 1 and json.loads(served["service_json"].iloc[0])["workers"] == 1
+
+
+def test_launch_copies_data_already_on_s3_instead_of_reading_it_as_a_local_file(tmp_path, aws):
+    """data.files may name s3:// objects (their bytes are not read here): launch copies them into its folder."""
+    s3 = boto3.client("s3")
+    s3.create_bucket(Bucket="mine")
+    s3.put_object(Bucket="mine", Key="criteo/train-0.tfrecord", Body=b"first")
+    s3.put_object(Bucket="mine", Key="criteo/train-1.tfrecord", Body=b"second")
+    experiment = tmp_path / "remote.yaml"
+    files = ["s3://mine/criteo/train-0.tfrecord", "s3://mine/criteo/train-1.tfrecord"]
+    experiment.write_text(yaml.safe_dump({**TINY, "data": {"files": {"tfrecord": files}}}))
+    launched = _pipebench("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge",
+                          "--input-mode", "File", "--role", ROLE, "--s3", "s3://bench/launch", "--image-uri", IMAGE,
+                          env=aws)
+    assert launched.returncode == 0, launched.stdout + launched.stderr
+    assert [s3.get_object(Bucket="bench", Key=f"launch/data/tfrecord/train-{i}.tfrecord")["Body"].read()
+            for i in (0, 1)] == [b"first", b"second"]

@@ -222,7 +222,8 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
 
 
 def submit(launch: Launch, log=print) -> dict:
-    """Upload the experiment and its data, create the jobs, write the launch manifest; give the manifest."""
+    """Upload the experiment and its data (local files uploaded, s3:// objects copied), create the jobs, write the
+    launch manifest; give the manifest."""
     from pipebench.datasets import materialise
 
     data = materialise(launch.given, log=log)
@@ -233,14 +234,20 @@ def submit(launch: Launch, log=print) -> dict:
     names = [Path(f).name for f in files]
     if len(set(names)) != len(names):
         raise ConfigError(f"data.files.{launch.data_format}: two files share a name; SageMaker's channel is one folder")
-    log(f"uploading {len(files)} {launch.data_format} file(s) to {s3_join(launch.bucket, launch.prefix, 'data')}")
+    log(f"uploading (or copying, for s3:// objects) {len(files)} {launch.data_format} file(s) to "
+        f"{s3_join(launch.bucket, launch.prefix, 'data')}")
     try:
         if launch.source_uri:
             _, key = parse_s3_uri(launch.source_uri)
             log(f"uploading pipebench's source to {launch.source_uri}")
             s3.put_object(Bucket=launch.bucket, Key=key, Body=sourcedir.build_tarball(launch.tf_version))
         for path, name in zip(files, names):
-            s3.upload_file(str(path), launch.bucket, s3_key(launch.prefix, "data", launch.data_format, name))
+            key = s3_key(launch.prefix, "data", launch.data_format, name)
+            if str(path).startswith("s3://"):  # already on S3 (data.files may name objects): copied there
+                source_bucket, source_key = parse_s3_uri(str(path))
+                s3.copy({"Bucket": source_bucket, "Key": source_key}, launch.bucket, key)
+            else:
+                s3.upload_file(str(path), launch.bucket, key)
         config = {EXPERIMENT_FILE: launch.experiment.to_yaml().encode(),
                   DATA_LIST: json.dumps({"format": launch.data_format, "files": [
                       s3_join(launch.bucket, launch.prefix, "data", launch.data_format, n) for n in names]}).encode()}
