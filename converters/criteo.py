@@ -44,6 +44,7 @@ import numba
 import numpy as np
 
 import pipebench
+from converters.inputs import InputFile
 from converters.libsvm import _shown
 from pipebench.errors import DataError
 from pipebench.versioned import read_versioned
@@ -76,8 +77,6 @@ _HEAD_BYTES = 1 << 16
 
 def looks_like_raw(path: Path) -> bool:
     """Tell raw Criteo text by its first line: 40 tab-separated columns (libsvm has none)."""
-    from converters.inputs import InputFile
-
     with InputFile(path, hash=False) as stream:
         head = stream.read(_HEAD_BYTES)
     return head.split(b"\n", 1)[0].count(b"\t") == COLUMNS - 1

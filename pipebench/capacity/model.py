@@ -180,7 +180,8 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
     available = cores - train_cores
     costs = [s.cpu_sec_per_example for s in profile.stages]
     total = sum(costs)
-    rate, bottleneck = min(_terms(profile.stages, costs, total, available, io), key=lambda t: t[0])
+    terms = _terms(profile.stages, costs, total, available, io)
+    rate, bottleneck = min(terms, key=lambda t: t[0])
     rounds = min(s.prefix_cpu_sec_per_example.n for s in profile.stages)
     bounds, totals = _cost_bounds(profile), _total_bounds(profile)
     if bounds is None or totals is None:
@@ -190,7 +191,7 @@ def predict(profile: CapacityProfile, cores: float, *, train_cores: float = 0.0,
         low = min(t[0] for t in _terms(profile.stages, dear, total_high, available, io))
         high = min(t[0] for t in _terms(profile.stages, cheap, total_low, available, io))
         interval = Interval(rate, min(low, rate), max(high, rate), rounds)
-    sequential = [t for t, name in _terms(profile.stages, costs, total, available, None) if name != CORES]
+    sequential = [t for t, name in terms if name not in (CORES, IO)]
     stage_cores = tuple((s.stage, rate * c) for s, c in zip(profile.stages, costs))
     return Prediction(examples_per_sec=interval, bottleneck=bottleneck, cores_used=rate * total,
                       sequential_cap=min(sequential) if sequential and min(sequential) < math.inf else None,
