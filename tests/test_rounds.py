@@ -17,15 +17,18 @@ from pipebench.testing import windows_at
 
 
 def test_each_repeat_is_a_round_measuring_every_configuration_once_in_its_own_order(tmp_path):
-    experiment = parse_experiment({**_experiment(tmp_path).resolved, "grid": {"batch_size": [64, 128, 256, 512]},
+    # Eight configurations: the seed comes from the experiment (tmp_path is in it), and three rounds of 8! orders
+    # all coming out alike by chance is ~1e-9, where four configurations made it 1 in 576 (it happened in CI).
+    sizes = [16, 32, 64, 128, 256, 512, 1024, 2048]
+    experiment = parse_experiment({**_experiment(tmp_path).resolved, "grid": {"batch_size": sizes},
                                    "measurement": {"repeats": 3}})
     planned = trials(experiment, _data(tmp_path))
-    rounds = [planned[i:i + 4] for i in range(0, 12, 4)]
-    assert [sorted(t.batch_size for t in r) for r in rounds] == [[64, 128, 256, 512]] * 3
-    assert [[t.repeat for t in r] for r in rounds] == [[0] * 4, [1] * 4, [2] * 4]
+    rounds = [planned[i:i + 8] for i in range(0, 24, 8)]
+    assert [sorted(t.batch_size for t in r) for r in rounds] == [sizes] * 3
+    assert [[t.repeat for t in r] for r in rounds] == [[0] * 8, [1] * 8, [2] * 8]
     assert len({tuple(t.batch_size for t in r) for r in rounds}) > 1, "each round in its own random order"
     assert [t.trial_id for t in planned] == [t.trial_id for t in trials(experiment, _data(tmp_path))], "seeded"
-    assert len({t.configuration_id for t in planned}) == 4 and len({t.trial_id for t in planned}) == 12
+    assert len({t.configuration_id for t in planned}) == 8 and len({t.trial_id for t in planned}) == 24
 
 
 def test_a_trial_measured_on_a_busy_machine_is_measured_again_once_and_the_summary_says_so(tmp_path):
