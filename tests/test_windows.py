@@ -97,3 +97,19 @@ def test_a_cached_pipeline_keeps_its_iterator_and_the_synthetic_window_waits_for
     waited = [w for prev, w in zip(order, windows[1:]) if prev == "train" and w.arm == "synthetic"]
     assert waited and all(w.idle_before_sec is not None and w.idle_before_sec >= 0 for w in waited)
     assert all(w.idle_before_sec is None for w in windows if w.arm == "train")
+
+
+def test_calibration_does_not_time_the_first_call_which_traces_the_loop():
+    """A first call slower than a whole call (tracing, the pipeline starting) once left one step per call, so
+    the call's own dispatch counted as the pipeline's; the steps grow past it, even past the warm-up deadline."""
+    import time
+
+    calls = []
+
+    def loop(iterator, steps):
+        time.sleep(0.3 if not calls else 0.001 * steps)  # the first call traces; then ~1 ms a step
+        calls.append(steps)
+        return 10 * steps, 0.0
+
+    found = measure([Arm("input", lambda: None, loop)], {**M, "warmup_max_sec": 0.05, "windows": 1}, seed=1)
+    assert calls[0] == 1 and found["steps_per_call"] >= 8, calls
