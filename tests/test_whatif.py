@@ -136,3 +136,32 @@ def test_a_cost_interval_reaching_zero_gives_no_upper_end_and_valid_json(tmp_pat
     found = _by_type(result)["ml.c5.2xlarge"]["input"]
     assert found["low"] is not None and found["high"] is None
     assert "(at least " in to_text(result) and "; no upper end)" in to_text(result)
+
+
+def _costs(scale: float) -> list:
+    return [(name, cost * scale, sequential) for name, cost, sequential in STAGES]
+
+
+def test_profiles_at_two_core_counts_say_how_per_example_cpu_moved_and_when_predictions_are_optimistic(tmp_path):
+    run_dir = _run(tmp_path, capacity=False).run_dir
+    write_capacity(run_dir, profile(_costs(1.0), cores=1, spread=0.02), profile(_costs(1.5), cores=2, spread=0.02))
+    result = whatif(results.load(run_dir), CATALOG, ["ml.c5.xlarge"])
+    for found in result["profiles"]:  # each profile of the configuration carries the same comparison
+        growth = found["scaling"]["cpu_growth"]
+        assert growth["low"] < 1.5 < growth["high"] and growth["low"] > 1
+        assert found["scaling"]["from_cores"] == 1 and found["scaling"]["to_cores"] == 2
+    text = to_text(result)
+    assert "Per-example CPU from 1 to 2 cores: ×1.50" in text
+    assert "predictions for more vCPUs than 2 are likely optimistic" in text
+    assert "1 pinned CPU: 62,50" in text and "ex/s at 16.00 (" in text and "2 pinned CPUs: 83,34" in text
+    assert "ex/s at 24.00 (" in text
+
+
+def test_a_growth_the_intervals_cannot_tell_from_none_is_not_called_one(tmp_path):
+    run_dir = _run(tmp_path, capacity=False).run_dir
+    write_capacity(run_dir, profile(_costs(1.0), cores=1, spread=0.1), profile(_costs(1.02), cores=2, spread=0.1),
+                   profile(_costs(1.0), cores=4, configuration_id="cfg-b"))
+    result = whatif(results.load(run_dir), CATALOG, ["ml.c5.xlarge"])
+    by_config = {p["configuration_id"]: p["scaling"] for p in result["profiles"]}
+    assert by_config["cfg-b"] is None  # one core count: nothing to compare
+    assert "no change the intervals can tell" in to_text(result) and "likely optimistic" not in to_text(result)

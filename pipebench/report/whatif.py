@@ -10,6 +10,8 @@ JSON shape (`pipebench whatif --json`; new keys may be added, none renamed or re
   {"version": 1, "run_dir", "assumption", "train_cores", "epoch_examples", "epoch_examples_from", "currency",
    "region", "prices_as_of",
    "profiles": [{"configuration_id", "pipeline", "batch_size", "profiled_cores", "host_fingerprint", "busy_rounds",
+                 "scaling": null | {"from_cores", "to_cores", "examples_per_sec": {cores: {interval}},
+                                    "cpu_sec_per_example": {cores: {interval}}, "cpu_growth": {interval}},
                  "instances": [{"instance_type", "vcpus", "gpus", "price_per_hour", "ranked_on",
                                 "input": {interval} + {"bottleneck", "cores_used"} | {"unavailable"},
                                 "compute_ceiling": {interval} + {"source"} | {"unavailable"},
@@ -195,11 +197,62 @@ def whatif(run: RunResults, catalog: Catalog, instance_types: Sequence[str] = ()
         found.append({"configuration_id": profile.configuration_id, "pipeline": profile.pipeline,
                       "batch_size": profile.batch_size, "profiled_cores": profile.cores,
                       "host_fingerprint": profile.host_fingerprint, "busy_rounds": profile.busy_rounds,
-                      "instances": entries})
+                      "scaling": scaling(profile, run.capacity.profiles), "instances": entries})
     return {"version": JSON_VERSION, "run_dir": str(run.run_dir), "assumption": TRANSFER_ASSUMPTION,
             "train_cores": train_cores, "epoch_examples": epoch_examples, "epoch_examples_from": epoch_from,
             "currency": catalog.currency, "region": catalog.region, "prices_as_of": catalog.prices_as_of,
             "profiles": found}
+
+
+def _bounds_ratio(top: Interval, bottom: Interval) -> Interval:
+    """Give top / bottom with an interval from the ends of the two (errs wide: the profiles keep no rounds to pair)."""
+    mean, rounds = top.mean / bottom.mean, min(top.n, bottom.n)
+    if not (top.decided and bottom.decided) or bottom.low <= 0:
+        return Interval(mean, None, None, rounds)
+    return Interval(mean, top.low / bottom.high, top.high / bottom.low, rounds)
+
+
+def scaling(profile: CapacityProfile, all_profiles: Sequence[CapacityProfile]) -> dict | None:
+    """Give how the whole pipeline's CPU-sec/example moved between the fewest and the most cores this
+    configuration was profiled on, on its host; None with one core count.
+
+    The model holds a profile's per-example costs fixed at any core count. On the 2-vCPU machine this
+    was built on they grew 1.1–2.0× from one pinned core to two (threads handing elements across
+    cores), so a prediction for more vCPUs than were profiled is then likely optimistic: this says so.
+    """
+    same = {p.cores: p for p in all_profiles if p.configuration_id == profile.configuration_id
+            and p.host_fingerprint == profile.host_fingerprint}
+    if len(same) < 2:
+        return None
+    few, many = same[min(same)], same[max(same)]
+    growth = _bounds_ratio(many.stages[-1].prefix_cpu_sec_per_example, few.stages[-1].prefix_cpu_sec_per_example)
+    return {"from_cores": few.cores, "to_cores": many.cores,
+            "examples_per_sec": {str(c): interval_json(same[c].whole) for c in sorted(same)},
+            "cpu_sec_per_example": {str(c): interval_json(same[c].stages[-1].prefix_cpu_sec_per_example)
+                                    for c in sorted(same)},
+            "cpu_growth": interval_json(growth)}
+
+
+def _scaled(found: dict, factor: float) -> dict:
+    return {key: (value * factor if key in ("mean", "low", "high") and value is not None else value)
+            for key, value in found.items()}
+
+
+def _scaling_line(found: dict) -> str:
+    few, many = found["from_cores"], found["to_cores"]
+    growth = found["cpu_growth"]
+    points = "; ".join(f"{c} pinned CPU{'s' if c != '1' else ''}: {interval_text(found['examples_per_sec'][c])} ex/s at "
+                       f"{interval_text(_scaled(found['cpu_sec_per_example'][c], 1e6), ',.2f')} µs of CPU per example"
+                       for c in found["examples_per_sec"])
+    said = f"Measured on this host: {points}. Per-example CPU from {few} to {many} cores: ×{interval_text(growth, '.2f')}"
+    if growth["low"] is None:
+        return said + " (no interval: fewer than two rounds)."
+    if growth["low"] > 1:
+        return (said + ". The model holds each profile's costs fixed, so predictions for more vCPUs than "
+                f"{many} are likely optimistic.")
+    if growth["high"] is not None and growth["high"] < 1:
+        return said + ": it fell with more cores."
+    return said + ": no change the intervals can tell."
 
 
 def _short(rate: float) -> str:
@@ -256,6 +309,8 @@ def to_text(result: dict) -> str:
                 + (f"; {profile['busy_rounds']} of its prefix measurements shared the machine with busy processes "
                    "even when measured again: its figures are less certain than their intervals say"
                    if profile["busy_rounds"] else ""), ""]
+        if profile["scaling"]:
+            out += [_scaling_line(profile["scaling"]), ""]
         ranked_train = [e for e in profile["instances"] if e["ranked_on"] == "train"]
         alone = [e for e in profile["instances"] if e["ranked_on"] != "train"]
         if ranked_train:
