@@ -44,7 +44,7 @@ CASES = ("lambdaji-libsvm/libsvm", "aws-sample/tfrecord", "aws-sample/libsvm", "
 ROWS_PER_RECORD = 256
 BATCH_SIZE = 1024
 FRACTIONAL_CORES = 1.5
-MEASUREMENT = {"warmup_max_sec": 1.5, "window_sec": 0.5, "windows": 2, "max_windows": 2, "steady_cv_pct": 5.0,
+MEASUREMENT = {"warmup_max_sec": 3.0, "window_sec": 0.5, "windows": 2, "max_windows": 2, "steady_cv_pct": 5.0,
                "busy_other_cpu_pct": 25.0}
 GOAL_MEDIAN, GOAL_WORST = 0.10, 0.20
 
