@@ -114,6 +114,10 @@ def test_a_configuration_profiled_on_several_core_counts_projects_from_the_most_
     found = {e["instance_type"]: e for e in rank["projected"]}
     assert found["ml.g5.xlarge"]["examples_per_sec"] == pytest.approx(800_000)  # 4 / 5 µs, not 4 / 3 µs
     assert "profiled on 2 pinned CPU(s)" in found["ml.g5.xlarge"]["assumption"]
+    # 3 µs per example on one pinned CPU, 5 on two: the projection to more vCPUs says it is likely optimistic
+    assert "likely optimistic: its per-example CPU grew ×1.67 (" in found["ml.g5.xlarge"]["assumption"]
+    assert "from 1 to 2 pinned CPUs where profiled" in found["ml.g5.xlarge"]["assumption"]
+    assert found["ml.g5.xlarge"]["busy_machine"] is False
     assert sorted(e["error_pct"] > 0 for e in rank["model_error"]) == [True, True]  # both profiles' errors shown
 
 
@@ -125,3 +129,12 @@ def test_a_projection_with_no_upper_end_says_so(tmp_path):
     assert found["examples_per_sec_low"] is not None and found["examples_per_sec_high"] is None
     json.dumps(rank, allow_nan=False)
     assert "; no upper end) |" in to_markdown({"items": [], "ranking": rank, "service": service_workers([]), "migration": []})
+
+
+def test_a_projection_from_a_profile_with_busy_measurements_is_flagged(tmp_path):
+    run = _run(tmp_path, "ml.c5.xlarge", 4, 790_000.0, capacity=False)
+    write_capacity(run.run_dir, profile(STAGES, configuration_id="t-input-tfr", busy_rounds=2))
+    rank = ranking([results.load(run.run_dir)], _catalog(tmp_path), 1_000_000)
+    found = {e["instance_type"]: e for e in rank["projected"]}["ml.g5.xlarge"]
+    assert found["busy_machine"] is True and "2 of its prefix measurements shared a busy machine" in found["assumption"]
+    assert "likely optimistic" not in found["assumption"]  # one core count: nothing measured says how costs move

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
-from pipebench.report.whatif import capped, interval_json, synthetic_ceiling
+from pipebench.report.whatif import capped, interval_json, scaling, synthetic_ceiling
 from pipebench.catalog import Catalog, Instance
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations
@@ -76,6 +76,7 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
         if key not in widest or item.profile.cores > widest[key].profile.cores:
             widest[key] = item
     found = list(widest.values())
+    growth = {id(f): _growth_caveat(f) for f in found}
     rows = []
     for name, instance in catalog.instances.items():
         if name in measured_types or not found:
@@ -95,10 +96,25 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
             "assumption": (f"{what} on {instance.vcpus} vCPUs, from the per-stage costs of {best.profile.pipeline} "
                            f"profiled on {best.profile.cores} pinned CPU(s) (bottleneck: {bottleneck})"
                            + ("; an upper bound on train throughput: the train step's own ceiling there is not "
-                              "known" if instance.accelerator_rate is None else "") + f"; {TRANSFER_ASSUMPTION}"),
-            "busy_machine": None})  # a capacity profile does not record whether its machine was busy
+                              "known" if instance.accelerator_rate is None else "")
+                           + (growth[id(best)] if instance.vcpus > best.profile.cores else "")
+                           + f"; {TRANSFER_ASSUMPTION}"
+                           + (f"; {best.profile.busy_rounds} of its prefix measurements shared a busy machine"
+                              if best.profile.busy_rounds else "")),
+            "busy_machine": best.profile.busy_rounds > 0})
     rows.sort(key=lambda e: e["cost_per_epoch"])
     return rows
+
+
+def _growth_caveat(found: Profiled) -> str:
+    """Give what the projection adds when its configuration's per-example CPU grew with the cores profiled
+    (pipebench.report.whatif.scaling), else nothing: the model holds costs fixed, so more vCPUs look better."""
+    moved = scaling(found.profile, found.run.capacity.profiles)
+    if moved is None or moved["cpu_growth"]["low"] is None or moved["cpu_growth"]["low"] <= 1:
+        return ""
+    growth = moved["cpu_growth"]
+    return (f"; likely optimistic: its per-example CPU grew ×{growth['mean']:.2f} ({growth['low']:.2f}–"
+            f"{growth['high']:.2f}) from {moved['from_cores']} to {moved['to_cores']} pinned CPUs where profiled")
 
 
 def _error(predicted: Interval, measured: Interval) -> dict:
