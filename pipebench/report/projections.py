@@ -76,7 +76,6 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
         if key not in widest or item.profile.cores > widest[key].profile.cores:
             widest[key] = item
     found = list(widest.values())
-    growth = {id(f): _growth_caveat(f) for f in found}
     rows = []
     for name, instance in catalog.instances.items():
         if name in measured_types or not found:
@@ -97,7 +96,7 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
                            f"profiled on {best.profile.cores} pinned CPU(s) (bottleneck: {bottleneck})"
                            + ("; an upper bound on train throughput: the train step's own ceiling there is not "
                               "known" if instance.accelerator_rate is None else "")
-                           + (growth[id(best)] if instance.vcpus > best.profile.cores else "")
+                           + (_growth_caveat(best) if instance.vcpus > best.profile.cores else "")
                            + f"; {TRANSFER_ASSUMPTION}"
                            + (f"; {best.profile.busy_rounds} of its prefix measurements shared a busy machine"
                               if best.profile.busy_rounds else "")),

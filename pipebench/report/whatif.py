@@ -217,8 +217,8 @@ def scaling(profile: CapacityProfile, all_profiles: Sequence[CapacityProfile]) -
     configuration was profiled on, on its host; None with one core count.
 
     The model holds a profile's per-example costs fixed at any core count. On the 2-vCPU machine this
-    was built on they grew 1.1–2.0× from one pinned core to two (threads handing elements across
-    cores), so a prediction for more vCPUs than were profiled is then likely optimistic: this says so.
+    was built on they grew 1.1–2.0× from one pinned core to two (TensorFlow's threads running at once
+    on two cores cost more than taking turns on one), so a prediction for more vCPUs than were profiled is then likely optimistic: this says so.
     """
     same = {p.cores: p for p in all_profiles if p.configuration_id == profile.configuration_id
             and p.host_fingerprint == profile.host_fingerprint}
@@ -234,6 +234,7 @@ def scaling(profile: CapacityProfile, all_profiles: Sequence[CapacityProfile]) -
 
 
 def _scaled(found: dict, factor: float) -> dict:
+    """Give a JSON interval in other units (seconds → µs)."""
     return {key: (value * factor if key in ("mean", "low", "high") and value is not None else value)
             for key, value in found.items()}
 
