@@ -67,3 +67,10 @@ def test_share_intervals_stay_within_zero_and_one():
 def test_a_ratio_whose_interval_holds_one_is_no_measurable_difference():
     assert difference_verdict(ratio_interval([100.0, 104.0, 97.0], [101.0, 99.0, 100.0])) == "no measurable difference"
     assert difference_verdict(Interval(0.8, 0.7, 0.9, 3)) == "slower"
+
+
+def test_an_unpaired_ratio_takes_its_bounds_from_the_ends_of_both():
+    ratio = Interval(3.0, 2.0, 4.0, 5).over(Interval(2.0, 1.0, 4.0, 3))
+    assert (ratio.mean, ratio.low, ratio.high, ratio.n) == (1.5, 0.5, 4.0, 3)
+    assert not Interval(3.0, 2.0, 4.0, 5).over(Interval(2.0, None, None, 1)).decided
+    assert not Interval(3.0, 2.0, 4.0, 5).over(Interval(2.0, 0.0, 4.0, 3)).decided  # no upper end to give

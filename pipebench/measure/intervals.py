@@ -43,6 +43,14 @@ class Interval:
         return Interval(self.mean * factor, None if self.low is None else self.low * factor,
                         None if self.high is None else self.high * factor, self.n)
 
+    def over(self, other: Interval) -> Interval:
+        """Give self / other, its interval from the ends of the two (errs wide: for figures whose rounds were not
+        paired); none unless both have one and other's low end is above 0."""
+        mean, rounds = self.mean / other.mean, min(self.n, other.n)
+        if not (self.decided and other.decided) or other.low <= 0:
+            return Interval(mean, None, None, rounds)
+        return Interval(mean, self.low / other.high, self.high / other.low, rounds)
+
     def text(self, fmt: str = ",.0f", scale: float = 1.0, unit: str = "") -> str:
         """Give 'mean (low–high)unit': the one way an interval is printed, in reports, logs and advice.
 

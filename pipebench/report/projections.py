@@ -119,10 +119,9 @@ def _growth_caveat(found: Profiled) -> str:
 def _error(predicted: Interval, measured: Interval) -> dict:
     """Give predicted / measured − 1 in percent, with bounds from both intervals' ends (None without both;
     the high bound alone None when the prediction has no upper end)."""
-    both = predicted.decided and measured.decided
-    high = 100 * (predicted.high / measured.low - 1) if both else None
-    return {"error_pct": 100 * (predicted.mean / measured.mean - 1),
-            "error_low_pct": 100 * (predicted.low / measured.high - 1) if both else None,
+    ratio = predicted.over(measured)
+    high = None if ratio.high is None else 100 * (ratio.high - 1)
+    return {"error_pct": 100 * (ratio.mean - 1), "error_low_pct": None if ratio.low is None else 100 * (ratio.low - 1),
             "error_high_pct": high if high is None or math.isfinite(high) else None}
 
 

@@ -79,11 +79,11 @@ def interval_json(found: Interval) -> dict:
     return {"mean": found.mean, "low": found.low, "high": high, "rounds": found.n}
 
 
-def interval_text(found: dict, fmt: str = ",.0f") -> str:
-    """Give a JSON interval as Interval.text writes it, or why it is unavailable."""
+def interval_text(found: dict, fmt: str = ",.0f", scale: float = 1.0) -> str:
+    """Give a JSON interval as Interval.text writes it (times `scale`), or why it is unavailable."""
     if "unavailable" in found:
         return f"unavailable: {found['unavailable']}"
-    return Interval(found["mean"], found["low"], found["high"], found["rounds"]).text(fmt)
+    return Interval(found["mean"], found["low"], found["high"], found["rounds"]).text(fmt, scale=scale)
 
 
 def _inverse(scale: float, found: Interval) -> Interval:
@@ -204,14 +204,6 @@ def whatif(run: RunResults, catalog: Catalog, instance_types: Sequence[str] = ()
             "profiles": found}
 
 
-def _bounds_ratio(top: Interval, bottom: Interval) -> Interval:
-    """Give top / bottom with an interval from the ends of the two (errs wide: the profiles keep no rounds to pair)."""
-    mean, rounds = top.mean / bottom.mean, min(top.n, bottom.n)
-    if not (top.decided and bottom.decided) or bottom.low <= 0:
-        return Interval(mean, None, None, rounds)
-    return Interval(mean, top.low / bottom.high, top.high / bottom.low, rounds)
-
-
 def scaling(profile: CapacityProfile, all_profiles: Sequence[CapacityProfile]) -> dict | None:
     """Give how the whole pipeline's CPU-sec/example moved between the fewest and the most cores this
     configuration was profiled on, on its host; None with one core count.
@@ -225,7 +217,7 @@ def scaling(profile: CapacityProfile, all_profiles: Sequence[CapacityProfile]) -
     if len(same) < 2:
         return None
     few, many = same[min(same)], same[max(same)]
-    growth = _bounds_ratio(many.stages[-1].prefix_cpu_sec_per_example, few.stages[-1].prefix_cpu_sec_per_example)
+    growth = many.stages[-1].prefix_cpu_sec_per_example.over(few.stages[-1].prefix_cpu_sec_per_example)
     return {"from_cores": few.cores, "to_cores": many.cores,
             "examples_per_sec": {str(c): interval_json(same[c].whole) for c in sorted(same)},
             "cpu_sec_per_example": {str(c): interval_json(same[c].stages[-1].prefix_cpu_sec_per_example)
@@ -233,17 +225,11 @@ def scaling(profile: CapacityProfile, all_profiles: Sequence[CapacityProfile]) -
             "cpu_growth": interval_json(growth)}
 
 
-def _scaled(found: dict, factor: float) -> dict:
-    """Give a JSON interval in other units (seconds → µs)."""
-    return {key: (value * factor if key in ("mean", "low", "high") and value is not None else value)
-            for key, value in found.items()}
-
-
 def _scaling_line(found: dict) -> str:
     few, many = found["from_cores"], found["to_cores"]
     growth = found["cpu_growth"]
     points = "; ".join(f"{c} pinned CPU{'s' if c != '1' else ''}: {interval_text(found['examples_per_sec'][c])} ex/s at "
-                       f"{interval_text(_scaled(found['cpu_sec_per_example'][c], 1e6), ',.2f')} µs of CPU per example"
+                       f"{interval_text(found['cpu_sec_per_example'][c], ',.2f', scale=1e6)} µs of CPU per example"
                        for c in found["examples_per_sec"])
     said = f"Measured on this host: {points}. Per-example CPU from {few} to {many} cores: ×{interval_text(growth, '.2f')}"
     if growth["low"] is None:
