@@ -11,7 +11,7 @@ in a random order per repeat:
   thread is pinned to CPU 0 (the threads of a bigger machine, without a second core to run on);
 - `all CPUs`: unpinned.
 
-Each process calibrates its calls to ~0.1 s (the first call, which traces, untimed), warms up, then
+Each process calibrates its calls as a trial does (pipebench.measure.windows), warms up, then
 reads its CPU time (CLOCK_PROCESS_CPUTIME_ID) and every thread's (/proc/self/task/*/stat) around
 `--seconds` of calls. Threads are grouped as TensorFlow names them: `tf_Compute` (the inter-op pool),
 the main thread (the consumer loop's caller), and the rest (tf.data's own threads: map workers,
@@ -38,7 +38,7 @@ from pipebench.measure.intervals import geometric_interval, mean_interval, ratio
 CASES = ("lambdaji-libsvm/libsvm", "aws-sample/tfrecord", "aws-sample/libsvm", "aws-sample/packed",
          "guide/tfrecord", "guide/packed")
 REGIMES = ("1 CPU", "1 CPU, pools for all", "all CPUs")
-ROWS_PER_RECORD, BATCH_SIZE, CALL_SEC = 256, 1024, 0.1
+ROWS_PER_RECORD, BATCH_SIZE = 256, 1024
 
 
 def _thread_cpu() -> dict[str, float]:
@@ -62,6 +62,7 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
         os.sched_setaffinity(0, {0})
     import tensorflow as tf
 
+    from pipebench.measure.windows import Arm
     from pipebench.measure.worker import _input_loop, examples_counter
     from pipebench.pipeline.build import build
     from pipebench.pipeline.presets import preset
@@ -70,14 +71,9 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
     spec = preset(name, format=fmt, files=(files[fmt],), batch_size=BATCH_SIZE, epochs=None, seed=1)
     if fmt == "packed":
         spec = spec.with_source(rows_per_record=ROWS_PER_RECORD)
-    loop, iterator, steps = _input_loop(tf, examples_counter(tf, spec)), iter(build(spec).dataset), 1
-    loop(iterator, steps)  # traces: untimed
-    while True:
-        started = time.perf_counter()
-        loop(iterator, steps)
-        if time.perf_counter() - started >= CALL_SEC:
-            break
-        steps *= 2
+    dataset = build(spec).dataset
+    arm = Arm("input", lambda: iter(dataset), _input_loop(tf, examples_counter(tf, spec)))
+    arm.calibrate()  # calls of ~0.1 s, the first (tracing) untimed, as a trial's
     if regime == "1 CPU, pools for all":
         for task in os.listdir("/proc/self/task"):
             try:
@@ -86,10 +82,10 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
                 pass
     warm = time.perf_counter()
     while time.perf_counter() - warm < 1.0:
-        loop(iterator, steps)
+        arm.call()
     before, cpu0, wall0, examples = _thread_cpu(), time.process_time(), time.perf_counter(), 0
     while time.perf_counter() - wall0 < seconds:
-        examples += loop(iterator, steps)[0]
+        examples += arm.call()[0]
     wall, cpu, after = time.perf_counter() - wall0, time.process_time() - cpu0, _thread_cpu()
     return {"examples_per_sec": examples / wall, "cpu_us": cpu / examples * 1e6, "util": cpu / wall,
             "groups_us": {g: (after[g] - before.get(g, 0.0)) / examples * 1e6 for g in after}}
