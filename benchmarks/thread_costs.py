@@ -63,7 +63,7 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
     import tensorflow as tf
 
     from pipebench.measure.windows import Arm
-    from pipebench.measure.worker import _input_loop, examples_counter
+    from pipebench.measure.worker import input_loop, examples_counter
     from pipebench.pipeline.build import build
     from pipebench.pipeline.presets import preset
 
@@ -72,7 +72,7 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
     if fmt == "packed":
         spec = spec.with_source(rows_per_record=ROWS_PER_RECORD)
     dataset = build(spec).dataset
-    arm = Arm("input", lambda: iter(dataset), _input_loop(tf, examples_counter(tf, spec)))
+    arm = Arm("input", lambda: iter(dataset), input_loop(tf, examples_counter(tf, spec)))
     arm.calibrate()  # calls of ~0.1 s, the first (tracing) untimed, as a trial's
     if regime == "1 CPU, pools for all":
         for task in os.listdir("/proc/self/task"):

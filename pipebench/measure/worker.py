@@ -82,7 +82,7 @@ def examples_counter(tf, spec) -> Callable:
     return count
 
 
-def _input_loop(tf, count: Callable, per_step: int = 1):
+def input_loop(tf, count: Callable, per_step: int = 1):
     """Give the input arm's loop: count examples inside a tf.function, no per-batch Python work.
 
     `per_step` > 1: each element stands for that many (the shard(K, 0) sink of a prefix; pipebench.capacity.prefixes).
@@ -156,7 +156,7 @@ def _input_arm(tf, spec, built, m: dict) -> Arm:
         per_step = sink_every(element_of(spec, m["prefix_stages"]))
         if per_step > 1:  # repeat first: each element the sink yields then stands for exactly per_step
             dataset = dataset.repeat().shard(per_step, 0)
-    return Arm("input", lambda: iter(dataset), _input_loop(tf, examples_counter(tf, spec), per_step),
+    return Arm("input", lambda: iter(dataset), input_loop(tf, examples_counter(tf, spec), per_step),
                cpu_clock=process_tree_cpu_sec)
 
 
