@@ -22,7 +22,8 @@ from pipebench.results import CONFIG_FILE, JOBS_FILE, SAMPLES_FILE, TRIALS_FILE
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, read_table
 from pipebench.sagemaker.entry import JOB_FILE
-from pipebench.sagemaker.launch import LAUNCH_MANIFEST, aws_errors, client, parse_s3_uri, s3_join, s3_key
+from pipebench.sagemaker.launch import LAUNCH_MANIFEST, aws_errors, client
+from pipebench.sagemaker.s3uri import launch_folder, parse_s3_uri, s3_join, s3_key
 
 OUTPUT_TARBALL = "output.tar.gz"
 
@@ -81,7 +82,7 @@ def _host_runs(job_dir: Path, where: str) -> list[tuple[dict, Path]]:
 
 def collect(s3_uri: str, out: Path, force: bool = False, log=print) -> Path:
     """Download the launched jobs' outputs and merge them into `out`; give `out`."""
-    bucket, prefix = parse_s3_uri(s3_uri)
+    bucket, prefix = launch_folder(s3_uri)
     s3, sagemaker = client("s3"), client("sagemaker")
     try:
         names = _launched(s3, bucket, prefix)

@@ -30,31 +30,12 @@ from pipebench.sagemaker.cluster import DataWorkers
 from pipebench.sagemaker.environment import INPUT_MODES
 from pipebench.sagemaker.requests import (job_name, script_mode_hyperparameters, trainer_instance_type,
                                           training_job_request, validate)
+from pipebench.sagemaker.s3uri import launch_folder, parse_s3_uri, s3_join, s3_key
 
 LAUNCH_MANIFEST = "pipebench-launch.json"
 SOURCE_KEY = "source"
 DATA_LIST = "data.json"
 EXPERIMENT_FILE = "experiment.yaml"
-
-
-def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """Give (bucket, key prefix without slashes at either end) of an s3://bucket/prefix URI."""
-    if not uri.startswith("s3://"):
-        raise UsageError(f"{uri}: not an S3 URI (expected s3://bucket/prefix)")
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    if not bucket or "/" in bucket:
-        raise UsageError(f"{uri}: no bucket name (expected s3://bucket/prefix)")
-    return bucket, key.strip("/")
-
-
-def s3_key(*parts: str) -> str:
-    """Give the key a/b/c from the non-empty parts (an empty launch prefix is the bucket's root)."""
-    return "/".join(p.strip("/") for p in parts if p.strip("/"))
-
-
-def s3_join(bucket: str, *parts: str) -> str:
-    """Give s3://bucket/a/b from the non-empty parts."""
-    return f"s3://{bucket}/{s3_key(*parts)}".rstrip("/")
 
 
 def client(service: str, region: str | None = None):
@@ -199,7 +180,7 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
                              f"(PipeModeDataset; only {', '.join(sorted(images.PIPE_MODE_VERSIONS))} has it): use "
                              "--tf-version 2.14 or an --image-uri with it")
     given, experiment = experiment, job_experiment(experiment, data_format)
-    bucket, prefix = parse_s3_uri(s3_uri)
+    bucket, prefix = launch_folder(s3_uri)
     now = now or dt.datetime.now(dt.timezone.utc)
     budget_min = experiment["budget"]["max_minutes"]
     # The budget bounds the measuring; data copy, image pull and TF start-up come on top.
