@@ -287,7 +287,7 @@ def _cmd_sagemaker_launch(args: argparse.Namespace) -> int:
         print(json.dumps({"uploads": launch.uploads(), "requests": launch.requests}, indent=2))
         return 0
     manifest = submit(launch, log=lambda text: print(text, flush=True))
-    print(f"launched {len(manifest['jobs'])} job(s); when they finish: "
+    print(f"launched {len(manifest.jobs)} job(s); when they finish: "
           f"pipebench sagemaker collect {launch.uri} --out DIR")
     return 0
 
