@@ -142,7 +142,7 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
         raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
     try:
-        atomic_write_bytes(out, export(spec).encode())
+        atomic_write_bytes(out, export(spec).encode(), replace=args.force)
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
     print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
