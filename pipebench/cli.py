@@ -231,7 +231,8 @@ def _cmd_sharding(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipebench.report.page import write_report
 
-    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial)
+    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial,
+                                      force=args.force)
     print(f"wrote {html_path} and {md_path}")
     return 0
 
@@ -468,7 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run)")
+    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run); must "
+                        "not exist unless --force")
+    report.add_argument("--force", action="store_true", help="replace the output folder if it exists")
     report.add_argument("--allow-mixed", action="store_true", help="combine runs from different hosts or data")
     report.add_argument("--trial", action="append", metavar="TRIAL_ID",
                         help="plot this trial's CPU / GPU utilization (repeatable; default: the fastest of each mode)")

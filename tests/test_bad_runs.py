@@ -201,6 +201,17 @@ CASES = [
     Bad("report-run-folder-missing", ("report", RUN), r"^{tmp}/run: no such run folder$", code=2),
     Bad("report-folder-without-trials", ("report", RUN), r"^{tmp}/run: no trials\.parquet: not a pipebench run "
         r"folder", make=_no_trials, code=2),
+    # report refuses an existing output folder as every output command does (issue 28: it wrote over a user's files)
+    Bad("report-out-holds-a-users-report", ("report", RUN, "--out", "{tmp}/mine"), r"^{tmp}/mine: already exists "
+        r"\(use --force to replace it\)$", make=lambda folder: (_run(folder), (folder / "mine").mkdir(),
+                                                                (folder / "mine" / "report.md").write_text("mine\n")),
+        code=2),
+    Bad("report-default-out-exists", ("report", RUN), r"^{tmp}/run/report: already exists \(use --force",
+        make=lambda folder: (_run(folder) / "report").mkdir(), code=2),
+    Bad("report-out-is-the-run-folder-with-force", ("report", RUN, "--out", RUN, "--force"),
+        r"^output {tmp}/run is the input {tmp}/run; choose an --out apart from the inputs$", make=_run, code=2),
+    Bad("report-out-holds-the-run-folder-with-force", ("report", RUN, "--out", "{tmp}", "--force"),
+        r"^output {tmp} contains the input {tmp}/run", make=_run, code=2),
     # checklist reads through the same reader
     Bad("checklist-trials-random-bytes", ("checklist", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet",
         make=_damaged("trials.parquet", _random_bytes), code=1),
