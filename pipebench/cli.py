@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
-from pipebench.errors import FailureBudgetError, PipebenchError, UsageError
+from pipebench.errors import FailureBudgetError, PipebenchError, UsageError, debug
 
 if TYPE_CHECKING:
     from pipebench.runner import RunOutcome
@@ -554,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PipebenchError as err:
-        if os.environ.get("PIPEBENCH_DEBUG"):
+        if debug():
             raise
         print(f"pipebench: error: {err}", file=sys.stderr)
         return err.exit_code
@@ -565,7 +565,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 141
     except OSError as err:  # the system refused a file (permission, read-only, disk full): the user's to fix
-        if os.environ.get("PIPEBENCH_DEBUG"):
+        if debug():
             raise
         print(f"pipebench: error: {err.filename}: {err.strerror}" if err.filename and err.strerror
               else f"pipebench: error: {err}", file=sys.stderr)

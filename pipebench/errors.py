@@ -10,8 +10,20 @@ Exit codes of the `pipebench` command (the CLI catches errors once, in `pipebenc
 - 3: a run stopped past its failure budget (`budget.max_failure_rate`): its rows (and, for the grid,
   summary.md) are written, and the last line says why it stopped.
 - 130: interrupted (Ctrl-C).
+
+PIPEBENCH_DEBUG set to anything but 0, false, no, off or nothing shows the traceback instead (`debug()`).
 """
 from __future__ import annotations
+
+import os
+
+#: PIPEBENCH_DEBUG values that leave debugging off (compared lower-case, stripped).
+_OFF = ("", "0", "false", "no", "off")
+
+
+def debug() -> bool:
+    """Give whether PIPEBENCH_DEBUG asks for tracebacks of user errors (the one place it is read)."""
+    return os.environ.get("PIPEBENCH_DEBUG", "").strip().lower() not in _OFF
 
 
 class PipebenchError(Exception):

@@ -247,6 +247,11 @@ CASES = [
     Bad("worker-run-dir-already-running", ("worker", "{tmp}/exp.yaml", "--storage", "{tmp}/s.journal", "--study",
                                            "s", "--run-dir", RUN), _ALREADY_RUNNING, make=_held_with_experiment,
         after=_release, out="s.journal", code=2),
+    # PIPEBENCH_DEBUG is a boolean (issue 28: `0` turned tracebacks on and changed the exit code)
+    *(Bad(f"debug-{name}-is-off", ("report", RUN), r"^{tmp}/run: no such run folder$",
+          env={"PIPEBENCH_DEBUG": value}, code=2)
+      for name, value in (("0", "0"), ("false", "false"), ("No", "No"), ("OFF", "OFF"), ("empty", ""),
+                          ("padded-0", " 0 "))),
     # usage errors: one line naming the subcommand, for every level of subcommand
     Bad("usage-no-command", (), r"^the following arguments are required: COMMAND \(see pipebench --help\)$", code=2),
     Bad("usage-unknown-command", ("runn",), r"^argument COMMAND: invalid choice: 'runn' .* \(see pipebench --help\)$",
