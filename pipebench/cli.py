@@ -165,16 +165,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
-                            profile=args.profile))
+    _refuse_failed_run(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
+                           profile=args.profile))
     return 0
 
 
-def _refuse_past_budget(outcome: RunOutcome) -> None:
-    """Raise FailureBudgetError (exit 3) when the run stopped because too many trials failed: CI must see it."""
-    if outcome.result.failure_budget_spent:
-        raise FailureBudgetError(f"{outcome.run_dir}: stopped early: {outcome.result.stopped}; the rows so far "
-                                 "are written")
+def _refuse_failed_run(outcome: RunOutcome) -> None:
+    """Raise FailureBudgetError (exit 3) when the run failed as a whole (past its failure budget, or no trial
+    succeeded): CI must see it."""
+    failure = outcome.result.failure()
+    if failure:
+        raise FailureBudgetError(f"{outcome.run_dir}: {failure}; the rows so far are written")
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
@@ -182,8 +183,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.runner import join
 
     experiment = load_experiment(args.experiment, tuple(args.set))
-    _refuse_past_budget(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
-                             log=lambda text: print(text, flush=True)))
+    _refuse_failed_run(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
+                            log=lambda text: print(text, flush=True)))
     return 0
 
 
