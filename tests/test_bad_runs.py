@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from badinput import Bad, run_case
+from badinput import Bad, mount, run_case, unmount_under
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 from report_fixtures import data_files, machine, make_run, passing_rows
 
@@ -286,3 +286,25 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_refused(case, tmp_path):
     run_case(case, tmp_path)
+
+
+def _small_results_disk(folder: Path) -> None:
+    """Make the experiment, and its results folder a 64 KiB tmpfs: room for a run folder, not for its first rows."""
+    _experiment(folder)
+    mount(["-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs"], folder / "results" / "tiny")
+
+
+MOUNTED = [
+    # issue 28: the line said `[Errno 28] No space left on device` and named no file
+    Bad("run-disk-full", ("run", "{tmp}/exp.yaml"), r"^{tmp}/results/tiny/[\d-]+[0-9a-f]{4}/\S+: No space left on "
+        r"device$", make=_small_results_disk, code=1),
+]
+
+
+@pytest.mark.parametrize("case", MOUNTED, ids=str)
+def test_refused_on_a_mount(case, tmp_path):
+    """Needs root for `mount` (skipped, saying so, elsewhere); the mounts are undone whatever happens."""
+    try:
+        run_case(case, tmp_path)
+    finally:
+        unmount_under(tmp_path)
