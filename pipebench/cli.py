@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
-from pipebench.errors import FailureBudgetError, PipebenchError, UsageError
+from pipebench.errors import FailureBudgetError, PipebenchError, UsageError, debug
 
 if TYPE_CHECKING:
     from pipebench.runner import RunOutcome
@@ -142,7 +142,7 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
         raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
     try:
-        atomic_write_bytes(out, export(spec).encode())
+        atomic_write_bytes(out, export(spec).encode(), replace=args.force)
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
     print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
@@ -165,16 +165,17 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
         experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
-                            profile=args.profile))
+    _refuse_failed_run(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
+                           profile=args.profile))
     return 0
 
 
-def _refuse_past_budget(outcome: RunOutcome) -> None:
-    """Raise FailureBudgetError (exit 3) when the run stopped because too many trials failed: CI must see it."""
-    if outcome.result.failure_budget_spent:
-        raise FailureBudgetError(f"{outcome.run_dir}: stopped early: {outcome.result.stopped}; the rows so far "
-                                 "are written")
+def _refuse_failed_run(outcome: RunOutcome) -> None:
+    """Raise FailureBudgetError (exit 3) when the run failed as a whole (past its failure budget, or no trial
+    succeeded): CI must see it."""
+    failure = outcome.result.failure()
+    if failure:
+        raise FailureBudgetError(f"{outcome.run_dir}: {failure}; the rows so far are written")
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
@@ -182,8 +183,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.runner import join
 
     experiment = load_experiment(args.experiment, tuple(args.set))
-    _refuse_past_budget(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
-                             log=lambda text: print(text, flush=True)))
+    _refuse_failed_run(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
+                            log=lambda text: print(text, flush=True)))
     return 0
 
 
@@ -231,7 +232,8 @@ def _cmd_sharding(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipebench.report.page import write_report
 
-    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial)
+    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial,
+                                      force=args.force)
     print(f"wrote {html_path} and {md_path}")
     return 0
 
@@ -468,7 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run)")
+    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run); must "
+                        "not exist unless --force")
+    report.add_argument("--force", action="store_true", help="replace the output folder if it exists")
     report.add_argument("--allow-mixed", action="store_true", help="combine runs from different hosts or data")
     report.add_argument("--trial", action="append", metavar="TRIAL_ID",
                         help="plot this trial's CPU / GPU utilization (repeatable; default: the fastest of each mode)")
@@ -551,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PipebenchError as err:
-        if os.environ.get("PIPEBENCH_DEBUG"):
+        if debug():
             raise
         print(f"pipebench: error: {err}", file=sys.stderr)
         return err.exit_code
@@ -562,7 +566,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 141
     except OSError as err:  # the system refused a file (permission, read-only, disk full): the user's to fix
-        if os.environ.get("PIPEBENCH_DEBUG"):
+        if debug():
             raise
         print(f"pipebench: error: {err.filename}: {err.strerror}" if err.filename and err.strerror
               else f"pipebench: error: {err}", file=sys.stderr)

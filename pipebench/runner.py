@@ -112,9 +112,10 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     log("\n".join(verdicts(result.rows)))
     log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"
         + (f"; stopped early: {result.stopped}" if result.stopped else ""))
-    from pipebench.report.next_steps import next_steps
+    if result.succeeded:  # with nothing measured there is nothing to report on or export
+        from pipebench.report.next_steps import next_steps
 
-    log("\n".join(next_steps(run_folder.path)))
+        log("\n".join(next_steps(run_folder.path)))
     return RunOutcome(run_folder.path, result)
 
 

@@ -38,6 +38,18 @@ def test_bad_data_exits_non_zero_with_one_line_and_no_traceback(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_pipebench_debug_is_read_as_a_boolean(monkeypatch):
+    """Regression (issue 28): any value, `0` included, turned tracebacks on."""
+    from pipebench.errors import debug
+
+    for value, on in [("1", True), ("yes", True), ("true", True), ("on", True), ("0", False), ("false", False),
+                      ("FALSE", False), ("no", False), ("off", False), ("", False), (" 0 ", False)]:
+        monkeypatch.setenv("PIPEBENCH_DEBUG", value)
+        assert debug() is on, value
+    monkeypatch.delenv("PIPEBENCH_DEBUG")
+    assert debug() is False
+
+
 def test_missing_input_is_a_usage_error(tmp_path):
     result = run("-m", "pipebench.cli", "convert", str(tmp_path / "nope.libsvm"), "--out", str(tmp_path / "o"))
     assert result.returncode == 2

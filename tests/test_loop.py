@@ -100,6 +100,28 @@ def test_unavailable_trials_do_not_spend_the_failure_budget_but_failed_ones_do(t
 
 
 @pytest.mark.parametrize("driver", ["grid", "optuna"])
+def test_a_run_with_no_trial_ok_fails_whatever_its_size_and_budget(tmp_path, driver):
+    """Regression (issue 28): the failure budget is judged from 4 trials on, so a run of 2 failed trials
+    (or of any number with max_failure_rate 1.0) ended as a success."""
+    experiment, data = _experiment(tmp_path), _data(tmp_path)  # 2 trials, max_failure_rate 0.5
+    measures = {"failed": fake_measure(lambda spec: TrialRecord(TrialStatus.FAILED, "boom")),
+                "unavailable": fake_measure(lambda spec: TrialRecord(TrialStatus.UNAVAILABLE, "no PipeModeDataset")),
+                "half": fake_measure(lambda spec: _rate(spec) if spec.batch_size == 512 else
+                                     TrialRecord(TrialStatus.FAILED, "boom"))}
+    ended = {}
+    for name, measure in measures.items():
+        run = _run_folder(tmp_path / name, data)
+        planner = (GridPlanner(trials(experiment, data), set()) if driver == "grid"
+                   else _optuna_planner(experiment, data, run))
+        result = run_trials(planner, run, experiment, measure, stream=io.StringIO())
+        assert len(result.rows) == 2 and not result.failure_budget_spent and result.stopped is None
+        ended[name] = (result.succeeded, result.failure())
+    assert ended == {"failed": (False, "no trial succeeded (2 trials: 2 failed)"),
+                     "unavailable": (False, "no trial succeeded (2 trials: 2 unavailable)"),
+                     "half": (True, None)}
+
+
+@pytest.mark.parametrize("driver", ["grid", "optuna"])
 def test_max_trials_and_page_cache_hold_for_every_driver(tmp_path, driver):
     """The Optuna driver ignored budget.max_trials and measurement.page_cache."""
     experiment = parse_experiment({**_experiment(tmp_path, n_trials=2).resolved,

@@ -147,6 +147,21 @@ def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_su
     assert "4 of 4 trials failed" in (run_dir / "summary.md").read_text()
 
 
+def test_a_run_in_which_no_trial_succeeded_exits_3_whatever_its_size(tmp_path):
+    """Regression (issue 28): a run whose every trial failed exited 0 when it had fewer than 4 trials (the failure
+    budget's minimum) and ended advising to export "the fastest configuration"."""
+    experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
+                             grid={"batch_size": [100_000, 200_000]})  # both larger than the data: `invalid`
+    done = subprocess.run([sys.executable, "-m", "pipebench", "run", experiment], capture_output=True, text=True,
+                          timeout=600)
+    run_dir = _run_dir(tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1] == (f"pipebench: error: {run_dir}: no trial succeeded (2 trials: 2 invalid); "
+                                            "the rows so far are written")
+    assert "pipelines export" not in done.stdout and "Next steps" not in done.stdout, done.stdout
+    assert len(results.load(run_dir).trials) == 2
+
+
 def test_unknown_key_fails_before_any_work(tmp_path):
     proc = _pipebench("run", _experiment(tmp_path, budgte={}))
     out, _ = proc.communicate(timeout=120)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipebench.atomic import atomic_write_bytes
+from pipebench.atomic import atomic_dir
 from pipebench.capacity.model import MODEL_SUMMARY, TRANSFER_ASSUMPTION, rates_per_core, stage_costs
 from pipebench.errors import PipebenchError, UsageError
 from pipebench.report.configurations import Configuration, configurations
@@ -225,9 +225,10 @@ def to_html(blocks: list[tuple]) -> str:
 
 
 def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: bool = False,
-                 trial_ids: list[str] | None = None) -> tuple[Path, Path]:
+                 trial_ids: list[str] | None = None, force: bool = False) -> tuple[Path, Path]:
     """Write report.html, report.md and figures/*.png into `out` (default: the first run's report/); give both paths.
 
+    The folder is written whole or not at all; an existing one is replaced only with `force`.
     `trial_ids` choose the trials whose CPU / GPU utilization is plotted (default: the fastest of each mode).
     """
     runs = load_many(run_dirs, allow_mixed=allow_mixed)
@@ -237,13 +238,15 @@ def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: boo
     unknown = sorted(set(trial_ids or ()) - set(trials["trial_id"]))
     if unknown:
         raise UsageError(f"report: no trial {', '.join(unknown)} in these runs")
-    figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study], profiled(runs), model_errors(runs))
-    blocks = build_blocks(runs, figures)
-    (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
-    for figure in figures:
-        atomic_write_bytes(out / FIGURES_DIR / f"{figure.id}.png", figure.png)
-    page = (f'<!doctype html><html><head><meta charset="utf-8"><title>pipebench report</title>'
-            f"<style>{_STYLE}</style></head><body>{to_html(blocks)}</body></html>")
-    atomic_write_bytes(out / HTML_FILE, page.encode())
-    atomic_write_bytes(out / MARKDOWN_FILE, to_markdown(blocks).encode())
+    with atomic_dir(out, force=force, inputs=[r.run_dir for r in runs], inside_inputs=True) as tmp:
+        figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study], profiled(runs),
+                         model_errors(runs))
+        blocks = build_blocks(runs, figures)
+        (tmp / FIGURES_DIR).mkdir()
+        for figure in figures:
+            (tmp / FIGURES_DIR / f"{figure.id}.png").write_bytes(figure.png)
+        page = (f'<!doctype html><html><head><meta charset="utf-8"><title>pipebench report</title>'
+                f"<style>{_STYLE}</style></head><body>{to_html(blocks)}</body></html>")
+        (tmp / HTML_FILE).write_text(page, encoding="utf-8")
+        (tmp / MARKDOWN_FILE).write_text(to_markdown(blocks), encoding="utf-8")
     return out / HTML_FILE, out / MARKDOWN_FILE
