@@ -98,12 +98,17 @@ def host(name: str = "algo-1", run_dir: str = RUN_DIR, job_text: str | None = No
     return write
 
 
-def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", linkname: str = "") -> \
-        Callable[[tarfile.TarFile], None]:
-    """Give an adder of one raw member (any name, any type) to an archive."""
+def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"", linkname: str = "",
+           size: int | None = None) -> Callable[[tarfile.TarFile], None]:
+    """Give an adder of one raw member (any name, any type) to an archive; `size` declares a size its data lacks
+    (the header alone is written)."""
     def add(tar: tarfile.TarFile) -> None:
         info = tarfile.TarInfo(name)
         info.type, info.size, info.linkname, info.mode = kind, len(data) if kind == tarfile.REGTYPE else 0, linkname, 0o644
+        if size is not None:
+            info.size = size
+            tar.fileobj.write(info.tobuf(tar.format, tar.encoding, tar.errors))
+            return
         tar.addfile(info, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
     return add
 

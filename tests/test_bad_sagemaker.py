@@ -141,6 +141,12 @@ ARCHIVE_CASES = [
              Archive(hosts=(host(),), members=(member("algo-1/fifo", tarfile.FIFOTYPE),))),
     _collect("member-twice", rf"^{ARCHIVE}: member 'algo-1/job\.json': named twice in the archive$",
              Archive(hosts=(host(),), members=(member("algo-1/job.json", data=b"{}"),))),
+    # bounded cost: a hostile archive stops at a cap, not after it is read (the member declares 5 GiB it lacks)
+    _collect("member-over-the-unpacked-cap", rf"^{ARCHIVE}: holds more than 100,000 members or 4,294,967,296 bytes "
+             "unpacked, more than a pipebench job writes; not collected$",
+             Archive(hosts=(host(),), members=(member("algo-1/bomb", size=5 << 30),))),
+    _job("job-over-its-cap", r"larger than 1,048,576 bytes; not a job record pipebench wrote$",
+         job_text="{" + " " * (2 << 20) + "}"),
     _collect("no-job-json", rf"^{ARCHIVE}: no job\.json inside; not written by pipebench's SageMaker entry point$",
              Archive(members=(member("algo-1/notes.txt", data=b"x"),))),
     # the launch manifest, also read from S3

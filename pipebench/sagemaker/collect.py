@@ -37,6 +37,12 @@ from pipebench.typed import to_json
 from pipebench.values import echo, name_text
 
 OUTPUT_TARBALL = "output.tar.gz"
+#: What one job's archive may cost (a few MiB is usual: run folders, maybe TensorBoard profiles). Past a cap
+#: collect stops at once, so a hostile archive (a gzip bomb, a million empty files) costs bounded time and memory.
+ARCHIVE_MAX_BYTES = 1 << 30
+UNPACKED_MAX_BYTES = 4 << 30
+MEMBERS_MAX = 100_000
+MANIFEST_MAX_BYTES = 1 << 20
 _MEMBER_KINDS = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link", tarfile.CHRTYPE: "a device",
                  tarfile.BLKTYPE: "a device", tarfile.FIFOTYPE: "a FIFO"}
 #: What unpacking meets when two members share a name (as a file and a folder, or twice): the archive's fault.
@@ -62,11 +68,22 @@ def _launched(s3, bucket: str, prefix: str) -> LaunchManifest:
     """Give the launch manifest, checked."""
     key = s3_key(prefix, LAUNCH_MANIFEST)
     try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        body = _fetch(s3, bucket, key, MANIFEST_MAX_BYTES)
     except s3.exceptions.NoSuchKey:
         raise PipebenchError(f"{s3_join(bucket, key)}: missing; not a folder `pipebench sagemaker launch` "
                              "wrote to") from None
     return read_manifest(body, s3_join(bucket, key))
+
+
+def _fetch(s3, bucket: str, key: str, cap: int) -> bytes:
+    """Give an S3 object's bytes; DataError past `cap` bytes, read no further than that."""
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+    data = body.read(cap + 1)
+    body.close()
+    if len(data) > cap:
+        raise DataError(f"{s3_join(bucket, key)}: larger than {cap:,} bytes, more than pipebench wrote there; "
+                        "not collected")
+    return data
 
 
 def _output_of(sagemaker, name: str) -> tuple[str, str]:
@@ -105,7 +122,13 @@ def _unpack(data: bytes, into: Path, where: str) -> None:
     """
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            members = [(member, _member_parts(member, where)) for member in tar.getmembers()]
+            members, unpacked = [], 0
+            for member in tar:  # checked as they come, so a bomb stops at a cap, not after it is all read
+                members.append((member, _member_parts(member, where)))
+                unpacked += member.size
+                if len(members) > MEMBERS_MAX or unpacked > UNPACKED_MAX_BYTES:
+                    raise DataError(f"{where}: holds more than {MEMBERS_MAX:,} members or {UNPACKED_MAX_BYTES:,} "
+                                    "bytes unpacked, more than a pipebench job writes; not collected")
             into.mkdir(parents=True)
             for member, parts in members:
                 target = into.joinpath(*parts)
@@ -172,7 +195,7 @@ def collect(s3_uri: str, out: Path, force: bool = False, log=print) -> Path:
             for job, (output_bucket, key) in outputs:
                 where = s3_join(output_bucket, key)
                 try:
-                    data = s3.get_object(Bucket=output_bucket, Key=key)["Body"].read()
+                    data = _fetch(s3, output_bucket, key, ARCHIVE_MAX_BYTES)
                 except s3.exceptions.NoSuchKey:
                     raise PipebenchError(f"{where}: missing, though job {job.name} completed") from None
                 _unpack(data, staging / job.name, where)

@@ -17,6 +17,8 @@ from pipebench.versioned import check_version
 
 JOB_FILE = "job.json"
 JOB_VERSION = 1
+#: A job.json is a few hundred bytes; one past this is not pipebench's and is not parsed.
+JOB_MAX_BYTES = 1 << 20
 SOURCE_MODE_OF_INPUT_MODE = {"File": "file", "FastFile": "fastfile", "Pipe": "pipe"}
 
 
@@ -53,6 +55,8 @@ class JobFacts:
 
 def read_job(path: Path, where: str) -> JobFacts:
     """Give the job.json at `path`, named `where` in errors; one-line DataError for anything it cannot be."""
+    if Path(path).stat().st_size > JOB_MAX_BYTES:
+        raise DataError(f"{where}: larger than {JOB_MAX_BYTES:,} bytes; not a job record pipebench wrote")
     found = check_version(parse_json(Path(path).read_bytes(), where), where, "job_version", JOB_VERSION,
                           "a job record", "collect with the pipebench that launched the job")
     facts = from_json(JobFacts, found, where)
