@@ -91,6 +91,6 @@ def verdicts(rows: list[dict]) -> list[str]:
         run = f"run {config.run_id}: " if several_runs else ""
         out.append(f"- {run}**{row['pipeline']}** ({row['format']}, {row['ordering']}, batch {row['batch_size']}, "
                    f"threads {config.threads}): **{label(config)}** for {trainer_text(config)}: {meaning(pooled)}. "
-                   f"Train {pooled.throughput.text(',.0f')} ex/s, synthetic ceiling "
+                   f"Train {config.throughput.text(',.0f')} ex/s, synthetic ceiling "
                    f"{pooled.synthetic.text(',.0f') if pooled.synthetic else 'not measured'} ex/s; {'; '.join(notes)}")
     return out
