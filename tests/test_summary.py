@@ -104,3 +104,24 @@ def test_a_busy_machine_gives_no_confident_label_and_says_what_its_rounds_read()
     assert busy["input_bound"] == "inconclusive" and busy["busy_machine"] is True
     quiet = _row("train", rates, synthetic, waited)
     assert quiet["input_bound"] == "highly input-bound" and "**highly input-bound** for" in verdicts([quiet])[0]
+
+
+def test_a_run_of_schema_v6_reads_with_its_verdicts_on_the_waiting_share_and_says_so(tmp_path):
+    """Rows written before the basis existed have no input_bound_basis: their verdicts read the waiting share, as
+    when they were written, and the sentence says what was assumed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipebench.results.schema import TRIAL_SCHEMA, VERSION_KEY
+    from pipebench.results.store import read_table
+
+    row = _row("train", [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100], [0.010, 0.012, 0.011, 0.013])
+    assert row["input_bound"] == "highly input-bound"  # on the slowdown, as written today
+    v6 = pa.schema([f for f in TRIAL_SCHEMA if f.name not in ("input_bound_basis", "train_device")])
+    table = pa.Table.from_pylist([{name: row[name] for name in v6.names}], schema=v6)
+    pq.write_table(table.replace_schema_metadata({VERSION_KEY: b"6"}), tmp_path / "trials.parquet")
+    (old,) = read_table(tmp_path / "trials.parquet", TRIAL_SCHEMA).to_pylist()
+    assert old["input_bound_basis"] is None and old["train_device"] is None
+    (line,) = verdicts([old])
+    assert "**not input-bound** for an accelerator trainer (assumed: runs made before the verdict followed the " \
+           "trainer read the waiting share for every trainer): the step waits for input 1.1% (0.9–1.4%)" in line

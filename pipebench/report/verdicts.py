@@ -35,7 +35,8 @@ def trainer_text(config: Configuration) -> str:
     """Give the trainer the verdict assumed and why: the setting, or where the step ran."""
     row = config.rows[0]
     if row.get("input_bound_basis") is None:
-        return "an accelerator trainer (a run made before the verdict followed the trainer: it read the waiting share)"
+        return ("an accelerator trainer (assumed: runs made before the verdict followed the trainer read the waiting "
+                "share for every trainer)")
     if config.trainer in ("cpu", "accelerator"):
         why = f"measurement.trainer: {config.trainer}"
     else:
