@@ -14,9 +14,15 @@ from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
 from pipebench.errors import FailureBudgetError, PipebenchError, UsageError, debug
+from pipebench.measure.figures import TRAINERS
 
 if TYPE_CHECKING:
     from pipebench.runner import RunOutcome
+
+
+TRAINER_HELP = ("where the model the input-bound verdict speaks for trains: cpu (on the pipeline's own CPUs: the "
+                "verdict reads the slowdown), accelerator (fed by this host: it reads the waiting share); default "
+                "auto, where the train step ran here (measurement.trainer)")
 
 
 def _positive_int(text: str) -> int:
@@ -156,7 +162,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.resume:
         given = [flag for flag, value in (("EXPERIMENT", args.experiment), ("--set", args.set), ("--quick", args.quick),
-                                          ("--instance-type", args.instance_type)) if value]
+                                          ("--instance-type", args.instance_type), ("--trainer", args.trainer),
+                                          ("--baseline", args.baseline)) if value]
         if given:
             raise UsageError(f"run --resume: {', '.join(given)} cannot change a run that has started (it goes on with "
                              f"{args.resume}'s own config.yaml and machine.json); start a new run instead")
@@ -164,10 +171,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
-        experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
+        experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick, options=_options(args))
     _refuse_failed_run(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
                            profile=args.profile))
     return 0
+
+
+def _options(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """Give the experiment settings `run` / `worker` flags stand for, as (flag, KEY=VALUE)."""
+    found = [("--trainer", f"measurement.trainer={args.trainer}")] if args.trainer else []
+    if getattr(args, "baseline", None):  # quoted: a configuration id of digits must stay a string
+        found.append(("--baseline", f"pipelines.baseline={json.dumps(args.baseline)}"))
+    return tuple(found)
 
 
 def _refuse_failed_run(outcome: RunOutcome) -> None:
@@ -182,7 +197,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.config import load_experiment
     from pipebench.runner import join
 
-    experiment = load_experiment(args.experiment, tuple(args.set))
+    experiment = load_experiment(args.experiment, tuple(args.set), options=_options(args))
     _refuse_failed_run(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
                             log=lambda text: print(text, flush=True)))
     return 0
@@ -419,6 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--instance-type", help="the instance this runs on (e.g. ml.c5.9xlarge), for the checklist's "
                      "cost ranking; recorded as asserted by you (inside a SageMaker job, SageMaker's own "
                      "SM_CURRENT_INSTANCE_TYPE wins)")
+    run.add_argument("--trainer", choices=TRAINERS, help=TRAINER_HELP)
+    run.add_argument("--baseline", metavar="NAME", help="what the closing sentence measures the fastest configuration "
+                     "against: a pipeline of the experiment (a preset name, or `enumerated` for the orderings' "
+                     "reference) or a configuration id; default: the first preset (pipelines.baseline)")
     run.add_argument("--profile", metavar="best|all-train|TRIAL_ID",
                      help="after the trials, re-run the best configuration's trial, every train trial, or this trial "
                           "under the TensorFlow profiler (one extra window, not timed) into RUN_DIR/profiles "
@@ -434,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     worker.add_argument("--instance-type", help="the instance this worker runs on (e.g. ml.c5.9xlarge): rows say "
                         "so, and the cost objective prices its trials")
+    worker.add_argument("--trainer", choices=TRAINERS, help=TRAINER_HELP)
     worker.set_defaults(func=_cmd_worker)
 
     env = commands.add_parser("env", help="print this machine's facts (CPU, memory, TensorFlow build, GPU)")

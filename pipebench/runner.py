@@ -1,5 +1,6 @@
 """`pipebench run` and `pipebench worker`: make the data, set up and lock the run folder, pick the planner
-(grid or Optuna), run the one trial loop, print what was found.
+(grid or Optuna), run the one trial loop, print what was found: the best table, the verdicts, the action
+(what to use and its measured gain, pipebench.report.action) and the commands that read the run.
 
 This module only dispatches: the loop is pipebench.search.loop, the run folder
 pipebench.results.run_folder, the planners pipebench.search.grid and pipebench.search.optuna_driver.
@@ -94,7 +95,9 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     `profile` (best, all-train or a trial id) captures TensorBoard profiles of those trials once they are
     measured (pipebench.measure.profiles).
     """
-    from pipebench.report.summary import best_table, verdicts
+    from pipebench.report.action import action, baseline_of
+    from pipebench.report.summary import best_table
+    from pipebench.report.verdicts import verdicts
     from pipebench.search.grid import GridPlanner
 
     with _folder(experiment, run_dir, instance_type, experiment["search"]["storage"], None, "search.storage",
@@ -110,6 +113,7 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
             profile_trials(run_folder, run_folder.rows(), profile, trial_limits(experiment), log=log)
     log(best_table(result.rows))
     log("\n".join(verdicts(result.rows)))
+    log(action(result.rows, baseline_of(experiment.resolved), run_folder.path))
     log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"
         + (f"; stopped early: {result.stopped}" if result.stopped else ""))
     if result.succeeded:  # with nothing measured there is nothing to report on or export

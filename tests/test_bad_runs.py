@@ -258,6 +258,8 @@ CASES = [
         code=2),
     Bad("usage-run-unknown-option", ("run", "x.yaml", "--bogus", "r"), r"^run: unrecognized arguments: --bogus r "
         r"\(see pipebench run --help\)$", code=2),
+    Bad("usage-run-unknown-trainer", ("run", "x.yaml", "--trainer", "gpu"), r"^run: argument --trainer: invalid "
+        r"choice: 'gpu' \(choose from 'auto', 'cpu', 'accelerator'\) \(see pipebench run --help\)$", code=2),
     Bad("usage-report-no-run-folder", ("report",), r"^report: the following arguments are required: RUN_DIR "
         r"\(see pipebench report --help\)$", code=2),
     Bad("usage-checklist-bad-format", ("checklist", RUN, "--format", "xml"), r"^checklist: argument --format: "

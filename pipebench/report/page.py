@@ -21,7 +21,9 @@ from pipebench.measure.intervals import Interval
 from pipebench.report.figures import Figure, render
 from pipebench.report.projections import error_text, model_errors, profiled
 from pipebench.report.whatif import interval_text
-from pipebench.report.summary import MEASURES, best_table, busy_lines, verdicts
+from pipebench.report.action import action, baseline_of
+from pipebench.report.summary import RANKING, best_table, busy_lines
+from pipebench.report.verdicts import MEASURES, verdicts
 from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
 from pipebench.results import RunResults, load_many
 
@@ -65,8 +67,9 @@ def _card(found: list[Configuration]) -> list[tuple]:
     if best.busy:
         settings.append(["busy machine", "other processes used the CPU during its windows and it was not measured "
                                          "again quietly: its throughput may be low"])
-    blocks: list[tuple] = [("p", f"The fastest {best.mode}-mode configuration by mean throughput, its repeats pooled "
-                                 "(never a single trial)."), ("table", ["setting", "value"], settings)]
+    blocks: list[tuple] = [("p", f"The fastest {best.mode}-mode configuration by paired comparison over the rounds it "
+                                 "shares with the others, its repeats pooled (never a single trial)."),
+                           ("table", ["setting", "value"], settings)]
     tied = ties(found, best)
     if tied:
         blocks.append(("p", f"No measurable difference from {len(tied)} other configuration(s) (their paired ratio "
@@ -141,13 +144,13 @@ def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
     busy_threshold = runs[0].config.get("measurement", {}).get("busy_other_cpu_pct", 25.0)
     blocks: list[tuple] = [
         ("h1", "pipebench report"),
+        ("p", action(rows, baseline_of(runs[0].config), runs[0].run_dir if len(runs) == 1 else None)),
         ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok, "
               f"{len(found)} configurations."),
         *[("p", line.replace("**", "")) for line in busy_lines(rows, busy_threshold) if line],
         ("h", "Best configuration"), *_card(found),
         ("h", "Best configurations per mode"),
-        ("p", "Ranked by mean throughput, repeats pooled; each compared with the fastest by their paired ratio over "
-              "the rounds both ran in (95% interval; a ratio whose interval holds 1 is no measurable difference)."),
+        ("p", RANKING),
         ("md", best_table(rows)),
         ("h", "Is the input pipeline the bottleneck?"), ("p", MEASURES.replace("**", "")),
         *[("p", line.removeprefix("- ").replace("**", "")) for line in verdicts(rows)],

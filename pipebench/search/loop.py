@@ -201,6 +201,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
                stream=None, busy_now: Callable[[], float] | None = None) -> LoopResult:
     """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
     from pipebench.measure.sampler import Sampler, others_busy_pct
+    from pipebench.report.action import baseline_of
     from pipebench.report.summary import write_summary
 
     busy_now = busy_now or others_busy_pct
@@ -247,5 +248,6 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     skipped = planner.skipped if isinstance(planner, RemeasureBusy) else None
     if skipped:
         log(f"busy trials not measured again: {skipped}")
-    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"], skipped)
+    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"], skipped,
+                  baseline_of(experiment.resolved))
     return result
