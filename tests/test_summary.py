@@ -125,3 +125,17 @@ def test_a_run_of_schema_v6_reads_with_its_verdicts_on_the_waiting_share_and_say
     (line,) = verdicts([old])
     assert "**not input-bound** for an accelerator trainer (assumed: runs made before the verdict followed the " \
            "trainer read the waiting share for every trainer): the step waits for input 1.1% (0.9–1.4%)" in line
+
+
+def test_a_re_measured_busy_trial_pairs_with_no_round_it_did_not_run_in():
+    """A busy trial measured again at the end of the run keeps its repeat index, but ran in no round with the
+    others: pairing it with their repeat would call a ratio of two moments paired."""
+    from pipebench.report.configurations import configurations, paired_ratio
+
+    rows = [_row("input", [10.0, 10.0], repeat=r, configuration="a") for r in range(3)]
+    rows += [_row("input", [20.0, 20.0], repeat=r, configuration="b") for r in range(3)]
+    again = dict(_row("input", [20.0, 20.0], repeat=2, configuration="a"), trial_id="r-a-2-again",
+                 remeasure_of="r-a-2")
+    found = {c.configuration_id: c for c in configurations(rows + [again])}
+    assert sorted(found["a"].by_round()) == [0, 1], "the re-measure replaces repeat 2 but pairs with nothing"
+    assert paired_ratio(found["a"], found["b"]).n == 2

@@ -88,10 +88,11 @@ class Configuration:
         return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows}
 
     def by_round(self) -> dict[int, float]:
-        """Give its throughput per round of the run: each repeat's geometric mean, less a search's exploration
-        trials (repeat 0 of a study: measured alone, so in no round)."""
-        return {repeat: rate for repeat, rate in self.by_repeat().items()
-                if repeat > 0 or self.rows[0].get("study") is None}
+        """Give its throughput per round of the run: each repeat's geometric mean, less what ran in no round with
+        the others: a search's exploration trials (repeat 0 of a study, measured alone) and re-measures of busy
+        trials (they keep their repeat index but ran at the end of the run)."""
+        return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows
+                if (int(r["repeat"]) > 0 or r.get("study") is None) and not r.get("remeasure_of")}
 
 
 def _basis(row: dict) -> str | None:
