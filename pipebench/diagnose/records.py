@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.measure.intervals import Interval
-from pipebench.typed import load_json, to_json
+from pipebench.typed import from_json, load_json, to_json
 
 DIAGNOSIS_VERSION = 1
 AUTOTUNE = "AUTOTUNE"
@@ -223,6 +223,13 @@ class Diagnosis:
     def load(cls, path: Path) -> Diagnosis:
         return load_json(cls, path)
 
+    @classmethod
+    def load_text(cls, found: Diagnosis) -> Diagnosis:
+        """Give the diagnosis as the CLI reads it: through JSON, strictly (what crosses the process boundary)."""
+        import json
+
+        return from_json(cls, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis")
+
 
 @dataclass(frozen=True)
 class Request:
@@ -235,6 +242,7 @@ class Request:
     rounds: int
     window_sec: float
     settle_sec: float
+    warmup_sec: float  # the train arms' warm-up cap (pipebench.measure.windows)
     epoch_cap_examples: int  # the content check compares at most this many examples of an endless epoch
     progress_file: str
 

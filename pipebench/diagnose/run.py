@@ -22,8 +22,9 @@ from pipebench.diagnose.target import FunctionRef
 from pipebench.errors import DataError, PipebenchError, UsageError
 
 DEFAULT_ROUNDS = 5
-WINDOW_SEC = 1.0
-SETTLE_SEC = 0.5
+WINDOW_SEC = 0.5
+SETTLE_SEC = 0.3
+WARMUP_SEC = 5.0
 EPOCH_CAP_EXAMPLES = 2_000_000
 TIMEOUT_SEC = 30 * 60
 MEMORY_CAP_MB = 8192
@@ -94,7 +95,7 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
     with tempfile.TemporaryDirectory(prefix="pipebench-diagnose-") as scratch:
         folder = Path(scratch)
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
-                          epoch_cap_examples, str(folder / "progress.txt"))
+                          WARMUP_SEC, epoch_cap_examples, str(folder / "progress.txt"))
         found = run_worker(request, folder, log)
     with atomic_dir(out, force=force, inputs=[Path(ref.path)]) as tmp:
         (tmp / "diagnosis.json").write_text(json.dumps(found.to_json(), indent=2, allow_nan=False) + "\n")

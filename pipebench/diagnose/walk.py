@@ -267,7 +267,8 @@ def _inner_reader(node: Any) -> str | None:
     wrapper = getattr(node, "_map_func", None)
     if wrapper is None:
         return None
-    ops = {n.op for n in wrapper.function.graph.as_graph_def().node}
+    graph = wrapper.function.graph.as_graph_def()
+    ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
     for op, reader in (("TFRecordDataset", "TFRecordDataset"), ("TextLineDataset", "TextLineDataset"),
                        ("FixedLengthRecordDataset", "FixedLengthRecordDataset")):
         if any(o.startswith(op) for o in ops):

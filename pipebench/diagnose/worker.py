@@ -428,7 +428,7 @@ class Diagnoser:
             trainer = deepfm_trainer(root)
             if isinstance(trainer, str):
                 return None, f"no --model given, and the elements do not fit DeepFM: {trainer}"
-        m = {"warmup_max_sec": 5.0, "window_sec": self.request.window_sec, "windows": self.request.rounds,
+        m = {"warmup_max_sec": self.request.warmup_sec, "window_sec": self.request.window_sec, "windows": self.request.rounds,
              "max_windows": self.request.rounds, "steady_cv_pct": 5.0}
         cached = any(s.kind == "cache" for s in self.walked.stages)
         pipelines = [("original", root, not cached)]
