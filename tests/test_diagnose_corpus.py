@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data
+from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data
 
 tf = pytest.importorskip("tensorflow")
 
@@ -187,3 +187,16 @@ def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
         assert {"name", "kept", "gain", "same_elements", "semantics"} <= set(rewrite)
         if rewrite["gain"] is not None:
             assert {"ratio", "low", "high"} <= set(rewrite["gain"])
+
+
+def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data):
+    from pipebench.diagnose.worker import Diagnoser
+
+    request = Request(str(CORPUS / "well_built.py"), "input_fn", kwargs_of("well_built", data),
+                      f"{CORPUS / 'keras_model.py'}:build_model", rounds=2, window_sec=0.05, settle_sec=0.0,
+                      warmup_sec=0.5, epoch_cap_examples=100_000, progress_file="")
+    found = Diagnoser(request, lambda text: None).run()
+    assert found.train is not None and "keras_model.py:build_model" in found.train.model
+    original = found.train.terms[0]
+    assert original.pipeline == "original" and original.train_examples_per_sec.mean > 0
+    assert original.slowdown.n == 2

@@ -124,9 +124,3 @@ def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | No
     if options:
         dataset = dataset.with_options(options_of(options))
     return dataset
-
-
-def prefix(walked: Walked, stage: int):
-    """Give the original pipeline up to and including `stage`, with the root's options re-applied."""
-    node = walked.nodes[stage]
-    return walked.root if stage == len(walked.nodes) - 1 else node.with_options(walked.root.options())

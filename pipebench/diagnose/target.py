@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.errors import UsageError
-from pipebench.values import echo, name_text
+from pipebench.values import echo
 from pipebench.yamlfile import parse_yaml
 
 
@@ -37,12 +37,13 @@ def parse_function_ref(text: str, flag: str = "PATH.py:FUNCTION") -> FunctionRef
     if not name.isidentifier() or keyword.iskeyword(name):
         raise UsageError(f"{flag}: {echo(name)} is not a Python function name")
     file = Path(path)
+    shown = path if path.isprintable() and len(path) < 200 else echo(path)
     if file.suffix != ".py":
-        raise UsageError(f"{name_text(path)}: not a .py file ({flag})")
+        raise UsageError(f"{shown}: not a .py file ({flag})")
     if not file.exists():
-        raise UsageError(f"{name_text(path)}: no such file")
+        raise UsageError(f"{shown}: no such file")
     if not file.is_file():
-        raise UsageError(f"{name_text(path)}: not a file")
+        raise UsageError(f"{shown}: not a file")
     return FunctionRef(str(file.resolve()), name)
 
 

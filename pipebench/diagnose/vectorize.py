@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pipebench.diagnose.replay import prefix
 from pipebench.diagnose.walk import Walked
 
 SAMPLE_EXAMPLES = 64
@@ -123,7 +122,7 @@ def _libsvm_spec(lines: list[bytes], outputs: list[Any]) -> dict | None:
 def batched_equivalent(walked: Walked, stage: int) -> Batched:
     """Give how to map whole batches in place of per-example stage `stage` (a map), checked on a sample."""
     function = walked.functions[stage]
-    upstream = prefix(walked, stage - 1).take(SAMPLE_EXAMPLES)
+    upstream = walked.prefix(stage - 1).take(SAMPLE_EXAMPLES)
     try:
         outputs = [_numpy(o) for o in upstream.map(function)]
     except Exception as err:  # noqa: BLE001 — the user's function may fail on what it maps, which is for the run to say

@@ -60,6 +60,10 @@ class Walked:
     root: Any
     options: dict[str, Any]  # the root's options that are set, by path ("deterministic", "autotune.enabled", ...)
 
+    def prefix(self, stage: int):
+        """Give the original pipeline up to and including `stage`, with the root's options re-applied."""
+        return self.root if stage == len(self.nodes) - 1 else self.nodes[stage].with_options(self.root.options())
+
 
 def _value(tensor: Any) -> Any:
     """Give a constant tensor's (or a plain value's) Python value."""

@@ -198,12 +198,11 @@ class Diagnoser:
     def _stage_costs(self) -> tuple[list[StageCost], int, str]:
         """Measure every prefix in interleaved rounds; give the stage costs, the bottleneck and why it is one."""
         from pipebench.capacity.profile import RoundValue, stage_costs
-        from pipebench.diagnose.replay import prefix
 
         stages = self.walked.stages
         measured = measured_prefixes(stages)
         self.log(f"measuring {len(measured)} prefixes in {self.request.rounds} interleaved rounds")
-        arms = [self.input_arm(f"prefix {p.end}", prefix(self.walked, p.end), stages[p.end].batched)
+        arms = [self.input_arm(f"prefix {p.end}", self.walked.prefix(p.end), stages[p.end].batched)
                 for p in measured]
         settle = {arm.name: self._fill_examples(stages[:p.end + 1]) for arm, p in zip(arms, measured)}
         windows = self.rounds(arms, settle)
@@ -266,11 +265,9 @@ class Diagnoser:
 
     def _bytes_at(self, stage: int) -> float | None:
         """Give the bytes one epoch holds after `stage` (a sample's bytes per example × the epoch's examples)."""
-        from pipebench.diagnose.replay import prefix
-
         tf = self.tf
         examples, size = 0, 0
-        for element in prefix(self.walked, stage).take(256):
+        for element in self.walked.prefix(stage).take(256):
             leaves = tf.nest.flatten(element)
             size += sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else t.numpy().nbytes
                         for t in leaves)
