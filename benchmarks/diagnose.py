@@ -5,7 +5,9 @@ diagnosis as `pipebench diagnose` does (fresh worker, default settings) and prin
 stage, the rewrites proposed and kept with each gain's 95% interval, the combined gain and the time
 the diagnosis took. Then it measures every kept rewrite once more, independently: in a fresh
 process, the exported module (that rewrite alone, as pipebench writes it) against the user's own
-input_fn, in paired interleaved rounds, and prints whether that gain's interval excludes 1 too.
+input_fn, in paired interleaved rounds, and prints whether that gain's interval excludes 1 too. The
+rewrite is built as a user would get it: their file with pipebench's patch applied (it can use their
+nested functions), else the exported module.
 
 Goals (issue 25): the per-line libsvm decode and the parse_single_example pipelines each get a
 kept rewrite whose gain's lower end is at least 3×; the already well-built pipeline gets no kept
@@ -78,6 +80,23 @@ def _remeasure_here(original: str, rewritten: str, kwargs: dict, rounds: int) ->
     print(json.dumps(dataclasses.asdict(ratio)))
 
 
+def _rewritten_file(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
+    """Give a file whose input_fn builds the rewrite as a user gets it: their file with pipebench's patch applied,
+    or, when there is no patch, the exported module (that rewrite alone); and which of the two."""
+    from pipebench.diagnose.patch import NoPatch, patched_text
+
+    folder.mkdir(parents=True)
+    try:
+        path = folder / f"{name}.py"
+        path.write_text(patched_text(found, rewrite, (CORPUS / f"{name}.py").read_text()))
+        return path, "the patched file"
+    except NoPatch:
+        alone = dataclasses.replace(found, rewrites=(rewrite,), combined=None)
+        path = folder / module_name(found)
+        path.write_text(rewritten_module(alone))
+        return path, "the exported module"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -91,13 +110,20 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="pipebench-diagnose-bench-"))
     data = _data(work / "data", args.rows)
+    print(f"work folder {work} (each pipeline's progress-NAME.txt and out-NAME/)")
     print(f"{args.rows:,} rows (libsvm: 4 files, TFRecord: 32 files), default settings, {args.rounds} rounds; "
           f"{len(os.sched_getaffinity(0))} vCPUs; load average {os.getloadavg()[0]:.2f} at the start")
     for name in args.only or PIPELINES:
         kwargs = kwargs_of(name, data)
         started = time.monotonic()
+        progress = open(work / f"progress-{name}.txt", "w")
+
+        def log(text: str) -> None:
+            progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")
+            progress.flush()
+
         found, out = diagnose(parse_function_ref(f"{CORPUS / name}.py:input_fn"), kwargs, None,
-                              work / f"out-{name}", args.rounds, log=lambda text: None)
+                              work / f"out-{name}", args.rounds, log=log)
         took = time.monotonic() - started
         neck = found.stages[found.bottleneck]
         print(f"\n## {name}: diagnosed in {took:.0f} s; load average {os.getloadavg()[0]:.2f}")
@@ -107,13 +133,11 @@ def main() -> None:
             gain = "named only" if rewrite.gain is None else rewrite.gain.interval.text(".2f", unit="×")
             line = f"  {'KEPT' if rewrite.kept else 'no  '} {rewrite.name}: {gain}"
             if rewrite.kept:
-                alone = dataclasses.replace(found, rewrites=(rewrite,), combined=None)
-                path = work / f"module-{name}-{rewrite.kind}-{rewrite.stage}" / module_name(found)
-                path.parent.mkdir(parents=True)
-                path.write_text(rewritten_module(alone))
+                path, how = _rewritten_file(found, rewrite, work / f"{name}-{rewrite.kind}-{rewrite.stage}", name)
                 again = remeasure(str(CORPUS / f"{name}.py"), str(path), kwargs, args.rounds)
                 holds = again.low is not None and again.low > 1.0
-                line += f"; independently {again.text('.2f', unit='×')}: {'reproduces' if holds else 'DOES NOT reproduce'}"
+                line += (f"; independently ({how}) {again.text('.2f', unit='×')}: "
+                         f"{'reproduces' if holds else 'DOES NOT reproduce'}")
             print(line)
         if found.combined is not None:
             print(f"  combined: {found.combined.gain.interval.text('.2f', unit='×') if found.combined.gain else '—'}; "

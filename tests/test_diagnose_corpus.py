@@ -5,6 +5,7 @@ and no assertion reads a gain."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from pipebench.diagnose.load import load  # noqa: E402
 from pipebench.diagnose.records import Diagnosis, Request  # noqa: E402
 from pipebench.diagnose.walk import walk  # noqa: E402
 from pipebench.errors import UsageError  # noqa: E402
+from pipebench.typed import from_json  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +109,10 @@ def _diagnose(name: str, data) -> tuple[Diagnosis, list[str]]:
 
     said: list[str] = []
     request = Request(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data), None, rounds=2,
-                      window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, epoch_cap_examples=100_000, progress_file="")
+                      window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_sec=0.0, content_min_examples=1000,
+                      epoch_cap_examples=100_000, progress_file="")
     found = Diagnoser(request, said.append).run()
-    return Diagnosis.load_text(found), said
+    return from_json(Diagnosis, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis"), said
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +131,22 @@ def _module_epoch(found: Diagnosis, tmp_path: Path, data, name: str, tag: str):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(rewritten_module(found))
     module = import_file(path, f"rewritten_{name}_{tag}")
+    return _epoch(module.input_fn(**kwargs_of(name, data)))
+
+
+def _patched_epoch(found: Diagnosis, rewrite, tmp_path: Path, data, name: str):
+    """Give one epoch of the user's file with the rewrite patched in, or None when it makes no patch (said why)."""
+    from pipebench.diagnose.patch import NoPatch, patched_text
+
+    try:
+        text = patched_text(found, rewrite, (CORPUS / f"{name}.py").read_text())
+    except NoPatch as err:
+        assert str(err), "a missing patch says why"
+        return None
+    path = tmp_path / f"patched-{rewrite.kind}-{rewrite.stage}" / f"{name}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    module = import_file(path, f"patched_{name}_{rewrite.kind}_{rewrite.stage}")
     return _epoch(module.input_fn(**kwargs_of(name, data)))
 
 
@@ -166,6 +185,9 @@ def test_every_rewrite_built_yields_the_same_elements_and_the_export_does_too(na
         alone = dataclasses.replace(found, rewrites=(dataclasses.replace(rewrite, kept=True),), combined=None)
         exported = _module_epoch(alone, tmp_path, data, name, rewrite.kind + str(rewrite.stage))
         assert contents.compare(original, again, exported).same_elements, f"{name}: exported {rewrite.name}"
+        patched = _patched_epoch(found, rewrite, tmp_path, data, name)
+        if patched is not None:
+            assert contents.compare(original, again, patched).same_elements, f"{name}: patched {rewrite.name}"
     exported = _module_epoch(found, tmp_path, data, name, "best")
     assert contents.compare(original, again, exported).same_elements
 
@@ -178,6 +200,11 @@ def test_named_rewrites_carry_their_measured_share(diagnoses):
     assert lambdaji["cache"].automatic is False and "one pass" in lambdaji["cache"].verdict  # repeat(1)
     assert diagnoses["augment"].rewrites and all(r.kind != "cache" or not r.automatic or r.stage < 4
                                                  for r in diagnoses["augment"].rewrites), "no cache above a random op"
+
+
+def test_the_content_check_reads_an_epoch_of_the_first_files_only(diagnoses):
+    assert diagnoses["lambdaji_libsvm"].content_scope.startswith("one epoch of the first 1 of 3 files: 1,000 examples")
+    assert diagnoses["many_files"].content_scope.startswith("one epoch of the first 4 of 12 files")
 
 
 def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
@@ -194,7 +221,8 @@ def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data):
 
     request = Request(str(CORPUS / "well_built.py"), "input_fn", kwargs_of("well_built", data),
                       f"{CORPUS / 'keras_model.py'}:build_model", rounds=2, window_sec=0.05, settle_sec=0.0,
-                      warmup_sec=0.5, epoch_cap_examples=100_000, progress_file="")
+                      warmup_sec=0.5, content_sec=0.0, content_min_examples=1000, epoch_cap_examples=100_000,
+                      progress_file="")
     found = Diagnoser(request, lambda text: None).run()
     assert found.train is not None and "keras_model.py:build_model" in found.train.model
     original = found.train.terms[0]

@@ -15,8 +15,8 @@ When the pipeline cannot be replayed (a stage pipebench cannot call again, a fun
 nested or a lambda, a default that is not a plain value), input_fn calls the user's own function
 and sets only the kept tf.data options; the other kept rewrites are listed for the user to apply.
 
-The user's text enters the module only as literals (pipebench.pipeline.export's `_literal`) or
-comments (`_comment`), never as code: the module runs nothing it was given.
+The user's text enters the module only as literals (pipebench.pipeline.export's `literal`) or
+comments (`comment`), never as code: the module runs nothing it was given.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import pipebench
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Step
-from pipebench.pipeline.export import _comment, _function_sources, _literal
+from pipebench.pipeline.export import comment, function_sources, literal
 
 _LOADER = '''def _user_module(path):
     """Give the user's module, imported from its file as pipebench diagnose imported it."""
@@ -66,7 +66,7 @@ def best(found: Diagnosis) -> Rewrite | None:
 
 
 def _code(value: Any) -> str:
-    return "tf.data.AUTOTUNE" if value == AUTOTUNE else _literal(value)
+    return "tf.data.AUTOTUNE" if value == AUTOTUNE else literal(value)
 
 
 def _tie(value: Any, kwargs: dict[str, Any]) -> str | None:
@@ -120,11 +120,13 @@ class _Writer:
     def line(self, step: Step) -> str | None:
         a = step.args
         kind = step.kind
+        if kind == "source" and "slices" in a:
+            return f"dataset = tf.data.Dataset.from_tensor_slices({self.arg(a['slices'])})"
         if kind == "source":
             if a.get("files") is None:
                 return None
             files = self.arg(a["files"]) if _tie(a["files"], self.found.kwargs) else (
-                self.arg(a["files"][0]) if len(a["files"]) == 1 else _literal(a["files"]))
+                self.arg(a["files"][0]) if len(a["files"]) == 1 else literal(a["files"]))
             extra = "".join(f", {k}={_code(a[k])}" for k in ("compression_type", "buffer_size", "num_parallel_reads")
                             if a.get(k) is not None)
             return f"dataset = tf.data.{a['reader']}({files}{extra})"
@@ -147,7 +149,7 @@ class _Writer:
         if kind == "repeat":
             return f"dataset = dataset.repeat({'' if a['count'] is None else self.arg(a['count'])})"
         if kind == "cache":
-            return f"dataset = dataset.cache({_literal(a['filename'])})"
+            return f"dataset = dataset.cache({literal(a['filename'])})"
         if kind == "interleave":
             return (f"dataset = dataset.interleave({fn}"
                     f"{self.kw(a, 'cycle_length', 'block_length', 'num_parallel_calls', 'deterministic')})")
@@ -168,18 +170,18 @@ class _Writer:
 def _libsvm_helper(name: str, spec: dict, replaces: str) -> str:
     def build(node: dict) -> str:
         if "dict" in node:
-            return "{" + ", ".join(f"{_literal(k)}: {build(v)}" for k, v in node["dict"].items()) + "}"
+            return "{" + ", ".join(f"{literal(k)}: {build(v)}" for k, v in node["dict"].items()) + "}"
         if "tuple" in node:
             items = [build(v) for v in node["tuple"]]
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         if "list" in node:
             return "[" + ", ".join(build(v) for v in node["list"]) + "]"
-        return (f"tf.reshape(tf.cast(parts[{_literal(node['role'])}], {_literal(node['dtype'])}), "
-                f"{_literal([-1, *node['shape']])})")
+        return (f"tf.reshape(tf.cast(parts[{literal(node['role'])}], {literal(node['dtype'])}), "
+                f"{literal([-1, *node['shape']])})")
     return (f"def {name}(lines):\n"
             f'    """Decode a batch of libsvm lines as {replaces} decodes each line (checked by pipebench '
             'diagnose on a sample and one epoch)."""\n'
-            f"    features, labels = libsvm_decoder({_literal(spec['field_size'])})(lines)\n"
+            f"    features, labels = libsvm_decoder({literal(spec['field_size'])})(lines)\n"
             '    parts = {"label": labels, "ids": features["feat_ids"], "values": features["feat_vals"]}\n'
             f"    return {build(spec['structure'])}")
 
@@ -190,7 +192,7 @@ def _signature(found: Diagnosis) -> str | None:
     text = found.signature
     for name in found.parameters:
         if name in found.defaults:
-            parts.append(f"{name}={_literal(found.defaults[name])}")
+            parts.append(f"{name}={literal(found.defaults[name])}")
         elif f"{name}=" in text:
             return None
         else:
@@ -215,7 +217,7 @@ def _header(found: Diagnosis, rewrite: Rewrite | None, note: str | None) -> list
     if note:
         text += ["", note]
     text += ["", "The measurements are in diagnosis.md beside this file."]
-    return _comment("\n".join(text))
+    return comment("\n".join(text))
 
 
 def rewritten_module(found: Diagnosis) -> str:
@@ -253,21 +255,21 @@ def rewritten_module(found: Diagnosis) -> str:
                  "if unsupported:",
                  "    tf.get_logger().warning('tf.data options this TensorFlow lacks, left unset: %s', "
                  "', '.join(unsupported))"]
-    checks = [f"_diagnosed({_literal(p)}, {p}, {_literal(found.kwargs[p])})" for p in fixed if p in found.kwargs]
+    checks = [f"_diagnosed({literal(p)}, {p}, {literal(found.kwargs[p])})" for p in fixed if p in found.kwargs]
     body = checks + body + ["return dataset"]
     imports = ["import tensorflow as tf"]
     constants = []
     helpers = []
     if writer.user:
         imports = ["import importlib.util", "import os", "import sys", "", *imports]
-        constants.append(f"USER_FILE = {_literal(user_file)}")
+        constants.append(f"USER_FILE = {literal(user_file)}")
         helpers.append(_LOADER)
         constants.append("user = _user_module(USER_FILE)")
     if options:
-        constants.insert(0, f"OPTIONS = {_literal(options)}")
+        constants.insert(0, f"OPTIONS = {literal(options)}")
     if checks:
         helpers.append(_FIXED)
-    sources = _function_sources(list(dict.fromkeys(writer.helper_functions))) if writer.helper_functions else []
+    sources = function_sources(list(dict.fromkeys(writer.helper_functions))) if writer.helper_functions else []
     parts = [
         "\n".join(_header(found, rewrite, note)),
         f'"""{name} rewritten by pipebench diagnose: it yields the same elements as the original (see above)."""',

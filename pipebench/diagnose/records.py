@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.measure.intervals import Interval
-from pipebench.typed import from_json, load_json, to_json
+from pipebench.typed import load_json, to_json
 
 DIAGNOSIS_VERSION = 1
 AUTOTUNE = "AUTOTUNE"
@@ -69,10 +69,6 @@ class Stage:
     params: dict[str, Any]  # its arguments as plain values (batch_size, seed, count, cycle_length, ...)
 
     @property
-    def stateful(self) -> bool | None:
-        return None if self.stateful_ops is None else bool(self.stateful_ops)
-
-    @property
     def label(self) -> str:
         """Give the stage in a few words: its kind and the user's function name (without `input_fn.<locals>.`)."""
         return f"{self.kind}({self.function.short})" if self.function else self.kind
@@ -120,10 +116,6 @@ class Gain:
     @property
     def interval(self) -> Interval:
         return Interval(self.ratio, self.low, self.high, self.rounds)
-
-    @property
-    def excludes_one(self) -> bool:
-        return self.low is not None and (self.low > 1.0 or self.high < 1.0)
 
 
 @dataclass(frozen=True)
@@ -205,6 +197,7 @@ class Diagnosis:
     options: dict[str, Any]  # tf.data options set on the root (those not at their defaults)
     stages: tuple[Stage, ...]
     steps: tuple[Step, ...]  # the original pipeline as replayable steps (empty when a stage cannot be replayed)
+    content_scope: str  # what the content check read: one epoch of all files, or of the first K of them
     replay_note: str | None  # why the original cannot be replayed, if it cannot
     costs: tuple[StageCost, ...]
     bottleneck: int  # an index into stages
@@ -223,13 +216,6 @@ class Diagnosis:
     def load(cls, path: Path) -> Diagnosis:
         return load_json(cls, path)
 
-    @classmethod
-    def load_text(cls, found: Diagnosis) -> Diagnosis:
-        """Give the diagnosis as the CLI reads it: through JSON, strictly (what crosses the process boundary)."""
-        import json
-
-        return from_json(cls, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis")
-
 
 @dataclass(frozen=True)
 class Request:
@@ -243,6 +229,8 @@ class Request:
     window_sec: float
     settle_sec: float
     warmup_sec: float  # the train arms' warm-up cap (pipebench.measure.windows)
+    content_sec: float  # an epoch the content check reads should take about this long at the original's rate
+    content_min_examples: int  # but hold at least this many examples
     epoch_cap_examples: int  # the content check compares at most this many examples of an endless epoch
     progress_file: str
 

@@ -45,13 +45,16 @@ def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
     return tuple(steps), None
 
 
-def _source(step: Step, walked: Walked):
+def _source(step: Step, walked: Walked, files: int | None):
     original = walked.nodes[0]
-    if step.args == walked.stages[0].params:
+    if files is not None and "slices" in step.args:
+        return tf.data.Dataset.from_tensor_slices(step.args["slices"][:files])
+    if step.args == walked.stages[0].params and files is None:
         return original
     reader = {"TextLineDataset": tf.data.TextLineDataset, "TFRecordDataset": tf.data.TFRecordDataset}[step.args["reader"]]
-    return reader(original._filenames, compression_type=step.args["compression_type"],
-                  buffer_size=step.args["buffer_size"], num_parallel_reads=_tf(step.args["num_parallel_reads"]))
+    names = original._filenames if files is None else step.args["files"][:files]
+    return reader(names, compression_type=step.args["compression_type"], buffer_size=step.args["buffer_size"],
+                  num_parallel_reads=_tf(step.args["num_parallel_reads"]))
 
 
 def step_function(step: Step, walked: Walked):
@@ -112,12 +115,14 @@ def options_of(settings: dict[str, Any]) -> tf.data.Options:
     return dataset.options()
 
 
-def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | None = None, one_epoch: bool = False):
-    """Give the dataset the steps build, with the root's options (and `options` on top); `one_epoch`: without repeat."""
+def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | None = None, one_epoch: bool = False,
+           files: int | None = None):
+    """Give the dataset the steps build, with the root's options (and `options` on top); `one_epoch`: without
+    repeat; `files`: reading only the first that many of the source's files (pipebench.diagnose.content)."""
     dataset = None
     for step in steps:
         if step.kind == "source":
-            dataset = _source(step, walked)
+            dataset = _source(step, walked, files)
         elif not (one_epoch and step.kind == "repeat"):
             dataset = _apply(dataset, step, walked)
     dataset = dataset.with_options(walked.root.options())

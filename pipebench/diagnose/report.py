@@ -11,6 +11,7 @@ from pathlib import Path
 from pipebench.diagnose.export import best, module_name
 from pipebench.diagnose.records import Diagnosis, Rewrite, Stage
 from pipebench.measure.intervals import Interval
+from pipebench.values import echo
 
 
 def _gain(rewrite: Rewrite) -> str:
@@ -64,12 +65,12 @@ def summary_lines(found: Diagnosis) -> list[str]:
     return lines
 
 
-def to_markdown(found: Diagnosis) -> str:
-    """Give diagnosis.md."""
+def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str | None = None) -> str:
+    """Give diagnosis.md; `patch_name`: the patch of the user's file beside it, else `no_patch` says why none."""
     out = [f"# Diagnosis of `{Path(found.function.rpartition(':')[0]).name}:{found.function.rpartition(':')[2]}`",
            "",
            f"`{found.function}{found.signature}` called with "
-           + (", ".join(f"`{k}={v!r}`"[:120] for k, v in found.kwargs.items()) or "no arguments")
+           + (", ".join(f"`{k}={echo(v, 100)}`" for k, v in found.kwargs.items()) or "no arguments")
            + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.",
            "", "## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",
            f"Elements: {found.element}.", ""]
@@ -100,7 +101,8 @@ def to_markdown(found: Diagnosis) -> str:
     out += ["", f"**Bottleneck: stage {neck.index}, {neck.label}** — {found.bottleneck_why}.", "",
             f"TF Profiler's tf.data bottleneck analysis: {found.profiler.answer}.", "", "## Rewrites", "",
             "Each measured against the original in the same interleaved rounds (gain: rewrite / original, 95% "
-            "interval); kept only when the interval lies above 1 and one epoch yields the same elements.", "",
+            "interval); kept only when the interval lies above 1 and one epoch yields the same elements "
+            f"(content compared over {found.content_scope}).", "",
             "| rewrite | gain | content | kept | why |", "|---|---|---|---|---|"]
     for r in found.rewrites:
         out.append(f"| {r.name} | {_gain(r)} | {_content(r)} | {'**kept**' if r.kept else 'no'} | {r.verdict}"
@@ -131,6 +133,11 @@ def to_markdown(found: Diagnosis) -> str:
                                                                           "was kept).")]
     if chosen is not None and chosen.steps:
         out += ["", "What changes, call by call:", "", "```python", *_changes(found, chosen), "```"]
+    if patch_name:
+        out += ["", f"`{patch_name}` makes the same change in your own file (`patch -p1 < {patch_name}` in its folder); "
+                "it edits your calls and appends pipebench's helpers, never your functions."]
+    elif chosen is not None:
+        out += ["", f"No patch of your file: {no_patch}."]
     return "\n".join(out) + "\n"
 
 

@@ -3,7 +3,8 @@
 No TensorFlow here: the user's function runs only in the worker (pipebench.diagnose.worker), a
 fresh process watched as a trial's is (pipebench.measure.manager.watch: a timeout and a memory cap,
 its process group killed on Ctrl-C). The folder is written only when the diagnosis completes, whole
-or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md and the rewritten module.
+or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md, the rewritten module and, when
+the kept rewrite can be written as edits of the user's own calls, a patch of their file (pipebench.diagnose.patch).
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ DEFAULT_ROUNDS = 5
 WINDOW_SEC = 0.5
 SETTLE_SEC = 0.3
 WARMUP_SEC = 5.0
+CONTENT_SEC = 5.0
+CONTENT_MIN_EXAMPLES = 20_000
 EPOCH_CAP_EXAMPLES = 2_000_000
 TIMEOUT_SEC = 30 * 60
 MEMORY_CAP_MB = 8192
@@ -84,7 +87,8 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
              force: bool = False, log: Callable[[str], None] = print, window_sec: float = WINDOW_SEC,
              settle_sec: float = SETTLE_SEC, epoch_cap_examples: int = EPOCH_CAP_EXAMPLES) -> tuple[Diagnosis, Path]:
     """Diagnose the function; write the output folder; give the diagnosis and the folder's path."""
-    from pipebench.diagnose.export import module_name, rewritten_module
+    from pipebench.diagnose.export import best, module_name, rewritten_module
+    from pipebench.diagnose.patch import NoPatch, patch
     from pipebench.diagnose.report import to_markdown
 
     out = Path(out) if out is not None else default_out(ref)
@@ -95,10 +99,21 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
     with tempfile.TemporaryDirectory(prefix="pipebench-diagnose-") as scratch:
         folder = Path(scratch)
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
-                          WARMUP_SEC, epoch_cap_examples, str(folder / "progress.txt"))
+                          WARMUP_SEC, CONTENT_SEC, CONTENT_MIN_EXAMPLES, epoch_cap_examples,
+                          str(folder / "progress.txt"))
         found = run_worker(request, folder, log)
+    chosen = best(found)
+    diff, why = None, "no rewrite was kept"
+    if chosen is not None:
+        try:
+            diff = patch(found, chosen)
+        except NoPatch as err:
+            why = str(err)
+    patch_name = Path(module_name(found)).with_suffix(".patch").name
     with atomic_dir(out, force=force, inputs=[Path(ref.path)]) as tmp:
         (tmp / "diagnosis.json").write_text(json.dumps(found.to_json(), indent=2, allow_nan=False) + "\n")
-        (tmp / "diagnosis.md").write_text(to_markdown(found))
+        (tmp / "diagnosis.md").write_text(to_markdown(found, patch_name if diff else None, why))
         (tmp / module_name(found)).write_text(rewritten_module(found))
+        if diff:
+            (tmp / patch_name).write_text(diff)
     return found, out

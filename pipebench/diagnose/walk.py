@@ -222,6 +222,16 @@ def _reader_params(node: Any) -> dict[str, Any]:
             "buffer_size": _value(getattr(node, "_buffer_size", None)), "num_parallel_reads": _tunable(reads)}
 
 
+def _slices(members: list[Any]) -> dict[str, Any]:
+    """Give a source that is one from_tensor_slices of file names (strings) as {"slices": [...]}, else {}."""
+    if len(members) != 1 or type(members[0]).__name__ != "_TensorSliceDataset":
+        return {}
+    spec = members[0].element_spec
+    if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0):
+        return {}
+    return {"slices": [f.decode() for f in members[0].as_numpy_iterator()]}
+
+
 def _params(kind: str, node: Any) -> dict[str, Any]:
     """Give a stage's arguments as plain values, read from the dataset its call returned."""
     name = type(node).__name__
@@ -289,6 +299,8 @@ def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, 
     """Give a stage as the user would write it: `.map(decode, num_parallel_calls=10)`."""
     fn = function.name if function else None
     if kind == "source":
+        if "slices" in params:
+            return f"tf.data.Dataset.from_tensor_slices({len(params['slices'])} file names)"
         if "reader" in params:
             reads = params["num_parallel_reads"]
             what = f"{len(params['files'])} files" if params["files"] is not None else "a dataset of file names"
@@ -347,7 +359,7 @@ def walk(dataset: Any, sites: dict, module: Any) -> Walked:
     stages, kept, functions = [], [], []
     batched = False
     for position, (members, site, node, op, kind) in enumerate(raw):
-        params = _params(kind, node) if (kind != "source" or op in _READERS) else {}
+        params = _params(kind, node) if (kind != "source" or op in _READERS) else _slices(members)
         function = _function(node) if kind in ("map", "filter", "interleave", "flat_map") else None
         record = user_function(function, module) if function is not None else None
         stateful = (stateful_ops((getattr(node, "_map_func", None) or node._predicate).function)

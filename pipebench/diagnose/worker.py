@@ -105,6 +105,8 @@ class Diagnoser:
 
         self.tf, self.request, self.log = tf, request, log
         self.seed = int(hashlib.sha256(f"{request.function}:{request.name}".encode()).hexdigest()[:8], 16)
+        self.files: int | None = None  # the content check reads this many of the source's files (None: all)
+        self.epoch_scale = 1.0  # the whole epoch's examples over those the content check reads
 
     # --- arms -------------------------------------------------------------------------------------------------
 
@@ -164,12 +166,14 @@ class Diagnoser:
         self.steps = steps
         batched = stages[-1].batched
         self.batched = batched
-        one_epoch = replay(steps, walked, one_epoch=True) if steps else walked.root
+        costs, bottleneck, why = self._stage_costs()
+        self.files, scope = self._content_files(costs[-1].prefix_examples_per_sec.mean)
+        one_epoch = replay(steps, walked, one_epoch=True, files=self.files) if steps else walked.root
         original = contents.read_epoch(one_epoch, batched, r.epoch_cap_examples)
         again = contents.read_epoch(one_epoch, batched, r.epoch_cap_examples)
         self.epochs = (original, again)
-        self.log(f"one epoch: {len(original.examples):,} examples" + (" (cut at the cap)" if original.capped else ""))
-        costs, bottleneck, why = self._stage_costs()
+        scope = f"{scope}: {len(original.examples):,} examples" + (" (cut at the cap)" if original.capped else "")
+        self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
         candidates = self._candidates(shares, bottleneck)
         rewrites = self._prove(candidates)
@@ -180,7 +184,7 @@ class Diagnoser:
         return Diagnosis(
             DIAGNOSIS_VERSION, f"{r.function}:{r.name}", str(loaded.signature), tuple(loaded.signature.parameters),
             _plain_defaults(loaded.signature), dict(r.kwargs), self.tf.__version__, _cores(),
-            _element_text(loaded.dataset.element_spec), dict(walked.options), tuple(stages), steps, replay_note,
+            _element_text(loaded.dataset.element_spec), dict(walked.options), tuple(stages), steps, scope, replay_note,
             tuple(costs), bottleneck, why, _profiler(), tuple(rewrites), combined, train, train_note,
             time.time() - started)
 
@@ -194,6 +198,29 @@ class Diagnoser:
         if [(s.kind, s.params) for s in mine] != [(s.kind, s.params) for s in theirs]:
             return "replaying its stages gives another pipeline: " + " ".join(s.call for s in mine)[:160]
         return None
+
+    def _content_files(self, rate: float) -> tuple[int | None, str]:
+        """Give how many of the source's files the content check reads (None: all) and that in words: the first
+        files holding what the original yields in `request.content_sec` at `rate` (at least
+        `content_min_examples`), so that checking every rewrite's epoch takes seconds, not an epoch of the data."""
+        import math
+
+        source = self.walked.stages[0].params
+        files = source.get("files") or source.get("slices")
+        if not self.steps or not files:
+            return None, "one epoch"
+        everything = f"one epoch of all {len(files)} file(s)"
+        reader = source.get("reader") or (self.walked.stages[1].reads if len(self.walked.stages) > 1 else None)
+        if len(files) == 1 or reader not in ("TextLineDataset", "TFRecordDataset"):
+            return None, everything
+        tf = self.tf
+        records = int(getattr(tf.data, reader)(files[0]).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+        target = max(self.request.content_min_examples, rate * self.request.content_sec)
+        count = max(1, math.ceil(target / max(records, 1)))
+        if count >= len(files):
+            return None, everything
+        self.epoch_scale = len(files) / count
+        return count, f"one epoch of the first {count} of {len(files)} files"
 
     def _stage_costs(self) -> tuple[list[StageCost], int, str]:
         """Measure every prefix in interleaved rounds; give the stage costs, the bottleneck and why it is one."""
@@ -274,7 +301,7 @@ class Diagnoser:
             examples += int(tf.shape(leaves[0])[0]) if self.walked.stages[stage].batched else 1
         if not examples or self.epochs[0].capped:
             return None
-        return size / examples * len(self.epochs[0].examples)
+        return size / examples * len(self.epochs[0].examples) * self.epoch_scale
 
     def _build(self, transforms: list, options: dict[str, Any], one_epoch: bool):
         """Give the original with `transforms` and `options` applied (None when the transforms do not compose)."""
@@ -285,7 +312,8 @@ class Diagnoser:
             root = self.walked.root
             return root.with_options(options_of(options)) if options else root
         steps = compose(transforms, self.steps)
-        return None if steps is None else replay(steps, self.walked, options, one_epoch)
+        return None if steps is None else replay(steps, self.walked, options, one_epoch,
+                                                  self.files if one_epoch else None)
 
     def _content(self, transforms: list, options: dict[str, Any]) -> Content | str:
         """Give how a rewrite's epoch compares with the original's, or why it could not be read."""
@@ -461,14 +489,14 @@ def _cores() -> int:
 def _plain_defaults(signature) -> dict[str, Any]:
     import inspect
 
-    from pipebench.pipeline.export import _literal
+    from pipebench.pipeline.export import literal
 
     found = {}
     for name, parameter in signature.parameters.items():
         if parameter.default is inspect.Parameter.empty:
             continue
         try:
-            _literal(parameter.default)
+            literal(parameter.default)
         except ValueError:
             continue
         found[name] = parameter.default
