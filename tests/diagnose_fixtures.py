@@ -7,7 +7,8 @@ from pathlib import Path
 
 CORPUS = Path(__file__).parent / "diagnose_corpus"
 #: Every corpus pipeline that returns a dataset (tf1_tensors.py is refused).
-PIPELINES = ("lambdaji_libsvm", "parse_single", "many_files", "py_function", "augment", "dict_features", "well_built")
+PIPELINES = ("lambdaji_libsvm", "parse_single", "many_files", "py_function", "augment", "dict_features", "well_built",
+             "cached")
 ROWS = 3000
 
 

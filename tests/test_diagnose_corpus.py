@@ -41,6 +41,7 @@ EXPECTED = {
     "augment": ["source", "batch", "map", "unbatch", "map", "batch"],
     "dict_features": ["source", "map", "batch", "prefetch"],
     "well_built": ["source", "batch", "map", "prefetch"],
+    "cached": ["source", "interleave", "cache", "shuffle", "batch", "map", "repeat", "prefetch"],
 }
 
 
@@ -159,6 +160,7 @@ PROPOSED = {
     "augment": {"parallel_map", "parallel_reads"},
     "dict_features": {"vectorize", "parallel_reads", "options"},
     "well_built": {"options"},
+    "cached": {"parallel_interleave", "options"},
 }
 
 
@@ -201,6 +203,7 @@ def test_named_rewrites_carry_their_measured_share(diagnoses):
     assert lambdaji["cache"].automatic is False and "one pass" in lambdaji["cache"].verdict  # repeat(1)
     assert diagnoses["augment"].rewrites and all(r.kind != "cache" or not r.automatic or r.stage < 4
                                                  for r in diagnoses["augment"].rewrites), "no cache above a random op"
+    assert not [r for r in diagnoses["cached"].rewrites if r.kind == "cache"], "no second cache beside its own"
 
 
 def test_the_content_check_reads_an_epoch_of_the_first_files_only(diagnoses):

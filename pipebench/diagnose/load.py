@@ -29,7 +29,6 @@ import tensorflow as tf
 
 from pipebench.diagnose.records import Place
 from pipebench.errors import UsageError
-from pipebench.values import echo
 
 #: The longest reason an error line quotes from the user's exception.
 _REASON_CHARS = 160
@@ -224,8 +223,3 @@ def load(path: str, name: str, kwargs: dict[str, Any]) -> Loaded:
         what, change = _what_it_is(result)
         raise UsageError(f"{_def_place(function, path)}: {name} returned {what}, not a tf.data.Dataset: {change}")
     return Loaded(result, module, function, signature, dict(bound.arguments), sites)
-
-
-def describe_kwargs(kwargs: dict[str, Any]) -> str:
-    """Give the arguments as `a=1, b='x'` for a log line, each value cut short."""
-    return ", ".join(f"{k}={echo(v, 40)}" for k, v in kwargs.items())

@@ -205,7 +205,7 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                f"insert prefetch(tf.data.AUTOTUNE) after {neck.call}", None, True,
                                _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None))))
     point = cache_point(stages)
-    if point is not None:
+    if point is not None and not (point + 1 < len(stages) and stages[point + 1].kind == "cache"):
         repeats = [s for s in stages[point + 1:] if s.kind == "repeat" and (s.params["count"] is None
                                                                             or s.params["count"] > 1)]
         where = stages[point]

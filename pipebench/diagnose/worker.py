@@ -38,8 +38,6 @@ from pipebench.diagnose.records import (
 from pipebench.errors import PipebenchError, UsageError
 from pipebench.parent_death import die_with_parent
 
-#: Fewer rounds than this give no interval, and nothing is called decided.
-MIN_ROUNDS = 2
 #: The share of this machine's free memory a cache may take.
 CACHE_MEMORY_SHARE = 0.5
 
@@ -121,7 +119,7 @@ class Diagnoser:
             return tf.cast(rows, tf.int64)
         return count
 
-    def input_arm(self, name: str, dataset, batched: bool, releasable: bool = True):
+    def input_arm(self, name: str, dataset, batched: bool):
         """Give an input arm over `dataset` (the trial worker's loop; single examples sunk through shard(K, 0))."""
         from pipebench.capacity.prefixes import Element, sink_every
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
@@ -131,8 +129,10 @@ class Diagnoser:
         per_step = 1 if batched else sink_every(Element(True, 1, "one example"))
         if per_step > 1:
             dataset = dataset.repeat().shard(per_step, 0)
-        return Arm(name, lambda: iter(dataset), input_loop(self.tf, self._count(batched), per_step),
-                   releasable=releasable, cpu_clock=process_tree_cpu_sec)
+        arm = Arm(name, lambda: iter(dataset), input_loop(self.tf, self._count(batched), per_step),
+                  cpu_clock=process_tree_cpu_sec)
+        arm.release()  # its pipeline must not run while others are checked or measured (pipebench.diagnose.rounds)
+        return arm
 
     def rounds(self, arms: list, settle_examples: dict[str, int]) -> dict[str, list]:
         from pipebench.diagnose.rounds import calibrate, interleaved_rounds
@@ -228,6 +228,7 @@ class Diagnoser:
 
         stages = self.walked.stages
         measured = measured_prefixes(stages)
+        self._fill_own_cache()
         self.log(f"measuring {len(measured)} prefixes in {self.request.rounds} interleaved rounds")
         arms = [self.input_arm(f"prefix {p.end}", self.walked.prefix(p.end), stages[p.end].batched)
                 for p in measured]
@@ -340,7 +341,7 @@ class Diagnoser:
     def _prove(self, candidates: list) -> list[Rewrite]:
         """Build, check and measure every automatic candidate against the original; give each one's Rewrite."""
         arms, checked = [], {}
-        original = self.input_arm("original", self.walked.root, self.batched)
+        original = self._original_arm()
         for index, c in enumerate(candidates):
             if not c.automatic:
                 continue
@@ -354,7 +355,7 @@ class Diagnoser:
                 continue
             dataset = self._build(transforms, c.options, one_epoch=False)
             arm = self.input_arm(f"rewrite {index}", dataset, self.batched)
-            if c.fills_cache:
+            if c.fills_cache or self._own_cache:
                 self._fill(arm)
             arms.append((index, arm))
         gains = {}
@@ -370,9 +371,30 @@ class Diagnoser:
                 gains[index] = Gain.of(ratio_interval(rates(windows[arm.name]), base))
         return [self._verdict(c, gains.get(i), checked.get(i)) for i, c in enumerate(candidates)]
 
+    def _original_arm(self):
+        """Give the original's input arm (its own cache, if it has one, was filled before the prefixes were)."""
+        return self.input_arm("original", self.walked.root, self.batched)
+
+    def _fill_own_cache(self) -> None:
+        """Complete the user's own cache, if the pipeline has one, through its prefix: every prefix and the root
+        share it (one cache per dataset), so windows measure the steady state, epochs served from memory."""
+        stages = self.walked.stages
+        caches = [s.index for s in stages if s.kind == "cache"]
+        if not caches or any(s.kind == "repeat" for s in stages[:caches[0]]):
+            return
+        tf = self.tf
+        start = time.perf_counter()
+        count = int(self.walked.prefix(caches[0]).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+        self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
+
+    @property
+    def _own_cache(self) -> bool:
+        """Whether the user's pipeline caches: a replayed rewrite has a cache of its own to fill."""
+        return any(stage.kind == "cache" for stage in self.walked.stages)
+
     def _fill(self, arm) -> None:
         """Run a cached arm past one epoch so its cache is complete (later iterators read it from memory)."""
-        need = int(len(self.epochs[0].examples) * 1.05) + 1
+        need = int(len(self.epochs[0].examples) * self.epoch_scale * 1.05) + 1
         seen, start = 0, time.perf_counter()
         while seen < need:
             seen += arm.call()[0]
@@ -423,9 +445,9 @@ class Diagnoser:
         if not isinstance(found, str):
             dataset = self._build(transforms, options, one_epoch=False)
             arm = self.input_arm("combined", dataset, self.batched)
-            if combined.fills_cache:
+            if combined.fills_cache or self._own_cache:
                 self._fill(arm)
-            original = self.input_arm("original", self.walked.root, self.batched)
+            original = self._original_arm()
             self.log("measuring the combination against the original")
             windows = self.rounds([original, arm], {})
             gain = Gain.of(ratio_interval(rates(windows["combined"]), rates(windows["original"])))
