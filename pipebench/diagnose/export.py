@@ -40,7 +40,7 @@ _LOADER = '''def _user_module(path):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module'''
-_VECTORIZED = '''def vectorized(function):
+VECTORIZED_SOURCE = '''def vectorized(function):
     """Give a batch function: tf.vectorized_map of a per-example function (pfor, no while-loop fallback)."""
     def batch_function(*args):
         return tf.vectorized_map(lambda parts: function(*parts), args, fallback_to_while_loop=False)
@@ -100,7 +100,7 @@ class _Writer:
         if step.function == "libsvm":
             self.helper_functions.append("libsvm_decoder")
             name = f"decode_batch_{step.origin}"
-            self.helpers.append(_libsvm_helper(name, step.args["libsvm"], own.name if own else "the stage's function"))
+            self.helpers.append(libsvm_helper(name, step.args["libsvm"], own.name if own else "the stage's function"))
             return name
         if own is None or own.importable is None:
             return None
@@ -112,8 +112,8 @@ class _Writer:
             self.user = True
             reference = f"user.{own.importable}"
         if step.function == "vectorized_map":
-            if _VECTORIZED not in self.helpers:
-                self.helpers.append(_VECTORIZED)
+            if VECTORIZED_SOURCE not in self.helpers:
+                self.helpers.append(VECTORIZED_SOURCE)
             return f"vectorized({reference})"
         return reference
 
@@ -167,7 +167,8 @@ class _Writer:
                        and not (skip_false and a[n] is False))
 
 
-def _libsvm_helper(name: str, spec: dict, replaces: str) -> str:
+def libsvm_helper(name: str, spec: dict, replaces: str) -> str:
+    """Give the source of a batched decoder `name` for a libsvm spec (pipebench.diagnose.vectorize), as a function."""
     def build(node: dict) -> str:
         if "dict" in node:
             return "{" + ", ".join(f"{literal(k)}: {build(v)}" for k, v in node["dict"].items()) + "}"

@@ -117,19 +117,19 @@ class _Patcher:
         own = self.segment(node.args[0]) if node.args else None
         if step.function == "vectorized_map":
             if "vectorized" not in self.helpers:
-                from pipebench.diagnose.export import _VECTORIZED
+                from pipebench.diagnose.export import VECTORIZED_SOURCE
 
                 self.helpers.append("vectorized")
-                self.appended.append(_VECTORIZED)
+                self.appended.append(VECTORIZED_SOURCE)
             return f"vectorized({own})"
         if step.function == "libsvm":
-            from pipebench.diagnose.export import _libsvm_helper
+            from pipebench.diagnose.export import libsvm_helper
 
             name = f"decode_batch_{step.origin}"
             if "libsvm_decoder" not in self.helpers:
                 self.helpers.append("libsvm_decoder")
                 self.appended += function_sources(["libsvm_decoder"])
-            self.appended.append(_libsvm_helper(name, step.args["libsvm"], own or "the stage's function"))
+            self.appended.append(libsvm_helper(name, step.args["libsvm"], own or "the stage's function"))
             return name
         return own
 

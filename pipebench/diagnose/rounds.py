@@ -1,5 +1,6 @@
-"""Paired, interleaved rounds of several arms in one warm worker: each round times one window of every arm,
-in a random order (RMIT), so drift on the machine hits every arm alike.
+"""Interleaved rounds of several arms in one warm worker: each round times one window of every arm, in a random
+order (RMIT), so drift on the machine hits every arm alike; or, to compare arms with one base arm, pairs of
+windows side by side (ABBA), one pair per arm per round.
 
 The arms share one process, so none may run on what another left behind (pipebench.measure.windows
 says why): every arm's iterator is released after its window, and before each window the worker
@@ -50,6 +51,33 @@ def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, sett
         log(f"round {round_index + 1}/{rounds}: " + ", ".join(
             f"{name} {windows[-1].examples / windows[-1].seconds:,.0f}" for name, windows in found.items())
             + " examples/s")
+    return found
+
+
+def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: float, settle_sec: float,
+                  settle_examples: Mapping[str, int], seed: int,
+                  log: Callable[[str], None] = lambda text: None) -> dict[str, list[tuple[Window, Window]]]:
+    """Give, for each of `others`, its (base window, own window) pairs, one per round; arms must be calibrated.
+
+    Each round visits the others in a random order, and times each right beside a window of `base`, in
+    ABBA order (base first in one round, second in the next), so a pair shares the machine's state of
+    that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
+    """
+    rng = random.Random(seed)
+    found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
+    for round_index in range(rounds):
+        for position, other in enumerate(rng.sample(list(others), len(others))):
+            pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
+            timed = {}
+            for arm in pair:
+                wait_until_idle()
+                settle(arm, settle_sec, settle_examples.get(arm.name, 0))
+                timed[arm.name] = arm.timed(window_sec, round_index)
+                arm.release()
+            found[other.name].append((timed[base.name], timed[other.name]))
+        log(f"round {round_index + 1}/{rounds}: " + ", ".join(
+            f"{name} {pairs[-1][1].examples / pairs[-1][1].seconds / (pairs[-1][0].examples / pairs[-1][0].seconds):.2f}×"
+            for name, pairs in found.items()) + f" of {base.name}")
     return found
 
 

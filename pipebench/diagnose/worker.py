@@ -8,7 +8,7 @@ starts here, after the environment is set, and never in the CLI. In order:
 3. measure every prefix in interleaved rounds (rounds; pipebench.capacity's prefix method: a stage's
    cost is what its prefix's CPU per example adds); name the bottleneck;
 4. propose rewrites (rewrites; vectorize); build each, compare its epoch with the original's, and
-   measure all of them against the original in one set of interleaved rounds; keep a rewrite when
+   measure each against the original, a window of each side by side in every round (ABBA); keep a rewrite when
    the 95% interval of its paired gain lies above 1 and it yields the same elements (or its change
    of semantics is the one it names);
 5. measure the kept rewrites together against the original the same way;
@@ -140,6 +140,19 @@ class Diagnoser:
         calibrate(arms)
         r = self.request
         return interleaved_rounds(arms, r.rounds, r.window_sec, r.settle_sec, settle_examples, self.seed, self.log)
+
+    def gains(self, original, arms: list) -> dict[str, Gain]:
+        """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds."""
+        from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
+        from pipebench.measure.intervals import ratio_interval
+
+        calibrate([original, *arms])
+        r = self.request
+        fill = self._fill_examples(self.walked.stages)
+        pairs = paired_rounds(original, arms, r.rounds, r.window_sec, r.settle_sec,
+                              {arm.name: fill for arm in [original, *arms]}, self.seed, self.log)
+        return {name: Gain.of(ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found])))
+                for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
 
@@ -354,21 +367,15 @@ class Diagnoser:
             if isinstance(found, str):
                 continue
             dataset = self._build(transforms, c.options, one_epoch=False)
-            arm = self.input_arm(f"rewrite {index}", dataset, self.batched)
+            arm = self.input_arm(c.name, dataset, self.batched)
             if c.fills_cache or self._own_cache:
                 self._fill(arm)
             arms.append((index, arm))
         gains = {}
         if arms:
-            self.log(f"measuring the original and {len(arms)} rewrites in {self.request.rounds} interleaved rounds")
-            windows = self.rounds([original] + [arm for _, arm in arms], {arm.name: self._fill_examples(
-                self.walked.stages) for arm in [original] + [a for _, a in arms]})
-            from pipebench.diagnose.rounds import rates
-            from pipebench.measure.intervals import ratio_interval
-
-            base = rates(windows["original"])
-            for index, arm in arms:
-                gains[index] = Gain.of(ratio_interval(rates(windows[arm.name]), base))
+            self.log(f"measuring {len(arms)} rewrites, each beside the original, in {self.request.rounds} rounds")
+            found = self.gains(original, [arm for _, arm in arms])
+            gains = {index: found[arm.name] for index, arm in arms}
         return [self._verdict(c, gains.get(i), checked.get(i)) for i, c in enumerate(candidates)]
 
     def _original_arm(self):
@@ -430,8 +437,6 @@ class Diagnoser:
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original; give the combination's Rewrite."""
         from pipebench.diagnose.rewrites import Candidate
-        from pipebench.diagnose.rounds import rates
-        from pipebench.measure.intervals import ratio_interval
 
         transforms = [c.transform for c, _ in kept if c.transform]
         options = {k: v for c, _ in kept for k, v in c.options.items()}
@@ -448,9 +453,8 @@ class Diagnoser:
             if combined.fills_cache or self._own_cache:
                 self._fill(arm)
             original = self._original_arm()
-            self.log("measuring the combination against the original")
-            windows = self.rounds([original, arm], {})
-            gain = Gain.of(ratio_interval(rates(windows["combined"]), rates(windows["original"])))
+            self.log("measuring the combination beside the original")
+            gain = self.gains(original, [arm])["combined"]
         return self._verdict(combined, gain, found)
 
     def _train(self, best: Rewrite | None) -> tuple[Train | None, str | None]:
