@@ -232,3 +232,15 @@ def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data):
     original = found.train.terms[0]
     assert original.pipeline == "original" and original.train_examples_per_sec.mean > 0
     assert original.slowdown.n == 2
+
+
+def test_the_module_ties_an_argument_to_a_parameter_by_name_and_value_not_by_value_alone(diagnoses):
+    from pipebench.diagnose.export import rewritten_module
+
+    found = diagnoses["lambdaji_libsvm"]  # batch_size=256, and shuffle(256) by chance
+    vectorize = [r for r in found.rewrites if r.kind == "vectorize"][0]
+    text = rewritten_module(dataclasses.replace(found, rewrites=(dataclasses.replace(vectorize, kept=True),),
+                                                combined=None))
+    assert "dataset.batch(256)" in text and "dataset.batch(batch_size)" in text  # vectorize's batch, the user's
+    assert "dataset.shuffle(256," in text and "dataset.repeat(num_epochs)" in text
+    assert "_diagnosed('perform_shuffle', perform_shuffle, True)" in text  # it chose the stages: checked, not followed

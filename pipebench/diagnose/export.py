@@ -69,11 +69,19 @@ def _code(value: Any) -> str:
     return "tf.data.AUTOTUNE" if value == AUTOTUNE else literal(value)
 
 
-def _tie(value: Any, kwargs: dict[str, Any]) -> str | None:
-    """Give the parameter whose value `value` is (the only one), else None."""
+#: What a parameter's name must hold to be taken for the argument it equals (a value alone is no evidence:
+#: batch_size 256 and shuffle(256) are equal by chance); file names tie on their value alone.
+TIE_HINTS = {"batch_size": ("batch",), "buffer_size": ("buffer", "shuffle"), "count": ("epoch", "repeat", "count",
+                                                                                        "take", "skip", "steps"),
+             "seed": ("seed",), "num_shards": ("shard", "worker", "host"), "index": ("shard", "index", "rank")}
+
+
+def _tie(value: Any, kwargs: dict[str, Any], hints: tuple[str, ...] | None = None) -> str | None:
+    """Give the one parameter whose value is `value` (and whose name holds one of `hints`, when given), else None."""
     if value is None:
         return None
-    found = [name for name, given in kwargs.items() if type(given) is type(value) and given == value]
+    found = [name for name, given in kwargs.items() if type(given) is type(value) and given == value
+             and (hints is None or any(h in name.lower() for h in hints))]
     return found[0] if len(found) == 1 else None
 
 
@@ -87,8 +95,10 @@ class _Writer:
         self.helper_functions: list[str] = []
         self.user = False
 
-    def arg(self, value: Any) -> str:
-        name = _tie(value, self.found.kwargs)
+    def arg(self, value: Any, argument: str | None = None) -> str:
+        """Give `value` as the parameter it came from, when one did (TIE_HINTS; files: `argument` None), else as
+        a literal."""
+        name = _tie(value, self.found.kwargs, TIE_HINTS.get(argument) if argument else None)
         if name is not None:
             self.used.add(name)
             return name
@@ -136,18 +146,20 @@ class _Writer:
         if kind == "map":
             return f"dataset = dataset.map({fn}{self.kw(a, 'num_parallel_calls', 'deterministic')})"
         if kind == "batch":
-            return (f"dataset = dataset.batch({self.arg(a['batch_size'])}"
+            user = self.found.stages[step.origin].kind == "batch" if step.origin is not None else False
+            size = self.arg(a["batch_size"], "batch_size") if user else literal(a["batch_size"])
+            return (f"dataset = dataset.batch({size}"
                     f"{self.kw(a, 'drop_remainder', 'num_parallel_calls', 'deterministic', skip_false=True)})")
         if kind == "unbatch":
             return "dataset = dataset.unbatch()"
         if kind == "shuffle":
-            seed = "" if a["seed"] is None else f", seed={self.arg(a['seed'])}"
-            return (f"dataset = dataset.shuffle({self.arg(a['buffer_size'])}{seed}, "
+            seed = "" if a["seed"] is None else f", seed={self.arg(a['seed'], 'seed')}"
+            return (f"dataset = dataset.shuffle({self.arg(a['buffer_size'], 'buffer_size')}{seed}, "
                     f"reshuffle_each_iteration={_code(a['reshuffle_each_iteration'])})")
         if kind == "prefetch":
             return f"dataset = dataset.prefetch({_code(a['buffer_size'])})"
         if kind == "repeat":
-            return f"dataset = dataset.repeat({'' if a['count'] is None else self.arg(a['count'])})"
+            return f"dataset = dataset.repeat({'' if a['count'] is None else self.arg(a['count'], 'count')})"
         if kind == "cache":
             return f"dataset = dataset.cache({literal(a['filename'])})"
         if kind == "interleave":
@@ -156,9 +168,9 @@ class _Writer:
         if kind in ("flat_map", "filter"):
             return f"dataset = dataset.{kind}({fn})"
         if kind in ("take", "skip"):
-            return f"dataset = dataset.{kind}({self.arg(a['count'])})"
+            return f"dataset = dataset.{kind}({self.arg(a['count'], 'count')})"
         if kind == "shard":
-            return f"dataset = dataset.shard({self.arg(a['num_shards'])}, {self.arg(a['index'])})"
+            return f"dataset = dataset.shard({self.arg(a['num_shards'], 'num_shards')}, {self.arg(a['index'], 'index')})"
         return None
 
     def kw(self, a: dict, *names: str, skip_false: bool = False) -> str:
