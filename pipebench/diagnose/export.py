@@ -248,7 +248,8 @@ def rewritten_module(found: Diagnosis) -> str:
                found.replay_note or "a stage's function is nested or a lambda, so it cannot be imported by name")
         not_applied = [r for r in ([rewrite] if rewrite else []) if r.kind != "options"]
         note = (f"The pipeline is built by the user's own {name} ({why}); only the kept tf.data options are set here."
-                + (f" Apply the rest by hand, as diagnosis.md shows: {rewrite.change}." if not_applied else ""))
+                + (f" The rest ({rewrite.change}) is in the patch of the user's file beside this module, or call "
+                   "by call in diagnosis.md." if not_applied else ""))
         options = {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
                                        for k, v in r.options.items()}}
         params = signature or "*args, **kwargs"
@@ -268,7 +269,8 @@ def rewritten_module(found: Diagnosis) -> str:
                  "if unsupported:",
                  "    tf.get_logger().warning('tf.data options this TensorFlow lacks, left unset: %s', "
                  "', '.join(unsupported))"]
-    checks = [f"_diagnosed({literal(p)}, {p}, {literal(found.kwargs[p])})" for p in fixed if p in found.kwargs]
+    diagnosed = {**found.defaults, **found.kwargs}
+    checks = [f"_diagnosed({literal(p)}, {p}, {literal(diagnosed[p])})" for p in fixed if p in diagnosed]
     body = checks + body + ["return dataset"]
     imports = ["import tensorflow as tf"]
     constants = []
