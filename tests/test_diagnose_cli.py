@@ -23,8 +23,12 @@ def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "bottleneck: stage" in result.stdout and f"wrote {out}" in result.stdout
     assert "measuring" in result.stdout, "the worker's progress is shown"
-    assert sorted(p.name for p in out.iterdir()) == ["diagnosis.json", "diagnosis.md", "rewritten_well_built.py"]
+    written = {p.name for p in out.iterdir()}
+    assert {"diagnosis.json", "diagnosis.md", "rewritten_well_built.py"} <= written
     found = json.loads((out / "diagnosis.json").read_text())
+    kept = [r for r in found["rewrites"] if r["kept"]]
+    assert written - {"diagnosis.json", "diagnosis.md", "rewritten_well_built.py"} <= (
+        {"rewritten_well_built.patch"} if kept else set()), "a patch only for a kept rewrite"
     assert [s["kind"] for s in found["stages"]] == ["source", "batch", "map", "prefetch"]
     assert found["train"] is not None and {t["pipeline"] for t in found["train"]["terms"]} >= {"original"}
     assert "## Where the time goes" in (out / "diagnosis.md").read_text()
