@@ -267,6 +267,24 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    from pipebench.diagnose.report import summary_lines
+    from pipebench.diagnose.run import diagnose
+    from pipebench.diagnose.target import parse_function_ref, parse_settings
+
+    target = parse_function_ref(args.function)
+    model = parse_function_ref(args.model, "--model") if args.model else None
+    kwargs = parse_settings(args.set)
+    found, out = diagnose(target, kwargs, model, args.out, args.rounds, args.force,
+                          log=(lambda text: None) if args.json else (lambda text: print(text, flush=True)))
+    if args.json:
+        print(json.dumps(found.to_json(), indent=2, allow_nan=False))
+    else:
+        print("\n".join(summary_lines(found)))
+        print(f"wrote {out}")
+    return 0
+
+
 def _cmd_whatif(args: argparse.Namespace) -> int:
     from pipebench.report.whatif import to_text, whatif
     from pipebench.catalog import accelerator_rates, load_catalog
@@ -504,6 +522,24 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=("md", "json"), default="md")
     check.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
     check.set_defaults(func=_cmd_checklist)
+
+    diagnosing = commands.add_parser("diagnose", help="find the slow stage of your own tf.data function, prove "
+                                     "rewrites by paired measurement, export the rewritten input_fn")
+    diagnosing.add_argument("function", metavar="PATH.py:FUNCTION", help="a Python file and the function in it that "
+                            "returns a tf.data.Dataset (run in a fresh worker process)")
+    diagnosing.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                            help="an argument of the function, its value a YAML scalar or list (repeatable)")
+    diagnosing.add_argument("--model", metavar="PATH.py:FUNCTION",
+                            help="a function returning a compiled Keras model to train on the elements (default: "
+                                 "pipebench's DeepFM when they fit its contract)")
+    diagnosing.add_argument("--out", type=Path, metavar="DIR",
+                            help="output folder (default: diagnosis-<module>-<function>); written only when the "
+                                 "diagnosis completes")
+    diagnosing.add_argument("--rounds", type=_positive_int, default=5,
+                            help="interleaved rounds per comparison (default 5, at least 2)")
+    diagnosing.add_argument("--force", action="store_true", help="replace --out if it exists")
+    diagnosing.add_argument("--json", action="store_true", help="print diagnosis.json instead of the summary")
+    diagnosing.set_defaults(func=_cmd_diagnose)
 
     what = commands.add_parser("whatif", help="predicted input and train throughput, feeding vCPUs and cost per epoch "
                                "on each instance type, from the run's per-stage costs (capacity.json)")

@@ -145,8 +145,9 @@ def why_sequential(spec: PipelineSpec, kind: str) -> str | None:
     }[kind]
 
 
-def _skipped_ends(kinds: tuple[str, ...]) -> set[int]:
-    """Give the stage counts that get no prefix of their own (see the module docstring)."""
+def skipped_ends(kinds: tuple[str, ...]) -> set[int]:
+    """Give the stage counts that get no prefix of their own (see the module docstring); `pipebench diagnose`
+    groups a user's stages by the same rule."""
     skipped: set[int] = set()
     for opener in ("interleave", "cache"):
         if opener in kinds:
@@ -159,7 +160,7 @@ def _skipped_ends(kinds: tuple[str, ...]) -> set[int]:
 def prefixes(spec: PipelineSpec) -> tuple[Prefix, ...]:
     """Give the prefixes to measure for `spec`, shortest first; the last is the whole pipeline."""
     kinds = spec.kinds
-    skipped = _skipped_ends(kinds)
+    skipped = skipped_ends(kinds)
     found: list[Prefix] = []
     previous: int | None = None
     for end in range(len(kinds) + 1):

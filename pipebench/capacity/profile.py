@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
@@ -131,7 +132,15 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
     return found
 
 
-def stage_costs(measured: Sequence[tuple[Prefix, Sequence[RoundValue]]]) -> tuple[StageCost, ...]:
+class MeasuredPrefix(Protocol):
+    """What stage_costs reads of a prefix: a spec's Prefix, or a user pipeline's (pipebench.diagnose)."""
+
+    stage: str
+    sequential: bool
+    why_sequential: str | None
+
+
+def stage_costs(measured: Sequence[tuple[MeasuredPrefix, Sequence[RoundValue]]]) -> tuple[StageCost, ...]:
     """Give each prefix's StageCost: its intervals over the rounds and its own cost, what its prefix's mean
     CPU-seconds per example adds to the most any shorter prefix's cost (0 when it adds nothing measurable).
 

@@ -22,7 +22,7 @@ from pipebench.atomic import atomic_write_json
 from pipebench.measure.children import kill_group, last_stderr_line, stderr_tail
 from pipebench.measure.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
-from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
+from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
 
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
@@ -66,14 +66,20 @@ class Outcome:
 
 def trial_environment(trial: TrialSpec, base: dict[str, str] | None = None) -> dict[str, str]:
     """Give the worker's environment: the trial's variables set (or unset when null), thread pools."""
+    return worker_environment(trial.env, trial.threads, base)
+
+
+def worker_environment(variables: dict[str, str | None], threads: Threads,
+                       base: dict[str, str] | None = None) -> dict[str, str]:
+    """Give a worker's environment: `variables` set (or unset when None), TF's thread pools, the manager's pid."""
     env = dict(os.environ if base is None else base)
-    for name, value in trial.env.items():
+    for name, value in variables.items():
         if value is None:
             env.pop(name, None)
         else:
             env[name] = str(value)
     for key, name in THREAD_ENV.items():
-        value = getattr(trial.threads, key)
+        value = getattr(threads, key)
         if value:
             env[name] = str(value)
         else:
@@ -144,32 +150,16 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
     sampler = sampler_factory(proc.pid) if sampler_factory else None
     if sampler is not None:
         sampler.start()
-    killed_for = None
-    peak_rss = 0
+
+    def pruned() -> tuple[str, str] | None:
+        for window, rate in windows.new_windows():
+            if on_progress(window, rate):
+                return ("pruned", f"pruned after window {window + 1}: {rate:,.0f} examples/s "
+                                  "(stopped by the search's pruner)")
+        return None
+
     try:
-        watched = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            elapsed = clock() - started
-            rss = _tree_rss(watched)
-            peak_rss = max(peak_rss, rss)
-            if rss > limits.memory_cap_bytes:
-                killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "
-                                            f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
-            elif elapsed > limits.timeout_sec:
-                killed_for = ("timeout", f"no result after {limits.timeout_sec:.0f} s (killed)")
-            elif on_progress is not None:
-                for window, rate in windows.new_windows():
-                    if on_progress(window, rate):
-                        killed_for = ("pruned", f"pruned after window {window + 1}: {rate:,.0f} examples/s "
-                                                "(stopped by the search's pruner)")
-                        break
-            if killed_for:
-                kill_group(proc)
-                break
-            time.sleep(_POLL_SEC)
-    except BaseException:
-        kill_group(proc)  # Ctrl-C or a manager error: never leave a worker behind
-        raise
+        killed_for, peak_rss = watch(proc, limits, clock, started, pruned if on_progress is not None else None)
     finally:
         samples = sampler.stop() if sampler is not None else []
         shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)  # FIFOs a killed worker could not remove
@@ -186,6 +176,38 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
     if sampler is not None and record.windows_started_sec is not None:
         usage = sampler.summarize(samples, since=record.windows_started_sec, until=record.windows_ended_sec)
     return Outcome(record, process, [s.as_row() for s in samples], usage)
+
+
+def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], started: float,
+          check: Callable[[], tuple[str, str] | None] | None = None) -> tuple[tuple[str, str] | None, int]:
+    """Poll a worker until it exits; kill its process group past the memory cap or the timeout, or when `check`
+    (polled too) gives a reason. Give (why it was killed as (status, reason), or None; the tree's peak RSS).
+
+    Ctrl-C or an error here kills the worker too: a worker is never left behind.
+    """
+    killed_for = None
+    peak_rss = 0
+    try:
+        watched = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            elapsed = clock() - started
+            rss = _tree_rss(watched)
+            peak_rss = max(peak_rss, rss)
+            if rss > limits.memory_cap_bytes:
+                killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "
+                                            f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
+            elif elapsed > limits.timeout_sec:
+                killed_for = ("timeout", f"no result after {limits.timeout_sec:.0f} s (killed)")
+            elif check is not None:
+                killed_for = check()
+            if killed_for:
+                kill_group(proc)
+                break
+            time.sleep(_POLL_SEC)
+    except BaseException:
+        kill_group(proc)
+        raise
+    return killed_for, peak_rss
 
 
 def _outcome_record(returncode: int, killed_for, result_path: Path, stderr_path: Path) -> TrialRecord:

@@ -6,8 +6,8 @@ text, so exporting never imports TensorFlow), and the stage calls mirror `build`
 input_fn yields the very batches the builder does.
 
 Specs are shared between people, so their text is data that must never become code: it enters
-the module only through `_literal` (a Python literal, checked to read back as the same value) or
-`_comment` (`#` lines, one per line of text), never inside a string's quotes, where three quotes in
+the module only through `literal` (a Python literal, checked to read back as the same value) or
+`comment` (`#` lines, one per line of text), never inside a string's quotes, where three quotes in
 a file glob or a channel name would end the string and run the rest as code.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ _BUILD_MODULE = "pipebench.pipeline.build"
 SPEC_MARK = "The spec:"
 
 
-def _function_sources(names: list[str]) -> list[str]:
+def function_sources(names: list[str]) -> list[str]:
     """Give the source text of build.py's top-level functions `names`, in that order."""
     path = Path(importlib.util.find_spec(_BUILD_MODULE).origin)
     text = path.read_text()
@@ -35,7 +35,7 @@ def _function_sources(names: list[str]) -> list[str]:
     return [found[name] for name in names]
 
 
-def _literal(value: Any) -> str:
+def literal(value: Any) -> str:
     """Give `value` (None, bool, int, str, or lists and dicts of them) as Python source that evaluates to it."""
     text = repr(value)
     back = ast.literal_eval(text)
@@ -44,7 +44,7 @@ def _literal(value: Any) -> str:
     return text
 
 
-def _comment(text: str) -> list[str]:
+def comment(text: str) -> list[str]:
     """Give `text` as `#` comment lines: every line break starts a new `#` line, and any other
     unprintable character is escaped (a carriage return would end the comment, a NUL the module)."""
     lines = []
@@ -55,7 +55,7 @@ def _comment(text: str) -> list[str]:
 
 
 def _code(value: Scalar) -> str:
-    return "AUTOTUNE" if value == AUTOTUNE else _literal(value)
+    return "AUTOTUNE" if value == AUTOTUNE else literal(value)
 
 
 def _decoder_lines(spec: PipelineSpec, scalar: bool) -> tuple[list[str], list[str]]:
@@ -80,11 +80,11 @@ def _stage_lines(spec: PipelineSpec) -> list[str]:
     kinds = spec.kinds
     packed = src.format == "packed"
     reader = "tf.data.TextLineDataset" if src.format == "libsvm" else "tf.data.TFRecordDataset"
-    read_args = (f"compression_type={_literal(TF_COMPRESSION[src.compression])}, "
-                 f"buffer_size={_literal(src.buffer_size)}")
+    read_args = (f"compression_type={literal(TF_COMPRESSION[src.compression])}, "
+                 f"buffer_size={literal(src.buffer_size)}")
     if src.mode == "pipe":
         record_format = "TextLine" if src.format == "libsvm" else "TFRecord"
-        lines = [f"dataset = PipeModeDataset(channel, record_format={_literal(record_format)})"]
+        lines = [f"dataset = PipeModeDataset(channel, record_format={literal(record_format)})"]
     elif "interleave" in kinds:
         lines = ["dataset = tf.data.Dataset.from_tensor_slices(list_files(files))"]
     else:
@@ -96,25 +96,25 @@ def _stage_lines(spec: PipelineSpec) -> list[str]:
         kind = stage.kind
         if kind == "interleave":
             lines += [f"dataset = dataset.interleave(lambda f: {reader}(f, {read_args}),",
-                      f"    cycle_length={_code(stage['cycle_length'])}, block_length={_literal(stage['block_length'])},"
+                      f"    cycle_length={_code(stage['cycle_length'])}, block_length={literal(stage['block_length'])},"
                       f" num_parallel_calls={_code(stage['num_parallel_calls'])})"]
         elif kind == "shard":
             lines.append("dataset = dataset.shard(num_shards, shard_index)")
         elif kind == "shuffle":
-            lines.append(f"dataset = dataset.shuffle({_literal(stage['buffer_size'])}, seed=seed, "
-                         f"reshuffle_each_iteration={_literal(stage['reshuffle_each_iteration'])})")
+            lines.append(f"dataset = dataset.shuffle({literal(stage['buffer_size'])}, seed=seed, "
+                         f"reshuffle_each_iteration={literal(stage['reshuffle_each_iteration'])})")
         elif kind == "cache":
-            lines.append(f"dataset = dataset.cache({_literal('' if stage['location'] == MEMORY else stage['location'])})")
+            lines.append(f"dataset = dataset.cache({literal('' if stage['location'] == MEMORY else stage['location'])})")
         elif kind == "batch":
             if packed and decode_after_batch:
                 lines.append("dataset = dataset.batch(-(-batch_size // ROWS_PER_RECORD))  # whole records; "
                              "decode re-batches their rows")
             else:
-                lines.append(f"dataset = dataset.batch(batch_size, drop_remainder={_literal(stage['drop_remainder'])})")
+                lines.append(f"dataset = dataset.batch(batch_size, drop_remainder={literal(stage['drop_remainder'])})")
         elif kind == "decode":
             lines.append(f"dataset = dataset.map(decode, num_parallel_calls={_code(stage['num_parallel_calls'])})")
             if packed and decode_after_batch:
-                lines.append(f"dataset = dataset.rebatch(batch_size, drop_remainder={_literal(batch['drop_remainder'])})")
+                lines.append(f"dataset = dataset.rebatch(batch_size, drop_remainder={literal(batch['drop_remainder'])})")
             elif packed:
                 lines.append("dataset = dataset.unbatch()")
         elif kind == "repeat":
@@ -136,22 +136,22 @@ def export(spec: PipelineSpec) -> str:
     if settings:
         helpers.append("apply_options")
 
-    params = [f"channel={_literal(src.channel)}" if pipe else "files",
-              f"batch_size={_literal(spec.stage('batch')['batch_size'])}"]
+    params = [f"channel={literal(src.channel)}" if pipe else "files",
+              f"batch_size={literal(spec.stage('batch')['batch_size'])}"]
     if "repeat" in kinds:
-        params.append(f"num_epochs={_literal(spec.stage('repeat')['epochs'])}")
+        params.append(f"num_epochs={literal(spec.stage('repeat')['epochs'])}")
     if "shuffle" in kinds:
-        params.append(f"seed={_literal(spec.stage('shuffle')['seed'])}")
+        params.append(f"seed={literal(spec.stage('shuffle')['seed'])}")
     if "shard" in kinds:
         shard = spec.stage("shard")
-        params += [f"num_shards={_literal(shard['num_shards'])}", f"shard_index={_literal(shard['index'])}"]
+        params += [f"num_shards={literal(shard['num_shards'])}", f"shard_index={literal(shard['index'])}"]
 
     where = {"file": "files: paths or globs (a str is one glob).",
              "fastfile": f"files: paths or globs under /opt/ml/input/data/{src.channel} (FastFile mode).",
              "pipe": "channel: the Pipe-mode channel whose FIFO streams the records.",
              "service": "files: paths or globs; read here (pipebench measured them on tf.data service workers, "
                         "which this module does not start)."}[src.mode]
-    body = [*_comment(where), *decode_lines, *_stage_lines(spec)]
+    body = [*comment(where), *decode_lines, *_stage_lines(spec)]
     if settings:
         body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
                  "if unsupported:",
@@ -159,21 +159,21 @@ def export(spec: PipelineSpec) -> str:
                  "', '.join(unsupported))"]
     body.append("return dataset")
 
-    constants = ["AUTOTUNE = tf.data.AUTOTUNE", f"FIELD_SIZE = {_literal(src.field_size)}"]
+    constants = ["AUTOTUNE = tf.data.AUTOTUNE", f"FIELD_SIZE = {literal(src.field_size)}"]
     if src.format == "packed":
-        constants.append(f"ROWS_PER_RECORD = {_literal(src.rows_per_record)}")
+        constants.append(f"ROWS_PER_RECORD = {literal(src.rows_per_record)}")
     if settings:
-        constants.append(f"OPTIONS = {_literal(settings)}")
+        constants.append(f"OPTIONS = {literal(settings)}")
     header = (f"DeepFM input pipeline exported by pipebench {pipebench.__version__}: {spec.ordering}.\n\n"
               f"Format {src.format}, {src.mode} mode; spec fingerprint {spec.fingerprint()}.\n"
               f'input_fn yields ({{"feat_ids": int64[B, {src.field_size}], "feat_vals": float32[B, {src.field_size}]}},'
               f" label float32[B]).\n\n{SPEC_MARK}\n\n{spec.to_yaml()}")
     parts = [
-        "\n".join(_comment(header)),
+        "\n".join(comment(header)),
         '"""DeepFM input pipeline exported by pipebench: input_fn(...) gives its tf.data.Dataset (see above)."""',
         "import tensorflow as tf" + ("\nfrom sagemaker_tensorflow import PipeModeDataset" if pipe else ""),
         "\n".join(constants),
-        *_function_sources(helpers),
+        *function_sources(helpers),
         f"def input_fn({', '.join(params)}):\n"
         '    """Give the tf.data.Dataset of ({"feat_ids", "feat_vals"}, label) batches."""\n'
         + textwrap.indent("\n".join(body), "    "),

@@ -1,0 +1,123 @@
+"""One epoch's examples, canonicalised, to tell whether a rewrite yields what the original yields.
+
+Each example (a batch is split along its first dimension) becomes one digest per component (its
+dtype, shape and bytes). A rewrite has the same elements when its epoch holds the same multiset of
+examples, in batches of the same sizes, as the original's. The original is read twice first:
+components whose values differ between its own two epochs (random augmentation) are left out of
+the comparison and named, and when its order differs between the two the order of a rewrite is not
+compared either (a shuffled pipeline has no order to keep).
+
+When they differ, the change is named: the last partial batch, batch boundaries, the order, or how
+many examples differ. An endless epoch (no repeat to remove, an endless source) is cut at a cap and
+says so.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pipebench.diagnose.records import Content
+from pipebench.errors import UsageError
+
+
+@dataclass
+class Epoch:
+    """One epoch read: per example, one digest per component; the batch sizes; whether it was cut at the cap."""
+
+    components: tuple[str, ...]
+    examples: list[tuple[bytes, ...]]
+    batch_sizes: list[int]
+    capped: bool
+
+
+def component_names(spec: Any, prefix: str = "") -> list[str]:
+    """Give each flattened component's path in the element ("[0]['feat_ids']"), in tf.nest.flatten order."""
+    if isinstance(spec, dict):
+        return [n for k in sorted(spec) for n in component_names(spec[k], f"{prefix}[{k!r}]")]
+    if isinstance(spec, (tuple, list)):
+        return [n for i, v in enumerate(spec) for n in component_names(v, f"{prefix}[{i}]")]
+    return [prefix or "element"]
+
+
+def check_structure(spec: Any) -> None:
+    """Raise UsageError when an element holds something diagnose cannot compare (sparse tensors, datasets, ...)."""
+    for name, leaf in zip(component_names(spec), tf.nest.flatten(spec)):
+        if not isinstance(leaf, (tf.TensorSpec, tf.RaggedTensorSpec)):
+            raise UsageError(f"unsupported dataset structure: element component {name} is a "
+                             f"{type(leaf).__name__}; diagnose compares dense and ragged tensors")
+
+
+def _rows(value: Any, batched: bool) -> list[bytes]:
+    """Give one canonical byte string per example of one component of one element."""
+    if isinstance(value, tf.RaggedTensor):
+        rows = value.to_list() if batched else [value.to_list()]
+        return [repr(r).encode() for r in rows]
+    array = value.numpy()
+    if not batched:
+        array = array[None, ...]
+    head = f"{array.dtype.str}{array.shape[1:]}".encode()
+    if array.dtype == object:
+        return [head + b"\0".join(len(x).to_bytes(8, "little") + x for x in row.reshape(-1)) for row in array]
+    flat = np.ascontiguousarray(array).reshape(array.shape[0], -1)
+    return [head + row.tobytes() for row in flat]
+
+
+def read_epoch(dataset, batched: bool, cap_examples: int) -> Epoch:
+    """Give one epoch of `dataset` canonicalised (module docstring), at most about `cap_examples` examples."""
+    names = tuple(component_names(dataset.element_spec))
+    examples: list[tuple[bytes, ...]] = []
+    sizes: list[int] = []
+    for element in dataset:
+        columns = [[hashlib.blake2b(r, digest_size=16).digest() for r in _rows(v, batched)]
+                   for v in tf.nest.flatten(element, expand_composites=False)]
+        count = len(columns[0]) if columns else 0
+        examples.extend(zip(*columns))
+        sizes.append(count)
+        if len(examples) >= cap_examples:
+            return Epoch(names, examples, sizes, True)
+    return Epoch(names, examples, sizes, False)
+
+
+def compare(original: Epoch, again: Epoch, rewrite: Epoch) -> Content:
+    """Give how a rewrite's epoch compares with the original's (`again`: the original read a second time)."""
+    width = len(original.components)
+    random = tuple(name for j, name in enumerate(original.components)
+                   if Counter(e[j] for e in original.examples) != Counter(e[j] for e in again.examples))
+    stable = [j for j, name in enumerate(original.components) if name not in random]
+    key = lambda e: tuple(e[j] for j in stable)  # noqa: E731
+    order_random = [key(e) for e in original.examples] != [key(e) for e in again.examples]
+    capped = original.capped or rewrite.capped
+    if len(rewrite.components) != width:
+        return Content(False, None, len(rewrite.examples), len(original.examples),
+                       f"its elements hold {len(rewrite.components)} components, not {width}", random, capped)
+    mine, theirs = Counter(map(key, original.examples)), Counter(map(key, rewrite.examples))
+    same_sizes = Counter(original.batch_sizes) == Counter(rewrite.batch_sizes)
+    semantics = None
+    if mine == theirs and same_sizes:
+        same_order = None if order_random else [key(e) for e in original.examples] == [key(e) for e in rewrite.examples]
+        if same_order is False:
+            semantics = "order: the same examples come in another order"
+        return Content(True, same_order, len(rewrite.examples), len(original.examples), semantics, random, capped)
+    largest = max(original.batch_sizes, default=1)
+    missing, extra = mine - theirs, theirs - mine
+    if mine == theirs:
+        semantics = (f"batch boundaries: the same examples in batches of other sizes "
+                     f"({_sizes(original.batch_sizes)} → {_sizes(rewrite.batch_sizes)})")
+    elif not extra and sum(missing.values()) < largest:
+        semantics = f"the last partial batch: {sum(missing.values())} examples of the epoch are dropped"
+    elif not missing and sum(extra.values()) < largest:
+        semantics = f"the last partial batch: {sum(extra.values())} more examples are kept"
+    else:
+        semantics = (f"{sum(missing.values())} of {len(original.examples)} examples differ"
+                     + (f" (compared without the random component(s) {', '.join(random)})" if random else ""))
+    return Content(False, None, len(rewrite.examples), len(original.examples), semantics, random, capped)
+
+
+def _sizes(sizes: list[int]) -> str:
+    common = Counter(sizes).most_common(3)
+    return ", ".join(f"{n}×{size}" for size, n in common) + (", …" if len(set(sizes)) > 3 else "")

@@ -1,0 +1,298 @@
+"""The rewritten module: `input_fn` with the user's signature, building the best pipeline the diagnosis kept.
+
+Written from the records alone (no TensorFlow here). The body replays the pipeline's steps with
+public tf.data calls, every argument kept (pipebench.diagnose.replay does the same in the worker,
+so what was measured is what is written). The user's own functions are imported from the user's
+module by name, never copied; pipebench's own helpers (the batched libsvm decoder, the options
+setter) are copied from pipebench.pipeline.build as `pipebench pipelines export` copies them.
+
+A step's argument whose value one of the function's parameters gave (a unique match with what it
+was called with) is written as that parameter; the parameters no step follows (a flag that chose
+the stages, a folder the function globbed) are checked: called with another value, the module
+raises instead of building a pipeline for other arguments than the ones diagnosed.
+
+When the pipeline cannot be replayed (a stage pipebench cannot call again, a function that is
+nested or a lambda, a default that is not a plain value), input_fn calls the user's own function
+and sets only the kept tf.data options; the other kept rewrites are listed for the user to apply.
+
+The user's text enters the module only as literals (pipebench.pipeline.export's `literal`) or
+comments (`comment`), never as code: the module runs nothing it was given.
+"""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pipebench
+from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Step
+from pipebench.pipeline.export import comment, function_sources, literal
+
+_LOADER = '''def _user_module(path):
+    """Give the user's module, imported from its file as pipebench diagnose imported it."""
+    folder, name = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+        return sys.modules[name]
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module'''
+VECTORIZED_SOURCE = '''def vectorized(function):
+    """Give a batch function: tf.vectorized_map of a per-example function (pfor, no while-loop fallback)."""
+    def batch_function(*args):
+        return tf.vectorized_map(lambda parts: function(*parts), args, fallback_to_while_loop=False)
+    return batch_function'''
+_FIXED = '''def _diagnosed(name, value, diagnosed):
+    """Refuse a parameter value other than the one pipebench diagnose measured this pipeline with."""
+    if value != diagnosed:
+        raise ValueError(f"input_fn was rewritten by pipebench diagnose for {name}={diagnosed!r}, not {value!r}: "
+                         f"diagnose again with --set {name}=...")'''
+
+
+def module_name(found: Diagnosis) -> str:
+    """Give the rewritten module's file name: rewritten_<the user's module>.py."""
+    return f"rewritten_{Path(found.function.rpartition(':')[0]).stem}.py"
+
+
+def best(found: Diagnosis) -> Rewrite | None:
+    """Give the rewrite the module builds: the combination when several were kept, else the one kept, else None."""
+    if found.combined is not None and found.combined.kept:
+        return found.combined
+    kept = [r for r in found.rewrites if r.kept]
+    return max(kept, key=lambda r: r.gain.ratio) if kept else None
+
+
+def _code(value: Any) -> str:
+    return "tf.data.AUTOTUNE" if value == AUTOTUNE else literal(value)
+
+
+#: What a parameter's name must hold to be taken for the argument it equals (a value alone is no evidence:
+#: batch_size 256 and shuffle(256) are equal by chance); file names tie on their value alone.
+TIE_HINTS = {"batch_size": ("batch",), "buffer_size": ("buffer", "shuffle"), "count": ("epoch", "repeat", "count",
+                                                                                        "take", "skip", "steps"),
+             "seed": ("seed",), "num_shards": ("shard", "worker", "host"), "index": ("shard", "index", "rank")}
+
+
+def _tie(value: Any, kwargs: dict[str, Any], hints: tuple[str, ...] | None = None) -> str | None:
+    """Give the one parameter whose value is `value` (and whose name holds one of `hints`, when given), else None."""
+    if value is None:
+        return None
+    found = [name for name, given in kwargs.items() if type(given) is type(value) and given == value
+             and (hints is None or any(h in name.lower() for h in hints))]
+    return found[0] if len(found) == 1 else None
+
+
+class _Writer:
+    """Writes one module's input_fn body from steps; collects the helpers and the parameters it used."""
+
+    def __init__(self, found: Diagnosis) -> None:
+        self.found = found
+        self.used: set[str] = set()
+        self.helpers: list[str] = []
+        self.helper_functions: list[str] = []
+        self.user = False
+
+    def arg(self, value: Any, argument: str | None = None) -> str:
+        """Give `value` as the parameter it came from, when one did (TIE_HINTS; files: `argument` None), else as
+        a literal."""
+        name = _tie(value, self.found.kwargs, TIE_HINTS.get(argument) if argument else None)
+        if name is not None:
+            self.used.add(name)
+            return name
+        return _code(value)
+
+    def function(self, step: Step) -> str | None:
+        stage = self.found.stages[step.origin]
+        own = stage.function
+        if step.function == "libsvm":
+            self.helper_functions.append("libsvm_decoder")
+            name = f"decode_batch_{step.origin}"
+            self.helpers.append(libsvm_helper(name, step.args["libsvm"], own.name if own else "the stage's function"))
+            return name
+        if own is None or own.importable is None:
+            return None
+        if own.importable.startswith("tf."):
+            reference = own.importable
+        else:
+            if own.module_file != self.found.function.rpartition(":")[0]:
+                return None
+            self.user = True
+            reference = f"user.{own.importable}"
+        if step.function == "vectorized_map":
+            if VECTORIZED_SOURCE not in self.helpers:
+                self.helpers.append(VECTORIZED_SOURCE)
+            return f"vectorized({reference})"
+        return reference
+
+    def line(self, step: Step) -> str | None:
+        a = step.args
+        kind = step.kind
+        if kind == "source" and "slices" in a:
+            return f"dataset = tf.data.Dataset.from_tensor_slices({self.arg(a['slices'])})"
+        if kind == "source":
+            if a.get("files") is None:
+                return None
+            files = self.arg(a["files"]) if _tie(a["files"], self.found.kwargs) else (
+                self.arg(a["files"][0]) if len(a["files"]) == 1 else literal(a["files"]))
+            extra = "".join(f", {k}={_code(a[k])}" for k in ("compression_type", "buffer_size", "num_parallel_reads")
+                            if a.get(k) is not None)
+            return f"dataset = tf.data.{a['reader']}({files}{extra})"
+        fn = self.function(step) if step.function else None
+        if step.function and fn is None:
+            return None
+        if kind == "map":
+            return f"dataset = dataset.map({fn}{self.kw(a, 'num_parallel_calls', 'deterministic')})"
+        if kind == "batch":
+            user = self.found.stages[step.origin].kind == "batch" if step.origin is not None else False
+            size = self.arg(a["batch_size"], "batch_size") if user else literal(a["batch_size"])
+            return (f"dataset = dataset.batch({size}"
+                    f"{self.kw(a, 'drop_remainder', 'num_parallel_calls', 'deterministic', skip_false=True)})")
+        if kind == "unbatch":
+            return "dataset = dataset.unbatch()"
+        if kind == "shuffle":
+            seed = "" if a["seed"] is None else f", seed={self.arg(a['seed'], 'seed')}"
+            return (f"dataset = dataset.shuffle({self.arg(a['buffer_size'], 'buffer_size')}{seed}, "
+                    f"reshuffle_each_iteration={_code(a['reshuffle_each_iteration'])})")
+        if kind == "prefetch":
+            return f"dataset = dataset.prefetch({_code(a['buffer_size'])})"
+        if kind == "repeat":
+            return f"dataset = dataset.repeat({'' if a['count'] is None else self.arg(a['count'], 'count')})"
+        if kind == "cache":
+            return f"dataset = dataset.cache({literal(a['filename'])})"
+        if kind == "interleave":
+            return (f"dataset = dataset.interleave({fn}"
+                    f"{self.kw(a, 'cycle_length', 'block_length', 'num_parallel_calls', 'deterministic')})")
+        if kind in ("flat_map", "filter"):
+            return f"dataset = dataset.{kind}({fn})"
+        if kind in ("take", "skip"):
+            return f"dataset = dataset.{kind}({self.arg(a['count'], 'count')})"
+        if kind == "shard":
+            return f"dataset = dataset.shard({self.arg(a['num_shards'], 'num_shards')}, {self.arg(a['index'], 'index')})"
+        return None
+
+    def kw(self, a: dict, *names: str, skip_false: bool = False) -> str:
+        """Give `, name=value` for each argument that is set (never tied: a parallelism is not an input's)."""
+        return "".join(f", {n}={_code(a[n])}" for n in names if a.get(n) is not None
+                       and not (skip_false and a[n] is False))
+
+
+def libsvm_helper(name: str, spec: dict, replaces: str) -> str:
+    """Give the source of a batched decoder `name` for a libsvm spec (pipebench.diagnose.vectorize), as a function."""
+    def build(node: dict) -> str:
+        if "dict" in node:
+            return "{" + ", ".join(f"{literal(k)}: {build(v)}" for k, v in node["dict"].items()) + "}"
+        if "tuple" in node:
+            items = [build(v) for v in node["tuple"]]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if "list" in node:
+            return "[" + ", ".join(build(v) for v in node["list"]) + "]"
+        return (f"tf.reshape(tf.cast(parts[{literal(node['role'])}], {literal(node['dtype'])}), "
+                f"{literal([-1, *node['shape']])})")
+    return (f"def {name}(lines):\n"
+            f'    """Decode a batch of libsvm lines as {replaces} decodes each line (checked by pipebench '
+            'diagnose on a sample and one epoch)."""\n'
+            f"    features, labels = libsvm_decoder({literal(spec['field_size'])})(lines)\n"
+            '    parts = {"label": labels, "ids": features["feat_ids"], "values": features["feat_vals"]}\n'
+            f"    return {build(spec['structure'])}")
+
+
+def _signature(found: Diagnosis) -> str | None:
+    """Give the user's parameter list with its plain defaults, or None when a default is not a plain value."""
+    parts = []
+    text = found.signature
+    for name in found.parameters:
+        if name in found.defaults:
+            parts.append(f"{name}={literal(found.defaults[name])}")
+        elif f"{name}=" in text:
+            return None
+        else:
+            parts.append(name)
+    if "*" in text:
+        return None
+    return ", ".join(parts)
+
+
+def _options(found: Diagnosis, rewrite: Rewrite | None) -> dict[str, Any]:
+    return {**found.options, **(rewrite.options if rewrite else {})}
+
+
+def _header(found: Diagnosis, rewrite: Rewrite | None, note: str | None) -> list[str]:
+    text = [f"input_fn rewritten by pipebench {pipebench.__version__} diagnose from {found.function}.", ""]
+    if rewrite is None:
+        text.append("No rewrite was kept: this input_fn builds the pipeline as it was.")
+    else:
+        text.append(f"{rewrite.name}: {rewrite.verdict}.")
+        if rewrite.semantics:
+            text.append(f"It changes what training sees: {rewrite.semantics}.")
+    if note:
+        text += ["", note]
+    text += ["", "The measurements are in diagnosis.md beside this file."]
+    return comment("\n".join(text))
+
+
+def rewritten_module(found: Diagnosis) -> str:
+    """Give the text of the rewritten module (module docstring)."""
+    rewrite = best(found)
+    steps = rewrite.steps if rewrite is not None and rewrite.steps else found.steps
+    signature = _signature(found)
+    writer = _Writer(found)
+    lines = [writer.line(step) for step in steps] if steps and signature is not None else [None]
+    options = _options(found, rewrite)
+    name = found.function.rpartition(":")[2]
+    user_file = found.function.rpartition(":")[0]
+    if None in lines:
+        why = ("a default of its parameters is not a plain value" if signature is None else
+               found.replay_note or "a stage's function is nested or a lambda, so it cannot be imported by name")
+        not_applied = [r for r in ([rewrite] if rewrite else []) if r.kind != "options"]
+        note = (f"The pipeline is built by the user's own {name} ({why}); only the kept tf.data options are set here."
+                + (f" The rest ({rewrite.change}) is in the patch of the user's file beside this module, or call "
+                   "by call in diagnosis.md." if not_applied else ""))
+        options = {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
+                                       for k, v in r.options.items()}}
+        params = signature or "*args, **kwargs"
+        body = [f"dataset = user.{name}(" + (", ".join(f"{p}={p}" for p in found.parameters) if signature is not None
+                                              else "*args, **kwargs") + ")"]
+        writer = _Writer(found)
+        writer.user = True
+        fixed = []
+    else:
+        note = None
+        body = [line for line in lines if line is not None]
+        params = signature
+        fixed = [p for p in found.parameters if p not in writer.used]
+    if options:
+        writer.helper_functions.append("apply_options")
+        body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
+                 "if unsupported:",
+                 "    tf.get_logger().warning('tf.data options this TensorFlow lacks, left unset: %s', "
+                 "', '.join(unsupported))"]
+    diagnosed = {**found.defaults, **found.kwargs}
+    checks = [f"_diagnosed({literal(p)}, {p}, {literal(diagnosed[p])})" for p in fixed if p in diagnosed]
+    body = checks + body + ["return dataset"]
+    imports = ["import tensorflow as tf"]
+    constants = []
+    helpers = []
+    if writer.user:
+        imports = ["import importlib.util", "import os", "import sys", "", *imports]
+        constants.append(f"USER_FILE = {literal(user_file)}")
+        helpers.append(_LOADER)
+        constants.append("user = _user_module(USER_FILE)")
+    if options:
+        constants.insert(0, f"OPTIONS = {literal(options)}")
+    if checks:
+        helpers.append(_FIXED)
+    sources = function_sources(list(dict.fromkeys(writer.helper_functions))) if writer.helper_functions else []
+    parts = [
+        "\n".join(_header(found, rewrite, note)),
+        f'"""{name} rewritten by pipebench diagnose: it yields the same elements as the original (see above)."""',
+        "\n".join(imports),
+        *[c for c in constants if not c.startswith("user =")],
+        *helpers, *sources, *writer.helpers,
+        *[c for c in constants if c.startswith("user =")],
+        f"def {name}({params}):\n"
+        f'    """Give the tf.data.Dataset the rewritten pipeline builds."""\n' + textwrap.indent("\n".join(body), "    "),
+    ]
+    return "\n\n\n".join(part for part in parts if part) + "\n"

@@ -1,0 +1,225 @@
+"""Load a user's tf.data function in this (worker) process: import its module, call it, keep its dataset.
+
+`load(path, name, kwargs)` gives a `Loaded`: the tf.data.Dataset the function returned, the user's
+module and function, and where each dataset call was written (`sites`: the file and line of every
+`dataset.map(...)`, `tf.data.TextLineDataset(...)` and so on that the user's code made while the
+function ran, recorded by wrapping tf.data's methods for the length of the call). Anything else is
+one line (UsageError), naming the user's own file and line:
+
+- the module does not import (its own error, at its own line), or has no such function;
+- the function does not take the arguments given (its signature says which);
+- it raises (the last frame of its traceback that lies in the user's file);
+- it returns something that is not a tf.data.Dataset: tensors from a TF1 iterator's get_next(), a
+  generator, a Keras Sequence, an iterator, ... — said, with what to change.
+
+This module imports TensorFlow; the experiment loader of function pipelines reuses `load` as is.
+"""
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+
+from pipebench.diagnose.records import Place
+from pipebench.errors import UsageError
+
+#: The longest reason an error line quotes from the user's exception.
+_REASON_CHARS = 160
+
+
+@dataclass
+class Loaded:
+    """A user's function and the dataset it returned."""
+
+    dataset: tf.data.Dataset
+    module: types.ModuleType
+    function: Any
+    signature: inspect.Signature
+    kwargs: dict[str, Any]  # the arguments it was called with, defaults filled in
+    sites: dict[int, tuple[Place, str, Any]] = field(default_factory=dict)  # id(dataset) → (place, call, dataset)
+
+
+def _short(err: BaseException) -> str:
+    """Give the exception as 'Type: first lines', on one line, cut to _REASON_CHARS."""
+    from pipebench.measure.worker import failure_reason
+
+    return failure_reason(err, _REASON_CHARS)
+
+
+def _user_frame(tb: types.TracebackType | None, files: set[str]) -> Place | None:
+    """Give the last frame of a traceback that lies in one of `files`, or None."""
+    found = None
+    for frame in traceback.extract_tb(tb):
+        if str(Path(frame.filename).resolve()) in files:
+            found = Place(str(Path(frame.filename).resolve()), frame.lineno or 0)
+    return found
+
+
+def import_user_module(path: str) -> types.ModuleType:
+    """Give the user's module, imported from `path` under its file's stem (its folder first on sys.path, as a
+    script's is, so its own sibling imports work); UsageError naming its file and line when it does not import."""
+    file = Path(path).resolve()
+    name = file.stem if file.stem.isidentifier() else f"pipebench_user_{abs(hash(str(file)))}"
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file):
+        return sys.modules[name]
+    sys.path.insert(0, str(file.parent))
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        del sys.modules[name]
+        raise UsageError(f"{err.filename or file}:{err.lineno or 0}: SyntaxError: {err.msg}") from None
+    except BaseException as err:  # the user's module may raise anything, SystemExit included (argparse, flags)
+        del sys.modules[name]
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        place = _user_frame(err.__traceback__, {str(file)})
+        where = f"{place.file}:{place.line}" if place else str(file)
+        raise UsageError(f"{where}: importing {file.name} failed: {_short(err)}") from None
+    return module
+
+
+def user_function(module: types.ModuleType, name: str, path: str) -> Any:
+    """Give the module's top-level function `name`; UsageError when it has none or it is not callable."""
+    found = getattr(module, name, None)
+    if found is None:
+        defined = sorted(n for n, v in vars(module).items()
+                         if inspect.isfunction(v) and getattr(v, "__module__", None) == module.__name__)
+        shown = ", ".join(defined[:8]) + (", …" if len(defined) > 8 else "")
+        raise UsageError(f"{path}: no function {name} (its functions: {shown or 'none'})")
+    if not callable(found):
+        raise UsageError(f"{path}: {name} is a {type(found).__name__}, not a function")
+    return found
+
+
+def _def_place(function: Any, path: str) -> str:
+    code = getattr(function, "__code__", None)
+    return f"{path}:{code.co_firstlineno}" if code is not None else path
+
+
+def bind(function: Any, name: str, kwargs: dict[str, Any], path: str) -> tuple[inspect.Signature, inspect.BoundArguments]:
+    """Give the function's signature and the arguments it gets (defaults filled in); UsageError when they do not fit."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        raise UsageError(f"{path}: {name} has no signature Python can read") from None
+    try:
+        bound = signature.bind(**kwargs)
+    except TypeError as err:
+        hint = ""
+        missing = [p.name for p in signature.parameters.values()
+                   if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                   and p.name not in kwargs]
+        if missing:
+            hint = f" (give it with --set {missing[0]}=VALUE)"
+        raise UsageError(f"{_def_place(function, path)}: {name}{signature}: {err}{hint}") from None
+    bound.apply_defaults()
+    return signature, bound
+
+
+def _what_it_is(value: Any) -> tuple[str, str]:
+    """Give (what a returned value is, what to change) for a value that is not a tf.data.Dataset."""
+    flat = tf.nest.flatten(value) if isinstance(value, (tuple, list, dict)) else [value]
+    if value is None:
+        return "None", "end it with `return dataset`"
+    if flat and all(tf.is_tensor(v) for v in flat):
+        shape = type(value).__name__ if isinstance(value, (tuple, list, dict)) else "a Tensor"
+        return (f"tensors ({shape}), as a TF1 iterator's get_next() gives",
+                "return the dataset itself, not dataset.make_one_shot_iterator().get_next()")
+    if inspect.isgenerator(value):
+        return "a generator", "return tf.data.Dataset.from_generator(...) over it, or the dataset it reads"
+    if isinstance(value, tf.data.Iterator) or type(value).__name__.endswith("Iterator"):
+        return f"an iterator ({type(value).__name__})", "return the dataset, not iter(dataset)"
+    if any(c.__name__ in ("Sequence", "PyDataset") for c in type(value).__mro__):
+        return (f"a Keras {type(value).__mro__[0].__name__}",
+                "diagnose reads tf.data pipelines: build the input with tf.data and return the dataset")
+    return f"a {type(value).__module__}.{type(value).__qualname__}", "return a tf.data.Dataset"
+
+
+class _SiteRecorder:
+    """Wraps tf.data's dataset-making methods while the user's function runs: each dataset a call from outside
+    TensorFlow returns is recorded with the caller's file and line (pipebench.diagnose.walk groups stages by it)."""
+
+    def __init__(self) -> None:
+        self.sites: dict[int, tuple[Place, str, Any]] = {}
+        self._saved: list[tuple[type, str, Any]] = []
+        self._tf_root = str(Path(tf.__file__).resolve().parents[1])
+
+    def _wrap(self, owner: type, name: str) -> None:
+        raw = inspect.getattr_static(owner, name)
+        kind = type(raw) if isinstance(raw, (staticmethod, classmethod)) else None
+        original = raw.__func__ if kind else raw
+        if not callable(original) or isinstance(original, type):
+            return
+        recorder = self
+
+        def wrapped(*args, **kwargs):
+            result = original(*args, **kwargs)
+            recorder._note(result if name != "__init__" else args[0], name)
+            return result
+
+        wrapped.__wrapped__ = original
+        self._saved.append((owner, name, raw))
+        setattr(owner, name, kind(wrapped) if kind else wrapped)
+
+    def _note(self, result: Any, call: str) -> None:
+        if not isinstance(result, tf.data.Dataset):
+            return
+        caller = sys._getframe(2)
+        filename = str(Path(caller.f_code.co_filename).resolve())
+        if filename.startswith(self._tf_root) or id(result) in self.sites:
+            return
+        self.sites[id(result)] = (Place(filename, caller.f_lineno), call, result)
+
+    def __enter__(self) -> _SiteRecorder:
+        from tensorflow.python.data.ops import readers
+
+        dataset_class = tf.data.Dataset
+        for name, raw in list(vars(dataset_class).items()):
+            if not name.startswith("_") and (inspect.isfunction(raw) or isinstance(raw, (staticmethod, classmethod))):
+                self._wrap(dataset_class, name)
+        for reader in (readers.TextLineDatasetV2, readers.TFRecordDatasetV2, readers.FixedLengthRecordDatasetV2):
+            self._wrap(reader, "__init__")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, raw in reversed(self._saved):
+            setattr(owner, name, raw)
+        self._saved.clear()
+
+
+def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, path: str) -> tuple[Any, dict]:
+    """Give what the function returns when called with `bound`, and the dataset calls it made (see _SiteRecorder);
+    UsageError naming the user's file and line when it raises."""
+    file = str(Path(path).resolve())
+    with _SiteRecorder() as recorder:
+        try:
+            result = function(*bound.args, **bound.kwargs)
+        except BaseException as err:
+            if isinstance(err, KeyboardInterrupt):
+                raise
+            place = _user_frame(err.__traceback__, {file})
+            where = f"{place.file}:{place.line}" if place else _def_place(function, path)
+            raise UsageError(f"{where}: {name} raised {_short(err)}") from None
+    return result, recorder.sites
+
+
+def load(path: str, name: str, kwargs: dict[str, Any]) -> Loaded:
+    """Give the dataset `path`'s function `name` returns when called with `kwargs` (one-line UsageError otherwise)."""
+    module = import_user_module(path)
+    function = user_function(module, name, path)
+    signature, bound = bind(function, name, kwargs, path)
+    result, sites = call_user_function(function, name, bound, path)
+    if not isinstance(result, tf.data.Dataset):
+        what, change = _what_it_is(result)
+        raise UsageError(f"{_def_place(function, path)}: {name} returned {what}, not a tf.data.Dataset: {change}")
+    return Loaded(result, module, function, signature, dict(bound.arguments), sites)

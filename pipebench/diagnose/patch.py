@@ -1,0 +1,220 @@
+"""The rewrite as a patch to the user's own file: a unified diff that edits the calls they wrote.
+
+Each stage was recorded with the line that wrote it (pipebench.diagnose.load); its call is found in
+the file's syntax tree (the call of that method whose span holds the line, unique there) and edited
+in place: an argument changed or added (`num_parallel_calls=tf.data.AUTOTUNE`), a call inserted
+after it (`.cache()`), `.batch(...)` moved before a map, or a map's function replaced by a batched
+one. Functions the rewrite needs (pipebench's batched libsvm decoder, the vectorized_map wrapper,
+the options) are appended at the end of the file as pipebench's own code; the user's functions are
+never rewritten. When a call cannot be found unambiguously there is no patch, and the report says
+why (diagnosis.md lists the changes call by call either way).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage, Step
+from pipebench.pipeline.export import function_sources, literal
+
+#: Each call's positional parameters, so an argument given by position is changed where it is.
+_POSITIONAL = {
+    "map": ("map_func", "num_parallel_calls", "deterministic"), "prefetch": ("buffer_size",),
+    "batch": ("batch_size", "drop_remainder", "num_parallel_calls", "deterministic"),
+    "shuffle": ("buffer_size", "seed", "reshuffle_each_iteration"), "repeat": ("count",),
+    "interleave": ("map_func", "cycle_length", "block_length", "num_parallel_calls", "deterministic"),
+    "TextLineDataset": ("filenames", "compression_type", "buffer_size", "num_parallel_reads"),
+    "TFRecordDataset": ("filenames", "compression_type", "buffer_size", "num_parallel_reads"),
+}
+
+
+@dataclass(frozen=True)
+class _Edit:
+    start: int  # offsets in the file's text
+    end: int
+    text: str
+
+
+class NoPatch(Exception):
+    """Why a rewrite cannot be written as a patch of the user's file."""
+
+
+def _offsets(text: str) -> list[int]:
+    starts, total = [0], 0
+    for line in text.splitlines(keepends=True):
+        total += len(line)
+        starts.append(total)
+    return starts
+
+
+def _method(stage: Stage) -> str:
+    if stage.kind == "source":
+        return stage.params.get("reader") or "from_tensor_slices"
+    return stage.kind
+
+
+def _find_call(tree: ast.AST, stage: Stage) -> ast.Call:
+    method = _method(stage)
+    line = stage.place.line
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not (node.lineno <= line <= node.end_lineno):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        if name == method:
+            found.append(node)
+    if len(found) != 1:
+        raise NoPatch(f"stage {stage.index}: {len(found)} calls of {method} at line {line}")
+    return found[0]
+
+
+class _Patcher:
+    def __init__(self, found: Diagnosis, text: str) -> None:
+        self.found, self.text = found, text
+        self.tree = ast.parse(text)
+        self.lines = _offsets(text)
+        self.edits: list[_Edit] = []
+        self.appended: list[str] = []
+        self.helpers: list[str] = []
+
+    def at(self, line: int, col: int) -> int:
+        return self.lines[line - 1] + len(self.text[self.lines[line - 1]:].encode()[:col].decode())
+
+    def start(self, node: ast.AST) -> int:
+        return self.at(node.lineno, node.col_offset)
+
+    def end(self, node: ast.AST) -> int:
+        return self.at(node.end_lineno, node.end_col_offset)
+
+    def call(self, origin: int) -> ast.Call:
+        stage = self.found.stages[origin]
+        if stage.place is None or stage.place.file != self.found.function.rpartition(":")[0]:
+            raise NoPatch(f"stage {origin} was not written in {Path(self.found.function).name}")
+        return _find_call(self.tree, stage)
+
+    def segment(self, node: ast.AST) -> str:
+        return self.text[self.start(node):self.end(node)]
+
+    def set_arg(self, node: ast.Call, name: str, value: str) -> None:
+        func = node.func
+        method = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        positional = _POSITIONAL.get(method, ())
+        if name in positional and positional.index(name) < len(node.args):
+            given = node.args[positional.index(name)]
+            self.edits.append(_Edit(self.start(given), self.end(given), value))
+            return
+        for keyword in node.keywords:
+            if keyword.arg == name:
+                self.edits.append(_Edit(self.start(keyword.value), self.end(keyword.value), value))
+                return
+        close = self.end(node) - 1
+        self.edits.append(_Edit(close, close, f"{', ' if node.args or node.keywords else ''}{name}={value}"))
+
+    def function_text(self, step: Step, node: ast.Call) -> str:
+        own = self.segment(node.args[0]) if node.args else None
+        if step.function == "vectorized_map":
+            if "vectorized" not in self.helpers:
+                from pipebench.diagnose.export import VECTORIZED_SOURCE
+
+                self.helpers.append("vectorized")
+                self.appended.append(VECTORIZED_SOURCE)
+            return f"vectorized({own})"
+        if step.function == "libsvm":
+            from pipebench.diagnose.export import libsvm_helper
+
+            name = f"decode_batch_{step.origin}"
+            if "libsvm_decoder" not in self.helpers:
+                self.helpers.append("libsvm_decoder")
+                self.appended += function_sources(["libsvm_decoder"])
+            self.appended.append(libsvm_helper(name, step.args["libsvm"], own or "the stage's function"))
+            return name
+        return own
+
+
+def _value(value) -> str:
+    return "tf.data.AUTOTUNE" if value == AUTOTUNE else literal(value)
+
+
+def patch(found: Diagnosis, rewrite: Rewrite) -> str:
+    """Give the unified diff that applies `rewrite` to the user's file; NoPatch (with why) when it cannot."""
+    path = Path(found.function.rpartition(":")[0])
+    text = path.read_text()
+    new = patched_text(found, rewrite, text)
+    return "".join(difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True),
+                                        f"a/{path.name}", f"b/{path.name}"))
+
+
+def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
+    """Give the user's file `text` with `rewrite` applied to the calls it wrote (module docstring); NoPatch if not."""
+    p = _Patcher(found, text)
+    original = {s.origin: s for s in found.steps}
+    steps = rewrite.steps or found.steps
+    if not steps:
+        raise NoPatch("the pipeline cannot be replayed")
+    previous_origin = None
+    moved_batches = set()
+    for position, step in enumerate(steps):
+        if step.origin is None:  # inserted after the stage before it
+            if previous_origin is None:
+                raise NoPatch("a step added before the source")
+            node = p.call(previous_origin)
+            p.edits.append(_Edit(p.end(node), p.end(node), f".{step.kind}({_insert_args(step)})"))
+            continue
+        base = original[step.origin]
+        if step.kind == "batch" and base.kind == "map":  # batch(N) → map → unbatch() in place of a map
+            node = p.call(step.origin)
+            anchor = p.end(node.func.value)
+            p.edits.append(_Edit(anchor, anchor, f".batch({literal(step.args['batch_size'])})"))
+            continue
+        if step.kind == "unbatch" and base.kind == "map":
+            node = p.call(step.origin)
+            p.edits.append(_Edit(p.end(node), p.end(node), ".unbatch()"))
+            continue
+        if step.kind == "batch" and position + 1 < len(steps) and steps[position + 1].origin is not None \
+                and original[steps[position + 1].origin].kind == "map" and step.origin > steps[position + 1].origin:
+            # batch moved before the map it followed: its call is written there and removed where it was
+            batch_node, map_node = p.call(step.origin), p.call(steps[position + 1].origin)
+            anchor = p.end(map_node.func.value)
+            args = p.text[p.end(batch_node.func):p.end(batch_node)]
+            p.edits.append(_Edit(anchor, anchor, f".batch{args}"))
+            p.edits.append(_Edit(p.end(batch_node.func.value), p.end(batch_node), ""))
+            moved_batches.add(step.origin)
+            previous_origin = step.origin
+            continue
+        node = p.call(step.origin)
+        if step.function and step.function != base.function:
+            p.edits.append(_Edit(p.start(node.args[0]), p.end(node.args[0]), p.function_text(step, node)))
+        for name, value in step.args.items():
+            if name != "libsvm" and base.args.get(name) != value:
+                p.set_arg(node, name, _value(value))
+        previous_origin = step.origin
+    options = rewrite.options
+    if options:
+        root = p.call(len(found.stages) - 1)
+        if len(found.stages) - 1 in moved_batches:
+            raise NoPatch("the last stage moved")
+        p.edits.append(_Edit(p.end(root), p.end(root), ".with_options(pipebench_options())"))
+        body = "\n".join(f"    options.{k} = {_value(v)}" for k, v in options.items())
+        p.appended.append("def pipebench_options():\n    \"\"\"Give the tf.data options pipebench diagnose kept.\"\"\"\n"
+                          f"    options = tf.data.Options()\n{body}\n    return options")
+    edits = sorted(p.edits, key=lambda e: (e.start, e.end))
+    for a, b in zip(edits, edits[1:]):
+        if b.start < a.end:
+            raise NoPatch("two changes overlap in one call")
+    new = text
+    for edit in reversed(edits):
+        new = new[:edit.start] + edit.text + new[edit.end:]
+    if p.appended:
+        new = new.rstrip("\n") + "\n\n\n" + "\n\n\n".join(p.appended) + "\n"
+    if new == text:
+        raise NoPatch("nothing to change")
+    return new
+
+
+def _insert_args(step: Step) -> str:
+    if step.kind == "cache":
+        return literal(step.args["filename"]) if step.args["filename"] else ""
+    return _value(step.args["buffer_size"])

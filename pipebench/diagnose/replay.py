@@ -1,0 +1,131 @@
+"""Steps (pipebench.diagnose.records.Step) back into a tf.data.Dataset: the original pipeline or a rewrite of it.
+
+The original's steps are its stages' arguments (`steps_of`); a rewrite changes, moves or adds steps.
+Replaying reuses the original's source dataset as it is (unless a rewrite changes how it reads) and
+calls each later stage's public method with the arguments the stage had, every one of them, the
+user's own function included (its Python function, traced again). The root's options are applied
+last, as they merged there in the original. pipebench.diagnose.export writes the same steps as code.
+
+A step's `function` says how its function is made: "user" (the stage's own), "vectorized_map"
+(`tf.vectorized_map` of the stage's function over a batch, pfor without its while-loop fallback), or
+"libsvm" (the batched libsvm decoder of pipebench.pipeline.build, reshaped to the user's structure:
+pipebench.diagnose.vectorize).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from pipebench.diagnose.records import AUTOTUNE, Step
+from pipebench.diagnose.walk import Walked
+
+#: Stage kinds the replay can call again from their arguments alone.
+REPLAYABLE = ("source", "map", "batch", "unbatch", "shuffle", "prefetch", "repeat", "cache", "interleave", "flat_map",
+              "filter", "take", "skip", "shard")
+_FUNCTION_KINDS = ("map", "interleave", "flat_map", "filter")
+
+
+def _tf(value: Any) -> Any:
+    return tf.data.AUTOTUNE if value == AUTOTUNE else value
+
+
+def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
+    """Give the original pipeline as steps, or () and why a stage cannot be replayed."""
+    steps = []
+    for stage in walked.stages:
+        if stage.kind not in REPLAYABLE:
+            return (), f"stage {stage.index} {stage.call} ({', '.join(stage.ops)}) cannot be replayed"
+        if stage.kind == "source" and "reader" not in stage.params and stage.index != 0:
+            return (), f"stage {stage.index} is a second source"
+        if stage.kind == "shuffle" and stage.params.get("global_seed"):
+            return (), f"stage {stage.index} {stage.call} draws its seed from a global seed"
+        args = {k: v for k, v in stage.params.items() if k != "global_seed"}
+        steps.append(Step(stage.kind, args, stage.index, "user" if stage.kind in _FUNCTION_KINDS else None))
+    return tuple(steps), None
+
+
+def _source(step: Step, walked: Walked, files: int | None):
+    original = walked.nodes[0]
+    if files is not None and "slices" in step.args:
+        return tf.data.Dataset.from_tensor_slices(step.args["slices"][:files])
+    if step.args == walked.stages[0].params and files is None:
+        return original
+    reader = {"TextLineDataset": tf.data.TextLineDataset, "TFRecordDataset": tf.data.TFRecordDataset}[step.args["reader"]]
+    names = original._filenames if files is None else step.args["files"][:files]
+    return reader(names, compression_type=step.args["compression_type"], buffer_size=step.args["buffer_size"],
+                  num_parallel_reads=_tf(step.args["num_parallel_reads"]))
+
+
+def step_function(step: Step, walked: Walked):
+    """Give the Python function a step maps with (module docstring)."""
+    own = walked.functions[step.origin]
+    if step.function == "user":
+        return own
+    if step.function == "vectorized_map":
+        from pipebench.diagnose.vectorize import vectorized
+
+        return vectorized(own)
+    if step.function == "libsvm":
+        from pipebench.diagnose.vectorize import libsvm_batch_decoder
+
+        return libsvm_batch_decoder(step.args["libsvm"])
+    raise ValueError(f"unknown step function {step.function!r}")
+
+
+def _apply(dataset, step: Step, walked: Walked):
+    a = step.args
+    kind = step.kind
+    if kind == "map":
+        return dataset.map(step_function(step, walked), num_parallel_calls=_tf(a["num_parallel_calls"]),
+                           deterministic=a["deterministic"])
+    if kind == "batch":
+        return dataset.batch(a["batch_size"], drop_remainder=a["drop_remainder"],
+                             num_parallel_calls=_tf(a["num_parallel_calls"]), deterministic=a["deterministic"])
+    if kind == "unbatch":
+        return dataset.unbatch()
+    if kind == "shuffle":
+        return dataset.shuffle(a["buffer_size"], seed=a["seed"], reshuffle_each_iteration=a["reshuffle_each_iteration"])
+    if kind == "prefetch":
+        return dataset.prefetch(_tf(a["buffer_size"]))
+    if kind == "repeat":
+        return dataset.repeat(a["count"])
+    if kind == "cache":
+        return dataset.cache(a["filename"])
+    if kind == "interleave":
+        return dataset.interleave(step_function(step, walked), cycle_length=_tf(a["cycle_length"]),
+                                  block_length=a["block_length"], num_parallel_calls=_tf(a["num_parallel_calls"]),
+                                  deterministic=a["deterministic"])
+    if kind == "flat_map":
+        return dataset.flat_map(step_function(step, walked))
+    if kind == "filter":
+        return dataset.filter(step_function(step, walked))
+    if kind in ("take", "skip"):
+        return getattr(dataset, kind)(a["count"])
+    if kind == "shard":
+        return dataset.shard(a["num_shards"], a["index"])
+    raise ValueError(f"step {kind} cannot be replayed")
+
+
+def options_of(settings: dict[str, Any]) -> tf.data.Options:
+    """Give tf.data.Options with the dotted paths set (pipebench.pipeline.build.apply_options' reading of them)."""
+    from pipebench.pipeline.build import apply_options
+
+    dataset, _ = apply_options(tf.data.Dataset.range(1), settings)
+    return dataset.options()
+
+
+def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | None = None, one_epoch: bool = False,
+           files: int | None = None):
+    """Give the dataset the steps build, with the root's options (and `options` on top); `one_epoch`: without
+    repeat; `files`: reading only the first that many of the source's files (pipebench.diagnose.content)."""
+    dataset = None
+    for step in steps:
+        if step.kind == "source":
+            dataset = _source(step, walked, files)
+        elif not (one_epoch and step.kind == "repeat"):
+            dataset = _apply(dataset, step, walked)
+    dataset = dataset.with_options(walked.root.options())
+    if options:
+        dataset = dataset.with_options(options_of(options))
+    return dataset

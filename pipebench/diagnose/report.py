@@ -1,0 +1,160 @@
+"""diagnosis.md and the terminal summary, from the Diagnosis record alone (no TensorFlow, no figure of its own).
+
+The TF Profiler's tf.data bottleneck analysis (xprof) would be a second opinion beside pipebench's
+bottleneck; it needs the xprof package, which pipebench does not install, so the report says it is
+unavailable and why (pipebench.diagnose.worker).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipebench.diagnose.export import best, module_name
+from pipebench.diagnose.records import Diagnosis, Rewrite, Stage
+from pipebench.measure.intervals import Interval
+from pipebench.values import echo
+
+
+def _gain(rewrite: Rewrite) -> str:
+    return "—" if rewrite.gain is None else rewrite.gain.interval.text(".2f", unit="×")
+
+
+def _content(rewrite: Rewrite) -> str:
+    c = rewrite.content
+    if c is None:
+        return "—"
+    said = "same elements" if c.same_elements else f"differs: {c.semantics}"
+    if c.same_elements and c.semantics:
+        said += f" ({c.semantics})"
+    if c.random_components:
+        said += f"; random in the original itself: {', '.join(c.random_components)}"
+    if c.capped:
+        said += f"; first {c.original_examples:,} examples of an endless epoch"
+    return said
+
+
+def pipeline_text(stages: tuple[Stage, ...]) -> list[str]:
+    """Give the pipeline as the user would write it, one call a line, with where each was written."""
+    lines = []
+    width = max(len(s.call) for s in stages) + 4
+    for stage in stages:
+        call = stage.call if stage.index == 0 else "    " + stage.call
+        where = [stage.place.text] if stage.place else []
+        if stage.function and stage.function.place:
+            where.append(f"{stage.function.name} at {stage.function.place.text}")
+        lines.append(call.ljust(width) + (f"# {'; '.join(where)}" if where else ""))
+    return lines
+
+
+def _interval(value: Interval, fmt: str = ",.0f", scale: float = 1.0, unit: str = "") -> str:
+    return value.text(fmt, scale, unit)
+
+
+def summary_lines(found: Diagnosis) -> list[str]:
+    """Give the few lines the terminal shows at the end."""
+    neck = found.stages[found.bottleneck]
+    lines = [f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}"]
+    for rewrite in found.rewrites:
+        lines.append(f"  {rewrite.name}: {rewrite.verdict}")
+    if found.combined is not None:
+        lines.append(f"  {found.combined.name}: {found.combined.verdict}")
+    if found.train is not None:
+        for terms in found.train.terms:
+            lines.append(f"train ({terms.pipeline}): {_interval(terms.train_examples_per_sec)} examples/s, ceiling "
+                         f"{_interval(terms.ceiling_examples_per_sec)}; input costs training "
+                         f"{_interval(terms.slowdown, '.0%')}")
+    return lines
+
+
+def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str | None = None) -> str:
+    """Give diagnosis.md; `patch_name`: the patch of the user's file beside it, else `no_patch` says why none."""
+    out = [f"# Diagnosis of `{Path(found.function.rpartition(':')[0]).name}:{found.function.rpartition(':')[2]}`",
+           "",
+           f"`{found.function}{found.signature}` called with "
+           + (", ".join(f"`{k}={echo(v, 100)}`" for k, v in found.kwargs.items()) or "no arguments")
+           + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.",
+           "", "## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",
+           f"Elements: {found.element}.", ""]
+    if found.options:
+        out += [f"tf.data options set: {', '.join(f'{k}={v!r}' for k, v in found.options.items())}.", ""]
+    out += ["| # | stage | parallelism | buffer | deterministic | drop_remainder | stateful ops | TensorFlow already |",
+            "|---|---|---|---|---|---|---|---|"]
+    for s in found.stages:
+        stateful = "—" if s.stateful_ops is None else (", ".join(s.stateful_ops) or "none")
+        out.append(f"| {s.index} | `{s.call}` | {s.parallelism or '—'} | {s.buffer_size or '—'} | "
+                   f"{'default' if s.deterministic is None else s.deterministic} | "
+                   f"{'—' if s.drop_remainder is None else s.drop_remainder} | {stateful} | "
+                   f"{'; '.join(s.tf_does) or '—'} |")
+    if found.replay_note:
+        out += ["", f"Rewrites that change stages are not tried: {found.replay_note}."]
+    neck = found.stages[found.bottleneck]
+    out += ["", "## Where the time goes", "",
+            "Each prefix of the pipeline (its source up to a stage, the root's options applied) measured in "
+            "paired, interleaved rounds in one worker; a stage's own cost is what its prefix's CPU per example "
+            "adds to the costliest shorter prefix.", "",
+            "| prefix up to | examples/s | CPU-µs/example (prefix) | own CPU-µs/example | share | runs on |",
+            "|---|---|---|---|---|---|"]
+    for c in found.costs:
+        stage = found.stages[c.stage]
+        out.append(f"| {stage.index} {stage.label} | {_interval(c.prefix_examples_per_sec)} | "
+                   f"{_interval(c.prefix_cpu_us_per_example, '.2f')} | {c.cpu_us_per_example:.2f} | {c.share:.0%} | "
+                   f"{'one core: ' + c.why_sequential if c.sequential else 'parallel'} |")
+    out += ["", f"**Bottleneck: stage {neck.index}, {neck.label}** — {found.bottleneck_why}.", "",
+            f"TF Profiler's tf.data bottleneck analysis: {found.profiler.answer}.", "", "## Rewrites", "",
+            "Each measured against the original in the same interleaved rounds (gain: rewrite / original, 95% "
+            "interval); kept only when the interval lies above 1 and one epoch yields the same elements "
+            f"(content compared over {found.content_scope}).", "",
+            "| rewrite | gain | content | kept | why |", "|---|---|---|---|---|"]
+    for r in found.rewrites:
+        out.append(f"| {r.name} | {_gain(r)} | {_content(r)} | {'**kept**' if r.kept else 'no'} | {r.verdict}"
+                   + (f" ({r.cost_share:.0%} of the pipeline's CPU)" if r.cost_share is not None and not r.automatic
+                      else "") + " |")
+    out += [""]
+    for r in found.rewrites:
+        out += [f"- **{r.name}**: {r.why}. Change: {r.change}." + (f" Semantics: {r.semantics}." if r.semantics
+                                                                     else "")]
+    if found.combined is not None:
+        c = found.combined
+        out += ["", "### The kept rewrites together", "", f"{c.name}: gain {_gain(c)}; {_content(c)}; {c.verdict}."]
+    out += ["", "## In train terms", ""]
+    if found.train is None:
+        out.append(f"Not measured: {found.train_note}.")
+    else:
+        out += [f"Model: {found.train.model}; {found.train.why}.", "",
+                "| pipeline | train examples/s | ceiling (one batch in memory) | input costs training "
+                "(1 − train/ceiling) | waiting share |", "|---|---|---|---|---|"]
+        for t in found.train.terms:
+            out.append(f"| {t.pipeline} | {_interval(t.train_examples_per_sec)} | "
+                       f"{_interval(t.ceiling_examples_per_sec)} | {_interval(t.slowdown, '.0%')} | "
+                       f"{_interval(t.waiting, '.0%')} |")
+    chosen = best(found)
+    out += ["", "## The rewritten module", "",
+            f"`{module_name(found)}` defines `{found.function.rpartition(':')[2]}` with the same parameters; it "
+            + (f"builds the pipeline with {chosen.name}." if chosen else "builds the pipeline as it was (no rewrite "
+                                                                          "was kept).")]
+    if chosen is not None and chosen.steps:
+        out += ["", "What changes, call by call:", "", "```python", *_changes(found, chosen), "```"]
+    if patch_name:
+        out += ["", f"`{patch_name}` makes the same change in your own file (`patch -p1 < {patch_name}` in its folder); "
+                "it edits your calls and appends pipebench's helpers, never your functions."]
+    elif chosen is not None:
+        out += ["", f"No patch of your file: {no_patch}."]
+    return "\n".join(out) + "\n"
+
+
+def _changes(found: Diagnosis, chosen: Rewrite) -> list[str]:
+    """Give the rewritten pipeline's calls beside where the original's were written."""
+    lines = []
+    for step in chosen.steps:
+        stage = found.stages[step.origin] if step.origin is not None else None
+        where = f"  # stage {stage.index}" + (f", {stage.place.text}" if stage.place else "") if stage else \
+            "  # added"
+        fn = ""
+        if step.function == "libsvm":
+            fn = "pipebench's batched libsvm decoder, "
+        elif step.function == "vectorized_map":
+            fn = f"tf.vectorized_map({stage.function.name}), "
+        elif stage is not None and stage.function:
+            fn = f"{stage.function.name}, "
+        args = ", ".join(f"{k}={v!r}" for k, v in step.args.items() if k not in ("libsvm", "files") and v is not None)
+        lines.append(f".{step.kind}({fn}{args})".replace(", )", ")") + where)
+    return lines

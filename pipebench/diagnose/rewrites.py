@@ -1,0 +1,252 @@
+"""The rewrites diagnose proposes, each only where its precondition holds (no TensorFlow here).
+
+A rewrite is a transform of the pipeline's steps (pipebench.diagnose.records.Step), found by the
+stage a step comes from, so kept rewrites compose: the combination applies each in turn. Where its
+precondition holds but pipebench cannot make it (a function it cannot vectorize, a py_function,
+text parsing that a binary format would avoid), it is still named, with the share of the
+pipeline's CPU it concerns.
+
+Never proposed: what TensorFlow already does (map_parallelization parallelises a stateless map,
+inject_prefetch adds a final prefetch, parallel_batch, map_and_batch_fusion): the stage records say
+so instead. Every proposal is measured before it is kept (pipebench.diagnose.worker).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipebench.diagnose.records import AUTOTUNE, Stage, Step
+
+#: A per-example map vectorised in place maps batches of this many examples, then unbatches them.
+VECTOR_BATCH = 256
+#: A prefetch of single elements at least this deep is "huge" (lambdaji's DeepFM: prefetch(500000)).
+HUGE_PREFETCH = 10_000
+#: A decode stage above this share of the pipeline's CPU makes parsing "dominant" (convert to a binary format).
+PARSING_DOMINATES = 0.5
+_PY_FUNCTIONS = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
+Transform = Callable[[tuple[Step, ...]], tuple[Step, ...] | None]
+
+
+@dataclass
+class Candidate:
+    """A proposed rewrite before it is measured."""
+
+    name: str
+    kind: str
+    stage: int | None
+    why: str
+    change: str
+    semantics: str | None
+    automatic: bool
+    transform: Transform | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    cost_share: float | None = None
+    note: str | None = None  # a named rewrite's verdict
+    fills_cache: bool = False  # its measurement must complete a cache first
+
+
+def _index(steps: tuple[Step, ...], origin: int, kind: str | None = None, last: bool = False) -> int | None:
+    found = [i for i, s in enumerate(steps) if s.origin == origin and (kind is None or s.kind == kind)]
+    return (found[-1] if last else found[0]) if found else None
+
+
+def _set(origin: int, kind: str, **changes: Any) -> Transform:
+    """Give a transform that changes arguments of the step `kind` from stage `origin`."""
+    def transform(steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
+        i = _index(steps, origin, kind)
+        if i is None:
+            return None
+        return steps[:i] + (dataclasses.replace(steps[i], args={**steps[i].args, **changes}),) + steps[i + 1:]
+    return transform
+
+
+def _insert_after(origin: int, step: Step) -> Transform:
+    def transform(steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
+        i = _index(steps, origin, last=True)
+        return None if i is None else steps[:i + 1] + (step,) + steps[i + 1:]
+    return transform
+
+
+def vectorize(origin: int, mechanism: str, libsvm: dict | None, batch_origin: int | None) -> Transform:
+    """Give the transform that maps whole batches at stage `origin`: batch first when only prefetches lie between
+    it and the pipeline's batch (`batch_origin`), else batch(VECTOR_BATCH) → map → unbatch in place."""
+    def transform(steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
+        i = _index(steps, origin, "map")
+        if i is None:
+            return None
+        args = {**steps[i].args, **({"libsvm": libsvm} if libsvm else {})}
+        mapped = dataclasses.replace(steps[i], args=args, function={"direct": "user"}.get(mechanism, mechanism))
+        if batch_origin is not None:
+            j = _index(steps, batch_origin, "batch")
+            if j is None or j < i or any(s.kind != "prefetch" for s in steps[i + 1:j]):
+                return None
+            return steps[:i] + (steps[j], mapped) + steps[i + 1:j] + steps[j + 1:]
+        batch = Step("batch", {"batch_size": VECTOR_BATCH, "drop_remainder": False, "num_parallel_calls": None,
+                               "deterministic": None}, origin)
+        return steps[:i] + (batch, mapped, Step("unbatch", {}, origin)) + steps[i + 1:]
+    return transform
+
+
+def compose(transforms: list[Transform], steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
+    """Give the steps after every transform in turn; None when one no longer finds what it changes."""
+    for transform in transforms:
+        steps = transform(steps)
+        if steps is None:
+            return None
+    return steps
+
+
+def _fn(stage: Stage) -> str:
+    return stage.function.short if stage.function else stage.kind
+
+
+def _batch_after(stages: list[Stage], index: int) -> int | None:
+    """Give the batch stage right after `index` when only prefetches lie between, else None."""
+    for later in stages[index + 1:]:
+        if later.kind == "batch":
+            return later.index
+        if later.kind != "prefetch":
+            return None
+    return None
+
+
+def _random(stage: Stage) -> bool:
+    return stage.kind == "shuffle" or bool(stage.stateful_ops)
+
+
+def cache_point(stages: list[Stage]) -> int | None:
+    """Give the highest stage a cache may follow: everything up to it finite, stateless and in order; None if none."""
+    point = None
+    for stage in stages[1:]:
+        if _random(stage) or stage.kind in ("repeat", "cache", "take", "skip", "other", "shard"):
+            break
+        point = stage.index
+    return point
+
+
+def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shares: dict[int, float],
+            bottleneck: int, batched: dict[int, Any], cache_bytes: float | None, memory_budget_bytes: float,
+            parallel_stages: bool) -> list[Candidate]:
+    """Give the rewrites whose preconditions hold (module docstring).
+
+    `shares`: each stage's share of the pipeline's CPU (0 for one that joined another's prefix);
+    `batched`: for each per-example, stateless map, what pipebench.diagnose.vectorize found;
+    `cache_bytes`: what a cache at `cache_point` would hold (None: unknown).
+    """
+    found: list[Candidate] = []
+    for stage in stages:
+        share = shares.get(stage.index)
+        fn = _fn(stage)
+        if stage.kind == "map" and stage.index in batched:
+            result = batched[stage.index]
+            if result.mechanism and replayable:
+                batch_origin = _batch_after(stages, stage.index)
+                how = {"direct": f"{fn} itself takes a batch", "vectorized_map": f"tf.vectorized_map({fn}) over a batch",
+                       "libsvm": "pipebench's batched libsvm decoder in its place"}[result.mechanism]
+                where = ("batch first, then map it over each batch" if batch_origin is not None else
+                         f"batch({VECTOR_BATCH}) → map → unbatch() in its place")
+                found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
+                                       f"{fn} maps one example at a time and is stateless; {result.why}",
+                                       f"{where}: {how}", None, True,
+                                       vectorize(stage.index, result.mechanism, result.libsvm, batch_origin)))
+            else:
+                found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
+                                       f"{fn} maps one example at a time and is stateless",
+                                       "write it to take a whole batch and map it after batch()", None, False,
+                                       cost_share=share, note=f"no batched equivalent found ({result.why}); "
+                                       "rewrite it by hand to take a batch"))
+        if stage.kind == "map" and stage.parallelism is None and (stage.stateful_ops or any(
+                "map_parallelization is off" in said for said in stage.tf_does)):
+            py = sorted(_PY_FUNCTIONS & set(stage.stateful_ops or ()))
+            semantics = None
+            if stage.stateful_ops:
+                semantics = (f"random draws: its stateful ops ({', '.join(stage.stateful_ops)}) run for several "
+                             "elements at once, so which element gets which draw changes from run to run, seeds "
+                             "or not (tensorflow#13932)")
+            found.append(Candidate(f"parallel map {fn}", "parallel_map", stage.index,
+                                   "TensorFlow leaves it sequential: " + "; ".join(stage.tf_does),
+                                   f"map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", semantics, replayable,
+                                   _set(stage.index, "map", num_parallel_calls=AUTOTUNE) if replayable else None,
+                                   cost_share=share, note=None if replayable else "the pipeline cannot be replayed"))
+            if py:
+                found.append(Candidate(f"rewrite {fn} in TF ops", "py_function", stage.index,
+                                       f"{fn} calls Python through {', '.join(py)}, which holds the GIL",
+                                       "rewrite the Python part in TensorFlow ops", None, False, cost_share=share,
+                                       note="py_function holds the GIL: it runs one call at a time however many "
+                                            "threads call it"))
+        if stage.kind == "interleave" and stage.parallelism is None and replayable:
+            found.append(Candidate(f"parallel interleave {fn}", "parallel_interleave", stage.index,
+                                   "its cycle is opened and read one input at a time",
+                                   "interleave(..., num_parallel_calls=tf.data.AUTOTUNE): same cycle, same order",
+                                   None, True, _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
+                                   cost_share=share))
+        if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
+                and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
+                and replayable:
+            found.append(Candidate("parallel reads", "parallel_reads", stage.index,
+                                   f"{stage.params['reader']} reads its {len(stage.params['files'])} files one after "
+                                   "another", f"{stage.params['reader']}(files, num_parallel_reads=tf.data.AUTOTUNE)",
+                                   "order: records of several files come interleaved, not file after file", True,
+                                   _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=share))
+        if stage.kind == "prefetch" and isinstance(stage.params.get("buffer_size"), int) \
+                and stage.params["buffer_size"] >= HUGE_PREFETCH and not stage.batched and replayable:
+            found.append(Candidate(f"shrink prefetch({stage.params['buffer_size']})", "shrink_prefetch", stage.index,
+                                   f"it buffers {stage.params['buffer_size']:,} single examples",
+                                   "prefetch(tf.data.AUTOTUNE)", None, True,
+                                   _set(stage.index, "prefetch", buffer_size=AUTOTUNE)))
+    neck = stages[bottleneck]
+    after = stages[bottleneck + 1] if bottleneck + 1 < len(stages) else None
+    if replayable and after is not None and after.kind != "prefetch" and neck.parallelism is None \
+            and neck.kind not in ("prefetch", "repeat"):
+        found.append(Candidate(f"prefetch after {neck.label}", "prefetch", neck.index,
+                               f"{neck.label} is the bottleneck and runs in the thread of the stages after it",
+                               f"insert prefetch(tf.data.AUTOTUNE) after {neck.call}", None, True,
+                               _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None))))
+    point = cache_point(stages)
+    if point is not None and not (point + 1 < len(stages) and stages[point + 1].kind == "cache"):
+        repeats = [s for s in stages[point + 1:] if s.kind == "repeat" and (s.params["count"] is None
+                                                                            or s.params["count"] > 1)]
+        where = stages[point]
+        text = f"cache after {where.label}"
+        why = f"stages up to {where.call} are finite, stateless and in order (no shuffle or random op above it)"
+        if not repeats:
+            found.append(Candidate(text, "cache", point, why, f"insert cache() after {where.call}", None, False,
+                                   note="this input_fn makes one pass (no repeat): a cache serves only epochs after "
+                                        "the first, so it helps only when training iterates the dataset again"))
+        elif cache_bytes is None or cache_bytes > memory_budget_bytes:
+            found.append(Candidate(text, "cache", point, why, f"insert cache() after {where.call}", None, False,
+                                   note=("its size is unknown" if cache_bytes is None else
+                                         f"it would hold ~{cache_bytes / 2**30:.1f} GiB, more than the memory "
+                                         f"budget {memory_budget_bytes / 2**30:.1f} GiB")))
+        elif replayable:
+            found.append(Candidate(text, "cache", point, f"{why}; it holds ~{cache_bytes / 2**20:,.0f} MiB",
+                                   f"insert cache() after {where.call}", None, True,
+                                   _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True))
+    if parallel_stages and options.get("deterministic") is not False:
+        found.append(Candidate("options: deterministic=False", "options", None,
+                               "parallel stages keep their input order, so one slow element holds back the rest",
+                               "options.deterministic = False",
+                               "order: parallel stages hand on elements as they finish, not in input order", True,
+                               options={"deterministic": False}))
+    if parallel_stages and "threading.private_threadpool_size" not in options:
+        from pipebench.measure.pinning import usable_cpus
+
+        cores = len(usable_cpus())
+        found.append(Candidate(f"options: private thread pool of {cores}", "options", None,
+                               "tf.data's parallel stages share TensorFlow's inter-op pool with everything else",
+                               f"options.threading.private_threadpool_size = {cores}", None, True,
+                               options={"threading.private_threadpool_size": cores}))
+    source = stages[0]
+    if source.params.get("reader") == "TextLineDataset":
+        parse = [s for s in stages if s.kind == "map" and shares.get(s.index, 0) >= PARSING_DOMINATES]
+        if parse:
+            found.append(Candidate("convert to TFRecord", "convert", parse[0].index,
+                                   f"parsing text ({_fn(parse[0])}) takes {shares[parse[0].index]:.0%} of the "
+                                   "pipeline's CPU", "pipebench convert FILES --out DIR (TFRecord), then "
+                                   "TFRecordDataset → batch → map(parse_example)", None, False,
+                                   cost_share=shares[parse[0].index],
+                                   note="a binary format parses without splitting text; `pipebench convert` "
+                                        "writes it once"))
+    return found

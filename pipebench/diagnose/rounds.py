@@ -1,0 +1,85 @@
+"""Interleaved rounds of several arms in one warm worker: each round times one window of every arm, in a random
+order (RMIT), so drift on the machine hits every arm alike; or, to compare arms with one base arm, pairs of
+windows side by side (ABBA), one pair per arm per round.
+
+The arms share one process, so none may run on what another left behind (pipebench.measure.windows
+says why): every arm's iterator is released after its window, and before each window the worker
+waits until the process is idle (the released pipelines' threads gone), then lets the arm settle
+untimed on a fresh iterator — long enough to fill its shuffle buffers — before the timed window.
+A window's CPU seconds are then the arm's own. No TensorFlow import here: the arms are handed in.
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from pipebench.measure.trial import Window
+from pipebench.measure.windows import Arm, wait_until_idle
+
+
+def settle(arm: Arm, seconds: float, examples: int) -> None:
+    """Run `arm` untimed for at least `seconds` and at least `examples` examples (its buffers filled)."""
+    seen, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or seen < examples:
+        seen += arm.call()[0]
+
+
+def calibrate(arms: Sequence[Arm]) -> None:
+    """Calibrate each arm's steps per call alone (pipebench.measure.windows.Arm.calibrate), releasing it after."""
+    for arm in arms:
+        arm.release()
+    for arm in arms:
+        wait_until_idle()
+        arm.calibrate()
+        arm.release()
+
+
+def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, settle_sec: float,
+                       settle_examples: Mapping[str, int], seed: int,
+                       log: Callable[[str], None] = lambda text: None) -> dict[str, list[Window]]:
+    """Give each arm's windows, one per round (module docstring); arms must be calibrated (`calibrate`)."""
+    rng = random.Random(seed)
+    found: dict[str, list[Window]] = {arm.name: [] for arm in arms}
+    for round_index in range(rounds):
+        for arm in rng.sample(list(arms), len(arms)):
+            wait_until_idle()
+            settle(arm, settle_sec, settle_examples.get(arm.name, 0))
+            window = arm.timed(window_sec, round_index)
+            arm.release()
+            found[arm.name].append(window)
+        log(f"round {round_index + 1}/{rounds}: " + ", ".join(
+            f"{name} {windows[-1].examples / windows[-1].seconds:,.0f}" for name, windows in found.items())
+            + " examples/s")
+    return found
+
+
+def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: float, settle_sec: float,
+                  settle_examples: Mapping[str, int], seed: int,
+                  log: Callable[[str], None] = lambda text: None) -> dict[str, list[tuple[Window, Window]]]:
+    """Give, for each of `others`, its (base window, own window) pairs, one per round; arms must be calibrated.
+
+    Each round visits the others in a random order, and times each right beside a window of `base`, in
+    ABBA order (base first in one round, second in the next), so a pair shares the machine's state of
+    that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
+    """
+    rng = random.Random(seed)
+    found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
+    for round_index in range(rounds):
+        for position, other in enumerate(rng.sample(list(others), len(others))):
+            pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
+            timed = {}
+            for arm in pair:
+                wait_until_idle()
+                settle(arm, settle_sec, settle_examples.get(arm.name, 0))
+                timed[arm.name] = arm.timed(window_sec, round_index)
+                arm.release()
+            found[other.name].append((timed[base.name], timed[other.name]))
+        log(f"round {round_index + 1}/{rounds}: " + ", ".join(
+            f"{name} {pairs[-1][1].examples / pairs[-1][1].seconds / (pairs[-1][0].examples / pairs[-1][0].seconds):.2f}×"
+            for name, pairs in found.items()) + f" of {base.name}")
+    return found
+
+
+def rates(windows: Sequence[Window]) -> list[float]:
+    return [w.examples / w.seconds for w in windows]

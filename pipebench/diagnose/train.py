@@ -1,0 +1,122 @@
+"""Training on the user's pipeline: the train step and its compute ceiling, with the original and the rewrite.
+
+When the elements match the DeepFM contract — one integer and one float tensor of shape [B, F] (or
+[B, F, 1]) and a label [B] (or [B, 1]), in any nesting, named anything — pipebench's DeepFM (the
+experiment defaults of pipebench.config's `model` block) trains on them through a small adapter
+map (ids clamped to the largest id of the first batches, so an unseen larger id cannot fail the
+step). `--model PATH.py:FUNCTION` gives a compiled Keras model instead, trained on the elements as
+they are ((features, labels) pairs, as `fit` takes them).
+
+The arms are the trial worker's (pipebench.measure.worker): the step on the pipeline (`train`)
+and on one batch served from memory (`synthetic`, the ceiling), in rounds of
+pipebench.measure.windows; the slowdown is pipebench.measure.figures' (1 − train / ceiling).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import tensorflow as tf
+
+from pipebench.diagnose.content import component_names
+from pipebench.errors import UsageError
+
+#: Batches read to find the largest feature id (the embedding table's size).
+ID_SAMPLE_BATCHES = 20
+
+
+@dataclass
+class Trainer:
+    """How to train on a pipeline's elements: the step, the adapter map, and what was matched."""
+
+    step: Any
+    adapt: Any  # element → (features, labels) for the step; None: the elements are already that
+    model: str
+    why: str
+
+
+def _matrix(spec: Any) -> int | None:
+    """Give F when `spec` is [B, F] or [B, F, 1] (F may be unknown: -1), else None."""
+    shape = spec.shape
+    if shape.rank == 2 or (shape.rank == 3 and shape[2] == 1):
+        return shape[1] if shape[1] is not None else -1
+    return None
+
+
+def deepfm_contract(spec: Any) -> tuple[int, int, int] | str:
+    """Give the flat positions of (ids, values, label) when the elements match the DeepFM contract, or why not."""
+    leaves = tf.nest.flatten(spec)
+    if not all(isinstance(leaf, tf.TensorSpec) for leaf in leaves):
+        return "its elements hold ragged or other composite tensors"
+    ids = [i for i, s in enumerate(leaves) if s.dtype.is_integer and _matrix(s) is not None]
+    values = [i for i, s in enumerate(leaves) if s.dtype.is_floating and _matrix(s) is not None]
+    labels = [i for i, s in enumerate(leaves) if (s.dtype.is_floating or s.dtype.is_integer)
+              and (s.shape.rank == 1 or (s.shape.rank == 2 and s.shape[1] == 1))]
+    if len(ids) != 1 or len(values) != 1 or len(labels) != 1:
+        return (f"its elements hold {len(ids)} integer and {len(values)} float [B, F] tensors and {len(labels)} "
+                "[B] labels, not one of each")
+    return ids[0], values[0], labels[0]
+
+
+def deepfm_trainer(dataset) -> Trainer | str:
+    """Give the DeepFM trainer for the dataset's elements, or why they do not match the contract."""
+    from pipebench.config import resolve_block
+    from pipebench.model.deepfm import build_deepfm, make_train_step
+
+    found = deepfm_contract(dataset.element_spec)
+    if isinstance(found, str):
+        return found
+    ids_at, values_at, label_at = found
+    names = component_names(dataset.element_spec)
+    largest, field_size = 0, None
+    for element in dataset.take(ID_SAMPLE_BATCHES):
+        leaves = tf.nest.flatten(element)
+        largest = max(largest, int(tf.reduce_max(leaves[ids_at])))
+        field_size = int(leaves[ids_at].shape[1])
+    if field_size is None:
+        return "the pipeline yields no element"
+    feature_size = largest + 1
+
+    def adapt(*element):
+        leaves = tf.nest.flatten(element)
+        ids = tf.minimum(tf.cast(tf.reshape(leaves[ids_at], [-1, field_size]), tf.int64), feature_size - 1)
+        values = tf.cast(tf.reshape(leaves[values_at], [-1, field_size]), tf.float32)
+        return {"feat_ids": ids, "feat_vals": values}, tf.reshape(tf.cast(leaves[label_at], tf.float32), [-1])
+
+    m = resolve_block("model", None)
+    model = build_deepfm(field_size, feature_size, m["embedding_size"], tuple(m["deep_layers"]), m["dropout"], m["l2"])
+    step = make_train_step(model, m["optimizer"], m["learning_rate"])
+    return Trainer(step, adapt, "pipebench's DeepFM (the experiment defaults)",
+                   f"ids {names[ids_at]}, values {names[values_at]}, label {names[label_at]}; F={field_size}, "
+                   f"{feature_size:,} feature ids (the largest in the first {ID_SAMPLE_BATCHES} batches)")
+
+
+def keras_trainer(model: Any, where: str, dataset) -> Trainer:
+    """Give a trainer for a compiled Keras model on (features, labels) elements; UsageError otherwise."""
+    if not isinstance(model, tf.keras.Model):
+        raise UsageError(f"{where} returned a {type(model).__name__}, not a compiled Keras model")
+    if getattr(model, "optimizer", None) is None:
+        raise UsageError(f"{where}: the model is not compiled (call model.compile(optimizer=..., loss=...))")
+    spec = dataset.element_spec
+    if not (isinstance(spec, tuple) and len(spec) == 2):
+        raise UsageError(f"{where}: the pipeline's elements are not (features, labels) pairs, as fit takes them")
+
+    def step(features, labels):
+        logs = model.train_step((features, labels))
+        return tf.reduce_sum(tf.cast(tf.nest.flatten(logs)[0], tf.float32))
+
+    return Trainer(step, None, f"the model {where} gives", "(features, labels) pairs, as fit takes them")
+
+
+def train_arms(trainer: Trainer, dataset, releasable: bool) -> list:
+    """Give the train and synthetic arms over `dataset` (the trial worker's: pipebench.measure.worker)."""
+    from pipebench.measure.cpu_clock import process_tree_cpu_sec
+    from pipebench.measure.windows import Arm
+    from pipebench.model.deepfm import make_train_loop
+
+    fed = dataset.map(trainer.adapt) if trainer.adapt is not None else dataset
+    loop = make_train_loop(trainer.step)
+    batch = tf.data.Dataset.from_tensors(next(iter(fed))).repeat()
+    synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
+    train = Arm("train", lambda: iter(fed), loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
+    return [train, synthetic]

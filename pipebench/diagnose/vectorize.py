@@ -1,0 +1,159 @@
+"""Vectorize a per-example map by batching first: find a function that maps a whole batch to what mapping each
+example gives, checked on a sample.
+
+Three ways, tried in order; the first whose batch output equals the per-example outputs stacked
+(same structure, dtypes, shapes and values, on SAMPLE_EXAMPLES examples) is the one offered:
+
+1. `direct`: the user's own function, called on a batch (it may be written with batch-safe ops);
+2. `vectorized_map`: `tf.vectorized_map` of the user's function (pfor; its while-loop fallback is
+   off, since a loop over the batch is no faster than mapping each example): pfor has batched
+   equivalents for many ops, `parse_single_example` among them (it becomes `parse_example`);
+3. `libsvm`: a known batched equivalent for a per-line libsvm decoder: when every output of the
+   user's function on a sample of lines is the line's label, ids or values (any dtype, any shape of
+   that many numbers), pipebench's batched libsvm decoder (pipebench.pipeline.build, two
+   `tf.strings.split` over the whole batch) reshaped to the user's structure.
+
+The sample check is the precondition; the whole epoch is compared again before a rewrite is kept
+(pipebench.diagnose.content).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from pipebench.diagnose.walk import Walked
+
+SAMPLE_EXAMPLES = 64
+_ROLES = ("label", "ids", "values")
+
+
+@dataclass
+class Batched:
+    """A way to map whole batches that the sample check accepted, or why none was found."""
+
+    mechanism: str | None  # "direct", "vectorized_map", "libsvm"; None: none found
+    libsvm: dict | None  # the libsvm decoder's spec (field_size, structure)
+    why: str  # what was tried, in words
+
+
+def vectorized(function: Any):
+    """Give a batch function: `tf.vectorized_map` of a per-example `function` (which tf.data calls with the
+    element's components as arguments), without pfor's while-loop fallback."""
+    def batch_function(*args):
+        return tf.vectorized_map(lambda parts: function(*parts), args, fallback_to_while_loop=False)
+    return batch_function
+
+
+def _structure_spec(value: Any, roles: list[dict]) -> Any:
+    """Give a JSON description of a nested structure whose leaves are taken from `roles` in flatten order."""
+    if isinstance(value, dict):
+        return {"dict": {str(k): _structure_spec(value[k], roles) for k in sorted(value)}}
+    if isinstance(value, (tuple, list)):
+        return {"tuple" if isinstance(value, tuple) else "list": [_structure_spec(v, roles) for v in value]}
+    return roles.pop(0)
+
+
+def _build(spec: dict, parts: dict) -> Any:
+    if "dict" in spec:
+        return {k: _build(v, parts) for k, v in spec["dict"].items()}
+    if "tuple" in spec:
+        return tuple(_build(v, parts) for v in spec["tuple"])
+    if "list" in spec:
+        return [_build(v, parts) for v in spec["list"]]
+    return tf.reshape(tf.cast(parts[spec["role"]], spec["dtype"]), [-1, *spec["shape"]])
+
+
+def libsvm_batch_decoder(spec: dict):
+    """Give decode(lines string[N]) → the user's structure, from pipebench's batched libsvm decoder."""
+    from pipebench.pipeline.build import libsvm_decoder
+
+    decode = libsvm_decoder(spec["field_size"])
+
+    def decode_batch(lines):
+        features, labels = decode(lines)
+        return _build(spec["structure"], {"label": labels, "ids": features["feat_ids"],
+                                          "values": features["feat_vals"]})
+    return decode_batch
+
+
+def _numpy(value: Any) -> Any:
+    return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else np.asarray(t), value)
+
+
+def _same(batch: Any, stacked: Any) -> bool:
+    try:
+        tf.nest.assert_same_structure(batch, stacked)
+    except (ValueError, TypeError):
+        return False
+    return all(a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+               for a, b in zip(tf.nest.flatten(batch), tf.nest.flatten(stacked)))
+
+
+def _libsvm_spec(lines: list[bytes], outputs: list[Any]) -> dict | None:
+    """Give the libsvm decoder spec when every output leaf is each line's label, ids or values, else None."""
+    parsed = []
+    for line in lines:
+        tokens = line.decode("utf-8", "replace").split(" ")
+        try:
+            pairs = [t.split(":") for t in tokens[1:]]
+            parsed.append((float(tokens[0]), [int(p[0]) for p in pairs], [float(p[1]) for p in pairs]))
+        except (ValueError, IndexError):
+            return None
+    fields = {len(p[1]) for p in parsed}
+    if len(fields) != 1:
+        return None
+    field_size = fields.pop()
+    roles = []
+    for position, leaf in enumerate(tf.nest.flatten(outputs[0])):
+        leaves = [tf.nest.flatten(o)[position] for o in outputs]
+        found = [role for index, role in enumerate(_ROLES)
+                 if all(np.asarray(leaf_value).size == len(np.atleast_1d(p[index])) and np.array_equal(
+                     np.asarray(leaf_value).reshape(-1), np.asarray(np.atleast_1d(p[index])).astype(leaf.dtype))
+                     for leaf_value, p in zip(leaves, parsed))]
+        if len(found) != 1 or leaf.dtype.kind not in "iuf":
+            return None
+        roles.append({"role": found[0], "dtype": leaf.dtype.name, "shape": list(leaf.shape)})
+    return {"field_size": field_size, "structure": _structure_spec(outputs[0], roles)}
+
+
+def batched_equivalent(walked: Walked, stage: int) -> Batched:
+    """Give how to map whole batches in place of per-example stage `stage` (a map), checked on a sample."""
+    function = walked.functions[stage]
+    upstream = walked.prefix(stage - 1).take(SAMPLE_EXAMPLES)
+    try:
+        outputs = [_numpy(o) for o in upstream.map(function)]
+    except Exception as err:  # noqa: BLE001 — the user's function may fail on what it maps, which is for the run to say
+        return Batched(None, None, f"the function failed on a sample ({type(err).__name__})")
+    if not outputs:
+        return Batched(None, None, "the stage's input yields no element to check on")
+    stacked = tf.nest.map_structure(lambda *xs: np.stack(xs), *outputs)
+    tried = []
+    for mechanism, make in (("direct", lambda: function), ("vectorized_map", lambda: vectorized(function))):
+        try:
+            batch = _numpy(next(iter(upstream.batch(SAMPLE_EXAMPLES).map(make()))))
+        except Exception as err:  # noqa: BLE001 — a function that does not take a batch: the next way is tried
+            tried.append(f"{mechanism}: {type(err).__name__}")
+            continue
+        if _same(batch, stacked):
+            return Batched(mechanism, None, f"{mechanism} gives the per-example values on {len(outputs)} examples")
+        tried.append(f"{mechanism}: other values")
+    spec = upstream.element_spec
+    if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0:
+        lines = [line.numpy() for line in upstream]
+        found = _libsvm_spec(lines, outputs)
+        if found is not None:
+            try:
+                batch = _numpy(next(iter(upstream.batch(SAMPLE_EXAMPLES).map(libsvm_batch_decoder(found)))))
+            except Exception as err:  # noqa: BLE001 — lines the batched decoder refuses
+                tried.append(f"libsvm: {type(err).__name__}")
+            else:
+                if _same(batch, stacked):
+                    return Batched("libsvm", found, f"its outputs are each line's libsvm fields on {len(outputs)} "
+                                                    "lines, as pipebench's batched libsvm decoder gives them")
+                tried.append("libsvm: other values")
+        else:
+            tried.append("libsvm: its outputs are not a line's label, ids and values")
+    return Batched(None, None, "; ".join(tried))

@@ -1,0 +1,384 @@
+"""The stages of a tf.data.Dataset, from its source to its root, as plain records: one adapter for TF 2.14–2.21.
+
+It walks `_inputs()` from the returned dataset back to its source and reads each node's private
+attributes (`_map_func`, `_num_parallel_calls`, `_batch_size`, `_buffer_size`, ...). These sit in
+the same files under the same names in TensorFlow 2.14 and 2.21 (see
+shared/reference/ANCHORS-your-own-pipeline.md §2); tests/test_diagnose_walk.py runs in both.
+
+A *stage* is one call the user wrote: `.unbatch()` alone makes three datasets (a map, a
+restructure, the unbatch) and `list_files` two, so nodes are grouped by the call that returned
+them (pipebench.diagnose.load records where each call was written); nodes no user call returned
+belong to the next stage downstream. `with_options` nodes are not stages: options merge at the
+root, and every prefix gets the root's options again. A reader (TextLineDataset, TFRecordDataset,
+FixedLengthRecordDataset) is a source, whatever it wraps.
+
+Statefulness is read as map_parallelization reads it (grappler's function_utils IsFunctionStateful):
+a function is stateful when one of its own nodes is a stateful op, Assert exempt, an If or While
+only through its branches; an op the registry does not know counts as stateful.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.framework import op_def_registry
+
+from pipebench.diagnose.records import AUTOTUNE, Place, Stage, UserFunction
+from pipebench.errors import UsageError
+
+_READERS = {"TextLineDatasetV2": "TextLineDataset", "TFRecordDatasetV2": "TFRecordDataset",
+            "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset"}
+_KINDS = {
+    "_MapDataset": "map", "_ParallelMapDataset": "map", "_BatchDataset": "batch", "_ParallelBatchDataset": "batch",
+    "_PaddedBatchDataset": "padded_batch", "_PrefetchDataset": "prefetch", "_ShuffleDataset": "shuffle",
+    "_RepeatDataset": "repeat", "CacheDataset": "cache", "_InterleaveDataset": "interleave",
+    "_ParallelInterleaveDataset": "interleave", "ParallelInterleaveDataset": "interleave", "_FlatMapDataset": "flat_map",
+    "_FilterDataset": "filter", "_UnbatchDataset": "unbatch", "_RebatchDataset": "rebatch", "_TakeDataset": "take",
+    "_SkipDataset": "skip", "_ShardDataset": "shard",
+}
+#: The calls whose name says the stage's kind better than its root-most class (a site's call name).
+_CALL_KINDS = {"unbatch": "unbatch", "list_files": "source", "from_tensor_slices": "source", "from_tensors": "source",
+               "from_generator": "source", "range": "source"}
+_BATCHING = {"batch", "padded_batch", "rebatch"}
+_UNBATCHING = {"unbatch", "flat_map", "interleave"}
+_OPTIONS = "_OptionsDataset"
+_DEFAULT_GRAPH_SEED = 87654321  # tensorflow.python.framework.random_seed: the op seed's partner without a global seed
+_TF_ROOT = str(Path(tf.__file__).resolve().parents[1])
+
+
+@dataclass
+class Walked:
+    """A dataset's stages, with the TensorFlow objects the replay and the measurement need."""
+
+    stages: list[Stage]
+    nodes: list[Any]  # per stage: the dataset its call returned (its prefix, options not yet re-applied)
+    functions: list[Any]  # per stage: the Python function it runs, or None
+    root: Any
+    options: dict[str, Any]  # the root's options that are set, by path ("deterministic", "autotune.enabled", ...)
+
+    def prefix(self, stage: int):
+        """Give the original pipeline up to and including `stage`, with the root's options re-applied."""
+        return self.root if stage == len(self.nodes) - 1 else self.nodes[stage].with_options(self.root.options())
+
+
+def _value(tensor: Any) -> Any:
+    """Give a constant tensor's (or a plain value's) Python value."""
+    if tensor is None:
+        return None
+    value = tf.get_static_value(tensor) if tf.is_tensor(tensor) else tensor
+    if hasattr(value, "item"):
+        value = value.item()
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _tunable(tensor: Any) -> int | str | None:
+    value = _value(tensor)
+    return AUTOTUNE if value == tf.data.AUTOTUNE else value
+
+
+def _deterministic(node: Any) -> bool | None:
+    return {"true": True, "false": False}.get(getattr(node, "_deterministic", "default"))
+
+
+def set_options(options: tf.data.Options) -> dict[str, Any]:
+    """Give the options set to other than their defaults (TensorFlow sets some to their defaults itself), by
+    dotted path; enums are left out (tf.data.Options takes them back only as enums)."""
+    found: dict[str, Any] = {}
+
+    def visit(obj: Any, default: Any, prefix: str) -> None:
+        for name, value in getattr(obj, "_options", {}).items():
+            if hasattr(value, "_options"):
+                visit(value, getattr(default, name), f"{prefix}{name}.")
+            elif value is not None and value != getattr(default, name) and isinstance(value, (bool, int, float, str)):
+                found[f"{prefix}{name}"] = value
+    visit(options, tf.data.Options(), "")
+    return found
+
+
+def optimization_on(options: dict[str, Any], name: str) -> bool:
+    """Give whether TensorFlow applies the static optimization `name` (one of the defaults) under these options."""
+    explicit = options.get(f"experimental_optimization.{name}")
+    if explicit is not None:
+        return bool(explicit)
+    return options.get("experimental_optimization.apply_default_optimizations") is not False
+
+
+def stateful_ops(concrete: Any) -> tuple[str, ...]:
+    """Give the stateful ops that make a traced function stateful as map_parallelization judges it (module docstring)."""
+    graph_def = concrete.graph.as_graph_def()
+    library = {f.signature.name: f for f in graph_def.library.function}
+
+    def of_function(fdef) -> list[str]:
+        if fdef is None or not fdef.signature.is_stateful:
+            return []
+        found = []
+        for node in fdef.node_def:
+            found += of_node(node)
+        return found
+
+    def of_node(node) -> list[str]:
+        op_def = op_def_registry.get(node.op)
+        if op_def is None:
+            return [node.op]
+        if not op_def.is_stateful or node.op == "Assert":
+            return []
+        branches = {"If": ("then_branch", "else_branch"), "While": ("cond", "body")}.get(node.op)
+        if branches:
+            inner = [of_function(library.get(node.attr[b].func.name)) for b in branches]
+            if all(library.get(node.attr[b].func.name) is not None for b in branches) and not any(inner):
+                return []
+            return [op for ops in inner for op in ops] or [node.op]
+        return [node.op]
+
+    return tuple(sorted(set(of_function(concrete.function_def))))
+
+
+def user_function(function: Any, module: Any) -> UserFunction:
+    """Give the record of a stage's Python function: its name, where it is defined, whether it can be imported."""
+    inner = function
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    api = getattr(inner, "_tf_api_names", None)
+    if api:
+        return UserFunction(f"tf.{api[0]}", None, f"tf.{api[0]}", None)
+    name = getattr(inner, "__qualname__", None) or type(inner).__name__
+    code = getattr(inner, "__code__", None)
+    place = Place(str(Path(code.co_filename).resolve()), code.co_firstlineno) if code is not None else None
+    importable, module_file = None, None
+    owner = inspect.getmodule(inner)
+    if inner is function and owner is not None and getattr(owner, inner.__name__ if hasattr(inner, "__name__") else "",
+                                                             None) is inner and getattr(owner, "__file__", None):
+        importable, module_file = inner.__name__, str(Path(owner.__file__).resolve())
+    if isinstance(function, functools.partial):
+        name = f"partial({name})"
+    return UserFunction(name, place, importable, module_file)
+
+
+def _chain(root: Any) -> list[Any]:
+    """Give the nodes from the source to the root; UsageError when a node has several inputs."""
+    nodes = []
+    node = root
+    while True:
+        nodes.append(node)
+        if type(node).__name__ in _READERS:
+            break
+        inputs = node._inputs()
+        if not inputs:
+            break
+        if len(inputs) > 1:
+            raise UsageError(f"unsupported dataset structure: {type(node).__name__.strip('_')} combines "
+                             f"{len(inputs)} datasets; diagnose follows one chain of stages from one source "
+                             "(measure each input pipeline on its own)")
+        node = inputs[0]
+    return nodes[::-1]
+
+
+def _internal(node: Any) -> bool:
+    """Give whether a node is one TensorFlow makes inside a call (unbatch's restructuring), not a call of its own."""
+    if type(node).__name__ == "_RestructuredDataset":
+        return True
+    function = getattr(getattr(node, "_map_func", None), "_func", None)
+    code = getattr(function, "__code__", None)
+    return code is not None and str(Path(code.co_filename).resolve()).startswith(_TF_ROOT)
+
+
+def _groups(nodes: list[Any], sites: dict) -> list[tuple[list[Any], tuple | None]]:
+    """Give the nodes grouped by the user call that returned them (module docstring), source first; without any
+    recorded call, each node is a stage of its own but for those TensorFlow makes inside a call."""
+    groups: list[tuple[list[Any], tuple | None]] = []
+    pending: list[Any] = []
+    for node in nodes:
+        if type(node).__name__ == _OPTIONS:
+            continue
+        pending.append(node)
+        site = sites.get(id(node))
+        if site is not None and site[2] is node or (not sites and not _internal(node)) or node is nodes[-1]:
+            groups.append((pending, site if site is not None and site[2] is node else None))
+            pending = []
+    if pending:
+        groups.append((pending, None))
+    if len(groups) > 1 and not groups[-1][0]:
+        groups.pop()
+    return groups
+
+
+def _reader_params(node: Any) -> dict[str, Any]:
+    filenames = node._filenames
+    files = None
+    if type(filenames).__name__ == "_TensorSliceDataset":
+        files = [f.decode() for f in filenames.as_numpy_iterator()]
+    impl = getattr(node, "_impl", None)
+    reads = getattr(node, "_num_parallel_reads", None)
+    if reads is None and impl is not None:
+        kind = type(impl).__name__
+        reads = (_tunable(impl._num_parallel_calls) if kind == "_ParallelInterleaveDataset"
+                 else _value(impl._cycle_length) if kind == "ParallelInterleaveDataset" else None)
+    return {"reader": _READERS[type(node).__name__], "files": files,
+            "compression_type": _value(getattr(node, "_compression_type", None)),
+            "buffer_size": _value(getattr(node, "_buffer_size", None)), "num_parallel_reads": _tunable(reads)}
+
+
+def _slices(members: list[Any]) -> dict[str, Any]:
+    """Give a source that is one from_tensor_slices of file names (strings) as {"slices": [...]}, else {}."""
+    if len(members) != 1 or type(members[0]).__name__ != "_TensorSliceDataset":
+        return {}
+    spec = members[0].element_spec
+    if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0):
+        return {}
+    return {"slices": [f.decode() for f in members[0].as_numpy_iterator()]}
+
+
+def _params(kind: str, node: Any) -> dict[str, Any]:
+    """Give a stage's arguments as plain values, read from the dataset its call returned."""
+    name = type(node).__name__
+    if name in _READERS:
+        return _reader_params(node)
+    if kind == "map":
+        return {"num_parallel_calls": _tunable(getattr(node, "_num_parallel_calls", None)),
+                "deterministic": _deterministic(node)}
+    if kind == "batch":
+        return {"batch_size": _value(node._batch_size), "drop_remainder": bool(_value(node._drop_remainder)),
+                "num_parallel_calls": _tunable(getattr(node, "_num_parallel_calls", None)),
+                "deterministic": _deterministic(node)}
+    if kind == "padded_batch":
+        return {"batch_size": _value(node._batch_size), "drop_remainder": bool(_value(node._drop_remainder))}
+    if kind == "shuffle":
+        seed, seed2 = _value(node._seed), _value(node._seed2)
+        given = None if (seed, seed2) == (0, 0) else seed2 if seed == _DEFAULT_GRAPH_SEED else None
+        return {"buffer_size": _value(node._buffer_size), "seed": given,
+                "reshuffle_each_iteration": node._reshuffle_each_iteration
+                if node._reshuffle_each_iteration is None else bool(node._reshuffle_each_iteration),
+                "global_seed": seed not in (0, _DEFAULT_GRAPH_SEED)}
+    if kind == "prefetch":
+        return {"buffer_size": _tunable(node._buffer_size)}
+    if kind in ("repeat", "take", "skip"):
+        count = _value(node._count)
+        return {"count": None if count == -1 and kind == "repeat" else count}
+    if kind == "cache":
+        return {"filename": _value(node._filename)}
+    if kind == "interleave":
+        return {"cycle_length": _tunable(node._cycle_length), "block_length": _value(node._block_length),
+                "num_parallel_calls": _tunable(getattr(node, "_num_parallel_calls", None)),
+                "deterministic": _deterministic(node)}
+    if kind == "shard":
+        return {"num_shards": _value(node._num_shards), "index": _value(node._index)}
+    if kind == "rebatch":
+        return {"batch_size": _value(node._batch_sizes)}
+    return {}
+
+
+def _function(node: Any) -> Any:
+    wrapper = getattr(node, "_map_func", None) or getattr(node, "_predicate", None)
+    return None if wrapper is None else wrapper._func
+
+
+def _inner_reader(node: Any) -> str | None:
+    """Give the reader an interleave or flat_map's function opens per element (a file name), if one."""
+    wrapper = getattr(node, "_map_func", None)
+    if wrapper is None:
+        return None
+    graph = wrapper.function.graph.as_graph_def()
+    ops = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+    for op, reader in (("TFRecordDataset", "TFRecordDataset"), ("TextLineDataset", "TextLineDataset"),
+                       ("FixedLengthRecordDataset", "FixedLengthRecordDataset")):
+        if any(o.startswith(op) for o in ops):
+            return reader
+    return None
+
+
+def _text(value: Any) -> str:
+    return "tf.data.AUTOTUNE" if value == AUTOTUNE else repr(value)
+
+
+def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, op: str,
+              call: str | None = None) -> str:
+    """Give a stage as the user would write it: `.map(decode, num_parallel_calls=10)`."""
+    fn = function.name if function else None
+    if kind == "source":
+        if "slices" in params:
+            return f"tf.data.Dataset.from_tensor_slices({len(params['slices'])} file names)"
+        if "reader" in params:
+            reads = params["num_parallel_reads"]
+            what = f"{len(params['files'])} files" if params["files"] is not None else "a dataset of file names"
+            return (f"tf.data.{params['reader']}({what}" + (f", num_parallel_reads={_text(reads)}" if reads else "")
+                    + ")")
+        return f"tf.data.Dataset.{call or op.strip('_')}(...)"
+    keep = {k: v for k, v in params.items() if v is not None and k != "global_seed"
+            and not (k == "drop_remainder" and v is False) and not (k == "block_length" and v == 1)}
+    args = ([fn] if fn else []) + [f"{k}={_text(v)}" for k, v in keep.items()]
+    if kind == "repeat" and params.get("count") is None:
+        args = []
+    if kind in _KINDS.values() or kind in ("unbatch",):
+        return f".{kind}({', '.join(args)})"
+    return f".apply(...)  # {op}"
+
+
+def _tf_does(kind: str, params: dict, stateful: tuple[str, ...] | None, options: dict, following: str | None,
+             is_root: bool, op: str) -> tuple[str, ...]:
+    """Give what TensorFlow's static optimizations will do to a stage, given the root's options."""
+    said = []
+    if kind == "map" and params.get("num_parallel_calls") is None:
+        if not optimization_on(options, "map_parallelization"):
+            said.append("map_parallelization is off in the options: it runs one call at a time")
+        elif stateful:
+            said.append(f"map_parallelization leaves it sequential: its function holds stateful ops ({', '.join(stateful)})")
+        else:
+            said.append("map_parallelization runs it in parallel (num_parallel_calls=AUTOTUNE)")
+    if kind == "map" and following == "batch" and optimization_on(options, "map_and_batch_fusion"):
+        said.append("map_and_batch_fusion fuses it with the next batch")
+    if kind == "batch" and params.get("num_parallel_calls") is None and optimization_on(options, "parallel_batch"):
+        said.append("parallel_batch copies elements into each batch in parallel")
+    if kind == "shuffle" and following == "repeat" and optimization_on(options, "shuffle_and_repeat_fusion"):
+        said.append("shuffle_and_repeat_fusion fuses it with the next repeat")
+    if is_root and options.get("autotune.enabled") is not False and optimization_on(options, "inject_prefetch"):
+        asynchronous = kind == "prefetch" or (kind in ("map", "interleave", "batch")
+                                              and params.get("num_parallel_calls") not in (None, 1))
+        if not asynchronous:
+            said.append("inject_prefetch adds prefetch(AUTOTUNE) after it (the last stage)")
+    return tuple(said)
+
+
+def walk(dataset: Any, sites: dict, module: Any) -> Walked:
+    """Give the dataset's stages (module docstring); UsageError for a structure diagnose cannot follow."""
+    nodes = _chain(dataset)
+    options = set_options(dataset.options())
+    groups = _groups(nodes, sites)
+    raw = []
+    for position, (members, site) in enumerate(groups):
+        node = members[-1]
+        op = type(node).__name__
+        call_name = site[1] if site else None
+        kind = "source" if position == 0 else _CALL_KINDS.get(call_name, _KINDS.get(op, "other"))
+        if kind == "source" and position > 0:
+            kind = "other"
+        raw.append((members, site, node, op, kind))
+    stages, kept, functions = [], [], []
+    batched = False
+    for position, (members, site, node, op, kind) in enumerate(raw):
+        params = _params(kind, node) if (kind != "source" or op in _READERS) else _slices(members)
+        function = _function(node) if kind in ("map", "filter", "interleave", "flat_map") else None
+        record = user_function(function, module) if function is not None else None
+        stateful = (stateful_ops((getattr(node, "_map_func", None) or node._predicate).function)
+                    if kind in ("map", "filter") else None)
+        if kind in _BATCHING:
+            batched = True
+        elif kind in _UNBATCHING:
+            batched = False
+        following = raw[position + 1][4] if position + 1 < len(raw) else None
+        reads = params.get("reader") if kind == "source" else _inner_reader(node) if kind in ("interleave",
+                                                                                               "flat_map") else None
+        stages.append(Stage(
+            index=position, kind=kind, ops=tuple(type(m).__name__ for m in reversed(members)),
+            call=call_text(kind, params, record, op, site[1] if site else None), place=site[0] if site else None, function=record,
+            parallelism=None if params.get("num_parallel_calls") in (None,) else str(params["num_parallel_calls"]),
+            buffer_size=None if params.get("buffer_size") is None or kind == "source" else str(params["buffer_size"]),
+            deterministic=params.get("deterministic"), drop_remainder=params.get("drop_remainder"),
+            stateful_ops=stateful, tf_does=_tf_does(kind, params, stateful, options, following, following is None, op),
+            batched=batched, reads=reads, params=params))
+        kept.append(node)
+        functions.append(function)
+    return Walked(stages, kept, functions, dataset, options)

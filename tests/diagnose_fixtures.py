@@ -1,0 +1,50 @@
+"""The diagnose corpus's data and helpers: one small synthetic data set in libsvm and TFRecord, shared."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).parent / "diagnose_corpus"
+#: Every corpus pipeline that returns a dataset (tf1_tensors.py is refused).
+PIPELINES = ("lambdaji_libsvm", "parse_single", "many_files", "py_function", "augment", "dict_features", "well_built",
+             "cached")
+ROWS = 3000
+
+
+def make_data(folder: Path) -> dict[str, list[str]]:
+    """Write the same synthetic rows as libsvm (3 files) and TFRecord (12 small files); give each format's files."""
+    from pipebench.synth import SynthSpec, synthesize
+
+    found = {}
+    for fmt, files in (("libsvm", 3), ("tfrecord", 12)):
+        described = synthesize(SynthSpec(rows=ROWS, out=folder / fmt, files=files, format=fmt, feature_size=5000,
+                                         seed=7))
+        found[fmt] = [str(folder / fmt / f["name"]) for f in described["files"]]
+    return found
+
+
+def case(name: str) -> dict:
+    """Give a corpus module's CASE (its format, files argument and other arguments), read without importing TF."""
+    import ast
+
+    tree = ast.parse((CORPUS / f"{name}.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "CASE":
+            return ast.literal_eval(node.value)
+    raise KeyError(name)
+
+
+def kwargs_of(name: str, data: dict[str, list[str]]) -> dict:
+    """Give the arguments a corpus pipeline is diagnosed with: its CASE's, its files filled in."""
+    found = case(name)
+    return {found["files"]: data[found["format"]], **found["kwargs"]}
+
+
+def import_file(path: Path, name: str):
+    """Import a module from a file under `name` (a fresh module each time)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

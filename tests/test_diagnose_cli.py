@@ -1,0 +1,35 @@
+"""`pipebench diagnose` end to end through its worker process: the summary, the output folder written whole."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from diagnose_fixtures import CORPUS, make_data
+
+pytest.importorskip("tensorflow")
+
+
+def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):
+    data = make_data(tmp_path / "data")
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
+    result = subprocess.run([sys.executable, "-m", "pipebench.cli", "diagnose", f"{CORPUS}/well_built.py:input_fn",
+                             "--set", f"files={json.dumps(data['tfrecord'])}", "--set", "batch_size=256",
+                             "--rounds", "2", "--out", str(out)], capture_output=True, text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "bottleneck: stage" in result.stdout and f"wrote {out}" in result.stdout
+    assert "measuring" in result.stdout, "the worker's progress is shown"
+    written = {p.name for p in out.iterdir()}
+    assert {"diagnosis.json", "diagnosis.md", "rewritten_well_built.py"} <= written
+    found = json.loads((out / "diagnosis.json").read_text())
+    kept = [r for r in found["rewrites"] if r["kept"]]
+    assert written - {"diagnosis.json", "diagnosis.md", "rewritten_well_built.py"} <= (
+        {"rewritten_well_built.patch"} if kept else set()), "a patch only for a kept rewrite"
+    assert [s["kind"] for s in found["stages"]] == ["source", "batch", "map", "prefetch"]
+    assert found["train"] is not None and {t["pipeline"] for t in found["train"]["terms"]} >= {"original"}
+    assert "## Where the time goes" in (out / "diagnosis.md").read_text()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no temp folder left beside it"

@@ -1,0 +1,246 @@
+"""pipebench diagnose on the corpus of user-style pipelines (tests/diagnose_corpus): the stages it reads, the
+rewrites whose preconditions hold, that every rewrite it can build yields the original's elements (or names
+what it changes), and that the exported module yields them too. Never timing: rounds and windows are minimal,
+and no assertion reads a gain."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data
+
+tf = pytest.importorskip("tensorflow")
+
+from pipebench.diagnose import content as contents  # noqa: E402
+from pipebench.diagnose.load import load  # noqa: E402
+from pipebench.diagnose.records import Diagnosis, Request  # noqa: E402
+from pipebench.diagnose.walk import walk  # noqa: E402
+from pipebench.errors import UsageError  # noqa: E402
+from pipebench.typed import from_json  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, list[str]]:
+    return make_data(tmp_path_factory.mktemp("diagnose-data"))
+
+
+def _walked(name: str, data):
+    loaded = load(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data))
+    return loaded, walk(loaded.dataset, loaded.sites, loaded.module)
+
+
+#: What the walk must read of each pipeline: its stage kinds, then facts of some stages.
+EXPECTED = {
+    "lambdaji_libsvm": ["source", "map", "prefetch", "shuffle", "repeat", "batch"],
+    "parse_single": ["source", "map", "batch"],
+    "many_files": ["source", "interleave", "batch", "map"],
+    "py_function": ["source", "map", "batch"],
+    "augment": ["source", "batch", "map", "unbatch", "map", "batch"],
+    "dict_features": ["source", "map", "batch", "prefetch"],
+    "well_built": ["source", "batch", "map", "prefetch"],
+    "cached": ["source", "interleave", "cache", "shuffle", "batch", "map", "repeat", "prefetch"],
+}
+
+
+@pytest.mark.parametrize("name", PIPELINES)
+def test_the_walk_reads_the_stages_as_written(name, data):
+    loaded, walked = _walked(name, data)
+    stages = walked.stages
+    assert [s.kind for s in stages] == EXPECTED[name]
+    assert all(s.place is not None and s.place.file == str(CORPUS / f"{name}.py") for s in stages), \
+        "every stage is placed at the line that wrote it"
+    assert stages[-1].batched and not stages[0].batched
+
+
+def test_the_walk_reads_parameters_functions_and_what_tensorflow_does(data):
+    _, lambdaji = _walked("lambdaji_libsvm", data)
+    decode = lambdaji.stages[1]
+    assert decode.function.short == "decode_libsvm" and decode.function.importable is None  # nested in input_fn
+    assert decode.parallelism == "10" and decode.stateful_ops == ()
+    assert lambdaji.stages[2].params == {"buffer_size": 500000}
+    assert lambdaji.stages[3].params["buffer_size"] == 256 and lambdaji.stages[4].params == {"count": 1}
+    assert lambdaji.stages[5].params["batch_size"] == 256 and lambdaji.stages[5].drop_remainder is False
+    assert lambdaji.stages[0].params["reader"] == "TextLineDataset" and len(lambdaji.stages[0].params["files"]) == 3
+
+    _, single = _walked("parse_single", data)
+    parse = single.stages[1]
+    assert parse.function.importable == "parse_record" and parse.parallelism is None
+    assert any("map_parallelization runs it in parallel" in t for t in parse.tf_does)
+    assert any("map_and_batch_fusion" in t for t in parse.tf_does)
+    assert any("inject_prefetch" in t for t in single.stages[2].tf_does)
+
+    _, py = _walked("py_function", data)
+    assert "EagerPyFunc" in py.stages[1].stateful_ops
+    assert any("leaves it sequential" in t for t in py.stages[1].tf_does)
+
+    _, augment = _walked("augment", data)
+    jitter = augment.stages[4]
+    assert jitter.function.short == "jitter" and "RandomUniform" in jitter.stateful_ops
+
+    _, files = _walked("many_files", data)
+    assert files.stages[1].function.importable == "tf.data.TFRecordDataset" and files.stages[1].reads == "TFRecordDataset"
+    assert files.stages[1].parallelism is None and files.stages[1].params["block_length"] == 16
+
+    _, well = _walked("well_built", data)
+    assert well.stages[0].params["num_parallel_reads"] == "AUTOTUNE" and well.stages[1].drop_remainder is True
+    assert well.stages[2].parallelism == "AUTOTUNE" and not any("inject_prefetch" in t for t in well.stages[3].tf_does)
+
+
+def test_a_tf1_function_returning_tensors_is_refused_in_one_line(data):
+    with pytest.raises(UsageError, match=r"tf1_tensors\.py:\d+: input_fn returned tensors .*return the dataset"):
+        load(str(CORPUS / "tf1_tensors.py"), "input_fn", kwargs_of("tf1_tensors", data))
+
+
+def test_vectorize_finds_a_batched_equivalent_only_where_one_gives_the_same_values(data):
+    from pipebench.diagnose.vectorize import batched_equivalent
+
+    assert batched_equivalent(_walked("lambdaji_libsvm", data)[1], 1).mechanism == "libsvm"
+    assert batched_equivalent(_walked("parse_single", data)[1], 1).mechanism == "vectorized_map"
+    assert batched_equivalent(_walked("dict_features", data)[1], 1).mechanism == "vectorized_map"
+    # a function that reads the wrong token on a batch is refused, not vectorised with other values
+    assert "other values" in batched_equivalent(_walked("lambdaji_libsvm", data)[1], 1).why \
+        or batched_equivalent(_walked("lambdaji_libsvm", data)[1], 1).mechanism == "libsvm"
+
+
+def _diagnose(name: str, data) -> tuple[Diagnosis, list[str]]:
+    from pipebench.diagnose.worker import Diagnoser
+
+    said: list[str] = []
+    request = Request(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data), None, rounds=2,
+                      window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_sec=0.0, content_min_examples=1000,
+                      epoch_cap_examples=100_000, progress_file="")
+    found = Diagnoser(request, said.append).run()
+    return from_json(Diagnosis, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis"), said
+
+
+@pytest.fixture(scope="module")
+def diagnoses(data) -> dict[str, Diagnosis]:
+    return {name: _diagnose(name, data)[0] for name in PIPELINES}
+
+
+def _epoch(dataset):
+    return contents.read_epoch(dataset, True, 1_000_000)
+
+
+def _module_epoch(found: Diagnosis, tmp_path: Path, data, name: str, tag: str):
+    from pipebench.diagnose.export import module_name, rewritten_module
+
+    path = tmp_path / tag / module_name(found)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(rewritten_module(found))
+    module = import_file(path, f"rewritten_{name}_{tag}")
+    return _epoch(module.input_fn(**kwargs_of(name, data)))
+
+
+def _patched_epoch(found: Diagnosis, rewrite, tmp_path: Path, data, name: str):
+    """Give one epoch of the user's file with the rewrite patched in, or None when it makes no patch (said why)."""
+    from pipebench.diagnose.patch import NoPatch, patched_text
+
+    try:
+        text = patched_text(found, rewrite, (CORPUS / f"{name}.py").read_text())
+    except NoPatch as err:
+        assert str(err), "a missing patch says why"
+        return None
+    path = tmp_path / f"{name}.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    module = import_file(path, f"patched_{name}_{tmp_path.name}")
+    return _epoch(module.input_fn(**kwargs_of(name, data)))
+
+
+#: The rewrites each pipeline's preconditions admit (built and measured), by kind.
+PROPOSED = {
+    "lambdaji_libsvm": {"vectorize", "shrink_prefetch", "parallel_reads", "options"},
+    "parse_single": {"vectorize", "parallel_reads"},
+    "many_files": {"parallel_interleave"},
+    "py_function": {"parallel_map", "parallel_reads"},
+    "augment": {"parallel_map", "parallel_reads"},
+    "dict_features": {"vectorize", "parallel_reads", "options"},
+    "well_built": {"options"},
+    "cached": {"parallel_interleave", "options"},
+}
+
+
+@pytest.mark.parametrize("name", PIPELINES)
+def test_every_rewrite_built_yields_the_same_elements_and_the_export_does_too(name, data, diagnoses, tmp_path):
+    found = diagnoses[name]
+    assert 0 <= found.bottleneck < len(found.stages) and found.costs
+    automatic = {r.kind for r in found.rewrites if r.automatic}
+    assert PROPOSED[name] <= automatic, f"{name}: proposed {automatic}"
+    assert not {"parallel_map"} & automatic or name in ("py_function", "augment"), "no parallel map for stateless maps"
+    loaded = load(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data))
+    original, again = _epoch(loaded.dataset), _epoch(loaded.dataset)
+    for index, rewrite in enumerate(found.rewrites):
+        if not rewrite.automatic:
+            assert rewrite.gain is None and not rewrite.kept
+            continue
+        assert rewrite.content is not None, f"{rewrite.name}: its epoch was read"
+        if rewrite.kind in ("parallel_reads",):
+            assert rewrite.semantics and rewrite.semantics.startswith("order")
+        if rewrite.kind == "parallel_map" and name == "augment":
+            assert "random draws" in rewrite.semantics
+        assert rewrite.same_elements, f"{rewrite.name}: {rewrite.content.semantics}"
+        # the export of this rewrite, as if it alone were kept, yields the original's elements
+        alone = dataclasses.replace(found, rewrites=(dataclasses.replace(rewrite, kept=True),), combined=None)
+        exported = _module_epoch(alone, tmp_path, data, name, f"{rewrite.kind}{index}")
+        assert contents.compare(original, again, exported).same_elements, f"{name}: exported {rewrite.name}"
+        patched = _patched_epoch(found, rewrite, tmp_path / f"patched{index}", data, name)
+        if patched is not None:
+            assert contents.compare(original, again, patched).same_elements, f"{name}: patched {rewrite.name}"
+        assert patched is not None or rewrite.kind != "vectorize", f"{name}: {rewrite.name} makes a patch"
+    exported = _module_epoch(found, tmp_path, data, name, "best")
+    assert contents.compare(original, again, exported).same_elements
+
+
+def test_named_rewrites_carry_their_measured_share(diagnoses):
+    py = {r.kind: r for r in diagnoses["py_function"].rewrites}
+    assert not py["py_function"].automatic and py["py_function"].cost_share is not None
+    assert "GIL" in py["py_function"].verdict
+    lambdaji = {r.kind: r for r in diagnoses["lambdaji_libsvm"].rewrites}
+    assert lambdaji["cache"].automatic is False and "one pass" in lambdaji["cache"].verdict  # repeat(1)
+    assert diagnoses["augment"].rewrites and all(r.kind != "cache" or not r.automatic or r.stage < 4
+                                                 for r in diagnoses["augment"].rewrites), "no cache above a random op"
+    assert not [r for r in diagnoses["cached"].rewrites if r.kind == "cache"], "no second cache beside its own"
+
+
+def test_the_content_check_reads_an_epoch_of_the_first_files_only(diagnoses):
+    assert diagnoses["lambdaji_libsvm"].content_scope.startswith("one epoch of the first 1 of 3 files: 1,000 examples")
+    assert diagnoses["many_files"].content_scope.startswith("one epoch of the first 4 of 12 files")
+
+
+def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
+    found = diagnoses["lambdaji_libsvm"].to_json()
+    assert isinstance(found["stages"], list) and isinstance(found["bottleneck"], int)
+    for rewrite in found["rewrites"]:
+        assert {"name", "kept", "gain", "same_elements", "semantics"} <= set(rewrite)
+        if rewrite["gain"] is not None:
+            assert {"ratio", "low", "high"} <= set(rewrite["gain"])
+
+
+def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data):
+    from pipebench.diagnose.worker import Diagnoser
+
+    request = Request(str(CORPUS / "well_built.py"), "input_fn", kwargs_of("well_built", data),
+                      f"{CORPUS / 'keras_model.py'}:build_model", rounds=2, window_sec=0.05, settle_sec=0.0,
+                      warmup_sec=0.5, content_sec=0.0, content_min_examples=1000, epoch_cap_examples=100_000,
+                      progress_file="")
+    found = Diagnoser(request, lambda text: None).run()
+    assert found.train is not None and "keras_model.py:build_model" in found.train.model
+    original = found.train.terms[0]
+    assert original.pipeline == "original" and original.train_examples_per_sec.mean > 0
+    assert original.slowdown.n == 2
+
+
+def test_the_module_ties_an_argument_to_a_parameter_by_name_and_value_not_by_value_alone(diagnoses):
+    from pipebench.diagnose.export import rewritten_module
+
+    found = diagnoses["lambdaji_libsvm"]  # batch_size=256, and shuffle(256) by chance
+    vectorize = [r for r in found.rewrites if r.kind == "vectorize"][0]
+    text = rewritten_module(dataclasses.replace(found, rewrites=(dataclasses.replace(vectorize, kept=True),),
+                                                combined=None))
+    assert "dataset.batch(256)" in text and "dataset.batch(batch_size)" in text  # vectorize's batch, the user's
+    assert "dataset.shuffle(256," in text and "dataset.repeat(num_epochs)" in text
+    assert "_diagnosed('perform_shuffle', perform_shuffle, True)" in text  # it chose the stages: checked, not followed

@@ -1,0 +1,39 @@
+"""What `pipebench diagnose` is pointed at, parsed in the CLI process (no TensorFlow)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipebench.diagnose.target import parse_function_ref, parse_settings
+from pipebench.errors import ConfigError, UsageError
+
+
+def test_a_function_ref_is_a_file_and_a_name(tmp_path):
+    (tmp_path / "my_input.py").write_text("def input_fn():\n    pass\n")
+    ref = parse_function_ref(f"{tmp_path}/my_input.py:input_fn")
+    assert ref.path == str((tmp_path / "my_input.py").resolve()) and ref.name == "input_fn"
+    for bad, says in ((f"{tmp_path}/my_input.py", "PATH.py:FUNCTION"), (f"{tmp_path}/my_input.py:1x", "function name"),
+                      (f"{tmp_path}/my_input.py:class", "function name"), (f"{tmp_path}/gone.py:f", "no such file"),
+                      (f"{tmp_path}:f", "not a .py file")):
+        with pytest.raises(UsageError, match=says):
+            parse_function_ref(bad)
+
+
+def test_settings_are_yaml_scalars_or_lists():
+    assert parse_settings(["batch_size=512", "files=[a.txt, b.txt]", "shuffle=true", "name=x", "rate=.5", "none=null",
+                           "empty="]) == {"batch_size": 512, "files": ["a.txt", "b.txt"], "shuffle": True,
+                                         "name": "x", "rate": 0.5, "none": None, "empty": ""}
+    for bad, error in ((["batch_size"], UsageError), (["1x=2"], UsageError), (["a=1", "a=2"], UsageError),
+                       (["a={b: 1}"], UsageError), (["a=[[1]]"], UsageError), (["a=[1"], ConfigError)):
+        with pytest.raises(error):
+            parse_settings(bad)
+
+
+def test_the_diagnose_cli_parses_without_tensorflow(tmp_path):
+    code = ("import sys\nfrom pipebench.cli import build_parser\n"
+            "build_parser().parse_args(['diagnose', 'x.py:f', '--set', 'a=1', '--rounds', '3'])\n"
+            "import pipebench.diagnose.run, pipebench.diagnose.report, pipebench.diagnose.export\n"
+            "assert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
