@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipebench.errors import DataError
+from pipebench.values import echo
 
 T = TypeVar("T")
 
@@ -28,8 +29,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 40 else text[:39] + '…'}"
+    return f"{type(value).__name__} {echo(value, 40)}"
 
 
 def _fail(where: tuple[str, str], reason: str) -> DataError:
