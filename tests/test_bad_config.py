@@ -72,6 +72,16 @@ def _files(extra: str, **content: bytes) -> callable:
 LIBSVM_ROWS = b"1 1:1 2:0.5\n0 1:0 2:1\n"
 
 
+def _with_manifest(manifest: bytes) -> callable:
+    """Give a maker of the experiment reading d/a.libsvm, with `manifest` as the converter manifest beside it."""
+    def make(folder: Path) -> None:
+        _files("  files: {libsvm: [d/a.libsvm]}\n")(folder)
+        (folder / "d").mkdir()
+        (folder / "d" / "a.libsvm").write_bytes(LIBSVM_ROWS)
+        (folder / "d" / "manifest.json").write_bytes(manifest)
+    return make
+
+
 def _laughs() -> str:
     """Give a YAML "billion laughs" of one line (about 330 bytes): a list of 9**9 strings through aliases."""
     levels = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
@@ -98,6 +108,12 @@ CASES = [
     Bad("files-mapping-unknown-format", _run(),
         r"^exp\.yaml: data\.files\.csv: unknown key \(expected one of libsvm, tfrecord, packed\)$",
         _files("  files: {csv: [a.csv]}\n"), out="out", code=1),
+    Bad("files-manifest-not-json", _run(), r"^d/manifest\.json:1: not valid JSON: ", _with_manifest(b"{oops"),
+        out="out", code=1),
+    Bad("files-manifest-shards-not-a-list", _run(), r"^d/manifest\.json: not a converter manifest \(no list of "
+        r"shards, each with its name\)$", _with_manifest(b'{"shards": 5}'), out="out", code=1),
+    Bad("files-manifest-rows-not-a-number", _run(), r"^d/manifest\.json: shards\[0\]\.rows: must be int$",
+        _with_manifest(b'{"shards": [{"name": "a.libsvm", "rows": "ten"}]}'), out="out", code=1),
     Bad("files-list-by-set", _run("--set", "data.files=5"), r"^--set data\.files: must be a list of files or globs",
         _experiment(), out="out", code=1),
     Bad("quality-without-holdout-files", _run("--set", "quality.enabled=true"),
