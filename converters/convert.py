@@ -193,24 +193,26 @@ def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes
             cut = block.rfind(b"\n") + 1
             chunk = b"".join((head, memoryview(block)[:cut]))  # one copy, whatever the head
             head = bytearray(block[cut:])
-            for piece in _at_most_lines(chunk, CHUNK_LINES):
+            for piece, lines in _at_most_lines(chunk, CHUNK_LINES):
                 yield line, piece
-                line += piece.count(b"\n")
+                line += lines
         source.read_to_end(stream)
     if head:
         yield line, bytes(head)
 
 
-def _at_most_lines(chunk: bytes, lines: int) -> Iterator[bytes]:
-    """Yield `chunk` (whole lines) in pieces of at most `lines` lines each."""
-    if chunk.count(b"\n") <= lines:
-        yield chunk
+def _at_most_lines(chunk: bytes, most: int) -> Iterator[tuple[bytes, int]]:
+    """Yield `chunk` (whole lines) in pieces of at most `most` lines each, with their line counts."""
+    lines = chunk.count(b"\n")
+    if lines <= most:
+        yield chunk, lines
         return
-    ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)[lines - 1 :: lines] + 1
+    ends = [*(np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)[most - 1 :: most] + 1).tolist(), len(chunk)]
     start = 0
-    for end in [*ends.tolist(), len(chunk)]:
+    for end in ends:
         if end > start:
-            yield chunk[start:end]
+            yield chunk[start:end], min(most, lines)
+            lines -= most
         start = end
 
 
