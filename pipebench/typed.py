@@ -121,6 +121,8 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+    except RecursionError:  # arrays or objects nested deeper than Python's recursion limit
+        raise DataError(f"{path}: not valid JSON for pipebench: nested too deeply") from None
 
 
 def load_json(cls: type[T], path: Path) -> T:
