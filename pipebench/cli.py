@@ -13,10 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
-from pipebench.errors import FailureBudgetError, PipebenchError, UsageError
+from pipebench.errors import FailureBudgetError, PipebenchError, UsageError, debug
+from pipebench.measure.figures import TRAINERS
 
 if TYPE_CHECKING:
     from pipebench.runner import RunOutcome
+
+
+TRAINER_HELP = ("where the model the input-bound verdict speaks for trains: cpu (on the pipeline's own CPUs: the "
+                "verdict reads the slowdown), accelerator (fed by this host: it reads the waiting share); default "
+                "auto, where the train step ran here (measurement.trainer)")
 
 
 def _positive_int(text: str) -> int:
@@ -142,7 +148,7 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
         raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
     try:
-        atomic_write_bytes(out, export(spec).encode())
+        atomic_write_bytes(out, export(spec).encode(), replace=args.force)
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
     print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
@@ -156,7 +162,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.resume:
         given = [flag for flag, value in (("EXPERIMENT", args.experiment), ("--set", args.set), ("--quick", args.quick),
-                                          ("--instance-type", args.instance_type)) if value]
+                                          ("--instance-type", args.instance_type), ("--trainer", args.trainer),
+                                          ("--baseline", args.baseline)) if value]
         if given:
             raise UsageError(f"run --resume: {', '.join(given)} cannot change a run that has started (it goes on with "
                              f"{args.resume}'s own config.yaml and machine.json); start a new run instead")
@@ -164,26 +171,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     else:
         if args.experiment is None:
             raise UsageError("run: give an experiment file, or --resume RUN_DIR")
-        experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick)
-    _refuse_past_budget(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
-                            profile=args.profile))
+        experiment = load_experiment(args.experiment, tuple(args.set), quick=args.quick, options=_options(args))
+    _refuse_failed_run(run(experiment, args.resume, args.instance_type, log=lambda text: print(text, flush=True),
+                           profile=args.profile))
     return 0
 
 
-def _refuse_past_budget(outcome: RunOutcome) -> None:
-    """Raise FailureBudgetError (exit 3) when the run stopped because too many trials failed: CI must see it."""
-    if outcome.result.failure_budget_spent:
-        raise FailureBudgetError(f"{outcome.run_dir}: stopped early: {outcome.result.stopped}; the rows so far "
-                                 "are written")
+def _options(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """Give the experiment settings `run` / `worker` flags stand for, as (flag, KEY=VALUE)."""
+    found = [("--trainer", f"measurement.trainer={args.trainer}")] if args.trainer else []
+    if getattr(args, "baseline", None):  # quoted: a configuration id of digits must stay a string
+        found.append(("--baseline", f"pipelines.baseline={json.dumps(args.baseline)}"))
+    return tuple(found)
+
+
+def _refuse_failed_run(outcome: RunOutcome) -> None:
+    """Raise FailureBudgetError (exit 3) when the run failed as a whole (past its failure budget, or no trial
+    succeeded): CI must see it."""
+    failure = outcome.result.failure()
+    if failure:
+        raise FailureBudgetError(f"{outcome.run_dir}: {failure}; the rows so far are written")
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     from pipebench.config import load_experiment
     from pipebench.runner import join
 
-    experiment = load_experiment(args.experiment, tuple(args.set))
-    _refuse_past_budget(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
-                             log=lambda text: print(text, flush=True)))
+    experiment = load_experiment(args.experiment, tuple(args.set), options=_options(args))
+    _refuse_failed_run(join(experiment, args.storage, args.study, args.run_dir, args.instance_type,
+                            log=lambda text: print(text, flush=True)))
     return 0
 
 
@@ -231,7 +247,8 @@ def _cmd_sharding(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from pipebench.report.page import write_report
 
-    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial)
+    html_path, md_path = write_report(args.run_dirs, args.out, allow_mixed=args.allow_mixed, trial_ids=args.trial,
+                                      force=args.force)
     print(f"wrote {html_path} and {md_path}")
     return 0
 
@@ -287,7 +304,7 @@ def _cmd_sagemaker_launch(args: argparse.Namespace) -> int:
         print(json.dumps({"uploads": launch.uploads(), "requests": launch.requests}, indent=2))
         return 0
     manifest = submit(launch, log=lambda text: print(text, flush=True))
-    print(f"launched {len(manifest['jobs'])} job(s); when they finish: "
+    print(f"launched {len(manifest.jobs)} job(s); when they finish: "
           f"pipebench sagemaker collect {launch.uri} --out DIR")
     return 0
 
@@ -417,6 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--instance-type", help="the instance this runs on (e.g. ml.c5.9xlarge), for the checklist's "
                      "cost ranking; recorded as asserted by you (inside a SageMaker job, SageMaker's own "
                      "SM_CURRENT_INSTANCE_TYPE wins)")
+    run.add_argument("--trainer", choices=TRAINERS, help=TRAINER_HELP)
+    run.add_argument("--baseline", metavar="NAME", help="what the closing sentence measures the fastest configuration "
+                     "against: a pipeline of the experiment (a preset name, or `enumerated` for the orderings' "
+                     "reference) or a configuration id; default: the first preset (pipelines.baseline)")
     run.add_argument("--profile", metavar="best|all-train|TRIAL_ID",
                      help="after the trials, re-run the best configuration's trial, every train trial, or this trial "
                           "under the TensorFlow profiler (one extra window, not timed) into RUN_DIR/profiles "
@@ -432,6 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     worker.add_argument("--instance-type", help="the instance this worker runs on (e.g. ml.c5.9xlarge): rows say "
                         "so, and the cost objective prices its trials")
+    worker.add_argument("--trainer", choices=TRAINERS, help=TRAINER_HELP)
     worker.set_defaults(func=_cmd_worker)
 
     env = commands.add_parser("env", help="print this machine's facts (CPU, memory, TensorFlow build, GPU)")
@@ -468,7 +490,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
     report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
-    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run)")
+    report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run); must "
+                        "not exist unless --force")
+    report.add_argument("--force", action="store_true", help="replace the output folder if it exists")
     report.add_argument("--allow-mixed", action="store_true", help="combine runs from different hosts or data")
     report.add_argument("--trial", action="append", metavar="TRIAL_ID",
                         help="plot this trial's CPU / GPU utilization (repeatable; default: the fastest of each mode)")
@@ -551,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except PipebenchError as err:
-        if os.environ.get("PIPEBENCH_DEBUG"):
+        if debug():
             raise
         print(f"pipebench: error: {err}", file=sys.stderr)
         return err.exit_code
@@ -562,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
         return 141
     except OSError as err:  # the system refused a file (permission, read-only, disk full): the user's to fix
-        if os.environ.get("PIPEBENCH_DEBUG"):
+        if debug():
             raise
         print(f"pipebench: error: {err.filename}: {err.strerror}" if err.filename and err.strerror
               else f"pipebench: error: {err}", file=sys.stderr)

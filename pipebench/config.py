@@ -24,6 +24,7 @@ import yaml
 from pipebench.errors import ConfigError
 from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
+from pipebench.measure.figures import TRAINERS
 from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES, STAGE_KINDS
 from pipebench.search.budget import exploration_problem, race_problem
@@ -87,6 +88,8 @@ def _space(block: Any, where: str) -> Any:
     return block
 
 
+#: A configuration id: the first 12 hex digits of a hash of everything its trials share (pipebench.search.grid).
+CONFIGURATION_ID = re.compile(r"[0-9a-f]{12}")
 SEED = Range(0, 2**32 - 1)  # numpy's RandomState (Optuna's samplers) takes no more
 
 SCHEMA: dict[str, Any] = {
@@ -129,6 +132,10 @@ SCHEMA: dict[str, Any] = {
         "orderings": Field(_Any, check=_orderings),
         # every pipeline is measured reading its data each way (pipebench/sources); pipe drops interleave
         "source_modes": _list(str, ["file"], choices=SOURCE_MODES),
+        # what the run's closing sentence measures the fastest configuration's gain against: a pipeline of this
+        # experiment (a name in presets, or `enumerated` for the orderings' reference) or a configuration id
+        # (trials.parquet's configuration_id); null: the first of presets. `run --baseline NAME` sets it
+        "baseline": Field(str, None),
     },
     "grid": {
         "batch_size": _list(int, [1024], allowed=AT_LEAST_1),
@@ -172,7 +179,9 @@ SCHEMA: dict[str, Any] = {
         "windows": Field(int, 5, allowed=AT_LEAST_1),  # rounds each trial measures at least
         # train trials go on measuring rounds while the waiting share's interval straddles a threshold
         "max_windows": Field(int, 15, allowed=AT_LEAST_1),
-        "repeats": Field(int, 1, allowed=AT_LEAST_1),  # fresh processes per configuration, spread across the run
+        # fresh processes per configuration, one per round of the run: three give every two configurations a
+        # paired ratio with an interval (t with 2 degrees of freedom); one gives none, and nothing compared
+        "repeats": Field(int, 3, allowed=AT_LEAST_1),
         "steady_cv_pct": Field(float, 5.0, allowed=AT_LEAST_0),
         "sample_hz": Field(float, 4.0, allowed=Range(0.5, 100)),  # the sampler reads /proc this often
         "cold_cache": Field(bool, False),  # train trials also time a pass after evicting the page cache
@@ -180,6 +189,10 @@ SCHEMA: dict[str, Any] = {
         # other processes' CPU during a trial's windows (100 = one vCPU) past which it is flagged busy
         "busy_other_cpu_pct": Field(float, 25.0, allowed=Range(0, 10_000)),
         "remeasure_busy": Field(bool, True),  # measure a trial flagged busy once more at the end of the run
+        # where the model the input-bound verdict speaks for trains: cpu (on the pipeline's own CPUs: the verdict
+        # reads the slowdown), accelerator (fed by the host: it reads the waiting share), or auto (where the
+        # train step ran here); `run --trainer` / `worker --trainer` set it
+        "trainer": Field(str, "auto", choices=TRAINERS, nullable=False),
     },
     "quality": {
         "enabled": Field(bool, False),
@@ -351,6 +364,16 @@ def _plain_file_list(raw: dict) -> None:
     data["files"] = {fmt: [glob.escape(name) for name in names] for fmt, names in grouped.items()}  # names, not globs
 
 
+def baseline_problem(pipelines: Mapping) -> str | None:
+    """Give why `pipelines.baseline` names nothing this experiment measures (None when it does, or is unset)."""
+    baseline = pipelines["baseline"]
+    names = [*pipelines["presets"], *(["enumerated"] if pipelines["orderings"] is not None else [])]
+    if baseline is None or baseline in names or CONFIGURATION_ID.fullmatch(baseline):
+        return None
+    return (f"{echo(baseline)} names no pipeline of this experiment ({', '.join(names) or 'none'}) and is not a "
+            "configuration id (12 hex digits: trials.parquet's configuration_id)")
+
+
 def _whole(resolved: dict) -> None:
     """Raise _Invalid for what no single key can say (lists that must not be empty, keys that need each other)."""
     if not resolved["data"]["formats"]:
@@ -367,6 +390,9 @@ def _whole(resolved: dict) -> None:
         if not given and not data["holdout_rows"]:
             raise _Invalid("data.holdout_rows", "data.holdout_rows: 0 leaves quality.enabled without held-out rows; "
                                                 "set it above 0 or disable quality")
+    problem = baseline_problem(resolved["pipelines"])
+    if problem:
+        raise _Invalid("pipelines.baseline", f"pipelines.baseline: {problem}")
     if not resolved["pipelines"]["source_modes"]:
         raise _Invalid("pipelines.source_modes", f"pipelines.source_modes: at least one of {', '.join(SOURCE_MODES)}")
     if "service" in resolved["pipelines"]["source_modes"]:
@@ -472,10 +498,12 @@ class Experiment:
 
 
 def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
-                     overrides: tuple[str, ...] = (), quick: bool = False) -> Experiment:
-    """Validate a raw document (after its `quick:` list when asked, then `--set`) into an Experiment.
+                     overrides: tuple[str, ...] = (), quick: bool = False,
+                     options: tuple[tuple[str, str], ...] = ()) -> Experiment:
+    """Validate a raw document (after its `quick:` list when asked, then `--set`, then `options`: a command's
+    own flags as (flag, KEY=VALUE)) into an Experiment.
 
-    An error names what gave the bad value: `--set KEY`, `FILE: quick[i]: KEY`, or `FILE: yaml.path`.
+    An error names what gave the bad value: `--set KEY`, `--flag KEY`, `FILE: quick[i]: KEY`, or `FILE: yaml.path`.
     """
     raw = copy.deepcopy(raw) if raw is not None else {}
     if not isinstance(raw, dict):
@@ -492,7 +520,7 @@ def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
             if not isinstance(item, str):
                 raise ConfigError(f"{where}: quick[{i}]: must be a KEY=VALUE string, not {echo(item)}")
             assignments.append((f"{where}: quick[{i}]:", item))
-    assignments += [("--set", text) for text in overrides]
+    assignments += [("--set", text) for text in overrides] + list(options)
     applied = [(label, _apply_override(raw, text, label)) for label, text in assignments]
     try:
         _plain_file_list(raw)
@@ -503,10 +531,11 @@ def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
     return Experiment(resolved, source)
 
 
-def load_experiment(path: Path, overrides: tuple[str, ...] = (), quick: bool = False) -> Experiment:
+def load_experiment(path: Path, overrides: tuple[str, ...] = (), quick: bool = False,
+                    options: tuple[tuple[str, str], ...] = ()) -> Experiment:
     """Read and validate an experiment file; errors read `FILE:LINE: reason` or `FILE: yaml.path: reason`."""
     path = Path(path)
     raw = read_yaml(path)
     if raw is None:
         raise ConfigError(f"{path}: empty: an experiment needs at least `name: ...`")
-    return parse_experiment(raw, str(path), path, overrides, quick)
+    return parse_experiment(raw, str(path), path, overrides, quick, options)

@@ -7,11 +7,24 @@ Exit codes of the `pipebench` command (the CLI catches errors once, in `pipebenc
   (`FILE: reason`), or a file the system refuses (`FILE: Permission denied`, read-only, disk full).
 - 2: bad usage: arguments that contradict each other, name nothing usable (no such file, not a run
   folder) or name a run folder another process is running (`RUN_DIR: already running (...)`).
-- 3: a run stopped past its failure budget (`budget.max_failure_rate`): its rows (and, for the grid,
-  summary.md) are written, and the last line says why it stopped.
+- 3: a run failed as a whole: it stopped past its failure budget (`budget.max_failure_rate`, judged
+  once 4 trials have finished), or it ended with no trial that succeeded, whatever its size. Its rows
+  (and summary.md) are written, and the last line says why.
 - 130: interrupted (Ctrl-C).
+
+PIPEBENCH_DEBUG set to anything but 0, false, no, off or nothing shows the traceback instead (`debug()`).
 """
 from __future__ import annotations
+
+import os
+
+#: PIPEBENCH_DEBUG values that leave debugging off (compared lower-case, stripped).
+_OFF = ("", "0", "false", "no", "off")
+
+
+def debug() -> bool:
+    """Give whether PIPEBENCH_DEBUG asks for tracebacks of user errors (the one place it is read)."""
+    return os.environ.get("PIPEBENCH_DEBUG", "").strip().lower() not in _OFF
 
 
 class PipebenchError(Exception):
@@ -61,6 +74,7 @@ class ResultsVersionError(DataError):
 
 
 class FailureBudgetError(PipebenchError):
-    """A run stopped because more trials failed than `budget.max_failure_rate` allows; its rows are kept."""
+    """A run failed as a whole: more trials failed than `budget.max_failure_rate` allows, or none succeeded;
+    its rows are kept."""
 
     exit_code = 3

@@ -1,5 +1,6 @@
 """`pipebench run` and `pipebench worker`: make the data, set up and lock the run folder, pick the planner
-(grid or Optuna), run the one trial loop, print what was found.
+(grid or Optuna), run the one trial loop, print what was found: the best table, the verdicts, the action
+(what to use and its measured gain, pipebench.report.action) and the commands that read the run.
 
 This module only dispatches: the loop is pipebench.search.loop, the run folder
 pipebench.results.run_folder, the planners pipebench.search.grid and pipebench.search.optuna_driver.
@@ -94,7 +95,9 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     `profile` (best, all-train or a trial id) captures TensorBoard profiles of those trials once they are
     measured (pipebench.measure.profiles).
     """
-    from pipebench.report.summary import best_table, verdicts
+    from pipebench.report.action import action, baseline_of
+    from pipebench.report.summary import best_table
+    from pipebench.report.verdicts import verdicts
     from pipebench.search.grid import GridPlanner
 
     with _folder(experiment, run_dir, instance_type, experiment["search"]["storage"], None, "search.storage",
@@ -110,11 +113,13 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
             profile_trials(run_folder, run_folder.rows(), profile, trial_limits(experiment), log=log)
     log(best_table(result.rows))
     log("\n".join(verdicts(result.rows)))
+    log(action(result.rows, baseline_of(experiment.resolved), run_folder.path))
     log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"
         + (f"; stopped early: {result.stopped}" if result.stopped else ""))
-    from pipebench.report.next_steps import next_steps
+    if result.succeeded:  # with nothing measured there is nothing to report on or export
+        from pipebench.report.next_steps import next_steps
 
-    log("\n".join(next_steps(run_folder.path)))
+        log("\n".join(next_steps(run_folder.path)))
     return RunOutcome(run_folder.path, result)
 
 

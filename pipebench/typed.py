@@ -112,17 +112,24 @@ def from_json(cls: type[T], obj: Any, file: str) -> T:
 def read_json(path: Path) -> Any:
     """Give a JSON file's document; DataError `FILE:LINE: not valid JSON: why` (or why it cannot be read)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise DataError(f"{path}: not UTF-8 text (byte {err.start})") from None
+        data = Path(path).read_bytes()
     except OSError as err:
         raise DataError(f"{path}: {err.strerror or err}") from None
+    return parse_json(data, str(path))
+
+
+def parse_json(data: bytes, where: str) -> Any:
+    """Give the JSON document in `data`, read from `where`; DataError `WHERE:LINE: not valid JSON: why` otherwise."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{where}: not UTF-8 text (byte {err.start})") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as err:
-        raise DataError(f"{path}:{err.lineno}: not valid JSON: {err.msg}") from None
+        raise DataError(f"{where}:{err.lineno}: not valid JSON: {err.msg}") from None
     except RecursionError:  # arrays or objects nested deeper than Python's recursion limit
-        raise DataError(f"{path}: not valid JSON for pipebench: nested too deeply") from None
+        raise DataError(f"{where}: not valid JSON for pipebench: nested too deeply") from None
 
 
 def load_json(cls: type[T], path: Path) -> T:

@@ -19,12 +19,15 @@ import hashlib
 import os
 import re
 import resource
+import shutil
 import stat
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 MAX_LINE = 300
 PREFIX = "pipebench: error: "
@@ -113,3 +116,30 @@ def run_case(case: Bad, folder: Path) -> subprocess.CompletedProcess:
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, f"{case.name}: the command changed {changed[:10]}"
     return result
+
+
+def mount(args: list[str], point: Path) -> None:
+    """Mount at `point` (made if missing) with `mount ARGS... POINT`; skip the test, saying why, where that is refused.
+
+    Undo with unmount_under(); a corpus test using mounts calls it when the case is done.
+    """
+    point.mkdir(parents=True, exist_ok=True)
+    if not shutil.which("mount"):
+        pytest.skip("no mount command: a real bind mount or tmpfs cannot be made here")
+    done = subprocess.run(["mount", *args, str(point)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"mounting is not permitted here (needs root): {done.stderr.strip() or 'mount failed'}")
+
+
+def bind_mount(source: Path, point: Path) -> None:
+    """Show folder `source` at `point` too, as a container's `-v source:point` does (see mount())."""
+    mount(["--bind", str(source)], point)
+
+
+def unmount_under(folder: Path) -> None:
+    """Unmount every mount at or below `folder`, deepest first."""
+    from pipebench.overlap import mounts
+
+    points = [m.point for m in mounts() if Path(m.point).is_relative_to(folder)]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", point], capture_output=True)

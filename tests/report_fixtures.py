@@ -75,8 +75,9 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
           synthetic: float | None = None, busy: bool = False, run_id: str = "run", **extra) -> dict:
     """Give the trials.parquet row the row builder makes of one trial timed at about `examples_per_sec`.
 
-    Three rounds (`rates` sets them exactly); a train trial's synthetic arm runs at `synthetic` (default
-    10% above) and its steps wait `waiting` of their time, ±10% between rounds. `busy` has other
+    Three rounds (`rates` sets them exactly); a train trial's steps wait `waiting` of their time, ±10% between
+    rounds, and its synthetic arm runs at `synthetic`, by default as fast as the step would without that wait
+    (rate / (1 − waiting): input costs it what it waits, so both bases give one verdict). `busy` has other
     processes use 80% of a vCPU during the windows. Any other column is set through the producer that
     owns it (spec, worker record, sampler, manager), or on the row when it describes the machine.
     """
@@ -101,8 +102,10 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
     rates = rates or [examples_per_sec * f for f in (1 / 1.005, 1.0, 1.005)]  # geometric mean: examples_per_sec
     status = TrialStatus(extra.pop("status", "ok"))
     if status is TrialStatus.OK:
-        windows = windows_at(mode, rates, None if mode != "train" else [(synthetic or 1.1 * r) for r in rates],
-                             None if mode != "train" else [waiting * (0.9, 1.0, 1.1)[i % 3] for i in range(len(rates))])
+        waits = [waiting * (0.9, 1.0, 1.1)[i % 3] for i in range(len(rates))]
+        windows = windows_at(mode, rates, None if mode != "train" else [synthetic or r / (1 - w)
+                                                                        for r, w in zip(rates, waits)],
+                             None if mode != "train" else waits)
         ordered = sorted(rates)
         record = {"examples_per_sec_median": statistics.median(rates), "examples_per_sec_p25": ordered[0],
                   "examples_per_sec_p75": ordered[-1],

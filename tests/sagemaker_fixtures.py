@@ -25,7 +25,8 @@ TINY = {
     "pipelines": {"presets": ["aws-sample"], "orderings": None},
     "grid": {"batch_size": [256]},
     "modes": ["input"],
-    "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False, "sample_hz": 2},
+    "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False, "sample_hz": 2,
+                    "repeats": 1},
     "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
 }
 

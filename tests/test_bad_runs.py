@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from badinput import Bad, run_case
+from badinput import Bad, mount, run_case, unmount_under
 from pipebench.catalog import DEFAULT_CATALOG
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 from report_fixtures import data_files, machine, make_run, passing_rows
@@ -223,6 +223,17 @@ CASES = [
     Bad("report-run-folder-missing", ("report", RUN), r"^{tmp}/run: no such run folder$", code=2),
     Bad("report-folder-without-trials", ("report", RUN), r"^{tmp}/run: no trials\.parquet: not a pipebench run "
         r"folder", make=_no_trials, code=2),
+    # report refuses an existing output folder as every output command does (issue 28: it wrote over a user's files)
+    Bad("report-out-holds-a-users-report", ("report", RUN, "--out", "{tmp}/mine"), r"^{tmp}/mine: already exists "
+        r"\(use --force to replace it\)$", make=lambda folder: (_run(folder), (folder / "mine").mkdir(),
+                                                                (folder / "mine" / "report.md").write_text("mine\n")),
+        code=2),
+    Bad("report-default-out-exists", ("report", RUN), r"^{tmp}/run/report: already exists \(use --force",
+        make=lambda folder: (_run(folder) / "report").mkdir(), code=2),
+    Bad("report-out-is-the-run-folder-with-force", ("report", RUN, "--out", RUN, "--force"),
+        r"^output {tmp}/run is the input {tmp}/run; choose an --out apart from the inputs$", make=_run, code=2),
+    Bad("report-out-holds-the-run-folder-with-force", ("report", RUN, "--out", "{tmp}", "--force"),
+        r"^output {tmp} contains the input {tmp}/run", make=_run, code=2),
     # checklist reads through the same reader
     Bad("checklist-trials-random-bytes", ("checklist", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet",
         make=_damaged("trials.parquet", _random_bytes), code=1),
@@ -288,12 +299,19 @@ CASES = [
     Bad("worker-run-dir-already-running", ("worker", "{tmp}/exp.yaml", "--storage", "{tmp}/s.journal", "--study",
                                            "s", "--run-dir", RUN), _ALREADY_RUNNING, make=_held_with_experiment,
         after=_release, out="s.journal", code=2),
+    # PIPEBENCH_DEBUG is a boolean (issue 28: `0` turned tracebacks on and changed the exit code)
+    *(Bad(f"debug-{name}-is-off", ("report", RUN), r"^{tmp}/run: no such run folder$",
+          env={"PIPEBENCH_DEBUG": value}, code=2)
+      for name, value in (("0", "0"), ("false", "false"), ("No", "No"), ("OFF", "OFF"), ("empty", ""),
+                          ("padded-0", " 0 "))),
     # usage errors: one line naming the subcommand, for every level of subcommand
     Bad("usage-no-command", (), r"^the following arguments are required: COMMAND \(see pipebench --help\)$", code=2),
     Bad("usage-unknown-command", ("runn",), r"^argument COMMAND: invalid choice: 'runn' .* \(see pipebench --help\)$",
         code=2),
     Bad("usage-run-unknown-option", ("run", "x.yaml", "--bogus", "r"), r"^run: unrecognized arguments: --bogus r "
         r"\(see pipebench run --help\)$", code=2),
+    Bad("usage-run-unknown-trainer", ("run", "x.yaml", "--trainer", "gpu"), r"^run: argument --trainer: invalid "
+        r"choice: 'gpu' \(choose from 'auto', 'cpu', 'accelerator'\) \(see pipebench run --help\)$", code=2),
     Bad("usage-report-no-run-folder", ("report",), r"^report: the following arguments are required: RUN_DIR "
         r"\(see pipebench report --help\)$", code=2),
     Bad("usage-checklist-bad-format", ("checklist", RUN, "--format", "xml"), r"^checklist: argument --format: "
@@ -322,3 +340,25 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_refused(case, tmp_path):
     run_case(case, tmp_path)
+
+
+def _small_results_disk(folder: Path) -> None:
+    """Make the experiment, and its results folder a 64 KiB tmpfs: room for a run folder, not for its first rows."""
+    _experiment(folder)
+    mount(["-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs"], folder / "results" / "tiny")
+
+
+MOUNTED = [
+    # issue 28: the line said `[Errno 28] No space left on device` and named no file
+    Bad("run-disk-full", ("run", "{tmp}/exp.yaml"), r"^{tmp}/results/tiny/[\d-]+[0-9a-f]{4}/\S+: No space left on "
+        r"device$", make=_small_results_disk, code=1),
+]
+
+
+@pytest.mark.parametrize("case", MOUNTED, ids=str)
+def test_refused_on_a_mount(case, tmp_path):
+    """Needs root for `mount` (skipped, saying so, elsewhere); the mounts are undone whatever happens."""
+    try:
+        run_case(case, tmp_path)
+    finally:
+        unmount_under(tmp_path)

@@ -382,16 +382,32 @@ def test_a_format_gain_the_interval_cannot_decide_is_inconclusive(tmp_path):
     assert item["status"] == "WARN" and item["evidence"]["gain_low"] is None and "fewer than two" in item["advice"]
 
 
-def test_input_bound_reads_the_pooled_waiting_interval_and_an_undecided_one_is_a_warning(tmp_path):
+def test_input_bound_reads_the_pooled_interval_of_its_basis_and_an_undecided_one_is_a_warning(tmp_path):
     files = data_files(tmp_path / "data")
     rows = configuration("edge", "train", "aws-sample", "tfrecord", VECTORIZED, 30000, files, waiting=0.05)
     item = _item(_load(tmp_path, rows), "input_bound")
     assert item["status"] == "WARN", item
-    low, high = item["evidence"]["input_wait_low_pct"], item["evidence"]["input_wait_high_pct"]
+    assert item["evidence"]["input_bound_basis"] == "slowdown"  # the fixture's step ran on the CPUs
+    low, high = item["evidence"]["input_slowdown_low_pct"], item["evidence"]["input_slowdown_high_pct"]
     assert low < 5 < high and item["evidence"]["rounds"] == 9  # three repeats' rounds, pooled
-    mean = item["evidence"]["input_wait_pct"]
-    assert item["evidence"]["verdict"] == f"inconclusive: {mean:.1f}% ({low:.1f}–{high:.1f}%)"  # as Interval.text
+    mean = item["evidence"]["input_slowdown_pct"]
+    assert item["evidence"]["verdict"] == f"inconclusive: slowdown {mean:.1f}% ({low:.1f}–{high:.1f}%)"  # Interval.text
     assert "add repeats" in item["advice"]
+
+
+@pytest.mark.parametrize(("device", "status", "words"), [
+    ("CPU", "FAIL", "For a CPU trainer (its train step ran on the CPUs): input costs 41.2% (40.4–42.0%) of training "
+                    "speed here: the pipeline competes with the model for the CPUs; the step itself barely waits"),
+    ("GPU", "PASS", "For an accelerator trainer (its train step ran on a GPU): the step waits for input 2.0%"),
+])
+def test_input_bound_says_what_input_costs_the_trainer_it_assumed(tmp_path, device, status, words):
+    """A CPU trainer slowed by a pipeline that takes its cores fails the item though the step barely waits; the
+    same windows of a step placed on a GPU (a fake accelerator trial: the worker's fact) pass on the waiting share."""
+    files = data_files(tmp_path / "data")
+    rows = configuration("shared", "train", "lambdaji-libsvm", "libsvm", SCALAR, 19000, files, waiting=0.02,
+                         synthetic=19000 / 0.588, train_device=device)
+    item = _item(_load(tmp_path, rows), "input_bound")
+    assert item["status"] == status and words in item["advice"], item
 
 
 def test_input_bound_judges_the_fastest_configuration_not_its_fastest_repeat(tmp_path):

@@ -38,6 +38,18 @@ def test_bad_data_exits_non_zero_with_one_line_and_no_traceback(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_pipebench_debug_is_read_as_a_boolean(monkeypatch):
+    """Regression (issue 28): any value, `0` included, turned tracebacks on."""
+    from pipebench.errors import debug
+
+    for value, on in [("1", True), ("yes", True), ("true", True), ("on", True), ("0", False), ("false", False),
+                      ("FALSE", False), ("no", False), ("off", False), ("", False), (" 0 ", False)]:
+        monkeypatch.setenv("PIPEBENCH_DEBUG", value)
+        assert debug() is on, value
+    monkeypatch.delenv("PIPEBENCH_DEBUG")
+    assert debug() is False
+
+
 def test_missing_input_is_a_usage_error(tmp_path):
     result = run("-m", "pipebench.cli", "convert", str(tmp_path / "nope.libsvm"), "--out", str(tmp_path / "o"))
     assert result.returncode == 2
@@ -67,9 +79,35 @@ def test_instance_type_reaches_the_run_as_an_assertion_and_never_the_environment
 
 def test_resume_refuses_flags_it_cannot_apply(tmp_path, cli):
     """`run --resume` silently ignored --set, --quick and --instance-type."""
-    for flags in (["--set", "grid.batch_size=[8]"], ["--quick"], ["--instance-type", "ml.c5.xlarge"]):
+    for flags in (["--set", "grid.batch_size=[8]"], ["--quick"], ["--instance-type", "ml.c5.xlarge"],
+                  ["--trainer", "cpu"], ["--baseline", "aws-sample"]):
         code, _, err = cli("run", "--resume", tmp_path, *flags)
         assert code == 2 and f"run --resume: {flags[0]} cannot change a run that has started" in err, err
+
+
+def test_trainer_and_baseline_are_settings_of_the_resolved_experiment(tmp_path, monkeypatch, cli):
+    """What the verdict assumed and what the action measures against must be in config.yaml, where resume and
+    report read them; a baseline naming nothing the experiment measures is refused before any work."""
+    import pipebench.runner
+    from pipebench.search.loop import LoopResult
+
+    seen = {}
+
+    def fake_run(experiment, run_dir, instance_type, log, profile=None):
+        seen.update(trainer=experiment["measurement"]["trainer"], baseline=experiment["pipelines"]["baseline"])
+        return pipebench.runner.RunOutcome(tmp_path, LoopResult([]))
+
+    monkeypatch.setattr(pipebench.runner, "run", fake_run)
+    experiment = tmp_path / "x.yaml"
+    experiment.write_text("name: x\n")
+    assert cli("run", experiment)[0] == 0 and seen == {"trainer": "auto", "baseline": None}
+    code, _, err = cli("run", experiment, "--trainer", "accelerator", "--baseline", "0123456789ab")
+    assert code == 0, err
+    assert seen == {"trainer": "accelerator", "baseline": "0123456789ab"}  # a configuration id of digits stays text
+    code, _, err = cli("run", experiment, "--baseline", "aws-sampel")
+    assert code == 1 and err == ("pipebench: error: --baseline pipelines.baseline: 'aws-sampel' names no pipeline of "
+                                 "this experiment (lambdaji-libsvm, aws-sample) and is not a configuration id (12 hex "
+                                 "digits: trials.parquet's configuration_id)\n"), err
 
 
 def test_quick_without_a_quick_list_is_refused(tmp_path, cli):

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import zlib
 from pathlib import Path
 
@@ -467,6 +468,73 @@ def test_temp_of_a_killed_writer_is_swept_by_the_next_write_beside_it(tmp_path, 
     assert cli("convert", src, "--out", tmp_path / "c", "--field-size", F)[0] == 0
     assert not left.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b", "c", "in.libsvm"]
+
+
+def test_force_over_a_folder_holding_a_hard_link_of_the_input_leaves_the_input_whole(tmp_path, cli):
+    """A hard link is the input's file under another name: replacing --out unlinks that name, never the data."""
+    src = write(tmp_path / "in.libsvm", _rows_text(3))
+    (tmp_path / "o").mkdir()
+    os.link(src, tmp_path / "o" / "in.libsvm")
+    before = src.read_bytes()
+    code, _, err = cli("convert", src, "--out", tmp_path / "o", "--field-size", F, "--force")
+    assert code == 0, err
+    assert src.read_bytes() == before and src.stat().st_nlink == 1
+    assert not (tmp_path / "o" / "in.libsvm").exists()
+
+
+_CONVERT_PAUSED_AT_THE_END = """
+import os, sys
+import converters.convert as convert
+from pipebench.cli import main
+
+write_manifest = convert.atomic_write_json
+
+def write_then_wait(*args, **kwargs):  # the manifest is the last file written into the temp folder
+    write_manifest(*args, **kwargs)
+    os.write(1, b"ready\\n")  # past the progress display, which holds sys.stdout while it runs
+    sys.stdin.readline()
+
+convert.atomic_write_json = write_then_wait
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_two_converts_into_one_out_the_one_finishing_second_fails_and_the_first_output_stays(tmp_path):
+    """Regression (issue 28): the check for an existing --out ran only at the start and the final rename
+    replaced what appeared meanwhile, so both converts said they wrote it and the later one won silently.
+
+    Deterministic: the first convert stops just before its final rename until the second has finished.
+    """
+    first_in = write(tmp_path / "first.libsvm", _rows_text(3))
+    second_in = write(tmp_path / "second.libsvm", _rows_text(5))
+    env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
+    first = subprocess.Popen([sys.executable, "-c", _CONVERT_PAUSED_AT_THE_END, "convert", str(first_in), "--out", "o",
+                              "--field-size", str(F)], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = threading.Timer(240, first.kill)  # should it never get ready, readline() returns at its end
+    watchdog.start()
+    try:
+        progress = []
+        while (line := first.stdout.readline()) not in ("ready\n", ""):
+            progress.append(line)
+        assert line == "ready\n", f"{progress} {first.stderr.read()}"
+        second = subprocess.run([sys.executable, "-m", "pipebench.cli", "convert", str(second_in), "--out", "o",
+                                 "--field-size", str(F)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                                timeout=240)
+        assert second.returncode == 0, second.stderr
+        written = {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+        out, err = first.communicate("\n", timeout=240)
+    finally:
+        watchdog.cancel()
+        first.kill()
+        first.wait()
+    assert first.returncode == 2 and "Traceback" not in err, err
+    assert err == ("pipebench: error: o: appeared while this command wrote it (another process?); nothing was "
+                   "written (use --force to replace it)\n")
+    assert "wrote" not in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == written
+    assert json.loads(written["manifest.json"])["rows"] == 5  # the second's, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.libsvm", "o", "second.libsvm"]
 
 
 def test_a_later_pass_does_not_hash_again_but_refuses_a_changed_file(tmp_path):

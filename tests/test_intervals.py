@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from pipebench.measure.intervals import (Interval, difference_verdict, input_bound_verdict, mean_interval,
+from pipebench.measure.intervals import (Interval, difference_verdict, input_bound_verdict, mean_interval, paired_order,
                                          ratio_interval, share_interval, t_quantile)
 
 
@@ -74,3 +74,15 @@ def test_an_unpaired_ratio_takes_its_bounds_from_the_ends_of_both():
     assert (ratio.mean, ratio.low, ratio.high, ratio.n) == (1.5, 0.5, 4.0, 3)
     assert not Interval(3.0, 2.0, 4.0, 5).over(Interval(2.0, None, None, 1)).decided
     assert not Interval(3.0, 2.0, 4.0, 5).over(Interval(2.0, 0.0, 4.0, 3)).decided  # no upper end to give
+
+
+def test_the_paired_order_judges_each_pair_over_the_rounds_it_shares():
+    """Three configurations in every round rank by geometric mean; one measured only in a slow round is not ranked
+    first on its raw mean: against the others it is judged over that round alone."""
+    complete = {"a": {0: 100.0, 1: 120.0, 2: 90.0}, "b": {0: 95.0, 1: 130.0, 2: 80.0}, "c": {0: 50.0, 1: 60.0, 2: 45.0}}
+    assert paired_order(complete) == ["a", "b", "c"]  # geometric means 102.6, 99.7, 51.3
+    # "late" ran only in round 2, when the machine was slow for everyone: 95 there beats a's 90 and b's 80,
+    # though its raw mean is below a's and b's own means over rounds where it did not run
+    assert paired_order({**complete, "late": {2: 95.0}}) == ["late", "a", "b", "c"]
+    # sharing no round with anyone, a configuration goes by its own mean, after the ones it ties with
+    assert paired_order({"x": {0: 10.0}, "y": {1: 20.0}}) == ["y", "x"]

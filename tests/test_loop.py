@@ -30,6 +30,7 @@ def _experiment(tmp_path, **search):
         "pipelines": {"presets": ["aws-sample"]},
         "search": {"n_trials": 2, "enqueue_reference": False, "sampler": "random", "seed": 0, "confirm_top": 0,
                    "pruner": "none", "space": {"batch_size": [256, 512]}, **search},
+        "measurement": {"repeats": 1},  # one row per setting: what these tests compare across drivers
         "budget": {"max_failure_rate": 0.5}, "results": str(tmp_path / "results")})
 
 
@@ -100,6 +101,28 @@ def test_unavailable_trials_do_not_spend_the_failure_budget_but_failed_ones_do(t
 
 
 @pytest.mark.parametrize("driver", ["grid", "optuna"])
+def test_a_run_with_no_trial_ok_fails_whatever_its_size_and_budget(tmp_path, driver):
+    """Regression (issue 28): the failure budget is judged from 4 trials on, so a run of 2 failed trials
+    (or of any number with max_failure_rate 1.0) ended as a success."""
+    experiment, data = _experiment(tmp_path), _data(tmp_path)  # 2 trials, max_failure_rate 0.5
+    measures = {"failed": fake_measure(lambda spec: TrialRecord(TrialStatus.FAILED, "boom")),
+                "unavailable": fake_measure(lambda spec: TrialRecord(TrialStatus.UNAVAILABLE, "no PipeModeDataset")),
+                "half": fake_measure(lambda spec: _rate(spec) if spec.batch_size == 512 else
+                                     TrialRecord(TrialStatus.FAILED, "boom"))}
+    ended = {}
+    for name, measure in measures.items():
+        run = _run_folder(tmp_path / name, data)
+        planner = (GridPlanner(trials(experiment, data), set()) if driver == "grid"
+                   else _optuna_planner(experiment, data, run))
+        result = run_trials(planner, run, experiment, measure, stream=io.StringIO())
+        assert len(result.rows) == 2 and not result.failure_budget_spent and result.stopped is None
+        ended[name] = (result.succeeded, result.failure())
+    assert ended == {"failed": (False, "no trial succeeded (2 trials: 2 failed)"),
+                     "unavailable": (False, "no trial succeeded (2 trials: 2 unavailable)"),
+                     "half": (True, None)}
+
+
+@pytest.mark.parametrize("driver", ["grid", "optuna"])
 def test_max_trials_and_page_cache_hold_for_every_driver(tmp_path, driver):
     """The Optuna driver ignored budget.max_trials and measurement.page_cache."""
     experiment = parse_experiment({**_experiment(tmp_path, n_trials=2).resolved,
@@ -121,7 +144,7 @@ def test_max_trials_and_page_cache_hold_for_every_driver(tmp_path, driver):
     assert watched == [data.files["tfrecord"]]
 
 
-def test_progress_says_done_of_total_and_the_summary_opens_with_the_machine(tmp_path):
+def test_progress_says_done_of_total_and_the_summary_opens_with_the_action_then_the_machine(tmp_path):
     experiment, data = _experiment(tmp_path), _data(tmp_path)
     run = _run_folder(tmp_path / "run", data)
     stream = io.StringIO()
@@ -133,17 +156,21 @@ def test_progress_says_done_of_total_and_the_summary_opens_with_the_machine(tmp_
                     r"(2,560 \(2,560–2,560\)|5,120 \(5,120–5,120\)) ex/s \| [\d.,]+ trials/s", lines[0]), lines
     assert lines[1].startswith("[2/2]")
     summary = (run.path / SUMMARY_FILE).read_text().splitlines()
+    # one round each: the fastest (batch 512) is named, and said not compared with the reference (batch 256)
+    assert summary[2].startswith("**Fastest reading on this data: aws-sample on TFRecord, 5,120 (") and (
+        "not compared with your reference aws-sample on TFRecord (fewer than two shared rounds" in summary[2])
     facts = run.machine
-    assert summary[2] == (f"Machine: {facts.cpu.model}, {facts.cpu.vcpus} vCPUs / {facts.cpu.physical_cores} physical "
+    assert summary[4] == (f"Machine: {facts.cpu.model}, {facts.cpu.vcpus} vCPUs / {facts.cpu.physical_cores} physical "
                           f"cores, TensorFlow {facts.tensorflow.version}.")
-    assert summary[4] == f"OpenMP: {facts.tensorflow.openmp.statement}."
-    assert summary[6].startswith("Data: ") and "1,000 rows" in summary[6]
-    assert "?" not in "\n".join(summary[:8])
+    assert summary[6] == f"OpenMP: {facts.tensorflow.openmp.statement}."
+    assert summary[8].startswith("Data: ") and "1,000 rows" in summary[8]
+    assert "?" not in "\n".join(summary[:10])
 
 
 def test_the_synthetic_trial_names_no_format():
     """It serves one batch from memory: the format of whichever pipeline came first labelled it."""
-    experiment = parse_experiment({"name": "s", "modes": ["synthetic", "input"], "pipelines": {"presets": ["aws-sample"]}})
+    experiment = parse_experiment({"name": "s", "modes": ["synthetic", "input"], "pipelines": {"presets": ["aws-sample"]},
+                                   "measurement": {"repeats": 1}})
     data = DataSet({"tfrecord": ["part-0.tfrecord"]}, fingerprint="d")
     # the grid shuffles its rounds, seeded by the experiment's fingerprint: find the trial, not its place
     (synthetic,) = [t for t in trials(experiment, data) if t.mode == "synthetic"]

@@ -53,7 +53,7 @@ def _experiment(tmp_path: Path) -> Path:
         "grid": {"batch_size": [256, 512]},
         "modes": ["train"],
         "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4,
-                        "steady_cv_pct": 50, "remeasure_busy": False},
+                        "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
         "results": str(tmp_path / "results"),
     }

@@ -51,6 +51,22 @@ def test_report_inlines_every_figure_and_writes_a_markdown_twin(report):
         assert text in markdown and html.escape(text) in page
 
 
+def test_report_replaces_its_folder_only_with_force(report, cli):
+    """Regression (issue 28): report --out wrote over the files already in the folder (a user's own report.md)."""
+    run = report.parent / "run"
+    (report / "notes.md").write_text("mine\n")
+    before = {p: p.read_bytes() for p in report.rglob("*") if p.is_file()}
+    code, _, err = cli("report", run, "--out", report)
+    assert (code, err) == (2, f"pipebench: error: {report}: already exists (use --force to replace it)\n")
+    assert {p: p.read_bytes() for p in report.rglob("*") if p.is_file()} == before
+    code, out, err = cli("report", run, "--out", report, "--force")
+    assert code == 0, err
+    assert not (report / "notes.md").exists() and (report / "report.md").exists()  # replaced whole, as --force says
+    assert [p.name for p in report.parent.iterdir() if p.name.startswith(".")] == []
+    code, out, err = cli("report", run)  # the default folder, RUN_DIR/report, is new: no --force needed
+    assert code == 0 and out == f"wrote {run / 'report' / 'report.html'} and {run / 'report' / 'report.md'}\n", err
+
+
 def _markdown(tmp_path, cli, rows) -> str:
     run = make_run(tmp_path / "run", rows, machine())
     code, _, err = cli("report", run, "--out", tmp_path / "out")

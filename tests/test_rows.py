@@ -63,11 +63,35 @@ def test_a_train_rows_figures_and_verdict_come_from_its_paired_windows_with_inte
     assert row["input_wait_pct"] == pytest.approx(30.0)
     assert row["input_wait_low_pct"] < row["input_wait_pct"] < row["input_wait_high_pct"]
     assert row["input_slowdown_pct"] == pytest.approx(25.0, abs=0.2) and row["rounds"] is None
-    assert row["input_bound"] == "highly input-bound"
-    undecided = windows_at("train", [15_000] * 3, synthetic=[20_000] * 3, waited=[0.02, 0.09, 0.05])
+    assert row["input_bound"] == "highly input-bound" and row["input_bound_basis"] == "slowdown"
+    # the slowdown's interval straddles 5% (2.0%, 9.1%, 3.8% in its rounds): undecided, whatever the waiting share says
+    undecided = windows_at("train", [15_000] * 3, synthetic=[15_300, 16_500, 15_600], waited=[0.01, 0.01, 0.01])
     outcome = Outcome(TrialRecord(TrialStatus.OK, windows_measured=undecided), ProcessFacts(1.0, 0, None, None, 1))
     row = trial_row(RowContext(trial_spec(mode="train"), outcome, "run", "host", FACTS, 0.0, 1.0))
-    assert row["input_bound"] == "inconclusive" and row["input_wait_low_pct"] < 5 < row["input_wait_high_pct"]
+    assert row["input_bound"] == "inconclusive" and row["input_slowdown_low_pct"] < 5 < row["input_slowdown_high_pct"]
+    assert row["input_wait_high_pct"] < 5  # the waiting share alone would have said "not input-bound"
+
+
+#: A CPU trainer's case from the quick run: the step barely waits (2%), yet input costs 41% of training speed.
+_SHARED_CORES = windows_at("train", [19_000, 19_300, 18_800, 19_100], synthetic=[32_200, 32_500, 32_000, 32_300],
+                           waited=[0.020, 0.021, 0.019, 0.020])
+
+
+@pytest.mark.parametrize(("trainer", "device", "basis", "verdict"), [
+    ("auto", "CPU", "slowdown", "highly input-bound"),
+    ("auto", "GPU", "waiting", "not input-bound"),  # a fake accelerator trial: the worker placed the step on a GPU
+    ("accelerator", "CPU", "waiting", "not input-bound"),  # the user trains elsewhere: --trainer accelerator
+    ("cpu", "GPU", "slowdown", "highly input-bound"),
+])
+def test_the_verdict_reads_the_slowdown_for_a_cpu_trainer_and_the_waiting_share_for_an_accelerator(
+        trainer, device, basis, verdict):
+    spec = trial_spec(mode="train")
+    spec = dataclasses.replace(spec, measurement={**spec.measurement, "trainer": trainer})
+    record = TrialRecord(TrialStatus.OK, windows_measured=_SHARED_CORES, train_device=device)
+    row = trial_row(RowContext(spec, Outcome(record, ProcessFacts(1.0, 0, None, None, 1)), "run", "host", FACTS,
+                               0.0, 1.0))
+    assert (row["input_bound_basis"], row["input_bound"], row["train_device"]) == (basis, verdict, device)
+    assert row["input_slowdown_low_pct"] > 20 and row["input_wait_high_pct"] < 5  # the same windows either way
 
 
 def test_a_trial_is_flagged_busy_when_other_processes_used_the_machine_during_its_windows():

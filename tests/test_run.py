@@ -30,7 +30,8 @@ def _experiment(tmp_path, **extra) -> str:
         "pipelines": {"presets": ["lambdaji-libsvm", "aws-sample"]},
         "grid": {"batch_size": [256]},
         "modes": ["input", "train", "synthetic"],
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False},
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50,
+                        "remeasure_busy": False, "repeats": 1},
         "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
         "results": str(tmp_path / "results"),
         **extra,
@@ -66,12 +67,20 @@ def test_run_writes_results_with_all_modes_and_a_verdict(tmp_path):
     train = trials[trials["mode"] == "train"]
     assert train["input_wait_pct"].notna().all() and train["input_slowdown_pct"].notna().all()
     assert train["input_bound"].notna().all() and train["synthetic_examples_per_sec_mean"].notna().all()
+    # the worker says where it placed the step (no GPU here), so the verdict reads the slowdown: a CPU trainer's
+    assert (train["train_device"] == "CPU").all() and (train["input_bound_basis"] == "slowdown").all()
     assert (trials["examples_per_sec_median"] > 0).all()
     assert trials["trial_id"].is_unique and trials["data_fingerprint"].nunique() == 1
     assert not loaded.samples.empty and set(loaded.samples["trial_id"]) <= set(trials["trial_id"])
     summary = (run_dir / "summary.md").read_text()
-    assert "Is the input pipeline the bottleneck?" in summary and "input-bound" in summary
+    assert "Is the input pipeline the bottleneck?" in summary and "for a CPU trainer (its train step ran on the CPUs)" in summary
     assert "results:" in out
+    # the action comes after the verdicts and before the next steps, and opens summary.md
+    action = next(line for line in out.splitlines() if "export it with `pipebench pipelines export" in line)
+    assert summary.splitlines()[2] == f"**{action}**"
+    lines = out.splitlines()
+    assert lines.index(action) < lines.index("Next steps:")
+    assert any(" for a CPU trainer " in line for line in lines[:lines.index(action)])
 
 
 def _killed_after(tmp_path, rows: int):
@@ -147,6 +156,21 @@ def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_su
     assert "4 of 4 trials failed" in (run_dir / "summary.md").read_text()
 
 
+def test_a_run_in_which_no_trial_succeeded_exits_3_whatever_its_size(tmp_path):
+    """Regression (issue 28): a run whose every trial failed exited 0 when it had fewer than 4 trials (the failure
+    budget's minimum) and ended advising to export "the fastest configuration"."""
+    experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
+                             grid={"batch_size": [100_000, 200_000]})  # both larger than the data: `invalid`
+    done = subprocess.run([sys.executable, "-m", "pipebench", "run", experiment], capture_output=True, text=True,
+                          timeout=600)
+    run_dir = _run_dir(tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1] == (f"pipebench: error: {run_dir}: no trial succeeded (2 trials: 2 invalid); "
+                                            "the rows so far are written")
+    assert "pipelines export" not in done.stdout and "Next steps" not in done.stdout, done.stdout
+    assert len(results.load(run_dir).trials) == 2
+
+
 def test_unknown_key_fails_before_any_work(tmp_path):
     proc = _pipebench("run", _experiment(tmp_path, budgte={}))
     out, _ = proc.communicate(timeout=120)
@@ -162,7 +186,8 @@ def _source_modes_run(tmp_path):
     experiment = _experiment(
         tmp_path, pipelines={"presets": ["aws-sample"], "formats": ["tfrecord"],
                              "source_modes": ["file", "fastfile", "pipe"]},
-        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False})
+        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1, "windows": 2, "max_windows": 4,
+                                      "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1})
     proc = _pipebench("run", experiment)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out

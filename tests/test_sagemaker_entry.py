@@ -20,6 +20,7 @@ from pipebench.datasets import materialise
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.entry import overrides
 from pipebench.sagemaker.environment import read_environment
+from pipebench.sagemaker.job import read_job
 from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator
 from pipebench.sagemaker.requests import script_mode_hyperparameters
 from pipebench.sagemaker.sourcedir import ENTRY_PROGRAM, build_tarball
@@ -32,7 +33,9 @@ def launch(tmp_path_factory):
 
 
 def _job_results(root):
+    """Give job.json as written (and as collect's reader takes it) and the run folder it names."""
     out = root / "output" / "data" / "algo-1"
+    read_job(out / "job.json", "job.json")  # what the entry point writes, collect can read
     job = json.loads((out / "job.json").read_text())
     return job, results.load(out / job["run_dir"])
 

@@ -18,7 +18,6 @@ from pathlib import Path
 import boto3
 import pytest
 import yaml
-from moto.server import ThreadedMotoServer
 
 from sagemaker_fixtures import TINY, run_like_toolkit
 
@@ -30,22 +29,6 @@ from pipebench.sources.service_cluster import ServiceCluster
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
-
-
-@pytest.fixture
-def aws(monkeypatch):
-    """Give the moto server's environment (fake credentials, loopback endpoint), also set for this process."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    boto3.client("s3").create_bucket(Bucket="bench")
-    yield env
-    server.stop()
 
 
 def _pipebench(*args: str, env: dict) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""CreateTrainingJob requests: the dry run's JSON, and validation against botocore's SageMaker model."""
+"""CreateTrainingJob requests: the dry run's JSON, validation against botocore's SageMaker model, S3 bucket names."""
 from __future__ import annotations
 
 import copy
@@ -17,6 +17,7 @@ from pipebench.errors import UsageError
 from pipebench.sagemaker import images
 from pipebench.sagemaker.cluster import DataWorkers
 from pipebench.sagemaker.requests import training_job_request, validate
+from pipebench.sagemaker.s3uri import bucket_problem, launch_folder
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
@@ -119,9 +120,9 @@ def test_launch_errors_are_one_line():
     assert no_region.returncode == 2 and no_region.stderr == (
         "pipebench: error: sagemaker launch: no AWS region for the official image; give --region or set "
         "AWS_DEFAULT_REGION\n")
-    bad_role = _cli(*common, "--role", "not-an-arn", "--s3", "s3://b/p", "--image-uri", IMAGE)
+    bad_role = _cli(*common, "--role", "not-an-arn", "--s3", "s3://bench/p", "--image-uri", IMAGE)
     assert bad_role.returncode == 2 and bad_role.stderr.startswith("pipebench: error: CreateTrainingJob.RoleArn: ")
-    bad_format = _cli(*common, "--role", ROLE, "--s3", "s3://b/p", "--image-uri", IMAGE, "--format", "packed", "--set",
+    bad_format = _cli(*common, "--role", ROLE, "--s3", "s3://bench/p", "--image-uri", IMAGE, "--format", "packed", "--set",
                       "data.formats=[libsvm]")
     assert bad_format.returncode == 2 and "--format packed: not in the experiment's data.formats" in bad_format.stderr
 
@@ -272,3 +273,10 @@ def test_the_dry_run_lists_given_data_files_and_their_manifest_where_submit_puts
         {"local": f"{tmp_path}/part-0.tfrecord", "s3": "s3://bucket/p/data/tfrecord/part-0.tfrecord"},
         {"local": f"{tmp_path}/part-1.tfrecord", "s3": "s3://bucket/p/data/tfrecord/part-1.tfrecord"},
         {"local": f"{tmp_path}/manifest.json", "s3": "s3://bucket/p/config/manifest.json"}]
+
+
+@pytest.mark.parametrize("name", ["bench", "abc", "my.bucket-1", "a" * 63, "1.2.3", "xn-bucket", "bucket-s3alia",
+                                  "sthree", "9bucket9"])
+def test_bucket_names_s3_accepts_pass_its_rules(name):
+    assert bucket_problem(name) is None
+    assert launch_folder(f"s3://{name}/launch/") == (name, "launch")

@@ -18,9 +18,10 @@ FACTS = MachineFacts.from_json(machine(), "machine.json")
 
 
 def _row(mode: str, rates: list[float], synthetic: list[float] | None = None, waited: list[float] | None = None,
-         run_id: str = "r", repeat: int = 0, configuration: str = "c", other_cpu: float = 0.0, **spec) -> dict:
+         run_id: str = "r", repeat: int = 0, configuration: str = "c", other_cpu: float = 0.0,
+         train_device: str | None = None, **spec) -> dict:
     record = TrialRecord(TrialStatus.OK, windows_measured=windows_at(mode, rates, synthetic, waited),
-                         rounds=len(rates), rounds_cap_hit=False)
+                         rounds=len(rates), rounds_cap_hit=False, train_device=train_device)
     usage = Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 1, "other_cpu_pct_median": other_cpu})
     trial = trial_spec(mode=mode, repeat=repeat, configuration_id=configuration,
                        trial_id=f"{run_id}-{configuration}-{repeat}", **spec)
@@ -28,17 +29,25 @@ def _row(mode: str, rates: list[float], synthetic: list[float] | None = None, wa
                                 "host", FACTS, 0.0, 1.0))
 
 
-def test_a_verdict_gives_waiting_and_slowdown_with_their_intervals_and_the_label():
-    (line,) = verdicts([_row("train", [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100],
-                             [0.010, 0.012, 0.011, 0.013])])
-    assert "waiting for input 1.1% (0.9–1.4%) of step time → **not input-bound**" in line
-    assert "slowdown against the synthetic ceiling 46.1% (45.9–46.4%)" in line
-    assert "train 14,050 (" in line and "synthetic 26,075 (" in line and "4 rounds in 1 process" in line
+def test_a_verdict_says_what_input_costs_this_trainer_with_both_measures_and_their_intervals():
+    """The quick run's lambdaji-libsvm case: the step barely waits, yet input costs 46% of training speed. On the
+    CPUs the model trains on, the verdict reads the slowdown, and the sentence says why the two differ."""
+    rates, synthetic = [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100]
+    (line,) = verdicts([_row("train", rates, synthetic, [0.010, 0.012, 0.011, 0.013])])
+    assert ("**highly input-bound** for a CPU trainer (its train step ran on the CPUs): input costs 46.1% "
+            "(45.9–46.4%) of training speed here: the pipeline competes with the model for the CPUs; the step itself "
+            "barely waits (1.1% (0.9–1.4%))") in line
+    assert "Train 14,050 (" in line and "synthetic ceiling 26,075 (" in line and "4 rounds in 1 process" in line
+    (line,) = verdicts([_row("train", rates, synthetic, [0.010, 0.012, 0.011, 0.013], train_device="GPU")])
+    assert ("**not input-bound** for an accelerator trainer (its train step ran on a GPU): the step waits for input "
+            "1.1% (0.9–1.4%) of its time; beside the same step on batches from memory it trains 46.1% (45.9–46.4%) "
+            "slower here") in line
 
 
 def test_an_interval_across_a_threshold_is_inconclusive_never_a_confident_label():
-    (line,) = verdicts([_row("train", [14_000] * 3, [20_000] * 3, [0.02, 0.09, 0.05])])
-    assert "→ **inconclusive (" in line and "not input-bound" not in line and "moderately" not in line
+    (line,) = verdicts([_row("train", [15_000] * 3, [15_300, 16_500, 15_600], [0.01] * 3)])
+    assert "**inconclusive (slowdown 5.0% (-4.7 to 13.8%))**" in line
+    assert "not input-bound" not in line and "moderately" not in line
 
 
 def test_repeats_are_one_configuration_and_runs_never_share_one():
@@ -47,8 +56,8 @@ def test_repeats_are_one_configuration_and_runs_never_share_one():
             _row("train", [14_500] * 3, [27_000] * 3, [0.32] * 3, run_id="r1", repeat=1),
             _row("train", [14_518] * 3, [17_000] * 3, [0.01] * 3, run_id="r2")]
     first, second = verdicts(rows)
-    assert first.startswith("- run r1: ") and "synthetic 27,000" in first and "6 rounds in 2 processes" in first
-    assert second.startswith("- run r2: ") and "synthetic 17,000" in second
+    assert first.startswith("- run r1: ") and "synthetic ceiling 27,000" in first and "6 rounds in 2 processes" in first
+    assert second.startswith("- run r2: ") and "synthetic ceiling 17,000" in second
 
 
 def test_the_best_table_ranks_by_paired_ratio_and_names_ties():
@@ -91,7 +100,28 @@ def test_a_busy_machine_gives_no_confident_label_and_says_what_its_rounds_read()
     rates, synthetic, waited = [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100], [0.01] * 4
     busy = _row("train", rates, synthetic, [0.010, 0.012, 0.011, 0.013], other_cpu=97.0)
     (line,) = verdicts([busy])
-    assert "→ **inconclusive (1.1% (0.9–1.4%); not input-bound on a busy machine)**" in line
+    assert "**inconclusive (slowdown 46.1% (45.9–46.4%); highly input-bound on a busy machine)**" in line
     assert busy["input_bound"] == "inconclusive" and busy["busy_machine"] is True
     quiet = _row("train", rates, synthetic, waited)
-    assert quiet["input_bound"] == "not input-bound" and "→ **not input-bound**" in verdicts([quiet])[0]
+    assert quiet["input_bound"] == "highly input-bound" and "**highly input-bound** for" in verdicts([quiet])[0]
+
+
+def test_a_run_of_schema_v6_reads_with_its_verdicts_on_the_waiting_share_and_says_so(tmp_path):
+    """Rows written before the basis existed have no input_bound_basis: their verdicts read the waiting share, as
+    when they were written, and the sentence says what was assumed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipebench.results.schema import TRIAL_SCHEMA, VERSION_KEY
+    from pipebench.results.store import read_table
+
+    row = _row("train", [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100], [0.010, 0.012, 0.011, 0.013])
+    assert row["input_bound"] == "highly input-bound"  # on the slowdown, as written today
+    v6 = pa.schema([f for f in TRIAL_SCHEMA if f.name not in ("input_bound_basis", "train_device")])
+    table = pa.Table.from_pylist([{name: row[name] for name in v6.names}], schema=v6)
+    pq.write_table(table.replace_schema_metadata({VERSION_KEY: b"6"}), tmp_path / "trials.parquet")
+    (old,) = read_table(tmp_path / "trials.parquet", TRIAL_SCHEMA).to_pylist()
+    assert old["input_bound_basis"] is None and old["train_device"] is None
+    (line,) = verdicts([old])
+    assert "**not input-bound** for an accelerator trainer (assumed: runs made before the verdict followed the " \
+           "trainer read the waiting share for every trainer): the step waits for input 1.1% (0.9–1.4%)" in line

@@ -21,7 +21,8 @@ ROWS = 100_000
 
 
 def _run(tmp_path, instance_type: str | None = "ml.c5.xlarge", capacity: bool = True, **kwargs):
-    """Give a run measured on `instance_type` (its train trials' synthetic arm: 44,000 ex/s at batch 1024)."""
+    """Give a run measured on `instance_type` (its train trials' synthetic arm: 40,000 ex/s without the step's 1%
+    wait for input, 40,404 ex/s, at batch 1024)."""
     configs = passing_configurations([])
     rows = [r | {"instance_type": instance_type} for r in rows_of(configs, [])]
     run_dir = make_run(tmp_path / "run", rows, machine(instance_type=instance_type), rows_per_epoch=ROWS)
@@ -42,7 +43,7 @@ def test_each_type_gets_input_train_feed_and_cost(tmp_path):
     here = found["ml.c5.xlarge"]  # the run's own type: its synthetic trials are the compute ceiling
     assert here["input"]["mean"] == pytest.approx(4 / 16e-6) and here["input"]["bottleneck"] == "cores"
     assert here["input"]["low"] < here["input"]["mean"] < here["input"]["high"]
-    assert here["compute_ceiling"]["mean"] == pytest.approx(44_000, rel=0.02)
+    assert here["compute_ceiling"]["mean"] == pytest.approx(40_000 / 0.99, rel=0.02)
     assert here["compute_ceiling"]["source"].startswith("measured: the run's synthetic trials on ml.c5.xlarge")
     assert here["train"]["mean"] == pytest.approx(here["compute_ceiling"]["mean"])
     assert here["train"]["bound_by"] == "compute" and here["ranked_on"] == "train"

@@ -31,7 +31,7 @@ def _arms(train_shares):
 
 
 def test_a_decided_waiting_share_stops_at_the_minimum_rounds():
-    found = measure(_arms([0.01]), M, seed=1)
+    found = measure(_arms([0.01]), M, seed=1, basis="waiting")
     assert found["rounds"] == 3 and found["rounds_cap_hit"] is False
     arms = [w.arm for w in found["windows_measured"]]
     assert arms.count("train") == arms.count("synthetic") == 3
@@ -39,8 +39,36 @@ def test_a_decided_waiting_share_stops_at_the_minimum_rounds():
 
 def test_an_undecided_share_measures_more_rounds_and_says_when_the_cap_was_hit():
     """Windows wait 2% to 9% of their time, around 5%: the interval keeps straddling the threshold."""
-    found = measure(_arms([0.02, 0.09, 0.05, 0.08, 0.03]), M, seed=1)
+    found = measure(_arms([0.02, 0.09, 0.05, 0.08, 0.03]), M, seed=1, basis="waiting")
     assert found["rounds"] == 8 and found["rounds_cap_hit"] is True
+
+
+def _paired(train_share_of_ceiling, waited: float):
+    """A train arm making the given shares of the synthetic arm's examples in the same time, in turn, and waiting
+    `waited` of its time; the synthetic arm makes 1000 examples a step."""
+    import time
+
+    turn = itertools.cycle(train_share_of_ceiling)
+
+    def train(iterator, steps):
+        time.sleep(0.001 * steps)
+        return round(1000 * steps * next(turn)), 0.001 * steps * waited
+
+    def synthetic(iterator, steps):
+        time.sleep(0.001 * steps)
+        return 1000 * steps, 0.0
+    return [Arm("train", lambda: None, train), Arm("synthetic", lambda: None, synthetic)]
+
+
+def test_rounds_follow_the_basis_the_verdict_reads():
+    """A CPU trainer's verdict reads the slowdown: the step barely waits (1%) yet trains at half its ceiling, which
+    decides at once; a slowdown wavering around 5% keeps the rounds going, however decided the waiting share is."""
+    half = measure(_paired([0.5], 0.01), M, seed=1, basis="slowdown")
+    assert half["rounds"] == 3 and half["rounds_cap_hit"] is False
+    wavering = [0.98, 0.91, 0.95, 0.92, 0.97]  # slowdowns of 2% to 9%, around 5%
+    found = measure(_paired(wavering, 0.01), M, seed=1, basis="slowdown")
+    assert found["rounds"] == 8 and found["rounds_cap_hit"] is True
+    assert measure(_paired(wavering, 0.01), M, seed=1, basis="waiting")["rounds"] == 3
 
 
 def test_rounds_alternate_the_arms_in_a_seeded_random_order():

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 CONFIDENCE = 0.95
-#: TF Profiler's thresholds on the share of step time spent waiting for input.
+#: The input-bound thresholds: the TF Profiler's, on the share of step time spent waiting for input; the same
+#: on the slowdown (the share of training speed input costs) for a model training on the pipeline's CPUs.
 INPUT_BOUND_LOW, INPUT_BOUND_HIGH = 0.05, 0.20
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -163,9 +166,10 @@ def share_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> I
     return Interval(found.mean, max(0.0, found.low), min(1.0, found.high), found.n)
 
 
-def input_bound_verdict(waiting: Interval) -> str:
-    """Give the TF Profiler's label when the whole interval lies on one side of each threshold, else inconclusive."""
-    low, high = (waiting.low, waiting.high) if waiting.decided else (None, None)
+def input_bound_verdict(share: Interval) -> str:
+    """Give the label of an input cost (a waiting share or a slowdown) when its whole interval lies on one side
+    of each threshold, else inconclusive."""
+    low, high = (share.low, share.high) if share.decided else (None, None)
     if low is not None and high < INPUT_BOUND_LOW:
         return "not input-bound"
     if low is not None and low > INPUT_BOUND_HIGH:
@@ -173,6 +177,32 @@ def input_bound_verdict(waiting: Interval) -> str:
     if low is not None and low >= INPUT_BOUND_LOW and high <= INPUT_BOUND_HIGH:
         return "moderately input-bound"
     return "inconclusive"
+
+
+def paired_order(rounds: Mapping[K, Mapping[int, float]]) -> list[K]:
+    """Give the keys fastest first, each pair judged over the rounds both ran in (one rule for every ranking).
+
+    `rounds` maps each key to its throughput per round. Two keys that share a round are ordered by the
+    geometric mean of their per-round ratios over the rounds they share (the paired ratio's estimate,
+    so drift between rounds cancels); a key's standing is how many keys it is ahead of less how many
+    it is behind. Equal standings, and keys that share no round, go by the geometric mean over their
+    own rounds, then by the order given. With every key in every round this is the order of their
+    geometric means.
+    """
+    keys = list(rounds)
+    own = {k: statistics.geometric_mean(rounds[k].values()) if rounds[k] else 0.0 for k in keys}
+    standing = dict.fromkeys(keys, 0)
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            shared = sorted(set(rounds[a]) & set(rounds[b]))
+            if not shared:
+                continue
+            log_ratio = statistics.fmean(math.log(rounds[a][r] / rounds[b][r]) for r in shared)
+            if log_ratio != 0.0:
+                ahead, behind = (a, b) if log_ratio > 0 else (b, a)
+                standing[ahead] += 1
+                standing[behind] -= 1
+    return sorted(keys, key=lambda k: (-standing[k], -own[k], keys.index(k)))
 
 
 def difference_verdict(ratio: Interval) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psutil
 
+from pipebench.atomic import atomic_write_json
 from pipebench.measure.children import kill_group, last_stderr_line, stderr_tail
 from pipebench.measure.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
@@ -129,7 +130,7 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
                 on_progress, preexec_fn: Callable[[], None] | None) -> Outcome:
     trial_dir.mkdir(parents=True, exist_ok=True)
     trial_path, result_path, stderr_path = trial_dir / TRIAL_FILE, trial_dir / "result.json", trial_dir / "stderr.txt"
-    trial_path.write_text(json.dumps(trial.to_json(), indent=2))
+    atomic_write_json(trial_path, trial.to_json())  # a full disk names the file, and leaves no half of it
     result_path.unlink(missing_ok=True)
     (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)
     # A manager killed by SIGKILL never reached the cleanup below: its worker's FIFOs are still here.

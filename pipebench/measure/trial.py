@@ -139,7 +139,10 @@ class TrialRecord:
     window_rates: tuple[float, ...] = ()
     windows_measured: tuple[Window, ...] = ()
     rounds: int | None = None
-    rounds_cap_hit: bool | None = None  # the waiting share was still undecided at measurement.max_windows
+    rounds_cap_hit: bool | None = None  # the verdict's figure was still undecided at measurement.max_windows
+    # train and synthetic modes: the device type TensorFlow placed the train step on ("CPU", "GPU"), which
+    # decides the verdict's basis under measurement.trainer auto (pipebench.measure.figures.verdict_basis)
+    train_device: str | None = None
     warmup_sec: float | None = None
     warmup_steady: bool | None = None
     steps_per_call: int | None = None

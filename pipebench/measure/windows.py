@@ -15,8 +15,9 @@ train arm's iterator is released (TensorFlow cancels its threads; the next train
 a fresh iterator, the settle window above covering its start) — except for a pipeline with a cache
 stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
 untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
-Rounds go on past `windows` while the waiting share's interval straddles a TF
-Profiler threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
+Rounds go on past `windows` while the interval of the figure the verdict reads (its
+basis: the slowdown, or the waiting share for an accelerator trainer; pipebench.measure.figures)
+straddles a threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
 (pipebench.measure.profiles) warms up the same way, then runs one window under the TensorFlow
 profiler and reports no figure from it (`profiled_window`).
 
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from pipebench.errors import PipebenchError
 from pipebench.measure import stats
-from pipebench.measure.intervals import input_bound_verdict, share_interval
+from pipebench.measure.figures import SLOWDOWN, figures
 from pipebench.measure.trial import Window
 
 #: Each timed call runs about this long; windows are made of whole calls.
@@ -143,18 +144,18 @@ def wait_until_idle(max_sec: float = IDLE_MAX_SEC) -> float:
     return time.perf_counter() - start
 
 
-def waiting_decided(windows: Sequence[Window]) -> bool:
-    """Whether the train windows' waiting share gives a confident input-bound label."""
-    shares = [w.waited_sec / w.seconds for w in windows if w.arm == "train"]
-    return len(shares) >= 2 and input_bound_verdict(share_interval(shares)) != "inconclusive"
+def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
+    """Whether the windows give a confident input-bound label on `basis` (the record's figures, as a row reads them)."""
+    found = figures(windows, basis)
+    return found is not None and found.verdict not in (None, "inconclusive")
 
 
 def measure(arms: Sequence[Arm], m: dict, seed: int,
-            on_window: Callable[[int, float], None] | None = None) -> dict:
+            on_window: Callable[[int, float], None] | None = None, basis: str = SLOWDOWN) -> dict:
     """Warm up `arms`, then time rounds of one window each; give the TrialRecord fields.
 
     With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
-    random order (seeded) and continue past `windows` while the waiting share is undecided, up to
+    random order (seeded) and continue past `windows` while the verdict on `basis` is undecided, up to
     `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
     warmup_sec, steady = _warm_up(arms, m)
@@ -178,12 +179,12 @@ def measure(arms: Sequence[Arm], m: dict, seed: int,
             previous = arm.name
             if on_window is not None and arm is arms[0]:
                 on_window(round_index, window.examples / window.seconds)
-        if round_index + 1 >= m["windows"] and (not paired or waiting_decided(windows)):
+        if round_index + 1 >= m["windows"] and (not paired or verdict_decided(windows, basis)):
             break
     rounds = round_index + 1
     main = [w.examples / w.seconds for w in windows if w.arm == arms[0].name]
     return {**stats.summarize_rates(main), "window_rates": tuple(main), "windows_measured": tuple(windows),
-            "rounds": rounds, "rounds_cap_hit": paired and rounds == cap and not waiting_decided(windows),
+            "rounds": rounds, "rounds_cap_hit": paired and rounds == cap and not verdict_decided(windows, basis),
             "warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arms[0].steps,
             "epochs_renewed": arms[0].epochs_renewed, "windows_started_sec": started,
             "windows_ended_sec": time.monotonic()}

@@ -10,7 +10,9 @@ inside a `tf.function` loop, so no per-batch Python work is timed.
 The manager may pin the worker to some CPUs before it starts (pipebench.measure.pinning); the worker
 reports the CPUs it may use as it starts, read before TensorFlow is imported, and the size of
 TensorFlow's inter-op pool, which TensorFlow sizes from them. Every window records the CPU seconds
-the worker's process tree used over it (pipebench.measure.cpu_clock).
+the worker's process tree used over it (pipebench.measure.cpu_clock). A train trial reports the device
+type TensorFlow placed its step on (`train_device`): under `measurement.trainer: auto` it decides which
+figure the input-bound verdict reads, and so how long the trial measures rounds (pipebench.measure.figures).
 
 A trial whose `measurement` holds `profile_dir` (a profiling re-run's, not an experiment key) warms up,
 then runs one window under the TensorFlow profiler into that folder and reports no figure
@@ -37,6 +39,7 @@ from pipebench.atomic import atomic_write_json
 from pipebench.errors import PipebenchError, UnavailableError
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
+from pipebench.measure.figures import verdict_basis
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.windows import Arm, measure, profiled_window
 from pipebench.parent_death import die_with_parent
@@ -177,11 +180,12 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
     if mode == "input":
         arms = [_input_arm(tf, spec, built, m)]
     else:
-        from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step
+        from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step, train_device
 
         model_cfg = trial.model
         model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
                              tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
+        record["train_device"] = train_device(model)
         step = make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"])
         loop = make_train_loop(step)
         # the compute ceiling: the same step on one real batch served from memory, forever
@@ -195,7 +199,10 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
     if m.get("profile_dir"):  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
         record.update(profiled_window(tf, arms[0], m))
         return record
-    record.update(measure(arms, m, seed, on_window))
+    # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when
+    # the model trains on an accelerator (pipebench.measure.figures.verdict_basis, as the results row reads it)
+    basis = verdict_basis(m.get("trainer", "auto"), record.get("train_device"))
+    record.update(measure(arms, m, seed, on_window, basis))
     if mode == "train" and m.get("cold_cache"):
         record.update(_cold_pass(tf, spec, sources, built.files, loop, m, record["examples_per_sec_median"]))
     if mode == "train" and trial.quality.get("enabled"):

@@ -82,6 +82,14 @@ def build_deepfm(field_size: int, feature_size: int, embedding_size: int = 32,
     return model
 
 
+def train_device(model: DeepFM) -> str:
+    """Give the device type ("CPU", "GPU", ...) TensorFlow placed the model's weights on, where every step's
+    updates run: with a GPU visible TensorFlow puts them there itself."""
+    weight = model.fm_w
+    device = getattr(weight, "device", None) or weight.value.device  # Keras 3 wraps the tf.Variable as .value
+    return tf.DeviceSpec.from_string(device).device_type or "CPU"
+
+
 def make_optimizer(name: str, learning_rate: float) -> tf.keras.optimizers.Optimizer:
     """Give the Keras optimizer `name` (see OPTIMIZERS) set as the AWS sample sets it."""
     optimizers = tf.keras.optimizers

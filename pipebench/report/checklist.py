@@ -37,6 +37,7 @@ import pandas as pd
 
 from pipebench.catalog import Catalog
 from pipebench.errors import PipebenchError
+from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
@@ -44,6 +45,7 @@ from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text,
 from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
 from pipebench.report.whatif import interval_text
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
+from pipebench.report.verdicts import FIGURE, meaning, trainer_text
 from pipebench.results import RunResults
 
 JSON_VERSION = 1
@@ -128,11 +130,13 @@ def _who(config: Configuration) -> dict:
 
 
 def input_bound(runs: list[RunResults]) -> dict:
-    """Give the input-bound item: the fastest train configuration's pooled share of step time spent waiting for input."""
-    title = "Is training input-bound? (TF Profiler: <5% not, 5–20% moderately, >20% highly)"
+    """Give the input-bound item: what input costs the fastest train configuration's trainer, on the figure its
+    verdict reads (the slowdown for a CPU trainer, the waiting share for an accelerator; report.verdicts)."""
+    title = ("Does input hold training back? (<5% not, 5–20% moderately, >20% highly input-bound: the slowdown "
+             "for a CPU trainer, the TF Profiler's waiting share for an accelerator)")
     config = _fastest_train_with(runs)
     if config is None:
-        return _item("input_bound", title, "N/A", {}, "Run the train mode to measure input waiting.")
+        return _item("input_bound", title, "N/A", {}, "Run the train mode to measure what input costs training.")
     row, waiting = config.rows[0], _pct(config.pooled.waiting)
     slowdown = _pct(config.pooled.slowdown)
     verdict = config.verdict
@@ -140,20 +144,24 @@ def input_bound(runs: list[RunResults]) -> dict:
                 "input_wait_pct": waiting["pct"], "input_wait_low_pct": waiting["low_pct"],
                 "input_wait_high_pct": waiting["high_pct"], "input_slowdown_pct": slowdown["pct"],
                 "input_slowdown_low_pct": slowdown["low_pct"], "input_slowdown_high_pct": slowdown["high_pct"],
-                "rounds": config.pooled.waiting.n, "verdict": verdict,
-                "fetch_stall_pct": _num(_median(config, "fetch_stall_pct"))}
+                "rounds": config.pooled.waiting.n, "verdict": verdict, "input_bound_basis": config.basis,
+                "trainer": trainer_text(config), "fetch_stall_pct": _num(_median(config, "fetch_stall_pct"))}
     busy = f" Note: {BUSY}." if config.busy else ""
+    means = f"For {trainer_text(config)}: {meaning(config.pooled)}."
     if verdict == "not input-bound":
-        return _item("input_bound", title, "PASS", evidence, "The fastest pipeline keeps up with training." + busy)
+        return _item("input_bound", title, "PASS", evidence,
+                     f"The fastest pipeline keeps up with training. {means}" + busy)
     if verdict == "inconclusive":
-        interval = config.pooled.waiting
-        evidence["verdict"] = f"inconclusive: {interval.text('.1f', 100.0, '%')}"
+        interval = config.pooled.input_cost.text(".1f", 100.0, "%")
+        evidence["verdict"] = f"inconclusive: {FIGURE[config.basis]} {interval}"
         return _item("input_bound", title, "WARN", evidence,
-                     f"Inconclusive: the waiting share's 95% interval ({config.pooled.waiting.text('.1f', 100.0, '%')})"
-                     f" straddles a threshold; {MORE_ROUNDS}." + busy)
+                     f"Inconclusive: the {FIGURE[config.basis]}'s 95% interval ({interval}) straddles a threshold; "
+                     f"{MORE_ROUNDS}. {means}" + busy)
+    why = ("the pipeline takes CPU the model needs" if config.basis == SLOWDOWN
+           else "the accelerator is waiting for data, not computing")
     return _item("input_bound", title, "WARN" if verdict == "moderately input-bound" else "FAIL", evidence,
-                 "Tune the input pipeline (vectorized map, TFRecord, cache, parallel reads) before choosing a "
-                 "bigger or different instance: it is waiting for data, not computing." + busy)
+                 f"{means} Tune the input pipeline (vectorized map, TFRecord, cache, parallel reads) before choosing "
+                 f"a bigger or different instance: {why}." + busy)
 
 
 def gpu_utilization(runs: list[RunResults]) -> dict:
@@ -164,7 +172,8 @@ def gpu_utilization(runs: list[RunResults]) -> dict:
         return _item("gpu_utilization", title, "N/A", {}, "No GPU was sampled: nothing to judge.")
     util = _median(config, "gpu_util_pct_median")
     evidence = {**_who(config), "gpu_util_pct_median": _num(util),
-                "input_wait_pct": _pct(config.pooled.waiting)["pct"], "verdict": config.verdict}
+                "input_wait_pct": _pct(config.pooled.waiting)["pct"], "verdict": config.verdict,
+                "input_bound_basis": config.basis}
     if util >= 80:
         return _item("gpu_utilization", title, "PASS", evidence, "The GPU is busy; mixed precision may pay now.")
     if config.verdict in ("moderately input-bound", "highly input-bound"):
@@ -360,7 +369,9 @@ def vectorized_map(runs: list[RunResults]) -> dict:
     best = fastest(found)
     best_format = None if best is None else best.label["format"]
     # the pair on the best configuration's format answers for it; otherwise the fastest vectorized one
-    vectorized, scalar = max(pairs, key=lambda p: (p[0].label["format"] == best_format, p[0].throughput.mean))
+    candidates = [p for p in pairs if p[0].label["format"] == best_format] or pairs
+    first = ranked([vectorized for vectorized, _ in candidates])[0][0]
+    vectorized, scalar = next(p for p in candidates if p[0] is first)
     ratio = paired_ratio(vectorized, scalar)
     best_style = None if best is None else decode_style(best.rows[0])
     evidence = {"mode": "input", "format": vectorized.label["format"], "batch_size": vectorized.label["batch_size"],
@@ -431,7 +442,8 @@ def threads_vs_cores(runs: list[RunResults]) -> dict:
     evidence = {"vcpus": vcpus, "physical_cores": physical,
                 "examples_per_sec_by_intra_op_threads": {str(k): _num(c.throughput.mean) for k, c in measured.items()}}
     if len(measured) == 2:
-        winner = max(measured, key=lambda k: measured[k].throughput.mean)
+        first = ranked(list(measured.values()))[0][0]
+        winner = next(k for k, c in measured.items() if c is first)
         other = physical if winner == vcpus else vcpus
         ratio = paired_ratio(measured[winner], measured[other])
         evidence.update(_ratio(ratio))
@@ -479,7 +491,8 @@ def scale_up_first(runs: list[RunResults]) -> dict:
     gpu = _median(config, "gpu_util_pct_median")
     busy = gpu if gpu is not None else _median(config, "cpu_pct_of_physical_cores_median")
     evidence = {"hosts": hosts, "utilization_pct": _num(busy), "input_wait_pct": _pct(config.pooled.waiting)["pct"],
-                "verdict": config.verdict, "configuration_id": config.configuration_id}
+                "verdict": config.verdict, "input_bound_basis": config.basis,
+                "configuration_id": config.configuration_id}
     saturated = busy is not None and busy >= 90
     if hosts > 1 and not saturated:
         return _item("scale_up_first", title, "FAIL", evidence,

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.errors import PipebenchError
+from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import CONFIDENCE, Interval, difference_verdict, t_quantile
-from pipebench.report.configurations import LABEL_COLUMNS, Configuration, configurations
-from pipebench.report.tables import ENV_COLUMNS, NOT_COMPARED, env_text, records, threads_text
+from pipebench.report.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
+from pipebench.report.tables import ENV_COLUMNS, env_text, records, threads_text
+from pipebench.report.verdicts import FIGURE, trainer_text
 from pipebench.results import RunResults, load
 
 #: What names a configuration when two runs gave it different ids.
@@ -111,7 +113,9 @@ def _side(run: RunResults, config: Configuration | None = None) -> dict:
     pooled = config.pooled
     return {"run_dir": str(run.run_dir), "configuration_id": config.configuration_id, "repeats": config.repeats,
             "examples_per_sec": _interval(config.throughput), "busy_machine": config.busy,
-            "input_wait_pct": _interval(pooled.waiting, 100.0), "verdict": config.verdict}
+            "input_wait_pct": _interval(pooled.waiting, 100.0), "input_slowdown_pct": _interval(pooled.slowdown, 100.0),
+            "input_bound_basis": config.basis, "verdict": config.verdict,
+            "trainer": trainer_text(config) if config.basis else None}
 
 
 def _interval(interval: Interval | None, scale: float = 1.0) -> dict | None:
@@ -147,6 +151,14 @@ def _text(found: dict | None, fmt: str, unit: str = "") -> str:
     return "—" if found is None else Interval(found["mean"], found["low"], found["high"], found["n"]).text(fmt, unit=unit)
 
 
+def _input_cost(side: dict) -> str:
+    """Give the figure a side's verdict read, named: 'slowdown 41.0% (33.2–47.6%)' or 'waiting share 2.1% (…)'."""
+    if side["input_bound_basis"] is None:
+        return "—"
+    found = side["input_slowdown_pct"] if side["input_bound_basis"] == SLOWDOWN else side["input_wait_pct"]
+    return f"{FIGURE[side['input_bound_basis']]} {_text(found, '.1f', '%')}"
+
+
 def to_markdown(result: dict) -> str:
     """Give the comparison as Markdown: one line per run per configuration (a run column), B / A on B's line."""
     a, b = result["runs"]["a"]["run_dir"], result["runs"]["b"]["run_dir"]
@@ -157,7 +169,7 @@ def to_markdown(result: dict) -> str:
         out.append("No configuration was measured in both runs.")
     else:
         out += ["| mode | pipeline | format | ordering | batch | intra/inter | run | examples/s (95% interval) | repeats "
-                "| waiting (95% interval) | verdict | B / A (95% interval) | B against A | notes |",
+                "| input cost the verdict read (95% interval) | verdict | B / A (95% interval) | B against A | notes |",
                 "|" + "---|" * 14]
         for found in result["configurations"]:
             label = found["label"]
@@ -173,8 +185,9 @@ def to_markdown(result: dict) -> str:
                     label["mode"], label["pipeline"], label["format"] or "n/a", label["ordering"],
                     str(label["batch_size"]), threads_text(label).replace(" / ", "/"), run,
                     _text(side["examples_per_sec"], ",.0f"), str(side["repeats"]),
-                    _text(side["input_wait_pct"], ".1f", "%") if label["mode"] == "train" else "—",
-                    (side["verdict"] or "—") if label["mode"] == "train" else "—",
+                    _input_cost(side) if label["mode"] == "train" else "—",
+                    (f"{side['verdict']} for {side['trainer']}" if side["verdict"] else "—")
+                    if label["mode"] == "train" else "—",
                     versus if run == "B" else "", (f"{found['verdict']} (over {found['basis']})" if run == "B"
                                                   else ""), ", ".join(notes)]) + " |")
     out += ["", f"Only in A: {result['only_in_a']} configuration(s); only in B: {result['only_in_b']}."]

@@ -8,7 +8,11 @@ one process's windows (narrower than the noise between processes: the summary sa
 synthetic ceiling pool every paired round of every repeat.
 
 Two configurations compare by their paired ratio: repeat r of each ran in the same round of the
-run (RMIT), so the ratio of their means per round cancels what the machine did in that round.
+run (RMIT), so the ratio of their means per round cancels what the machine did in that round. A
+search's exploration trials (repeat 0 of a study) ran one at a time, not in rounds, so they pair
+with nothing; its confirmation trials are its rounds. Configurations rank by the same rule the
+search's confirmation race picks its winner by (intervals.paired_order over their rounds), each
+round's value the trial's geometric mean over its windows: a search and its report name one winner.
 """
 from __future__ import annotations
 
@@ -16,10 +20,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from pipebench.measure.figures import Figures, figures
-from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, ratio_interval
+from pipebench.measure.figures import EARLIER_BASIS, SLOWDOWN, Figures, figures
+from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, paired_order, ratio_interval
 from pipebench.measure.trial import Window
 
+#: How a configuration that shares fewer than two rounds with the fastest is compared with it.
+NOT_COMPARED = "not compared (fewer than two shared rounds)"
 #: What names a configuration in a row, beside its id (for tables).
 LABEL_COLUMNS = ("mode", "pipeline", "format", "source_mode", "ordering", "batch_size", "intra_op_threads",
                  "inter_op_threads")
@@ -48,6 +54,12 @@ class Configuration:
         return {column: self.rows[0].get(column) for column in LABEL_COLUMNS}
 
     @property
+    def threads(self) -> str:
+        """Its intra/inter-op threads as tables print them ('default' where TensorFlow chose)."""
+        row = self.rows[0]
+        return f"{row['intra_op_threads'] or 'default'}/{row['inter_op_threads'] or 'default'}"
+
+    @property
     def mode(self) -> str:
         return self.rows[0]["mode"]
 
@@ -58,12 +70,34 @@ class Configuration:
     @property
     def verdict(self) -> str | None:
         """The input-bound label; never a confident one from a busy machine, where other processes slow
-        the step and the pipeline unevenly and so move the waiting share itself, not only its noise."""
+        the step and the pipeline unevenly and so move the figure itself, not only its noise."""
         found = self.pooled.verdict
         return "inconclusive" if self.busy and found is not None else found
 
+    @property
+    def basis(self) -> str | None:
+        """The figure its verdict reads (None outside train mode)."""
+        return _basis(self.rows[0])
+
+    @property
+    def trainer(self) -> str | None:
+        """The experiment's `measurement.trainer` its trials ran under (None for rows that did not record one)."""
+        return (json.loads(self.rows[0].get("params_json") or "{}").get("measurement") or {}).get("trainer")
+
     def by_repeat(self) -> dict[int, float]:
         return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows}
+
+    def by_round(self) -> dict[int, float]:
+        """Give its throughput per round of the run: each repeat's geometric mean, less a search's exploration
+        trials (repeat 0 of a study: measured alone, so in no round)."""
+        return {repeat: rate for repeat, rate in self.by_repeat().items()
+                if repeat > 0 or self.rows[0].get("study") is None}
+
+
+def _basis(row: dict) -> str | None:
+    """Give the figure a train row's verdict reads: its `input_bound_basis`, the waiting share for rows written
+    before that column (results schema < 7), None outside train mode."""
+    return (row.get("input_bound_basis") or EARLIER_BASIS) if row["mode"] == "train" else None
 
 
 def configurations(rows: Iterable[dict]) -> list[Configuration]:
@@ -79,7 +113,7 @@ def configurations(rows: Iterable[dict]) -> list[Configuration]:
     for (run_id, configuration_id), members in groups.items():
         members.sort(key=lambda r: r["repeat"])
         windows = [w for i, r in enumerate(members) for w in _windows(r, i)]
-        pooled = figures(windows)
+        pooled = figures(windows, _basis(members[0]) or SLOWDOWN)
         means = [float(r["examples_per_sec_mean"]) for r in members]
         throughput = geometric_interval(means) if len(means) > 1 else pooled.throughput
         found.append(Configuration(run_id, configuration_id, tuple(members), pooled, throughput,
@@ -94,7 +128,7 @@ def paired_ratio(a: Configuration, b: Configuration) -> Interval | None:
     """
     if a.run_id != b.run_id:
         return None
-    left, right = a.by_repeat(), b.by_repeat()
+    left, right = a.by_round(), b.by_round()
     shared = sorted(set(left) & set(right))
     if not shared:
         return None
@@ -104,10 +138,22 @@ def paired_ratio(a: Configuration, b: Configuration) -> Interval | None:
 def ranked(found: Sequence[Configuration]) -> list[tuple[Configuration, Interval | None, str]]:
     """Give configurations fastest first, each with its paired ratio to the fastest and how it compares.
 
-    A configuration whose ratio interval holds 1 ties with the fastest ("no measurable difference");
-    with one round there is no interval and the comparison says so.
+    The order is intervals.paired_order over each configuration's rounds (runs apart: rounds pair only
+    within a run); configurations measured in no round (a search's exploration alone) follow, by their
+    mean. A configuration whose ratio interval holds 1 ties with the fastest ("no measurable
+    difference"); with fewer than two shared rounds there is no interval and the comparison says so.
     """
-    order = sorted(found, key=lambda c: -c.throughput.mean)
+    in_rounds = {(c.run_id, c.configuration_id): c for c in found if c.by_round()}
+    by_run: dict[str, dict[tuple[str, str], dict[int, float]]] = {}
+    for key, config in in_rounds.items():
+        by_run.setdefault(config.run_id, {})[key] = config.by_round()
+    # one run's order is paired; runs were measured at different times, so they merge by mean, each in its order
+    queues = [[in_rounds[key] for key in paired_order(rounds)] for rounds in by_run.values()]
+    order = []
+    while any(queues):
+        head = max((q for q in queues if q), key=lambda q: q[0].throughput.mean)
+        order.append(head.pop(0))
+    order += sorted((c for c in found if not c.by_round()), key=lambda c: -c.throughput.mean)
     if not order:
         return []
     best = order[0]
@@ -115,7 +161,7 @@ def ranked(found: Sequence[Configuration]) -> list[tuple[Configuration, Interval
     for config in order[1:]:
         ratio = paired_ratio(config, best)
         if ratio is None or not ratio.decided:
-            out.append((config, ratio, "not compared (fewer than two shared rounds)"))
+            out.append((config, ratio, NOT_COMPARED))
         else:
             out.append((config, ratio, difference_verdict(ratio)))
     return out

@@ -16,6 +16,7 @@ import pandas as pd
 
 from pipebench.capacity.model import rates_per_core
 from pipebench.errors import PipebenchError
+from pipebench.measure.figures import WAITING
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import Configuration, configurations, ranked
@@ -193,7 +194,8 @@ def utilization(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str], 
 
 
 def input_bound(found: Sequence[Configuration], figure) -> bool:
-    """Waiting share (with the TF Profiler's 5% / 20% lines) and slowdown per train configuration, with intervals."""
+    """Waiting share and slowdown per train configuration, with intervals and the 5% / 20% lines; each verdict is
+    written beside the figure it read (the slowdown for a CPU trainer, the waiting share for an accelerator)."""
     configs = sorted((c for c in found if c.mode == "train" and c.pooled.waiting is not None),
                      key=lambda c: c.pooled.waiting.mean)
     if len(configs) < 2:
@@ -201,24 +203,25 @@ def input_bound(found: Sequence[Configuration], figure) -> bool:
     several = _several_runs(found)
     waiting_ax, slowdown_ax = figure.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [3, 2]})
     _bars(waiting_ax, configs, [c.pooled.waiting for c in configs], MODE_COLORS["train"], 100.0, several)
-    for threshold in (INPUT_BOUND_LOW, INPUT_BOUND_HIGH):
-        waiting_ax.axvline(100 * threshold, color="red", linestyle=":")
-    for position, config in enumerate(configs):
-        waiting_ax.annotate(config.verdict, (100 * (config.pooled.waiting.high or config.pooled.waiting.mean),
-                                             position), xytext=(4, 0), textcoords="offset points", va="center",
-                            fontsize=7)
-    waiting_ax.set_xlabel("waiting for input, % of train-step time (95% interval; red: 5% / 20%)", fontsize=8)
-    with_slowdown = [c for c in configs if c.pooled.slowdown is not None]
-    if with_slowdown:
-        slowdown = [c.pooled.slowdown if c.pooled.slowdown is not None else Interval(0.0, None, None, 0)
-                    for c in configs]
+    slowdown = [c.pooled.slowdown if c.pooled.slowdown is not None else Interval(0.0, None, None, 0) for c in configs]
+    if any(c.pooled.slowdown is not None for c in configs):
         bars = slowdown_ax.barh(range(len(configs)), [i.mean * 100 for i in slowdown], xerr=_errors(slowdown, 100.0),
                                 color="tab:purple", capsize=3)
         for bar, config in zip(bars, configs):
             if config.busy:
                 bar.set_hatch(BUSY_HATCH)
+    for ax in (waiting_ax, slowdown_ax):
+        for threshold in (INPUT_BOUND_LOW, INPUT_BOUND_HIGH):
+            ax.axvline(100 * threshold, color="red", linestyle=":")
+    for position, config in enumerate(configs):
+        ax, read = (waiting_ax, config.pooled.waiting) if config.basis == WAITING else (slowdown_ax, slowdown[position])
+        ax.annotate(config.verdict, (100 * (read.high if read.high is not None else read.mean), position),
+                    xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)
     slowdown_ax.axvline(0, color="black", linewidth=0.5)
-    slowdown_ax.set_xlabel("slowdown: 1 − train / synthetic, % (95% interval)", fontsize=8)
+    waiting_ax.set_xlabel("waiting for input, % of train-step time (95% interval; red: 5% / 20%; the verdict "
+                          "for an accelerator trainer)", fontsize=8)
+    slowdown_ax.set_xlabel("slowdown: 1 − train / synthetic, % (95% interval; the verdict for a CPU trainer)",
+                           fontsize=8)
     return True
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipebench.atomic import atomic_write_bytes
+from pipebench.atomic import atomic_dir
 from pipebench.capacity.model import MODEL_SUMMARY, TRANSFER_ASSUMPTION, rates_per_core, stage_costs
 from pipebench.errors import PipebenchError, UsageError
 from pipebench.report.configurations import Configuration, configurations
@@ -21,7 +21,9 @@ from pipebench.measure.intervals import Interval
 from pipebench.report.figures import Figure, render
 from pipebench.report.projections import error_text, model_errors, profiled
 from pipebench.report.whatif import interval_text
-from pipebench.report.summary import MEASURES, best_table, busy_lines, verdicts
+from pipebench.report.action import action, baseline_of
+from pipebench.report.summary import RANKING, best_table, busy_lines
+from pipebench.report.verdicts import MEASURES, verdicts
 from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
 from pipebench.results import RunResults, load_many
 
@@ -65,8 +67,9 @@ def _card(found: list[Configuration]) -> list[tuple]:
     if best.busy:
         settings.append(["busy machine", "other processes used the CPU during its windows and it was not measured "
                                          "again quietly: its throughput may be low"])
-    blocks: list[tuple] = [("p", f"The fastest {best.mode}-mode configuration by mean throughput, its repeats pooled "
-                                 "(never a single trial)."), ("table", ["setting", "value"], settings)]
+    blocks: list[tuple] = [("p", f"The fastest {best.mode}-mode configuration by paired comparison over the rounds it "
+                                 "shares with the others, its repeats pooled (never a single trial)."),
+                           ("table", ["setting", "value"], settings)]
     tied = ties(found, best)
     if tied:
         blocks.append(("p", f"No measurable difference from {len(tied)} other configuration(s) (their paired ratio "
@@ -141,13 +144,13 @@ def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
     busy_threshold = runs[0].config.get("measurement", {}).get("busy_other_cpu_pct", 25.0)
     blocks: list[tuple] = [
         ("h1", "pipebench report"),
+        ("p", action(rows, baseline_of(runs[0].config), runs[0].run_dir if len(runs) == 1 else None)),
         ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok, "
               f"{len(found)} configurations."),
         *[("p", line.replace("**", "")) for line in busy_lines(rows, busy_threshold) if line],
         ("h", "Best configuration"), *_card(found),
         ("h", "Best configurations per mode"),
-        ("p", "Ranked by mean throughput, repeats pooled; each compared with the fastest by their paired ratio over "
-              "the rounds both ran in (95% interval; a ratio whose interval holds 1 is no measurable difference)."),
+        ("p", RANKING),
         ("md", best_table(rows)),
         ("h", "Is the input pipeline the bottleneck?"), ("p", MEASURES.replace("**", "")),
         *[("p", line.removeprefix("- ").replace("**", "")) for line in verdicts(rows)],
@@ -225,9 +228,10 @@ def to_html(blocks: list[tuple]) -> str:
 
 
 def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: bool = False,
-                 trial_ids: list[str] | None = None) -> tuple[Path, Path]:
+                 trial_ids: list[str] | None = None, force: bool = False) -> tuple[Path, Path]:
     """Write report.html, report.md and figures/*.png into `out` (default: the first run's report/); give both paths.
 
+    The folder is written whole or not at all; an existing one is replaced only with `force`.
     `trial_ids` choose the trials whose CPU / GPU utilization is plotted (default: the fastest of each mode).
     """
     runs = load_many(run_dirs, allow_mixed=allow_mixed)
@@ -237,13 +241,15 @@ def write_report(run_dirs: list[Path], out: Path | None = None, allow_mixed: boo
     unknown = sorted(set(trial_ids or ()) - set(trials["trial_id"]))
     if unknown:
         raise UsageError(f"report: no trial {', '.join(unknown)} in these runs")
-    figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study], profiled(runs), model_errors(runs))
-    blocks = build_blocks(runs, figures)
-    (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
-    for figure in figures:
-        atomic_write_bytes(out / FIGURES_DIR / f"{figure.id}.png", figure.png)
-    page = (f'<!doctype html><html><head><meta charset="utf-8"><title>pipebench report</title>'
-            f"<style>{_STYLE}</style></head><body>{to_html(blocks)}</body></html>")
-    atomic_write_bytes(out / HTML_FILE, page.encode())
-    atomic_write_bytes(out / MARKDOWN_FILE, to_markdown(blocks).encode())
+    with atomic_dir(out, force=force, inputs=[r.run_dir for r in runs], inside_inputs=True) as tmp:
+        figures = render(trials, samples, trial_ids, [r.study for r in runs if r.study], profiled(runs),
+                         model_errors(runs))
+        blocks = build_blocks(runs, figures)
+        (tmp / FIGURES_DIR).mkdir()
+        for figure in figures:
+            (tmp / FIGURES_DIR / f"{figure.id}.png").write_bytes(figure.png)
+        page = (f'<!doctype html><html><head><meta charset="utf-8"><title>pipebench report</title>'
+                f"<style>{_STYLE}</style></head><body>{to_html(blocks)}</body></html>")
+        (tmp / HTML_FILE).write_text(page, encoding="utf-8")
+        (tmp / MARKDOWN_FILE).write_text(to_markdown(blocks), encoding="utf-8")
     return out / HTML_FILE, out / MARKDOWN_FILE

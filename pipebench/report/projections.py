@@ -16,7 +16,7 @@ from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
 from pipebench.report.whatif import capped, interval_json, scaling, synthetic_ceiling
 from pipebench.catalog import Catalog, Instance
 from pipebench.measure.intervals import Interval
-from pipebench.report.configurations import Configuration, configurations
+from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.tables import records
 from pipebench.results import RunResults
 
@@ -48,7 +48,7 @@ def _measured(run: RunResults, pipeline: dict, mode: str) -> Configuration | Non
     """Give the run's fastest configuration of `pipeline` in `mode` (any threads), or None."""
     found = [c for c in configurations(records(run.trials)) if c.mode == mode
              and all(c.rows[0].get(column) == value for column, value in pipeline.items())]
-    return max(found, key=lambda c: c.throughput.mean, default=None)
+    return ranked(found)[0][0] if found else None
 
 
 def _projected_speed(found: Profiled, instance: Instance) -> tuple[Interval, str, str]:

@@ -1,44 +1,25 @@
-"""`summary.md` of a run: the machine, the best configurations ranked with intervals, the input-bound
-verdicts from paired rounds, what a busy machine did, and the trials that did not finish."""
+"""`summary.md` of a run: what to use and its measured gain (report.action), the machine, the best
+configurations ranked with intervals, the input-bound verdicts from paired rounds (report.verdicts), what a
+busy machine did, and the trials that did not finish."""
 from __future__ import annotations
 
 from pipebench.atomic import atomic_write_bytes
 from pipebench.datasets import DataFacts
 from pipebench.measure.facts import MachineFacts
-from pipebench.measure.intervals import Interval
 from pipebench.measure.trial import TRIAL_MODES
+from pipebench.report.action import Baseline, action
 from pipebench.report.configurations import configurations, ranked
 from pipebench.report.service_sizing import sizing_lines
+from pipebench.report.verdicts import MEASURES, verdicts
 from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
-
-#: How the two input measures are named and explained wherever a verdict is shown.
-MEASURES = ("Two measures of what input costs, both from paired rounds (the train step and its synthetic ceiling "
-            "— the same step on one batch served from memory — timed in alternation in one worker): "
-            "**waiting** is the TF Profiler's input time, the share of train-step time spent blocked fetching the "
-            "next batch; the verdict reads it (< 5% not, 5–20% moderately, > 20% highly input-bound, and "
-            "inconclusive while its 95% interval straddles a threshold). **Slowdown** is 1 − train / synthetic "
-            "throughput (DS-Analyzer's prep stall): on CPU it also holds the pipeline competing with the model for "
-            "cores, so it can be large while waiting is small.")
 
 
 def _table(header: list[str], lines: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(line) + " |" for line in lines]
     return "\n".join(out)
-
-
-def _threads(row: dict) -> str:
-    return f"{row['intra_op_threads'] or 'default'}/{row['inter_op_threads'] or 'default'}"
-
-
-def _pct(interval: Interval | None) -> str:
-    return "not measured" if interval is None else interval.text(".1f", 100.0, "%")
-
-
-def _rate(interval: Interval) -> str:
-    return interval.text(",.0f")
 
 
 def best_table(rows: list[dict], per_mode: int = 5) -> str:
@@ -59,36 +40,11 @@ def best_table(rows: list[dict], per_mode: int = 5) -> str:
                          + [mode, row["pipeline"] + (f" @{row['source_mode']}" if row.get("source_mode") not in
                                                      (None, "file") else ""),
                             row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
-                            _threads(row), _rate(config.throughput), str(config.repeats), versus, ", ".join(notes)])
+                            config.threads, config.throughput.text(",.0f"), str(config.repeats), versus,
+                            ", ".join(notes)])
     return _table((["run"] if several_runs else [])
                   + ["mode", "pipeline", "format", "ordering", "batch", "intra/inter", "examples/s (95% interval)",
                      "repeats", "against the fastest", "notes"], lines)
-
-
-def verdicts(rows: list[dict]) -> list[str]:
-    """Give one sentence per train configuration: waiting share and verdict, slowdown, both rates, all with intervals."""
-    found = [c for c in configurations(rows) if c.mode == "train" and c.pooled.waiting is not None]
-    several_runs = len({c.run_id for c in found}) > 1
-    out = []
-    for config in sorted(found, key=lambda c: (c.run_id, c.rows[0]["pipeline"], c.rows[0]["format"] or "")):
-        row, pooled = config.rows[0], config.pooled
-        verdict = config.verdict
-        if verdict == "inconclusive":
-            busy = f"; {pooled.verdict} on a busy machine" if config.busy and pooled.verdict != "inconclusive" else ""
-            verdict = f"inconclusive ({_pct(pooled.waiting)}{busy})"
-        rounds = sum(r.get("rounds") or 0 for r in config.rows)
-        capped = any(r.get("rounds_cap_hit") for r in config.rows)
-        notes = [f"{rounds} rounds in {config.repeats} process{'es' if config.repeats > 1 else ''}"]
-        if capped:
-            notes.append("the round cap (measurement.max_windows) was hit undecided: add repeats to decide")
-        if config.busy:
-            notes.append("measured while other processes used the machine")
-        run = f"run {config.run_id}: " if several_runs else ""
-        out.append(f"- {run}**{row['pipeline']}** ({row['format']}, {row['ordering']}, batch {row['batch_size']}, "
-                   f"threads {_threads(row)}): waiting for input {_pct(pooled.waiting)} of step time → "
-                   f"**{verdict}**; slowdown against the synthetic ceiling {_pct(pooled.slowdown)} (train "
-                   f"{_rate(pooled.throughput)} ex/s, synthetic {_rate(pooled.synthetic)} ex/s); {'; '.join(notes)}")
-    return out
 
 
 def busy_lines(rows: list[dict], threshold_pct: float, not_remeasured_why: str | None = None) -> list[str]:
@@ -127,21 +83,26 @@ def winner_section(run: RunFolder) -> list[str]:
     return ["## Winner of the search", "", *lines, ""] if lines else []
 
 
+#: How the best table is ranked, said above it in summary.md and the report.
+RANKING = ("Ranked by paired comparison over the rounds the configurations share (a round's value: the trial's "
+           "geometric mean over its windows; the same rule as a search's confirmation race); each compared with the "
+           "fastest by their paired ratio over those rounds (95% interval; a ratio whose interval holds 1 is no "
+           "measurable difference).")
+
+
 def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_threshold_pct: float,
-                  not_remeasured_why: str | None = None) -> str:
-    """Write summary.md into the run folder; give its text."""
+                  not_remeasured_why: str | None = None, baseline: Baseline | None = None) -> str:
+    """Write summary.md into the run folder, opening with the action against `baseline` (report.action); give its
+    text."""
     failed = [r for r in rows if r["status"] != "ok"]
-    parts = [f"# Run {run.run_id}", ""]
+    parts = [f"# Run {run.run_id}", "", f"**{action(rows, baseline, run.path)}**", ""]
     if stopped:
         parts += [f"**Stopped early:** {stopped}.", ""]
     parts += header_lines(run.machine, run.data)
     parts += [f"{len(rows)} trials ({len(rows) - len(failed)} ok, {len(failed)} not).", ""]
     parts += busy_lines(rows, busy_threshold_pct, not_remeasured_why)
     parts += winner_section(run)
-    parts += ["## Best configurations", "",
-              "Ranked by mean throughput; each compared with the fastest by their paired ratio over the rounds "
-              "both ran in (95% interval; a ratio whose interval holds 1 is no measurable difference).", "",
-              best_table(rows), ""]
+    parts += ["## Best configurations", "", RANKING, "", best_table(rows), ""]
     found = verdicts(rows)
     parts += ["## Is the input pipeline the bottleneck?", "", MEASURES, ""]
     parts += found or ["No train trial finished."]

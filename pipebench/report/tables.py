@@ -16,7 +16,7 @@ import pandas as pd
 from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval, difference_verdict
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec
-from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.report.configurations import NOT_COMPARED, Configuration, configurations, paired_ratio, ranked
 from pipebench.results import TRIALS_FILE, RunResults
 from pipebench.results.run_folder import TRIALS_DIR
 from pipebench.values import echo
@@ -28,7 +28,6 @@ DECK_PIPELINE = "aws-sample"
 DECK_BATCH_SIZE = 1024
 #: Which mode answers "which configuration is fastest": train when measured, else the pipeline alone.
 BEST_MODES = ("train", "input")
-NOT_COMPARED = "not compared (fewer than two shared rounds)"
 _INT_COLUMNS = ("batch_size", "intra_op_threads", "inter_op_threads", "repeat")
 
 
@@ -90,13 +89,13 @@ def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -
 
 
 def fastest_by(found: Sequence[Configuration], key: Callable[[Configuration], object]) -> dict:
-    """Give, for each value of `key` (None skipped), its fastest configuration by pooled mean."""
-    out: dict = {}
+    """Give, for each value of `key` (None skipped), its fastest configuration (ranked)."""
+    groups: dict = {}
     for config in found:
         value = key(config)
-        if value is not None and (value not in out or config.throughput.mean > out[value].throughput.mean):
-            out[value] = config
-    return out
+        if value is not None:
+            groups.setdefault(value, []).append(config)
+    return {value: ranked(group)[0][0] for value, group in groups.items()}
 
 
 def ties(found: Sequence[Configuration], best: Configuration) -> list[Configuration]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pipebench.measure.facts import MachineFacts
-from pipebench.measure.figures import Figures, figures
+from pipebench.measure.figures import SLOWDOWN, Figures, figures, verdict_basis
 from pipebench.measure.manager import Outcome
 from pipebench.measure.sampler import busy_machine
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
@@ -30,7 +30,7 @@ RECORD_COLUMNS = (
     "examples_per_sec_p25", "examples_per_sec_p75", "examples_per_sec_cv_pct", "windows", "stable",
     "window_rates", "warmup_sec", "warmup_steady", "steps_per_call", "epochs_renewed", "windows_started_sec",
     "windows_ended_sec", "cold_examples_per_sec", "page_cache_resident_after_evict", "fetch_stall_pct", "auc",
-    "worker_sec", "rounds", "rounds_cap_hit", "service_bytes_per_example")
+    "worker_sec", "rounds", "rounds_cap_hit", "service_bytes_per_example", "train_device")
 #: TrialRecord fields that stay in the trial's folder (trials/<id>/result.json), with why.
 RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cause",
                "env_seen": "stored as env_seen_json (a mapping has no Parquet column of its own)",
@@ -64,9 +64,18 @@ class RowContext:
     optuna_trial_number: int | None = None
 
     @functools.cached_property
+    def basis(self) -> str | None:
+        """The figure a train trial's verdict reads: the experiment's trainer and where the worker ran the step decide."""
+        if self.spec.mode != "train":
+            return None
+        return verdict_basis(self.spec.measurement.get("trainer", "auto"), self.outcome.record.train_device)
+
+    @functools.cached_property
     def figures(self) -> Figures | None:
         """The trial's figures with their intervals, computed once from its windows."""
-        return figures(self.outcome.record.windows_measured) if self.outcome.record.status is TrialStatus.OK else None
+        if self.outcome.record.status is not TrialStatus.OK:
+            return None
+        return figures(self.outcome.record.windows_measured, self.basis or SLOWDOWN)
 
 
 def _utc(t: float) -> str:
@@ -91,10 +100,15 @@ def _figure(name: str, part: str, scale: float = 1.0) -> Callable[[RowContext], 
 
 
 def _input_bound(c: RowContext) -> str | None:
-    """The trial's label; inconclusive on a busy machine (see report.configurations.Configuration.verdict)."""
+    """The trial's label on its basis; inconclusive on a busy machine (report.configurations.Configuration.verdict)."""
     if c.figures is None or c.figures.verdict is None:
         return None
     return "inconclusive" if _busy(c) else c.figures.verdict
+
+
+def _input_bound_basis(c: RowContext) -> str | None:
+    """The figure a train trial's verdict reads (`input_bound`, when it has one); None for other and failed trials."""
+    return c.basis if c.figures is not None else None
 
 
 def _busy(c: RowContext) -> bool | None:
@@ -144,6 +158,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "configuration_id": lambda c: c.spec.configuration_id,
     "remeasure_of": lambda c: c.spec.remeasure_of,
     "input_bound": _input_bound,
+    "input_bound_basis": _input_bound_basis,
     **{f"examples_per_sec_{part}": _figure("throughput", part) for part in ("mean", "low", "high")},
     **{f"synthetic_examples_per_sec_{part}": _figure("synthetic", part) for part in ("mean", "low", "high")},
     "input_wait_pct": _figure("waiting", "mean", 100.0),

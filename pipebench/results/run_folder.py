@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json
+from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json, naming
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
 from pipebench.datasets import DataFacts, DataSet
 from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
@@ -284,8 +284,11 @@ def hold(run_dir: Path) -> Iterator[None]:
         os.close(fd)  # its holder removed the file between our open and our lock: lock the new one
     try:
         since = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}).encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since}).encode(), 0)
+        except OSError as err:  # a full disk: the write names no file
+            raise naming(err, path) from err
         yield
     finally:
         os.unlink(path)  # before letting go: a waiting process then finds the path gone, and retries

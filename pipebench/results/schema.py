@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -57,6 +57,8 @@ TRIAL_FIELDS = [
     ("profile_dir", pa.string()),
     # v6: source mode `service`: the sources.service settings the trial ran with (null in other modes)
     ("service_json", pa.string()), ("service_bytes_per_example", pa.float64()),
+    # v7: the figure the input-bound verdict read (slowdown | waiting) and where the train step ran
+    ("input_bound_basis", pa.string()), ("train_device", pa.string()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.

@@ -26,11 +26,10 @@ from pipebench.config import load_experiment
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.cluster import Role, role_of, serve_data_role, shutdown_data_hosts
 from pipebench.sagemaker.environment import SageMakerEnvironment, read_environment
+from pipebench.sagemaker.job import JOB_FILE, JOB_VERSION, SOURCE_MODE_OF_INPUT_MODE, FeedingGroup, JobFacts
 from pipebench.sagemaker.launch import DATA_LIST, EXPERIMENT_FILE
 from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
-
-SOURCE_MODE_OF_INPUT_MODE = {"File": "file", "FastFile": "fastfile", "Pipe": "pipe"}
-JOB_FILE = "job.json"
+from pipebench.typed import to_json
 
 
 def host_output_dir(env: SageMakerEnvironment) -> Path:
@@ -74,15 +73,16 @@ def overrides(env: SageMakerEnvironment, data_list: dict, role: Role | None = No
     return tuple(out)
 
 
-def job_facts(env: SageMakerEnvironment, data_list: dict, role: Role) -> dict:
-    """Give job.json: which job, instance, input mode and (with data workers) which groups fed the results."""
+def job_facts(env: SageMakerEnvironment, data_list: dict, role: Role, run_dir: str) -> JobFacts:
+    """Give job.json: which job, instance and input mode, (with data workers) which groups fed the results, and
+    the run folder (relative to the host's output folder)."""
     channel = env.channel(DATA_CHANNEL)
-    return {"job_name": env.hyperparameters.get("pipebench_job_name"), "instance_type": env.instance_type,
-            "input_mode": channel.input_mode, "source_mode": SOURCE_MODE_OF_INPUT_MODE[channel.input_mode],
-            "distribution": channel.distribution, "hosts": list(env.hosts), "current_host": env.current_host,
-            "num_cpus": env.num_cpus, "num_gpus": env.num_gpus, "data_format": data_list["format"],
-            "role": role.kind, "instance_group": role.group, "service_dispatcher": role.dispatcher,
-            "fed_by": role.fed_by()}
+    return JobFacts(JOB_VERSION, env.hyperparameters.get("pipebench_job_name"), env.instance_type,
+                    channel.input_mode, SOURCE_MODE_OF_INPUT_MODE[channel.input_mode], channel.distribution,
+                    tuple(env.hosts), env.current_host, env.num_cpus, env.num_gpus, data_list["format"], role.kind,
+                    role.group, role.dispatcher,
+                    tuple(FeedingGroup(g["group"], g["instance_type"], tuple(g["hosts"])) for g in role.fed_by()),
+                    run_dir)
 
 
 def run_job(env: SageMakerEnvironment, log=print, role: Role | None = None) -> Path:
@@ -101,12 +101,11 @@ def run_job(env: SageMakerEnvironment, log=print, role: Role | None = None) -> P
     os.environ.update(env.toolkit_variables())
     out = host_output_dir(env)
     out.mkdir(parents=True, exist_ok=True)
-    facts = job_facts(env, data_list, role)
-    fed = f", fed by {', '.join(g['group'] for g in facts['fed_by'])}" if role.dispatcher else ""
-    log(f"pipebench on SageMaker: {facts['job_name']} ({env.instance_type}, {facts['input_mode']} mode, "
-        f"host {env.current_host} of {len(env.hosts)}{fed})")
+    fed = f", fed by {', '.join(g['group'] for g in role.fed_by())}" if role.dispatcher else ""
+    log(f"pipebench on SageMaker: {env.hyperparameters.get('pipebench_job_name')} ({env.instance_type}, "
+        f"{env.channel(DATA_CHANNEL).input_mode} mode, host {env.current_host} of {len(env.hosts)}{fed})")
     run_dir = run(experiment, log=log).run_dir
-    atomic_write_json(out / JOB_FILE, {**facts, "run_dir": str(run_dir.relative_to(out))})
+    atomic_write_json(out / JOB_FILE, to_json(job_facts(env, data_list, role, str(run_dir.relative_to(out)))))
     return run_dir
 
 

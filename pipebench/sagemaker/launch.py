@@ -18,43 +18,29 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from converters import MANIFEST
 from pipebench.config import Experiment, parse_experiment
 from pipebench.data_files import REMOTE_PREFIX, expand
-from pipebench.errors import ConfigError, PipebenchError, UsageError
+from pipebench.errors import ConfigError, DataError, PipebenchError, UsageError
 from pipebench.sagemaker import images, sourcedir
 from pipebench.sagemaker.cluster import DataWorkers
 from pipebench.sagemaker.environment import INPUT_MODES
 from pipebench.sagemaker.requests import (job_name, script_mode_hyperparameters, trainer_instance_type,
                                           training_job_request, validate)
+from pipebench.sagemaker.s3uri import launch_folder, parse_s3_uri, s3_join, s3_key
+from pipebench.typed import from_json, parse_json, to_json
+from pipebench.values import echo
+from pipebench.versioned import check_version
 
 LAUNCH_MANIFEST = "pipebench-launch.json"
+LAUNCH_VERSION = 1
 SOURCE_KEY = "source"
 DATA_LIST = "data.json"
 EXPERIMENT_FILE = "experiment.yaml"
-
-
-def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """Give (bucket, key prefix without slashes at either end) of an s3://bucket/prefix URI."""
-    if not uri.startswith("s3://"):
-        raise UsageError(f"{uri}: not an S3 URI (expected s3://bucket/prefix)")
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    if not bucket or "/" in bucket:
-        raise UsageError(f"{uri}: no bucket name (expected s3://bucket/prefix)")
-    return bucket, key.strip("/")
-
-
-def s3_key(*parts: str) -> str:
-    """Give the key a/b/c from the non-empty parts (an empty launch prefix is the bucket's root)."""
-    return "/".join(p.strip("/") for p in parts if p.strip("/"))
-
-
-def s3_join(bucket: str, *parts: str) -> str:
-    """Give s3://bucket/a/b from the non-empty parts."""
-    return f"s3://{bucket}/{s3_key(*parts)}".rstrip("/")
 
 
 def client(service: str, region: str | None = None):
@@ -147,17 +133,62 @@ class Launch:
                 out.append({"local": f"their converter's {MANIFEST}", "s3": f"{config}/{MANIFEST}"})
         return out
 
-    def manifest(self) -> dict:
+    def manifest(self) -> LaunchManifest:
         """Give pipebench-launch.json: the jobs and what each measures."""
         jobs = []
         for request in self.requests:
             train = request["InputDataConfig"][1]
-            jobs.append({"name": request["TrainingJobName"], "instance_type": trainer_instance_type(request),
-                         "input_mode": train["InputMode"],
-                         "distribution": train["DataSource"]["S3DataSource"]["S3DataDistributionType"]})
-        return {"experiment": self.experiment.name, "data_format": self.data_format, "jobs": jobs,
-                "source": self.source_uri, "tf_version": self.tf_version,
-                "data_workers": [{"instance_type": w.instance_type, "count": w.count} for w in self.data_workers]}
+            jobs.append(LaunchedJob(request["TrainingJobName"], trainer_instance_type(request), train["InputMode"],
+                                    train["DataSource"]["S3DataSource"]["S3DataDistributionType"]))
+        return LaunchManifest(LAUNCH_VERSION, self.experiment.name, self.data_format, tuple(jobs), self.source_uri,
+                              self.tf_version, self.data_workers)
+
+
+@dataclass(frozen=True)
+class LaunchedJob:
+    """One job of a launch: its name, the trainer's instance type and the data channel's input mode."""
+
+    name: str
+    instance_type: str
+    input_mode: str
+    distribution: str
+
+
+@dataclass(frozen=True)
+class LaunchManifest:
+    """pipebench-launch.json: what a launch created, which `collect` reads back from S3."""
+
+    launch_version: int
+    experiment: str
+    data_format: str
+    jobs: tuple[LaunchedJob, ...]
+    source: str | None  # the source tarball's URI; None with a custom image
+    tf_version: str | None
+    data_workers: tuple[DataWorkers, ...]
+
+
+#: SageMaker's TrainingJobName pattern: a job name is also a folder name in `collect`'s output.
+_JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+#: ml.<family>.<size>, each part plain: an instance type is also a folder name in `collect`'s output.
+_INSTANCE_TYPE = re.compile(r"ml(\.[a-z0-9-]+)+")
+
+
+def read_manifest(data: bytes, where: str) -> LaunchManifest:
+    """Give the launch manifest in `data`, read from `where`: typed, versioned, and each job's name, instance
+    type and input mode ones SageMaker could have run; one-line DataError otherwise."""
+    found = check_version(parse_json(data, where), where, "launch_version", LAUNCH_VERSION, "a launch manifest",
+                          "collect with the pipebench that launched it")
+    manifest = from_json(LaunchManifest, found, where)
+    names = [job.name for job in manifest.jobs]
+    if len(set(names)) != len(names):
+        raise DataError(f"{where}: jobs: a job is listed twice")
+    for index, job in enumerate(manifest.jobs):
+        for key, ok, what in (("name", _JOB_NAME.fullmatch(job.name), "a training job name"),
+                              ("instance_type", _INSTANCE_TYPE.fullmatch(job.instance_type), "an instance type"),
+                              ("input_mode", job.input_mode in INPUT_MODES, "an input mode")):
+            if not ok:
+                raise DataError(f"{where}: jobs[{index}].{key}: {echo(getattr(job, key))} is not {what}")
+    return manifest
 
 
 def _image_of(instance_type: str, data_workers: tuple[DataWorkers, ...], region: str, tf_version: str) -> str:
@@ -199,7 +230,7 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
                              f"(PipeModeDataset; only {', '.join(sorted(images.PIPE_MODE_VERSIONS))} has it): use "
                              "--tf-version 2.14 or an --image-uri with it")
     given, experiment = experiment, job_experiment(experiment, data_format)
-    bucket, prefix = parse_s3_uri(s3_uri)
+    bucket, prefix = launch_folder(s3_uri)
     now = now or dt.datetime.now(dt.timezone.utc)
     budget_min = experiment["budget"]["max_minutes"]
     # The budget bounds the measuring; data copy, image pull and TF start-up come on top.
@@ -221,7 +252,7 @@ def plan(experiment: Experiment, *, instance_types: list[str], input_modes: list
     return launch
 
 
-def submit(launch: Launch, log=print) -> dict:
+def submit(launch: Launch, log=print) -> LaunchManifest:
     """Upload the experiment and its data (local files uploaded, s3:// objects copied), create the jobs, write the
     launch manifest; give the manifest."""
     from pipebench.datasets import materialise
@@ -262,7 +293,7 @@ def submit(launch: Launch, log=print) -> dict:
             log(f"created {request['TrainingJobName']}")
         manifest = launch.manifest()
         s3.put_object(Bucket=launch.bucket, Key=s3_key(launch.prefix, LAUNCH_MANIFEST),
-                      Body=json.dumps(manifest, indent=2).encode())
+                      Body=json.dumps(to_json(manifest), indent=2).encode())
     except aws_errors() as err:
         raise PipebenchError(f"{launch.uri}: {err}") from None
     return manifest

@@ -3,7 +3,7 @@
 The best of many noisy single measurements is biased upwards (the winner's curse): with about 10%
 spread between fresh processes, the exploration's top value says little about which configuration
 is fastest. So after the exploration trials, the `search.confirm_top` configurations with the best
-mean of what was measured, and the references (budget.REFERENCES, on the leading candidate's format
+geometric mean of what was measured, and the references (budget.REFERENCES, on the leading candidate's format
 and source mode), are measured again in *rounds*: each round measures every contender still in the
 race once, as fresh trials in a seeded random order (RMIT), whose `repeat` is the round (1, 2, ...),
 so pipebench.report.configurations pairs them like the grid's repeats.
@@ -14,9 +14,12 @@ do). A reference is in the race to state the winner's gain over it: after REFERE
 (the fewest that give an interval) it leaves unless it leads, so the phase's trials go to telling
 the close candidates apart. Rounds go on while the phase's share of `search.n_trials`
 (`confirm_rounds` × `confirm_top` + REFERENCE_ROUNDS × the references) holds a round of at least two;
-a round it cannot hold whole races the leader and its nearest challengers only. The winner has the
-highest geometric mean over its rounds (the paired ratio's estimate); its throughput is that mean with
-Student's t over the rounds' logs (as every throughput), and its gain over each reference is their paired ratio with its 95% interval. No Optuna import here.
+a round it cannot hold whole races the leader and its nearest challengers only. The leader, in a round
+and at the end, is the first by paired comparison over the rounds contenders share
+(intervals.paired_order, the rule pipebench.report.configurations ranks by, over the same values: each
+trial's geometric mean over its windows), so the study's winner is the report's fastest. Its throughput
+is the geometric mean over its rounds with Student's t over their logs (as every throughput), and its
+gain over each reference is their paired ratio with its 95% interval. No Optuna import here.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, ratio_interval
+from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, paired_order, ratio_interval
 from pipebench.search.budget import REFERENCE_ROUNDS, REFERENCES
 from pipebench.search.plan import Plan, reference_settings, worker_trial
 
@@ -68,14 +71,14 @@ class Contender:
 
 
 def choose_contenders(plan: Plan, explored: Sequence[Explored], top: int, with_references: bool) -> list[Contender]:
-    """Give the race's contenders: the `top` configurations by mean of their exploration values, then the
+    """Give the race's contenders: the `top` configurations by geometric mean of their exploration values, then the
     references on the leader's format and source mode (a reference that is one of them joins its name)."""
     groups: dict[str, list[Explored]] = {}
     for trial in sorted(explored, key=lambda t: t.number):
         groups.setdefault(trial.configuration_id, []).append(trial)
-    ranked = sorted(groups.values(), key=lambda g: (-statistics.fmean(t.value for t in g), g[0].number))
+    ranked = sorted(groups.values(), key=lambda g: (-statistics.geometric_mean(t.value for t in g), g[0].number))
     found = [Contender(f"{CANDIDATE} {i + 1}", dict(g[0].params), g[0].configuration_id, reads(plan, g[0].params),
-                       tuple(t.number for t in g), statistics.fmean(t.value for t in g))
+                       tuple(t.number for t in g), statistics.geometric_mean(t.value for t in g))
              for i, g in enumerate(ranked[:top])]
     if not found or not with_references:
         return found
@@ -125,16 +128,16 @@ class Race:
         return ratio_interval([left[r] for r in shared], [right[r] for r in shared])
 
     def mean(self, name: str) -> float | None:
-        """Give the geometric mean of `name`'s rounds: over shared rounds, a / b of these is exactly the
-        paired ratio's point estimate, so the leader never contradicts the paired test, and one
-        outlying round moves it less than the arithmetic mean (a reference once won on one such round)."""
+        """Give the geometric mean of `name`'s rounds: how near the leader a challenger is when a round cannot
+        hold them all (over shared rounds, a / b of these is the paired ratio's point estimate, and one
+        outlying round moves it less than the arithmetic mean: a reference once won on one such round)."""
         measured = self.values.get(name, {})
         return statistics.geometric_mean(measured.values()) if measured else None
 
     def leader(self, names: Sequence[str]) -> str | None:
-        """Give the contender among `names` with the highest geometric mean over its rounds (None if none measured)."""
-        measured = [n for n in names if self.mean(n) is not None]
-        return max(measured, key=lambda n: (self.mean(n), -list(self.contenders).index(n)), default=None)
+        """Give the first of `names` by paired comparison over the rounds they share (None if none measured)."""
+        order = [n for n in self.contenders if n in names and self.values.get(n)]
+        return paired_order({n: self.values[n] for n in order})[0] if order else None
 
     def left_after(self, round_number: int) -> list[str]:
         """Give the contenders that go on after `round_number`: its own, less those whose paired ratio to
@@ -193,13 +196,13 @@ class Decision:
 
 
 def decide(race: Race) -> Decision | None:
-    """Give the winner among the contenders still in the race after the last round (highest geometric mean over its
-    rounds), or None until it has two rounds (an interval)."""
+    """Give the winner, the first of every contender that ran by paired comparison over the rounds they share (as
+    the report ranks them), or None until it has two rounds (an interval)."""
     last = race.last_round()
     if not last:
         return None
     finalists = race.left_after(last)
-    leader = race.leader(finalists)
+    leader = race.leader(contender_names(race))
     if leader is None or len(race.values[leader]) < 2:
         return None
     winner = race.contenders[leader]
@@ -220,5 +223,5 @@ def decide(race: Race) -> Decision | None:
             gains[reference] = (ratio, difference_verdict(ratio) if decided
                                 else "not compared (fewer than two shared rounds)")
     dropped = {name: max(r for r, names in race.rounds.items() if name in names)
-               for name in contender_names(race) if name not in finalists}
+               for name in contender_names(race) if name not in finalists and name != leader}
     return Decision(winner, throughput, gains, dropped)

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -24,7 +25,8 @@ from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.results.rows import RowContext, trial_row
 from pipebench.results.run_folder import RunFolder
 
-#: The failure budget is judged only once this many trials have finished (one early crash is not a rate).
+#: The failure budget is judged only once this many trials have finished (one early crash is not a rate);
+#: a run that ends with no trial ok fails whatever its size (LoopResult.failure).
 MIN_TRIALS_FOR_FAILURE_BUDGET = 4
 
 
@@ -72,6 +74,21 @@ class LoopResult:
     rows: list[dict]
     stopped: str | None = None
     failure_budget_spent: bool = False
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether any trial of the run ended ok (a run without rows has nothing that failed either)."""
+        return not self.rows or any(r["status"] == TrialStatus.OK for r in self.rows)
+
+    def failure(self) -> str | None:
+        """Give why the run failed as a whole (the CLI exits 3), or None: past the failure budget, or no trial ok."""
+        if self.failure_budget_spent:
+            return f"stopped early: {self.stopped}"
+        if not self.succeeded:
+            ended = Counter(r["status"] for r in self.rows)
+            return (f"no trial succeeded ({len(self.rows)} trials: "
+                    f"{', '.join(f'{n} {status}' for status, n in sorted(ended.items()))})")
+        return None
 
 
 class TrialProgress:
@@ -184,6 +201,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
                stream=None, busy_now: Callable[[], float] | None = None) -> LoopResult:
     """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
     from pipebench.measure.sampler import Sampler, others_busy_pct
+    from pipebench.report.action import baseline_of
     from pipebench.report.summary import write_summary
 
     busy_now = busy_now or others_busy_pct
@@ -230,5 +248,6 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     skipped = planner.skipped if isinstance(planner, RemeasureBusy) else None
     if skipped:
         log(f"busy trials not measured again: {skipped}")
-    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"], skipped)
+    write_summary(run, rows, result.stopped, measurement["busy_other_cpu_pct"], skipped,
+                  baseline_of(experiment.resolved))
     return result

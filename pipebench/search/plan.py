@@ -29,7 +29,9 @@ from pipebench.values import echo
 #: Each objective's direction, and the results column that holds its value.
 DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize",
               "cost_per_million_examples": "minimize"}
-_ROW_COLUMNS = {"examples_per_sec": "examples_per_sec_median", "rss_peak_bytes": "rss_peak_bytes", "auc": "auc"}
+#: examples/sec is the trial's geometric mean over its windows: the figure every ranking reads (measure.figures),
+#: so the race's winner and the report's fastest are one configuration; the worker's median is a diagnostic.
+_ROW_COLUMNS = {"examples_per_sec": "examples_per_sec_mean", "rss_peak_bytes": "rss_peak_bytes", "auc": "auc"}
 
 
 #: The pipeline whose settings the references are (the deck's).
@@ -92,7 +94,7 @@ def objective_values(row: dict, objectives: list[str], price_per_hour: float | N
     values = []
     for objective in objectives:
         if objective == "cost_per_million_examples":
-            rate = row.get("examples_per_sec_median")
+            rate = row.get(_ROW_COLUMNS["examples_per_sec"])
             values.append(price_per_hour / (rate * 3600) * 1e6 if rate and price_per_hour else None)
         else:
             values.append(row.get(_ROW_COLUMNS[objective]))
