@@ -48,6 +48,10 @@ COMPRESSED_SUFFIX = {"none": "", "gzip": ".gz", "zlib": ".zz"}
 DEFAULT_SHARD_MB = 128.0
 MAX_SHARD_MB = float(1 << 20)  # 1 TiB: larger budgets overflow the byte count and mean "one file" anyway
 CHUNK_BYTES = 4 << 20
+#: The longest line read: a valid libsvm line of 39 fields is about 2 KB, a raw Criteo line under 1 KB.
+MAX_LINE_BYTES = 4 << 20
+#: Lines per chunk at most: a parser holds a row per line, (34 + 12 × field_size) bytes for libsvm.
+CHUNK_LINES = 1 << 15
 QUARANTINE_FILE = "quarantine.jsonl"
 
 
@@ -168,25 +172,48 @@ class _Source:
 
 
 def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """Yield (first line number, chunk of whole lines) from a text file; see it read to its end."""
+    """Yield (first line number, chunk of whole lines) from a text file; see it read to its end.
+
+    Linear time and bounded memory whatever the bytes: a line longer than MAX_LINE_BYTES is a
+    DataError as soon as that many bytes of it are read (reads are at most that long, so a line
+    within one read is shorter), and a chunk holds at most CHUNK_LINES lines, so the parsers' arrays
+    (a row per line) stay small for a file of empty lines too.
+    """
     line = 1
-    carry = b""
+    head = bytearray()  # the start of the line the last read ended in (appended to in place: linear)
     with source.open() as stream:
-        while True:
-            block = stream.read(chunk_bytes)
-            if not block:
-                break
-            cut = block.rfind(b"\n") + 1
-            if cut == 0:
-                carry += block
+        while block := stream.read(min(chunk_bytes, MAX_LINE_BYTES)):
+            first_end = block.find(b"\n")
+            if len(head) + (len(block) if first_end < 0 else first_end) > MAX_LINE_BYTES:
+                raise DataError(f"{source.path}:{line}: line longer than {MAX_LINE_BYTES:,} bytes (not line-oriented "
+                                "text: a binary or damaged file?)")
+            if first_end < 0:
+                head += block
                 continue
-            chunk = b"".join((carry, memoryview(block)[:cut]))  # one copy, whatever the carry
-            carry = block[cut:]
-            yield line, chunk
-            line += chunk.count(b"\n")
+            cut = block.rfind(b"\n") + 1
+            chunk = b"".join((head, memoryview(block)[:cut]))  # one copy, whatever the head
+            head = bytearray(block[cut:])
+            for piece, lines in _at_most_lines(chunk, CHUNK_LINES):
+                yield line, piece
+                line += lines
         source.read_to_end(stream)
-    if carry:
-        yield line, carry
+    if head:
+        yield line, bytes(head)
+
+
+def _at_most_lines(chunk: bytes, most: int) -> Iterator[tuple[bytes, int]]:
+    """Yield `chunk` (whole lines) in pieces of at most `most` lines each, with their line counts."""
+    lines = chunk.count(b"\n")
+    if lines <= most:
+        yield chunk, lines
+        return
+    ends = [*(np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)[most - 1 :: most] + 1).tolist(), len(chunk)]
+    start = 0
+    for end in ends:
+        if end > start:
+            yield chunk[start:end], min(most, lines)
+            lines -= most
+        start = end
 
 
 def _count_input_rows(sources: list[_Source], tf_input: bool, field_size: int) -> int:
@@ -442,12 +469,17 @@ class _Converter:
         return manifest
 
 
+def _told(bad: np.ndarray, req: ConvertRequest) -> np.ndarray:
+    """Give the rejected rows whose reasons are needed: the first only when it stops the run (--on-error fail)."""
+    return bad[:1] if req.on_error == "fail" else bad
+
+
 def _parse_and_encode(req: ConvertRequest, source: int, first_line: int, chunk: bytes) -> _Chunk:
     parsed = libsvm.parse_chunk(chunk, req.field_size, req.feature_size)
     bad = np.flatnonzero(parsed.status)
     rejects = [(first_line + int(r), libsvm.REASON_KEYS[int(parsed.status[r])],
                 libsvm.reason(parsed, chunk, int(r), req.field_size, req.feature_size), parsed.line(chunk, int(r)))
-               for r in bad]
+               for r in _told(bad, req)]
     labels, ids, values = parsed.labels, parsed.ids, parsed.values
     if len(bad):
         good = parsed.status == libsvm.OK
@@ -470,7 +502,7 @@ def _map_and_encode(req: ConvertRequest, source: int, first_line: int, chunk: by
     parsed = criteo.parse_chunk(chunk)
     bad = np.flatnonzero(~parsed.good)
     rejects = [(first_line + int(r), criteo.REASON_KEYS[int(parsed.status[r])], criteo.reason(parsed, chunk, int(r)),
-                parsed.line(chunk, int(r))) for r in bad]
+                parsed.line(chunk, int(r))) for r in _told(bad, req)]
     out = _encode_rows(req, source, first_line, *fmap.encode(parsed))
     out.lines = len(parsed.status)
     out.rejects = rejects

@@ -1,13 +1,15 @@
-"""Strict libsvm parsing: one compiled pass over a chunk of lines, exact messages for bad lines.
+r"""Strict libsvm parsing: one compiled pass over a chunk of lines, exact messages for bad lines.
 
 Accepted grammar, per line (LF or CRLF ending; the last line may lack one):
 
     label SP id:value (SP id:value){field_size - 1}
 
-label and value are decimal numbers (`[+-]digits[.digits][(e|E)[+-]digits]`, `.5` and `5.` too);
-the label lies in [0, 1]; id is a non-negative integer (< feature_size when that is given). Exactly
-one space separates tokens; tabs, repeated, leading or trailing spaces are errors, because a
-tolerant split is how a short line slips through to training time.
+label and value are decimal numbers, `[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?` (`.5` and `5.` too,
+as `float()` and `strtod` read them; README.md states the same, and tests/test_libsvm_grammar.py
+checks this parser against the README's statement); the label lies in [0, 1]; id is a non-negative
+integer (< feature_size when that is given). Exactly one space separates tokens; tabs, repeated,
+leading or trailing spaces are errors, because a tolerant split is how a short line slips through
+to training time.
 
 Numbers convert as Python's `float(text)` cast to float32 does (the AWS sample converter's
 rounding): exact decimal → float64 on the Clinger fast path, and `float()` for the rare token

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from pipebench.errors import ConfigError, UsageError
 from pipebench.values import echo, name_text
+from pipebench.yamlfile import read_yaml
 
 DEFAULT_CATALOG = Path(__file__).with_name("catalog.yaml")
 _HEADER = ("region", "prices_as_of", "currency", "instances")
@@ -67,19 +66,21 @@ class Catalog:
 
 
 def _instance(path: Path, name: str, entry: object) -> Instance:
-    where = f"{path}: instances.{name}"
+    where = f"{path}: instances.{name_text(name)}"
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: an instance type is a name such as ml.c5.xlarge, not {type(name).__name__}")
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: expected a mapping of {', '.join(['family', *_NUMBERS])}")
     missing = [key for key in ("family", *_NUMBERS) if key not in entry]
     if missing:
         raise ConfigError(f"{where}: missing {', '.join(missing)}")
-    unknown = sorted(set(entry) - {"family", *_NUMBERS, *_OPTIONAL})
+    unknown = sorted(set(entry) - {"family", *_NUMBERS, *_OPTIONAL}, key=str)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(map(name_text, unknown[:3]))}")
     for key, kind in _NUMBERS.items():
         value = entry[key]
         if isinstance(value, bool) or not isinstance(value, kind) or value < 0:
-            raise ConfigError(f"{where}.{key}: expected a non-negative number, not {value!r}")
+            raise ConfigError(f"{where}.{key}: expected a non-negative number, not {echo(value)}")
     if entry["vcpus"] < 1 or entry["price_per_hour"] <= 0:
         raise ConfigError(f"{where}: vcpus must be at least 1 and price_per_hour positive")
     if entry["physical_cores"] > entry["vcpus"]:
@@ -93,7 +94,7 @@ def _instance(path: Path, name: str, entry: object) -> Instance:
 
 def _rate(where: str, entry: object) -> AcceleratorRate:
     """Give a catalog entry's accelerator rate: a finite examples_per_sec above 0 and a non-empty source."""
-    if not isinstance(entry, dict) or sorted(entry) != sorted(_RATE_KEYS):
+    if not isinstance(entry, dict) or set(entry) != set(_RATE_KEYS):
         raise ConfigError(f"{where}: expected a mapping of exactly {', '.join(_RATE_KEYS)} (every rate says where "
                           f"it comes from), not {echo(entry)}")
     value = entry["examples_per_sec"]
@@ -138,12 +139,7 @@ def accelerator_rates(texts: Sequence[str], catalog: Catalog) -> dict[str, Accel
 def load_catalog(path: Path | None = None) -> Catalog:
     """Give the validated catalog at `path` (the shipped one by default); ConfigError naming the bad key."""
     path = Path(path) if path else DEFAULT_CATALOG
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read the catalog: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    doc = read_yaml(path)
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: expected a mapping with {', '.join(_HEADER)}")
     missing = [key for key in _HEADER if key not in doc]

@@ -31,7 +31,7 @@ from pipebench.search.budget import exploration_problem, race_problem
 from pipebench.sources import service
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
                               name_text, refuse_non_finite)
-from pipebench.yamlfile import DuplicateKeyError, load_yaml, read_yaml
+from pipebench.yamlfile import RefusedYAMLError, load_yaml, read_yaml
 
 #: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
 #: instance's price per million examples down (from the checklist's catalog).
@@ -311,7 +311,7 @@ def _apply_override(raw: dict, assignment: str, label: str) -> str:
         raise ConfigError(f"{label} {echo(key)}: an empty name in the key")
     try:
         value = load_yaml(text)
-    except DuplicateKeyError as err:
+    except RefusedYAMLError as err:
         raise ConfigError(f"{label} {name_text(key)}: {err.problem}") from None
     except yaml.YAMLError:
         value = text

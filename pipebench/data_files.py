@@ -8,11 +8,10 @@ command that converts it: its ids come from a feature map, which only `convert -
 from __future__ import annotations
 
 import glob
-import json
 from pathlib import Path
 
 from converters import MANIFEST
-from pipebench.errors import ConfigError
+from pipebench.errors import ConfigError, DataError
 from pipebench.values import echo
 
 FORMATS = ("libsvm", "tfrecord", "packed")
@@ -69,14 +68,15 @@ def format_of(path: str) -> str:
     """Give the format of a local data file: libsvm, tfrecord, packed or criteo (raw)."""
     from converters import criteo, tfrecord
     from converters.inputs import InputFile
+    from converters.manifest import read_manifest
 
     manifest = Path(path).parent / MANIFEST
     try:
-        described = json.loads(manifest.read_text()) if manifest.exists() else {}
-        if described.get("format") in FORMATS and Path(path).name in {s["name"] for s in described["shards"]}:
-            return described["format"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass  # not a converter's manifest after all: the bytes decide
+        described = read_manifest(manifest) if manifest.exists() else {"shards": []}
+    except DataError:
+        described = {"shards": []}  # not a converter's manifest after all: the bytes decide
+    if described.get("format") in FORMATS and Path(path).name in {s["name"] for s in described["shards"]}:
+        return described["format"]
     if tfrecord.looks_like_tfrecord(Path(path)):
         with InputFile(Path(path), hash=False) as stream:
             first = next(tfrecord.record_batches(stream, batch=1), (1, [b""]))[1][0]

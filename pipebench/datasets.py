@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from converters import MANIFEST
+from converters.manifest import read_manifest
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
 from pipebench.data_files import REMOTE_PREFIX, by_format, matches
-from pipebench.errors import ConfigError, OutputFolderError
-from pipebench.typed import load_json, to_json
+from pipebench.errors import ConfigError, DataError, OutputFolderError
+from pipebench.typed import load_json, read_json, to_json
 
 _LAYOUT_VERSION = 1
 
@@ -113,7 +114,7 @@ def _content_fingerprint(files: dict[str, list[str]], manifests: dict[str, str] 
         for name in files[fmt]:
             manifest = Path((manifests or {}).get(fmt) or Path(name).parent / MANIFEST)
             if manifest not in read:
-                read[manifest] = ({s["name"]: s["sha256"] for s in json.loads(manifest.read_text())["shards"]}
+                read[manifest] = ({s["name"]: s.get("sha256") for s in read_manifest(manifest)["shards"]}
                                   if manifest.exists() else None)
             shards = read[manifest]
             if shards is not None:
@@ -129,7 +130,7 @@ def _manifest_rows(names: list[str], manifest: Path) -> int | None:
     """Give the rows the converter's manifest lists for exactly these files, or None if it does not list them all."""
     if not manifest.exists():
         return None
-    shards = {s["name"]: s.get("rows") for s in json.loads(manifest.read_text())["shards"]}
+    shards = {s["name"]: s.get("rows") for s in read_manifest(manifest)["shards"]}
     found = [shards.get(Path(name).name) for name in names]
     return None if None in found else sum(found)
 
@@ -231,10 +232,20 @@ def _described(files: dict[str, list[str]], manifests: dict[str, str]) -> dict:
         manifest = Path(manifests.get(fmt) or Path(names[0]).parent / MANIFEST)
         if names[0].startswith(REMOTE_PREFIX) or not manifest.exists():
             continue
-        described = json.loads(manifest.read_text())
+        described = read_manifest(manifest)
         if described.get("feature_size"):
             return {"field_size": described.get("field_size"), "feature_size": described["feature_size"]}
     return {}
+
+
+def _synth_description(folder: Path) -> dict:
+    """Give what the synthesizer recorded about a cached data folder (rows, oracle AUC); DataError if damaged."""
+    path = folder / "libsvm" / "synth.json"
+    described = read_json(path)
+    if not isinstance(described, dict) or not {"rows", "oracle_auc"} <= set(described):
+        raise DataError(f"{path}: not a synthetic data description (rows, oracle_auc); remove {folder} to make "
+                        "the data again")
+    return described
 
 
 def materialise(experiment: Experiment, log=print) -> DataSet:
@@ -250,7 +261,7 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
                 _make(tmp, experiment)
         except OutputFolderError as err:
             raise ConfigError(f"data.cache_dir: {folder}: cannot create the data folder ({err.why})") from None
-    described = json.loads((folder / "libsvm" / "synth.json").read_text())
+    described = _synth_description(folder)
     files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
     holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}
     synth = data["synth"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pipebench.errors import DataError
+from pipebench.values import echo
 
 T = TypeVar("T")
 
@@ -28,8 +29,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text if len(text) <= 40 else text[:39] + '…'}"
+    return f"{type(value).__name__} {echo(value, 40)}"
 
 
 def _fail(where: tuple[str, str], reason: str) -> DataError:
@@ -128,6 +128,8 @@ def parse_json(data: bytes, where: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{where}:{err.lineno}: not valid JSON: {err.msg}") from None
+    except RecursionError:  # arrays or objects nested deeper than Python's recursion limit
+        raise DataError(f"{where}: not valid JSON for pipebench: nested too deeply") from None
 
 
 def load_json(cls: type[T], path: Path) -> T:

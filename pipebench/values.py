@@ -6,7 +6,9 @@ bits (TensorFlow's parameters are int64), and values outside the setting's state
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,17 +18,74 @@ INT64_MAX = 2**63 - 1
 ECHO_CHARS = 60
 
 
+@dataclass(frozen=True)
+class _Text:
+    """Literal repr text (a bracket, a separator) among the values on _repr_pieces' stack."""
+
+    text: str
+
+
+_BRACKETS = {list: ("[", "]"), tuple: ("(", ")"), set: ("{", "}"), frozenset: ("frozenset({", "})"), dict: ("{", "}")}
+_SHOWN_INT_BITS = 10_000
+
+
+def _repr_pieces(value: Any, budget: int) -> Iterator[str]:
+    """Yield `value`'s repr in order, piece by piece, each cut to about `budget` characters.
+
+    Walks containers with a stack instead of calling repr on them: a value read from YAML may share
+    its parts (aliases), so its whole repr can be exponentially longer than the file that made it.
+    """
+    todo: list[Any] = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, _Text):
+            yield item.text
+        elif isinstance(item, (set, frozenset)) and not item:
+            yield repr(item)
+        elif isinstance(item, (list, tuple, set, frozenset, dict)):
+            opening, closing = _BRACKETS[type(item)] if type(item) in _BRACKETS else (f"{type(item).__name__}(", ")")
+            entries = itertools.islice(item.items() if isinstance(item, dict) else item, budget)
+            parts: list[Any] = []
+            for entry in entries:
+                parts += [_Text(", ")] if parts else []
+                parts += [entry[0], _Text(": "), entry[1]] if isinstance(item, dict) else [entry]
+            if isinstance(item, tuple) and len(item) == 1:
+                parts.append(_Text(","))
+            todo += [_Text(closing), *reversed(parts)]
+            yield opening
+        elif isinstance(item, (str, bytes)):
+            yield repr(item[: budget + 1])  # past the budget the cut hides the closing quote anyway
+        elif isinstance(item, int) and item.bit_length() > _SHOWN_INT_BITS:  # repr refuses > 4300 digits
+            yield f"<an integer of {item.bit_length():,} bits>"
+        else:
+            yield repr(item)[: budget + 1]
+
+
 def echo(value: Any, limit: int = ECHO_CHARS) -> str:
-    """Give `value`'s repr for an error message, cut to about `limit` characters (saying how long it was)."""
-    text = repr(value)
-    if len(text) <= limit:
+    """Give `value`'s repr for an error message, cut to about `limit` characters (saying how long it was).
+
+    The repr is built only as far as the cut (see _repr_pieces), whatever the size of `value`.
+    """
+    pieces, length = [], 0
+    for piece in _repr_pieces(value, limit):
+        pieces.append(piece)
+        length += len(piece)
+        if length > limit:
+            break
+    text = "".join(pieces)
+    if length <= limit:
         return text
-    return f"{text[:limit]}… ({len(value) if isinstance(value, str) else len(text):,} characters)"
+    size = ""
+    if isinstance(value, str):
+        size = f" ({len(value):,} characters)"
+    elif isinstance(value, (list, tuple, set, frozenset, dict)):
+        size = f" ({len(value):,} {'item' if len(value) == 1 else 'items'})"
+    return f"{text[:limit]}…{size}"
 
 
-def name_text(text: str) -> str:
+def name_text(text: Any) -> str:
     """Give a name the user wrote (a key, a path) as is when short and printable, else quoted and cut by echo()."""
-    return text if text.isprintable() and len(text) <= ECHO_CHARS else echo(text)
+    return text if isinstance(text, str) and text.isprintable() and len(text) <= ECHO_CHARS else echo(text)
 
 
 def _bound(x: float) -> str:

@@ -7,7 +7,9 @@ output such as `results/` lands there too, and a crash at exit shows as a signal
 - stderr is exactly one line, `pipebench: error: ...`, under 300 characters, matching the case's
   pattern (which names the file, the line or YAML path, and the reason), with no traceback;
 - nothing at the case's output path, and no other file or folder created, changed or removed in the
-  case folder (inputs byte-identical, no hidden temp files left behind).
+  case folder (inputs byte-identical, no hidden temp files left behind);
+- for a hostile input (`memory_mb`), that all this holds with the process's address space capped
+  (RLIMIT_AS): refusing it must not cost memory that grows with the input.
 
 Cases are data: corpus modules (tests/test_bad_*.py) list `Bad(...)` values and parametrize over them.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import resource
 import shutil
 import stat
 import subprocess
@@ -53,6 +56,7 @@ class Bad:
     stdin: bytes | None = None
     timeout_sec: float = 240.0
     after: Callable[[Path], None] = _nothing
+    memory_mb: int | None = None
 
     def __str__(self) -> str:
         return self.name
@@ -76,6 +80,12 @@ def snapshot(folder: Path) -> dict[str, tuple]:
     return found
 
 
+def _address_space(megabytes: int) -> Callable[[], None]:
+    """Give a preexec_fn capping the child's address space (virtual: imports alone reserve ~0.6 GB of it)."""
+    limit = megabytes << 20
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def run_case(case: Bad, folder: Path) -> subprocess.CompletedProcess:
     """Make the case in `folder`, run it, check everything the module docstring promises; give the result."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -85,7 +95,8 @@ def run_case(case: Bad, folder: Path) -> subprocess.CompletedProcess:
     env.update({k: v.format(tmp=folder) for k, v in case.env.items()})
     args = [a.format(tmp=folder) for a in case.args]
     result = subprocess.run([sys.executable, "-m", "pipebench.cli", *args], cwd=folder, env=env,
-                            input=case.stdin, capture_output=True, timeout=case.timeout_sec)
+                            input=case.stdin, capture_output=True, timeout=case.timeout_sec,
+                            preexec_fn=None if case.memory_mb is None else _address_space(case.memory_mb))
     case.after(folder)
     stderr = result.stderr.decode("utf-8", "replace")
     shown = f"exit {result.returncode}; stderr:\n{stderr[-3000:]}"

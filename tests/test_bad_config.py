@@ -70,6 +70,24 @@ def _files(extra: str, **content: bytes) -> callable:
 
 
 LIBSVM_ROWS = b"1 1:1 2:0.5\n0 1:0 2:1\n"
+
+
+def _with_manifest(manifest: bytes) -> callable:
+    """Give a maker of the experiment reading d/a.libsvm, with `manifest` as the converter manifest beside it."""
+    def make(folder: Path) -> None:
+        _files("  files: {libsvm: [d/a.libsvm]}\n")(folder)
+        (folder / "d").mkdir()
+        (folder / "d" / "a.libsvm").write_bytes(LIBSVM_ROWS)
+        (folder / "d" / "manifest.json").write_bytes(manifest)
+    return make
+
+
+def _laughs() -> str:
+    """Give a YAML "billion laughs" of one line (about 330 bytes): a list of 9**9 strings through aliases."""
+    levels = ['&a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"&a{k} [{', '.join([f'*a{k - 1}'] * 9)}]" for k in range(1, 9)]
+    return f"[{', '.join(levels)}]"
+
 RAW_CRITEO = ("\t".join(["1", *["3"] * 13, *["68fd1e64"] * 26]) + "\n").encode()
 
 CASES = [
@@ -90,6 +108,12 @@ CASES = [
     Bad("files-mapping-unknown-format", _run(),
         r"^exp\.yaml: data\.files\.csv: unknown key \(expected one of libsvm, tfrecord, packed\)$",
         _files("  files: {csv: [a.csv]}\n"), out="out", code=1),
+    Bad("files-manifest-not-json", _run(), r"^d/manifest\.json:1: not valid JSON: ", _with_manifest(b"{oops"),
+        out="out", code=1),
+    Bad("files-manifest-shards-not-a-list", _run(), r"^d/manifest\.json: not a converter manifest \(no list of "
+        r"shards, each with its name\)$", _with_manifest(b'{"shards": 5}'), out="out", code=1),
+    Bad("files-manifest-rows-not-a-number", _run(), r"^d/manifest\.json: shards\[0\]\.rows: must be int$",
+        _with_manifest(b'{"shards": [{"name": "a.libsvm", "rows": "ten"}]}'), out="out", code=1),
     Bad("files-list-by-set", _run("--set", "data.files=5"), r"^--set data\.files: must be a list of files or globs",
         _experiment(), out="out", code=1),
     Bad("quality-without-holdout-files", _run("--set", "quality.enabled=true"),
@@ -154,6 +178,25 @@ CASES = [
     Bad("wrong-type", _run(), r"^exp\.yaml: budget\.max_failure_rate: must be float, not str 'half'$",
         _experiment("max_failure_rate: 0.5", "max_failure_rate: half"), out="out", code=1),
     Bad("missing-file", _run(), r"^exp\.yaml: cannot read: No such file or directory$", code=1),
+    # --- hostile YAML: refused at load, in memory that does not grow with what it would expand to ---
+    Bad("billion-laughs-in-an-echoed-value", _run(), r"^exp\.yaml:1: aliases expand this to more than 1,000,000 "
+        r"values$", _experiment("name: tiny", "name: " + _laughs()), out="out", code=1, memory_mb=1024,
+        timeout_sec=60),
+    Bad("billion-laughs-by-set", _run("--set", "name=" + _laughs()), r"^--set name: aliases expand this to more "
+        r"than 1,000,000 values$", _experiment(), out="out", code=1, memory_mb=1024, timeout_sec=60),
+    Bad("alias-inside-its-own-node", _run(), r"^exp\.yaml:1: an alias refers to a node that holds it$",
+        _experiment("name: tiny", "name: &n [*n]"), out="out", code=1),
+    Bad("nested-10000-deep", _run(), r"^exp\.yaml:1: nested more than 100 levels deep$",
+        _experiment("name: tiny", "name: " + "[" * 10_000 + "]" * 10_000), out="out", code=1),
+    Bad("timestamp-that-is-no-date", _run(), r"^exp\.yaml:1: cannot read '2001-13-01' as timestamp: month must be "
+        r"in 1\.\.12$", _experiment("name: tiny", "name: 2001-13-01"), out="out", code=1),
+    Bad("integer-of-5000-digits", _run(), r"^exp\.yaml:5: cannot read '1{39}… \(5,000 characters\) as int",
+        _experiment("rows: 200", "rows: " + "1" * 5000), out="out", code=1),
+    Bad("experiment-over-the-size-cap", _run(), r"^exp\.yaml: larger than 1,048,576 bytes, the most a YAML file "
+        r"pipebench reads may hold \(an experiment file is a few KB\)$",
+        _experiment(extra="bogus: 1\n" + "#" * (2 << 20) + "\n"), out="out", code=1),
+    Bad("experiment-endless-stream", ("run", "/dev/zero"), r"^/dev/zero: larger than 1,048,576 bytes", code=1,
+        memory_mb=1024, timeout_sec=60),
     # --- names that are not one folder under results/ ---
     Bad("name-parent-dirs", _run(), r"^exp\.yaml: name: must be a plain folder name \(1 to 100 letters, digits, "
         r"'\.', '_' or '-', the first a letter or digit\), not '\.\./\.\.'$",

@@ -117,6 +117,36 @@ def mkfifo(path: Path) -> None:
     os.mkfifo(path)
 
 
+def sparse(size: int) -> Callable[[Path], None]:
+    """Give a maker of a file of `size` NUL bytes that takes no disk (a hole): one line that never ends."""
+    def make(path: Path) -> None:
+        with open(path, "wb") as f:
+            f.truncate(size)
+    return make
+
+
+def repeated(byte: bytes, size: int, compressed: bool = False) -> Callable[[Path], None]:
+    """Give a maker of `size` copies of `byte`; gzip-compressed (about size / 1000 bytes) when asked, as one
+    gzip member per MiB (gzip and pipebench read concatenated members as one stream)."""
+    def make(path: Path) -> None:
+        block = byte * (1 << 20)
+        if compressed:
+            block = gzip.compress(block, compresslevel=9)
+        with open(path, "wb") as f:
+            for _ in range(size >> 20):
+                f.write(block)
+    return make
+
+
+def hostile(*args: str) -> tuple[str, ...]:
+    """Give convert's arguments for a hostile input: 39 fields (a row costs 500 bytes of arrays), 2 workers."""
+    return ("convert", *args, "--field-size", "39", "--workers", "2")
+
+
+#: The address space a refusal of a hostile input may use (imports and 2 workers reserve ~0.6 GB).
+HOSTILE_MB = 1536
+
+
 CASES = [
     # libsvm lines, one of each reason (the FILE:LINE: reason format)
     Bad("libsvm_empty_line", convert("in.libsvm", "--out", "o"), r"^in\.libsvm:4: empty line$",
@@ -144,10 +174,29 @@ CASES = [
     Bad("libsvm_whitespace", convert("in.libsvm", "--out", "o"),
         r"^in\.libsvm:4: unexpected whitespace at column 6: a tab",
         files(in_libsvm=libsvm_with(b"1 1:1\t2:1 3:1 4:1")), out="o", code=1),
-    # item 4: a 10 MB junk line is named, not echoed
-    Bad("junk_line_of_10_mb_is_cut_short", convert("in.libsvm", "--out", "o"),
-        r"^in\.libsvm:4: label 'x{40}…' \(10,485,760 bytes\) is not a number$",
-        files(in_libsvm=libsvm_with(b"x" * (10 << 20))), out="o", code=1),
+    # item 4: a 1 MiB junk line is named, not echoed
+    Bad("junk_line_of_1_mib_is_cut_short", convert("in.libsvm", "--out", "o"),
+        r"^in\.libsvm:4: label 'x{40}…' \(1,048,576 bytes\) is not a number$",
+        files(in_libsvm=libsvm_with(b"x" * (1 << 20))), out="o", code=1),
+    # bounded cost: refused at the stated line limit or at the first bad line, in memory that does not grow
+    Bad("line_without_end_is_refused_at_the_limit", hostile("in.libsvm", "--out", "o"),
+        r"^in\.libsvm:1: line longer than 4,194,304 bytes \(not line-oriented text: a binary or damaged file\?\)$",
+        files(in_libsvm=sparse(64 << 20)), out="o", code=1, memory_mb=HOSTILE_MB),
+    Bad("gzip_of_1_gib_without_newline", hostile("in.libsvm.gz", "--out", "o"),
+        r"^in\.libsvm\.gz:1: line longer than 4,194,304 bytes", files(in_libsvm_gz=repeated(b"\0", 1 << 30, True)),
+        out="o", code=1, memory_mb=HOSTILE_MB),
+    Bad("long_line_after_good_ones_names_its_line", convert("in.libsvm", "--out", "o"),
+        r"^in\.libsvm:4: line longer than 4,194,304 bytes", files(in_libsvm=libsvm_with(b"1" * (5 << 20))), out="o",
+        code=1),
+    Bad("criteo_line_without_end", criteo("in.txt", "--out", "o", "--workers", "2"),
+        r"^in\.txt:1: line longer than 4,194,304 bytes", files(in_txt=sparse(64 << 20)), out="o", code=1,
+        memory_mb=HOSTILE_MB),
+    Bad("empty_lines_stop_at_the_first", hostile("in.libsvm", "--out", "o"), r"^in\.libsvm:1: empty line$",
+        files(in_libsvm=repeated(b"\n", 64 << 20)), out="o", code=1, memory_mb=HOSTILE_MB),
+    Bad("gzip_of_1_gib_of_empty_lines", hostile("in.libsvm.gz", "--out", "o"), r"^in\.libsvm\.gz:1: empty line$",
+        files(in_libsvm_gz=repeated(b"\n", 1 << 30, True)), out="o", code=1, memory_mb=HOSTILE_MB),
+    Bad("criteo_empty_lines", criteo("in.txt", "--out", "o", "--workers", "2"), r"^in\.txt:1: empty line$",
+        files(in_txt=repeated(b"\n", 64 << 20)), out="o", code=1, memory_mb=HOSTILE_MB),
     # item 2: TFRecord rows by the same rules, any output format
     Bad("tfrecord_label_outside_0_1", convert("in.tfrecord", "--out", "o", "--format", "libsvm"),
         r"^in\.tfrecord:2: label '2' is outside \[0, 1\]",
@@ -283,6 +332,9 @@ CASES = [
         files(in_txt_gz=gzip.compress(raw_with(raw_columns(C1="XYZ")))), out="o", code=1),
     Bad("criteo_feature_map_not_json", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
         r"^map\.json:1: not valid JSON: ", files(in_txt=RAW_GOOD, map_json=b"{oops"), out="o", code=1),
+    Bad("criteo_feature_map_nested_too_deeply", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
+        r"^map\.json: not valid JSON for pipebench: nested too deeply$",
+        files(in_txt=RAW_GOOD, map_json=b"[" * 100_000 + b"]" * 100_000), out="o", code=1),
     Bad("criteo_feature_map_of_a_newer_version", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
         r"^map\.json: feature_map_version 99 was written by a newer pipebench \(this one reads 1\): update pipebench$",
         files(in_txt=RAW_GOOD, map_json=b'{"feature_map_version": 99}'), out="o", code=1),

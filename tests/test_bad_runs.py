@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from badinput import Bad, mount, run_case, unmount_under
+from pipebench.catalog import DEFAULT_CATALOG
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 from report_fixtures import data_files, machine, make_run, passing_rows
 
@@ -99,6 +100,27 @@ def _release(folder: Path) -> None:
 def _held_with_experiment(folder: Path) -> None:
     _held(folder)
     (folder / "exp.yaml").write_text("name: handmade\nsearch: {driver: optuna}\n")
+
+
+def _catalog(text: str | bytes) -> Callable[[Path], None]:
+    """Give a make() writing a run folder and {tmp}/cat.yaml holding `text`."""
+    def make(folder: Path) -> None:
+        _run(folder)
+        (folder / "cat.yaml").write_bytes(text.encode() if isinstance(text, str) else text)
+    return make
+
+
+_SHIPPED = DEFAULT_CATALOG.read_text()
+_RANDOM = bytes((i * 37 + 11) % 256 for i in range(3000))
+
+
+def _of_0_1_0(config: str | bytes) -> Callable[[Path], None]:
+    """Give a make() writing a run folder as pipebench 0.1.0 left it (no data.json) with this config.yaml."""
+    def make(folder: Path) -> None:
+        run = _run(folder)
+        (run / "data.json").unlink()
+        (run / "config.yaml").write_bytes(config.encode() if isinstance(config, str) else config)
+    return make
 
 
 _ALREADY_RUNNING = (rf"^{{tmp}}/run: already running \(pid {os.getpid()} on {socket.gethostname()} "
@@ -224,6 +246,36 @@ CASES = [
         make=_damaged("config.yaml", _text("name: [x\n")), code=1),
     Bad("checklist-run-folder-missing", ("checklist", RUN, "--format", "json"), r"^{tmp}/run: no such run folder$",
         code=2),
+    # checklist --catalog reads it through the one YAML reader (binary, duplicate keys, size cap)
+    Bad("checklist-catalog-binary", ("checklist", RUN, "--catalog", "cat.yaml"),
+        r"^cat\.yaml:\d+: (holds a NUL byte: not a text file|not UTF-8 text \(byte 0x[0-9a-f]{2}\))$",
+        make=_catalog(_RANDOM), code=1),
+    Bad("checklist-catalog-duplicate-type", ("checklist", RUN, "--catalog", "cat.yaml"),
+        r"^cat\.yaml:\d+: duplicate key 'ml\.c5\.xlarge'$",
+        make=_catalog(_SHIPPED + "  ml.c5.xlarge: {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, "
+                      "price_per_hour: 0.001}\n"), code=1),
+    Bad("checklist-catalog-over-the-size-cap", ("checklist", RUN, "--catalog", "cat.yaml"),
+        r"^cat\.yaml: larger than 1,048,576 bytes, the most a YAML file pipebench reads may hold",
+        make=_catalog(_SHIPPED + "#" * (2 << 20) + "\n"), code=1),
+    Bad("checklist-catalog-endless", ("checklist", RUN, "--catalog", "/dev/zero"),
+        r"^/dev/zero: larger than 1,048,576 bytes", make=_run, code=1, memory_mb=3072),
+    Bad("checklist-catalog-type-not-a-name", ("checklist", RUN, "--catalog", "cat.yaml"),
+        r"^cat\.yaml: instances\.7: an instance type is a name such as ml\.c5\.xlarge, not int$",
+        make=_catalog(_SHIPPED + "  7: {family: c5}\n"), code=1),
+    # upgrade reads tables, machine.json and config.yaml through their readers
+    Bad("upgrade-trials-truncated", ("upgrade", RUN),
+        r"^{tmp}/run/trials\.parquet: not a readable Parquet table \(Parquet magic bytes not found in footer\)$",
+        make=_damaged("trials.parquet", _truncate), code=1),
+    Bad("upgrade-samples-random-bytes", ("upgrade", RUN), r"^{tmp}/run/samples\.parquet: not a readable Parquet",
+        make=_damaged("samples.parquet", _random_bytes), code=1),
+    Bad("upgrade-trials-newer-schema", ("upgrade", RUN), rf"^{{tmp}}/run/trials\.parquet: results schema "
+        rf"v{SCHEMA_VERSION + 1} is newer than this pipebench's v{SCHEMA_VERSION}: update pipebench",
+        make=_damaged("trials.parquet", _version(SCHEMA_VERSION + 1)), code=1),
+    Bad("upgrade-config-binary", ("upgrade", RUN), r"^{tmp}/run/config\.yaml:\d+: (holds a NUL byte|not UTF-8)",
+        make=_of_0_1_0(_RANDOM), code=1),
+    Bad("upgrade-config-files-a-list", ("upgrade", RUN),
+        r"^{tmp}/run/config\.yaml: data\.files: must be a mapping, not list$",
+        make=_of_0_1_0("name: old\ndata: {files: [a.libsvm]}\n"), code=1),
     # run --resume checks every part before it takes the folder
     Bad("resume-trials-truncated", ("run", "--resume", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet",
         make=_damaged("trials.parquet", _truncate), code=1),

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from tfdata import read_examples, read_packed, write_sample_tfrecord
 
 from converters import tfrecord
-from converters.convert import ConvertRequest, convert
+from converters.convert import CHUNK_LINES, MAX_LINE_BYTES, ConvertRequest, convert
 from converters.inputs import InputFile
 from pipebench.atomic import atomic_write_json
 from pipebench.cli import main
@@ -120,6 +120,50 @@ def test_first_error_is_reported_even_across_chunks_and_workers(tmp_path, cli):
     src = write(tmp_path / "in.libsvm", good * 3000 + "1 1:1\n" + good * 10 + "bad\n")
     code, _, err = cli("convert", src, "--out", tmp_path / "out", "--field-size", F, "--workers", 2)
     assert code == 1 and f"{src}:3001: expected 4 id:value pairs, found 1" in err
+
+
+def _bytes_read() -> int:
+    """Give the bytes this process has read so far (read() calls on any file), from /proc/self/io."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def test_a_line_without_end_is_refused_after_reading_about_the_limit(tmp_path):
+    """A 128 MiB file of NULs (a hole: no disk) is one line; it is refused after ~2 reads, not at its end."""
+    src = tmp_path / "in.libsvm"
+    with open(src, "wb") as f:
+        f.truncate(128 << 20)
+    before = _bytes_read()
+    with pytest.raises(DataError) as err:
+        convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=39, workers=2))
+    assert str(err.value) == (f"{src}:1: line longer than {MAX_LINE_BYTES:,} bytes (not line-oriented text: a binary "
+                              "or damaged file?)")
+    assert _bytes_read() - before < 3 * MAX_LINE_BYTES
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("chunk_bytes", [4096, (1 << 20) + 7, 4 << 20])
+def test_the_line_limit_holds_wherever_reads_split_the_line_and_whatever_on_error(tmp_path, chunk_bytes):
+    good = b"1 1:1 2:0.5 3:1 4:1\n"
+    at_limit = write(tmp_path / "a.libsvm", good * 3 + b"x" * MAX_LINE_BYTES + b"\n" + good)
+    found = convert(ConvertRequest(inputs=(at_limit,), out=tmp_path / "a", field_size=F, on_error="skip",
+                                   chunk_bytes=chunk_bytes))
+    assert found["rows"] == 4 and found["rejected"]["by_reason"] == {"bad_label": 1}
+    over = write(tmp_path / "b.libsvm", good * 3 + b"x" * (MAX_LINE_BYTES + 1) + b"\n" + good)
+    with pytest.raises(DataError, match=rf"^{over}:4: line longer than {MAX_LINE_BYTES:,} bytes"):
+        convert(ConvertRequest(inputs=(over,), out=tmp_path / "b", field_size=F, on_error="skip",
+                               chunk_bytes=chunk_bytes))
+
+
+def test_files_of_many_short_lines_count_and_number_every_line(tmp_path):
+    """Chunks hold at most CHUNK_LINES lines (a parser's arrays have a row per line); numbering runs on across them."""
+    good = b"1 1:1 2:0.5 3:1 4:1\n"
+    blank = 3 * CHUNK_LINES + 5
+    src = write(tmp_path / "in.libsvm", good + b"\n" * blank + good + b"bad\n")
+    found = convert(ConvertRequest(inputs=(src,), out=tmp_path / "q", field_size=F, on_error="quarantine"))
+    assert found["rows"] == 2 and found["rejected"]["by_reason"] == {"bad_label": 1, "empty_line": blank}
+    last = (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()[-1]
+    assert json.loads(last)["line"] == blank + 3 and found["sources"][0]["lines"] == blank + 3
 
 
 def test_skip_and_quarantine_count_rejected_lines(tmp_path):

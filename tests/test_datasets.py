@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import gzip
 
+import pytest
+
 from converters.convert import ConvertRequest, convert
 from pipebench.datasets import count_rows
 
@@ -23,3 +25,19 @@ def test_rows_come_from_the_manifest_when_it_lists_the_files_and_from_records_ot
     (tmp_path / "tf" / "manifest.json").unlink()
     assert count_rows({"tfrecord": files}) == (7, "counted (tfrecord records)")
     assert count_rows({"tfrecord": ["s3://bucket/part-0"]})[0] is None
+
+
+def test_a_damaged_cache_description_is_one_line_saying_how_to_remake_it(tmp_path):
+    from pipebench.config import parse_experiment
+    from pipebench.datasets import materialise
+    from pipebench.errors import DataError
+
+    experiment = parse_experiment({"name": "x", "data": {"synth": {"rows": 50, "files": 1, "field_size": 3,
+                                                                   "feature_size": 100},
+                                                         "formats": ["libsvm"], "holdout_rows": 0,
+                                                         "cache_dir": str(tmp_path)}})
+    folder = materialise(experiment, log=lambda _: None).folder
+    (folder / "libsvm" / "synth.json").write_text('{"rows": 50}')
+    with pytest.raises(DataError, match=rf"^{folder}/libsvm/synth\.json: not a synthetic data description \(rows, "
+                                        rf"oracle_auc\); remove {folder} to make the data again$"):
+        materialise(experiment, log=lambda _: None)

@@ -1,16 +1,29 @@
-"""The compiled libsvm parser against a plain-Python statement of the grammar."""
+"""The compiled libsvm parser against a plain-Python statement of the grammar: the one the README states."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from converters import libsvm
 
 F = 3
-NUMBER = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def stated_number() -> str:
+    """Give the number grammar README.md states for libsvm input, as the regular expression it writes."""
+    text = README.read_text().split("**The accepted libsvm grammar**", 1)[1].split("\n\n", 1)[0]
+    found = re.search(r"Numbers\s+are decimals matching `([^`]+)`", text)
+    assert found, "README.md no longer states the number grammar as a regular expression"
+    return re.sub(r"(?<!\\)\((?!\?)", "(?:", found.group(1))  # its groups do not capture: LINE numbers its own
+
+
+NUMBER = stated_number()
 LINE = re.compile(rf"({NUMBER})((?: \d{{1,19}}:{NUMBER}){{{F}}})")
 
 
@@ -112,3 +125,12 @@ def test_each_reason_names_the_problem():
         parsed = libsvm.parse_chunk(chunk, F, 10)
         assert parsed.status[0] == code, line
         assert libsvm.reason(parsed, chunk, 0, F, 10).startswith(message), line
+
+
+@pytest.mark.parametrize("label, accepted", [
+    ("1", True), ("0.5", True), (".5", True), ("1.", True), ("+.5e0", True), ("5E-1", True), ("0e0", True),
+    ("inf", False), ("nan", False), ("0x1p-1", False), ("1_0", False), (".", False), ("-.e1", False), ("1e", False),
+])
+def test_the_readme_grammar_and_the_parser_agree_on_labels(label, accepted):
+    assert (re.fullmatch(NUMBER, label) is not None) == accepted
+    assert (libsvm.parse_chunk(f"{label} 1:1 2:1 3:1\n".encode(), F).status[0] == libsvm.OK) == accepted

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipebench.errors import ConfigError
+from pipebench.errors import ConfigError, UsageError
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import AUTOTUNE, STAGE_KINDS, Options, PipelineSpec, Source, Stage, order_problem
 
@@ -238,3 +238,6 @@ def test_long_user_text_is_cut_in_error_messages():
         PipelineSpec.from_dict(_with(("source", "format"), "x" * 10_000_000), "pipelines")
     message = str(err.value)
     assert len(message) < 200 and message.endswith("… (10,000,000 characters)")
+    with pytest.raises(UsageError) as err:
+        preset("y" * 10_000)
+    assert len(str(err.value)) < 200 and "'yyy" in str(err.value) and "… (10,000 characters)" in str(err.value)

@@ -117,6 +117,20 @@ def test_this_build_links_no_openmp_so_a_search_pins_kmp_affinity(tmp_path, cach
     assert not kept.space["env.KMP_AFFINITY"].pinned and not kept.pinned
 
 
+def test_a_space_pipeline_naming_none_is_one_short_line(tmp_path, cache):
+    from pipebench.datasets import materialise
+    from pipebench.errors import ConfigError
+    from pipebench.measure.machine import machine_facts
+    from pipebench.search.plan import make_plan
+
+    doc = _doc(tmp_path, cache)
+    doc["search"]["space"]["pipeline"] = ["z" * 5000]
+    experiment = parse_experiment(doc)
+    with pytest.raises(ConfigError) as err:
+        make_plan(experiment, materialise(experiment, log=lambda _: None), machine_facts())
+    assert str(err.value).startswith("search.space.pipeline: 'zzz") and len(str(err.value)) < 200
+
+
 def test_default_space_covers_the_issue_knobs():
     space = default_space(["aws-sample:tfrecord"], [1024], vcpus=8)
     assert space["intra_op_threads"].choices == (0, 1, 2, 4, 8)

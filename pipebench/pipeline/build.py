@@ -22,7 +22,6 @@ into the modules it writes, so exported input_fns decode exactly as the builder 
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from converters import MANIFEST, TF_COMPRESSION
+from converters.manifest import read_manifest
 from pipebench.config import resolve_block
 from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Source, Tunable
@@ -181,7 +181,7 @@ def _check_manifests(source: Source, files: list[str]) -> None:
         path = folder / MANIFEST
         if not path.is_file():
             continue
-        manifest = json.loads(path.read_text())
+        manifest = read_manifest(path)
         stated = {"format": manifest.get("format"), "compression": manifest.get("compression"),
                   "field_size": manifest.get("field_size"),
                   "rows_per_record": (manifest.get("packed_layout") or {}).get("rows_per_record")}

@@ -257,9 +257,9 @@ class Enumeration:
         if "pin" in rules:
             pins = []
             for kind, place in expect_mapping(rules["pin"] or {}, f"{where}.enumerate.pin").items():
-                path = f"{where}.enumerate.pin.{name_text(str(kind))}"
+                path = f"{where}.enumerate.pin.{name_text(kind)}"
                 if kind not in reference.kinds:
-                    raise ConfigError(f"{path}: no {name_text(str(kind))} stage in {where}.stages")
+                    raise ConfigError(f"{path}: no {name_text(kind)} stage in {where}.stages")
                 if place not in PIN_PLACES:
                     raise ConfigError(f"{path}: must be first or last, not {echo(place)}")
                 if any(p == place for _, p in pins):

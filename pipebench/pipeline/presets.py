@@ -24,6 +24,7 @@ from pathlib import Path
 from pipebench.errors import UsageError
 from pipebench.pipeline.orderings import Enumeration, load
 from pipebench.pipeline.spec import PipelineSpec, Source, Stage
+from pipebench.values import echo
 
 PRESETS = ("aws-sample", "lambdaji-libsvm", "guide")
 NATIVE_FORMAT = {"aws-sample": "tfrecord", "lambdaji-libsvm": "libsvm", "guide": "tfrecord"}
@@ -36,7 +37,7 @@ def preset(name: str, *, format: str | None = None, files: tuple[str, ...] = (),
     """Give the named preset's spec; `epochs` None repeats forever, `seed` seeds its shuffle, `num_shards`
     adds aws-sample's shard."""
     if name not in PRESETS:
-        raise UsageError(f"unknown preset {name!r} (known: {', '.join(PRESETS)})")
+        raise UsageError(f"unknown preset {echo(name)} (known: {', '.join(PRESETS)})")
     if num_shards is not None and name != "aws-sample":
         raise UsageError("only the aws-sample preset has an optional shard")
     source = Source(format=format or NATIVE_FORMAT[name], files=tuple(files), field_size=field_size)

@@ -109,7 +109,7 @@ def reject_unknown_keys(obj: Mapping, known: Iterable[str], where: str) -> None:
     """Raise ConfigError naming the first key of `obj` not in `known`: a typo must not pass silently."""
     extra = sorted(set(obj) - set(known), key=str)
     if extra:
-        raise ConfigError(f"{where}.{name_text(str(extra[0]))}: unknown key (expected one of {', '.join(known)})")
+        raise ConfigError(f"{where}.{name_text(extra[0])}: unknown key (expected one of {', '.join(known)})")
 
 
 # kind -> ((parameter, checker, default), ...); the first parameter takes a `- kind: value` shorthand.
@@ -215,7 +215,7 @@ class Options:
             settings["deterministic"] = _flag(obj["deterministic"], f"{where}.deterministic")
         for group, known in _OPTION_GROUPS.items():
             for name, value in expect_mapping(obj.get(group) or {}, f"{where}.{group}").items():
-                path = f"{where}.{group}.{name_text(str(name))}"
+                path = f"{where}.{group}.{name_text(name)}"
                 if not isinstance(name, str) or not name.isidentifier():
                     raise ConfigError(f"{path}: not an option name")
                 if value is None:

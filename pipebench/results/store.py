@@ -87,15 +87,26 @@ def read_table(path: Path, schema: pa.Schema) -> pa.Table:
         return _read(file, path, schema)
 
 
+def _footer_schema(path: Path) -> pa.Schema:
+    """Give the schema in the footer of the Parquet file at `path`; DataError if it is not a readable one."""
+    with pa.OSFile(str(path)) as file:
+        try:
+            return pq.ParquetFile(file).schema_arrow
+        except pa.ArrowException as err:
+            raise _unreadable(path, err) from None
+
+
 def check_table(path: Path, schema: pa.Schema) -> None:
     """Check, from its footer alone, that the table at `path` is one this pipebench can read and append to."""
     path = Path(path)
-    with pa.OSFile(str(path)) as file:
-        try:
-            found = pq.ParquetFile(file).schema_arrow
-        except pa.ArrowException as err:
-            raise _unreadable(path, err) from None
-    _check(path, found, schema)
+    _check(path, _footer_schema(path), schema)
+
+
+def table_version(path: Path) -> int:
+    """Give the schema version of the table at `path`, from its footer; DataError / ResultsVersionError (saying
+    which way to go) if it is not a readable table of a version this pipebench reads."""
+    path = Path(path)
+    return _version(path, _footer_schema(path))
 
 
 def append_rows(path: Path, schema: pa.Schema, rows: list[dict]) -> None:

@@ -8,33 +8,34 @@ Every file is replaced atomically; a folder already current is left as it is.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.datasets import DataFacts
 from pipebench.errors import DataError
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts, upgrade_v1
 from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE, TRIALS_FILE
-from pipebench.results.schema import SAMPLE_SCHEMA, SCHEMA_VERSION, TRIAL_SCHEMA, VERSION_KEY
-from pipebench.results.store import read_table, write_table
+from pipebench.results.schema import SAMPLE_SCHEMA, SCHEMA_VERSION, TRIAL_SCHEMA
+from pipebench.results.store import read_table, table_version, write_table
+from pipebench.typed import read_json
+from pipebench.yamlfile import read_yaml
 
 
-def _table_version(path: Path) -> int | None:
-    import pyarrow.parquet as pq
-
-    if not path.exists():
-        return None
-    raw = (pq.read_schema(path).metadata or {}).get(VERSION_KEY)
-    return int(raw) if raw is not None else 0
+def _mapping(found: Any, where: str) -> dict:
+    """Give `found` (None: empty) if it is a mapping; DataError naming `where` otherwise."""
+    if found is None:
+        return {}
+    if not isinstance(found, dict):
+        raise DataError(f"{where}: must be a mapping, not {type(found).__name__}")
+    return found
 
 
 def _data_facts(run_dir: Path, trials) -> DataFacts:
-    config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) if (run_dir / CONFIG_FILE).exists() else {}
-    data = (config or {}).get("data") or {}
-    given = {fmt: globs for fmt, globs in (data.get("files") or {}).items() if globs}
+    path = run_dir / CONFIG_FILE
+    config = _mapping(read_yaml(path) if path.exists() else None, str(path))
+    data = _mapping(config.get("data"), f"{path}: data")
+    given = {fmt: globs for fmt, globs in _mapping(data.get("files"), f"{path}: data.files").items() if globs}
     fingerprints = sorted({f for f in trials.column("data_fingerprint").to_pylist() if f})
     if len(fingerprints) > 1:
         raise DataError(f"{run_dir / TRIALS_FILE}: rows of {len(fingerprints)} data sets; cannot say which one "
@@ -44,7 +45,7 @@ def _data_facts(run_dir: Path, trials) -> DataFacts:
     if given:
         return DataFacts("files", fingerprint, None, "unknown: pipebench 0.1.0 did not record the rows of data.files",
                          formats, {fmt: len(globs) for fmt, globs in given.items()}, None)
-    synth = data.get("synth") or {}
+    synth = _mapping(data.get("synth"), f"{path}: data.synth")
     return DataFacts("synthetic", fingerprint, synth.get("rows"), "the synthesizer (data.synth.rows)", formats,
                      {fmt: int(synth.get("files") or 0) for fmt in formats}, None)
 
@@ -56,15 +57,12 @@ def upgrade_run_folder(run_dir: Path) -> list[str]:
         raise DataError(f"{run_dir}: no {TRIALS_FILE}; not a pipebench run folder")
     changed = []
     for name, schema in ((TRIALS_FILE, TRIAL_SCHEMA), (SAMPLES_FILE, SAMPLE_SCHEMA)):
-        version = _table_version(run_dir / name)
+        version = table_version(run_dir / name) if (run_dir / name).exists() else None
         if version is not None and version < SCHEMA_VERSION:
             write_table(run_dir / name, read_table(run_dir / name, schema))
             changed.append(f"{name} (schema v{version} → v{SCHEMA_VERSION})")
     machine_path = run_dir / MACHINE_FILE
-    try:
-        machine = json.loads(machine_path.read_text())
-    except (OSError, ValueError) as err:
-        raise DataError(f"{machine_path}: cannot read ({err})") from None
+    machine = read_json(machine_path)
     if isinstance(machine, dict) and machine.get("facts_version", 1) == 1:
         upgraded = upgrade_v1(machine)
         MachineFacts.from_json(upgraded, str(machine_path))  # refuse to write what could not be read back

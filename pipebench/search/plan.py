@@ -24,6 +24,7 @@ from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
 from pipebench.search.budget import REFERENCES, exploration_problem
 from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
+from pipebench.values import echo
 
 #: Each objective's direction, and the results column that holds its value.
 DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize",
@@ -106,7 +107,7 @@ def _match_pipeline(choice: str, pipelines: dict[str, Candidate], where: str) ->
     named = [name for name, c in pipelines.items() if c.name == choice]
     if len(named) == 1:
         return named[0]
-    raise ConfigError(f"{where}: {choice!r} names no single pipeline (one of {', '.join(pipelines)})")
+    raise ConfigError(f"{where}: {echo(choice)} names no single pipeline (one of {', '.join(pipelines)})")
 
 
 def make_plan(experiment: Experiment, data: DataSet, machine: MachineFacts) -> Plan:

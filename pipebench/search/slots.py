@@ -18,6 +18,7 @@ from pipebench.errors import ConfigError
 from pipebench.search.budget import reserved_trials
 from pipebench.search.plan import Plan, encode, suggest
 from pipebench.search.space import Dimension
+from pipebench.values import echo
 
 # Trial user_attrs pipebench sets.
 SLOT = "slot"  # which of the study's slots this trial fills
@@ -116,7 +117,7 @@ def wait_for_slots(study, name: str, wait_sec: float) -> None:
     deadline = time.monotonic() + wait_sec
     while STUDY_SLOTS not in study.user_attrs:
         if time.monotonic() > deadline:
-            raise ConfigError(f"search.study_name: study {name!r} exists but its slots were never all "
+            raise ConfigError(f"search.study_name: study {echo(name)} exists but its slots were never all "
                               f"enqueued (its creator died?); delete it or choose another name")
         time.sleep(0.5)
 

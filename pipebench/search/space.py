@@ -124,7 +124,7 @@ def parse_space(raw: Any, where: str = "search.space") -> dict[str, Dimension]:
         raise ConfigError(f"{where}: must be a mapping of knob → choices or {{low, high, log}}")
     space = {}
     for name, value in raw.items():
-        path = f"{where}.{name_text(str(name))}"
+        path = f"{where}.{name_text(name)}"
         problem = _knob_problem(str(name))
         if problem:
             raise ConfigError(f"{path}: {problem}")
