@@ -390,6 +390,12 @@ def _whole(resolved: dict) -> None:
         if not given and not data["holdout_rows"]:
             raise _Invalid("data.holdout_rows", "data.holdout_rows: 0 leaves quality.enabled without held-out rows; "
                                                 "set it above 0 or disable quality")
+    from pipebench.pipeline.presets import PRESETS
+
+    for index, name in enumerate(resolved["pipelines"]["presets"]):
+        if name not in PRESETS:  # refused here, not after the data is made
+            raise _Invalid("pipelines.presets", f"pipelines.presets[{index}]: unknown preset {echo(name)} (known: "
+                                                f"{', '.join(PRESETS)})")
     problem = baseline_problem(resolved["pipelines"])
     if problem:
         raise _Invalid("pipelines.baseline", f"pipelines.baseline: {problem}")
