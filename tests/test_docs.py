@@ -101,3 +101,11 @@ def test_every_benchmark_has_its_performance_page(script):
     assert re.search(r"20\d\d-\d\d-\d\d", text), f"{page.name} has no dated figure"
     nav = (ROOT / "mkdocs.yml").read_text()
     assert f"performance/{script}.md" in nav, f"{page.name} is not in mkdocs.yml's nav"
+
+
+def test_readme_is_short_and_its_links_resolve():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.split()) <= 1500, "README.md is over 1,500 words: move the detail into docs/"
+    links = re.findall(r"\]\(([^)#]+\.md)(?:#[^)]*)?\)", text)
+    assert links, "README.md links into the docs"
+    assert [link for link in links if not (ROOT / link).exists()] == []
