@@ -15,7 +15,12 @@ It also prints the median 95% interval width of that figure over the idle runs (
 percentage points when every verdict read the waiting share; the slowdown, a ratio of two throughputs,
 spans more, and its verdicts sit far from the thresholds).
 
-    python benchmarks/verdict_stability.py [--idle 5] [--busy 5] [--results DIR]
+    python benchmarks/verdict_stability.py [--idle 5] [--busy 5] [--results DIR] [--idle-run RUN_DIR ...]
+                                           [--busy-run RUN_DIR ...]
+
+`--idle-run` and `--busy-run` count run folders made before by this script (its `--results` folder's
+idle-N / busy-N runs, e.g. the busy runs of another session) among the idle or busy runs; their wall
+time reads from the run's files' times. Each run's output is kept beside it (TAG.out).
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ def _run(results_dir: Path, tag: str) -> tuple[Path, float]:
     done = subprocess.run([sys.executable, "-m", "pipebench", "run", str(ROOT / "experiments" / "deepfm.yaml"),
                            "--quick", "--set", f"results={results_dir / tag}"], capture_output=True, text=True)
     took = time.monotonic() - started
+    (results_dir / f"{tag}.out").write_text(done.stdout)
     if done.returncode != 0:
         sys.exit(f"{tag}: pipebench run failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
     (run_dir,) = (results_dir / tag / "deepfm").iterdir()
@@ -62,19 +68,33 @@ def _verdicts(run_dir: Path) -> dict[str, tuple[str, str, float, float, float, b
     return out
 
 
+def _wall_sec(run_dir: Path) -> float:
+    """Give a given run's wall time: from its config.yaml (written first) to its summary.md (written last); the
+    data made before the run started is not counted."""
+    return (run_dir / "summary.md").stat().st_mtime - (run_dir / "config.yaml").stat().st_mtime
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle", type=int, default=5)
     parser.add_argument("--busy", type=int, default=5)
     parser.add_argument("--results", type=Path, default=None, help="where the runs go (default: a temp folder)")
+    parser.add_argument("--idle-run", type=Path, action="append", default=[],
+                        help="a quick run made on an idle machine before, counted among the idle runs")
+    parser.add_argument("--busy-run", type=Path, action="append", default=[],
+                        help="a busy run made by this script before, counted among the busy runs")
     args = parser.parse_args()
     folder = args.results or Path(tempfile.mkdtemp(prefix="pipebench-verdicts-"))
     runs: list[tuple[str, Path, float]] = []
-    for i in range(args.idle):
+    for i, run_dir in enumerate(args.idle_run):
+        runs.append((f"idle {i + 1} (given)", run_dir, _wall_sec(run_dir)))
+    given_busy = [(f"busy {i + 1} (given)", run_dir, _wall_sec(run_dir)) for i, run_dir in enumerate(args.busy_run)]
+    for i in range(len(args.idle_run), len(args.idle_run) + args.idle):
         run_dir, took = _run(folder, f"idle-{i + 1}")
         runs.append((f"idle {i + 1}", run_dir, took))
         print(f"idle {i + 1}: {took / 60:.1f} min, load average {os.getloadavg()[0]:.2f}", flush=True)
-    for i in range(args.busy):
+    runs += given_busy
+    for i in range(len(args.busy_run), len(args.busy_run) + args.busy):
         hog = subprocess.Popen([sys.executable, "-c", BUSY_LOOP])
         try:
             run_dir, took = _run(folder, f"busy-{i + 1}")
@@ -82,7 +102,7 @@ def main() -> None:
             hog.kill()
             hog.wait()
         runs.append((f"busy {i + 1}", run_dir, took))
-        print(f"busy {i + 1}: {took / 60:.1f} min", flush=True)
+        print(f"busy {i + 1}: {took / 60:.1f} min, load average {os.getloadavg()[0]:.2f}", flush=True)
 
     table = {name: _verdicts(run_dir) for name, run_dir, _ in runs}
     configs = sorted({key for found in table.values() for key in found})
