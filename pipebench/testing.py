@@ -1,19 +1,30 @@
 """Test support that ships with the package (Optuna's `testing/`, pyperf's fake clocks): typed records
-made to order, and a `measure` for the trial loop that spawns no worker and imports no TensorFlow.
+made to order, a `measure` for the trial loop that spawns no worker and imports no TensorFlow, the
+tiny experiment the end-to-end tests run, and `pipebench` as a process with the polling its tests need.
 
 Only the trial *loop* is faked here: drivers, rows, budgets and summaries run for real around it.
 Nothing that pipebench measures is faked — a real trial goes through pipebench.measure.manager.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+import psutil
 
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
 from pipebench.measure.trial import PipelineLabel, Threads, TrialRecord, TrialSpec, TrialStatus, Window
 from pipebench.pipeline.presets import preset
 from pipebench.pipeline.spec import PipelineSpec
+
+T = TypeVar("T")
+
 
 def trial_spec(files: tuple[str, ...] = ("data/part-*.tfrecord",), mode: str = "input",
                pipeline: PipelineSpec | None = None, **changes) -> TrialSpec:
@@ -83,3 +94,90 @@ def three_formats(root: Path, rows: int, files: int, seed: int, rows_per_record:
                            rows_per_record=rows_per_record))
     return {"libsvm": str(root / "libsvm" / "part-*.libsvm"), "tfrecord": str(root / "tfrecord" / "part-*.tfrecord"),
             "packed": str(root / "packed" / "part-*.packed.tfrecord")}
+
+
+#: The tiny experiment of the end-to-end tests: one preset on 3,000 synthetic TFRecord rows, short windows, a
+#: trial in seconds. A test changes what it checks (tiny_experiment's `changes`).
+TINY = {
+    "name": "tiny",
+    "data": {"synth": {"rows": 3000, "files": 2}, "formats": ["tfrecord"], "holdout_rows": 0},
+    "model": {"embedding_size": 4, "deep_layers": [8]},
+    "pipelines": {"presets": ["aws-sample"]},
+    "grid": {"batch_size": [256]},
+    "modes": ["input"],
+    "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50,
+                    "remeasure_busy": False, "repeats": 1},
+    "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
+}
+
+
+#: What the end-to-end run changes in TINY: two presets on libsvm and TFRecord, input, train and synthetic modes.
+ALL_MODES = {"data": {"formats": ["libsvm", "tfrecord"]}, "pipelines": {"presets": ["lambdaji-libsvm", "aws-sample"]},
+             "modes": ["input", "train", "synthetic"]}
+
+
+def merged(base: dict, changes: dict) -> dict:
+    """Give a copy of experiment document `base` with `changes` in: a mapping merges into the section it names."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def tiny_experiment(root: Path, **changes) -> dict:
+    """Give TINY with its data cache (root/cache) and results (root/results) under `root`, `changes` merged in."""
+    return merged(TINY, {"data": {"cache_dir": str(root / "cache")}, "results": str(root / "results"), **changes})
+
+
+def pipebench_command(*args: object) -> list[str]:
+    """Give the command line of `pipebench ARGS` in a fresh interpreter of this Python."""
+    return [sys.executable, "-m", "pipebench", *map(str, args)]
+
+
+def start_pipebench(*args: object, **popen) -> subprocess.Popen:
+    """Start `pipebench ARGS`, its stdout and stderr one text stream (proc.stdout)."""
+    return subprocess.Popen(pipebench_command(*args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            **popen)
+
+
+def run_pipebench(*args: object, timeout_sec: float = 600, **run) -> subprocess.CompletedProcess:
+    """Run `pipebench ARGS` to its end; give its exit code, stdout and stderr (text)."""
+    return subprocess.run(pipebench_command(*args), capture_output=True, text=True, timeout=timeout_sec, **run)
+
+
+def wait_until(found: Callable[[], T], what: str, timeout_sec: float, proc: subprocess.Popen | None = None) -> T:
+    """Give found()'s first true value, asked every 0.2 s; fail naming `what` when `timeout_sec` pass first, or
+    with `proc`'s output when it ends first (a kill -9 test waits for its moment this way)."""
+    deadline = time.monotonic() + timeout_sec
+    while True:
+        value = found()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            output = proc.stdout.read() if proc.stdout else ""
+            raise AssertionError(f"waiting for {what}: the process ended first (exit {proc.returncode}): "
+                                 f"{(output or '')[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waiting for {what}: not within {timeout_sec:g} s")
+        time.sleep(0.2)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has ended: it holds no port, FIFO or lock; its parent reaps it)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def all_gone(pids, within_sec: float) -> bool:
+    """Give whether every process of `pids` has ended within `within_sec`."""
+    deadline = time.monotonic() + within_sec
+    while any(map(alive, pids)):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up both environments and run the whole test suite in each: latest TensorFlow, then TF 2.14.
+# Set up both environments; lint, then run every test with the latest TensorFlow and the TensorFlow ones (`-m tf`)
+# with TF 2.14 too: a test that touches no TensorFlow gives the same answer in both (README, Testing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -7,6 +8,7 @@ export TF_CPP_MIN_LOG_LEVEL=2
 ./scripts/ensure-postgres.sh || echo "test: postgresql could not be installed; the storage test says why" >&2
 ./scripts/ensure-tmux.sh || echo "test: tmux could not be installed; the progress display's terminal test says why" >&2
 ./scripts/setup.sh latest
+.venv/bin/python -m ruff check .
 .venv/bin/python -m pytest "$@"
 status=0
 ./scripts/setup.sh tf214 || status=$?
@@ -15,5 +17,5 @@ if [ "$status" = 3 ]; then
 elif [ "$status" != 0 ]; then
   exit "$status"
 else
-  .venv-tf214/bin/python -m pytest "$@"
+  .venv-tf214/bin/python -m pytest -m tf "$@"
 fi

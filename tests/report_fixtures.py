@@ -10,6 +10,7 @@ import copy
 import dataclasses
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -53,6 +54,17 @@ def machine(vcpus: int = 4, physical_cores: int = 2, memory_bytes: int = 16 * 2*
 
 
 FACTS = MachineFacts.from_json(machine(), "machine.json")
+
+#: A small instance catalog (catalog.yaml): its header and three c5 sizes; a test adds the instances it needs.
+CATALOG_C5 = """
+region: us-east-1
+prices_as_of: "2024-06"
+currency: USD
+instances:
+  ml.c5.xlarge:   {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, price_per_hour: 0.2}
+  ml.c5.2xlarge:  {family: c5, vcpus: 8, physical_cores: 4, memory_gib: 16, gpus: 0, price_per_hour: 0.4}
+  ml.c5.4xlarge:  {family: c5, vcpus: 16, physical_cores: 8, memory_gib: 32, gpus: 0, price_per_hour: 0.8}
+"""
 
 
 def _pipeline(mode: str, fmt: str, stages: list[dict], files: list[str], source_mode: str,
@@ -208,3 +220,15 @@ def make_run(run_dir: Path, rows: list[dict], facts: dict, rows_per_epoch: int =
                      None)
     (run_dir / DATA_FILE).write_text(json.dumps(data.to_json()))
     return run_dir
+
+
+def passing_run(folder: Path) -> Path:
+    """Write a run folder of passing rows at folder/run, its data files under folder/data; give the run folder."""
+    return make_run(folder / "run", passing_rows(data_files(folder / "data")), machine())
+
+
+def run_holding(name: str, text: str) -> Callable[[Path], None]:
+    """Give a bad-input case's make(): a passing run folder at folder/run with `text` written as its file `name`."""
+    def make(folder: Path) -> None:
+        (passing_run(folder) / name).write_text(text)
+    return make

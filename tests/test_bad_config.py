@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from badinput import Bad, run_case
+from badinput import Bad, cases
 
 # A valid experiment; cases append to it or replace a line.
 EXPERIMENT = """\
@@ -174,7 +174,7 @@ CASES = [
         r"'tag:yaml\.org,2002:python/object/apply:os\.system'", _file(
             "exp.yaml", "name: !!python/object/apply:os.system ['mkdir pwned']\nresults: out\n"), out="pwned", code=1),
     Bad("unknown-key", _run(), r"^exp\.yaml: measurement\.window_secs: unknown key \(expected one of warmup_max_sec, ",
-        _experiment("window_sec: 0.2", "window_secs: 0.2"), out="out", code=1),
+        _experiment("window_sec: 0.2", "window_secs: 0.2"), out="out", code=1, process=True),
     Bad("wrong-type", _run(), r"^exp\.yaml: budget\.max_failure_rate: must be float, not str 'half'$",
         _experiment("max_failure_rate: 0.5", "max_failure_rate: half"), out="out", code=1),
     Bad("missing-file", _run(), r"^exp\.yaml: cannot read: No such file or directory$", code=1),
@@ -263,6 +263,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

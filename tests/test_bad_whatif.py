@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from badinput import Bad, run_case
+from badinput import Bad, cases
 from capacity_fixtures import profile, write_capacity
 from report_fixtures import machine, make_run, passing_rows
 
@@ -36,7 +36,7 @@ def _capacity(change: Callable[[dict], object]) -> Callable[[Path], None]:
 
 CASES = [
     Bad("whatif-no-capacity-json", ("whatif", RUN), r"^{tmp}/run/capacity\.json: missing: run `pipebench capacity "
-        r"{tmp}/run` first$", make=lambda f: _run(f, capacity=False), code=2),
+        r"{tmp}/run` first$", make=lambda f: _run(f, capacity=False), code=2, process=True),
     Bad("whatif-not-a-run-folder", ("whatif", "{tmp}/nowhere"), r"^{tmp}/nowhere: no such run folder$", code=2),
     Bad("whatif-capacity-not-json", ("whatif", RUN), r"^{tmp}/run/capacity\.json:1: not valid JSON",
         make=_capacity(lambda doc: "{profiles"), code=1),
@@ -63,6 +63,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -33,6 +33,7 @@ def tf_names_its_pool(tf_version: str) -> bool:
     return tuple(int(x) for x in tf_version.split(".")[:2]) >= (2, 15)
 
 
+@pytest.mark.slow
 def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, data):
     """Regression: workers ran wherever the manager could; the affinity is now set between fork and exec."""
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
@@ -46,6 +47,7 @@ def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, dat
         assert 0 < window.cpu_sec <= window.seconds + 0.05
 
 
+@pytest.mark.slow
 def test_an_unpinned_worker_starts_on_every_cpu_its_manager_may_use(tmp_path, data):
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
     record = run_worker(trial, tmp_path / "t", LIMITS).record
@@ -61,6 +63,7 @@ def test_more_cores_than_this_machine_has_are_refused():
         pinning_for(len(usable_cpus()) + 1)
 
 
+@pytest.mark.slow
 def test_a_fractional_pinning_puts_the_child_in_a_quota_group_removed_after():
     why = quota_unavailable()
     if why:
@@ -78,6 +81,7 @@ def test_a_fractional_pinning_puts_the_child_in_a_quota_group_removed_after():
     assert not group.exists()
 
 
+@pytest.mark.slow
 def test_process_tree_cpu_counts_this_process_and_its_children():
     burn = ("import os, sys, time\nstart = time.process_time()\nwhile time.process_time() - start < 0.3: pass\n"
             "t = os.times(); print(t.user + t.system, flush=True)\n")
@@ -94,6 +98,7 @@ def test_process_tree_cpu_counts_this_process_and_its_children():
         live.communicate("")
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
@@ -112,6 +117,7 @@ def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
         assert counted == (ROWS // BATCH * BATCH if whole_batches else ROWS), prefix.label
 
 
+@pytest.mark.tf
 def test_a_single_example_prefix_is_consumed_through_the_sink(data):
     import tensorflow as tf
 

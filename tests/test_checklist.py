@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
+from report_fixtures import (CATALOG_C5, SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
                              passing_configurations, passing_rows, rows_of, trial)
 
 import pipebench.results as results
@@ -104,14 +104,7 @@ def test_rules_without_evidence_say_not_applicable(tmp_path):
     assert set(statuses.values()) == {"N/A"}, statuses
 
 
-CATALOG = """
-region: us-east-1
-prices_as_of: "2024-06"
-currency: USD
-instances:
-  ml.c5.xlarge:   {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, price_per_hour: 0.2}
-  ml.c5.2xlarge:  {family: c5, vcpus: 8, physical_cores: 4, memory_gib: 16, gpus: 0, price_per_hour: 0.4}
-  ml.c5.4xlarge:  {family: c5, vcpus: 16, physical_cores: 8, memory_gib: 32, gpus: 0, price_per_hour: 0.8}
+CATALOG = CATALOG_C5 + """\
   ml.m5.xlarge:   {family: m5, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 0, price_per_hour: 0.25}
   ml.g4dn.xlarge: {family: g4dn, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 1, price_per_hour: 0.75}
 """

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from capacity_fixtures import profile, write_capacity
-from report_fixtures import machine, make_run, passing_configurations, rows_of
+from report_fixtures import CATALOG_C5, machine, make_run, passing_configurations, rows_of
 
 import pipebench.results as results
 from pipebench.capacity.model import TRANSFER_ASSUMPTION
@@ -17,14 +17,7 @@ from pipebench.report.checklist import ranking, service_workers, to_markdown
 # The profiled pipeline: one reader (1 µs/example, sequential) and decode (4 µs): 800k ex/s on 4 vCPUs,
 # 1M on 8 (the reader's one core caps it).
 STAGES = [("source", 1e-6, True), ("decode", 4e-6, False)]
-CATALOG = """
-region: us-east-1
-prices_as_of: "2024-06"
-currency: USD
-instances:
-  ml.c5.xlarge:   {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, price_per_hour: 0.2}
-  ml.c5.2xlarge:  {family: c5, vcpus: 8, physical_cores: 4, memory_gib: 16, gpus: 0, price_per_hour: 0.4}
-  ml.c5.4xlarge:  {family: c5, vcpus: 16, physical_cores: 8, memory_gib: 32, gpus: 0, price_per_hour: 0.8}
+CATALOG = CATALOG_C5 + """\
   ml.g4dn.xlarge: {family: g4dn, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 1, price_per_hour: 0.75,
                    accelerator_rate: {examples_per_sec: 300000, source: "https://example.org/g4dn"}}
   ml.g5.xlarge:   {family: g5, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 1, price_per_hour: 1.4}

@@ -59,6 +59,7 @@ rows = st.integers(1, 40).flatmap(lambda n: st.tuples(
     st.lists(st.lists(value_text, min_size=F, max_size=F), min_size=n, max_size=n)))
 
 
+@pytest.mark.tf
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=rows, fmt=st.sampled_from(["tfrecord", "packed"]), rows_per_record=st.sampled_from([1, 3, 16]))
 def test_libsvm_to_tensors_is_exact(tmp_path_factory, rows, fmt, rows_per_record):
@@ -73,6 +74,7 @@ def test_libsvm_to_tensors_is_exact(tmp_path_factory, rows, fmt, rows_per_record
 float32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.tf
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.integers(1, 30).flatmap(lambda n: st.tuples(
     st.lists(st.floats(0, 1, width=32), min_size=n, max_size=n),
@@ -166,6 +168,7 @@ def test_files_of_many_short_lines_count_and_number_every_line(tmp_path):
     assert json.loads(last)["line"] == blank + 3 and found["sources"][0]["lines"] == blank + 3
 
 
+@pytest.mark.tf
 def test_skip_and_quarantine_count_rejected_lines(tmp_path):
     good = "1 1:1 2:0.5 3:1 4:1\n"
     lines = [good] * 4 + ["1 1:1\n", good, "\n", "2 1:1 2:1 3:1 4:1\n", good]
@@ -183,6 +186,7 @@ def test_skip_and_quarantine_count_rejected_lines(tmp_path):
     assert len(read_examples(tmp_path / "q")[0]) == 6
 
 
+@pytest.mark.tf
 def test_gzip_and_crlf_input(tmp_path):
     text = "1 1:1 2:0.5 3:1 4:1\r\n0 5:1 6:0.25 7:1 8:2\r\n"
     plain = convert(ConvertRequest(inputs=(write(tmp_path / "a.libsvm", text),), out=tmp_path / "a", field_size=F))
@@ -227,6 +231,7 @@ def test_shard_mb_bounds_each_file(tmp_path):
     assert sum(s["rows"] for s in manifest["shards"]) == 3000
 
 
+@pytest.mark.tf
 def test_manifest_describes_output_and_sources(tmp_path):
     first = write(tmp_path / "a.libsvm", "1 1:1 2:0.5 3:1 4:1\n0 5:1 6:1 7:1 80:1\n")
     second = write(tmp_path / "b.libsvm", "1 9:1 10:1 11:1 12:1\n")
@@ -251,6 +256,7 @@ def test_manifest_describes_output_and_sources(tmp_path):
     assert read_examples(tmp_path / "o")[1][:, 3].tolist() == [4, 80, 12]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
 def test_output_does_not_depend_on_worker_count(tmp_path, compression):
     src = write(tmp_path / "in.libsvm", _rows_text(5000))
@@ -264,6 +270,7 @@ def test_output_does_not_depend_on_worker_count(tmp_path, compression):
     assert len(read_examples(tmp_path / "w3")[0]) == 5000
 
 
+@pytest.mark.tf
 def test_existing_output_needs_force(tmp_path, cli):
     src = write(tmp_path / "in.libsvm", _rows_text(3))
     (tmp_path / "out").mkdir()
@@ -281,6 +288,7 @@ def test_packed_refuses_ids_beyond_int32(tmp_path, cli):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.tf
 def test_sample_tfrecords_convert_to_packed(tmp_path):
     labels = np.array([1, 0, 1], np.float32)
     ids = np.arange(12).reshape(3, F)
@@ -292,6 +300,7 @@ def test_sample_tfrecords_convert_to_packed(tmp_path):
     assert_rows(read_packed(tmp_path / "p"), (labels, ids, values))
 
 
+@pytest.mark.tf
 def test_tfrecord_of_another_schema_is_a_clear_error(tmp_path, cli):
     write_sample_tfrecord(tmp_path / "s.tfrecord", [1.0], [[1, 2, 3]], [[1.0, 2.0, 3.0]])
     code, _, err = cli("convert", tmp_path / "s.tfrecord", "--out", tmp_path / "o", "--format", "libsvm",
@@ -301,6 +310,7 @@ def test_tfrecord_of_another_schema_is_a_clear_error(tmp_path, cli):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.tf
 def test_packed_skips_a_chunk_with_no_good_line(tmp_path):
     """A chunk whose every line is rejected packs no row (it once crashed reshaping an empty array)."""
     src = write(tmp_path / "in.libsvm", _rows_text(50) + "bad\n" * 200 + _rows_text(50))
@@ -328,6 +338,7 @@ def _nan_means_invalid(text: str) -> None:
     raise ValueError(f"not strict JSON: {text}")
 
 
+@pytest.mark.tf
 def test_tfrecord_rows_obey_the_libsvm_rules_and_quarantine_names_records(tmp_path):
     """Item 2: labels outside [0, 1], NaN/inf and negative ids in TFRecord input are rejected like libsvm lines."""
     nan, inf = float("nan"), float("inf")
@@ -394,6 +405,7 @@ def _refusal(args: list[str], folder: Path) -> tuple[int, str]:
     return result.returncode, lines[0][len("pipebench: error: "):]
 
 
+@pytest.mark.slow
 def test_unreadable_input_is_one_line(tmp_path):
     """Item 3: an input that cannot be opened (chmod 000) is named, with the reason."""
     write(tmp_path / "in.libsvm", _rows_text(3)).chmod(0)
@@ -402,6 +414,7 @@ def test_unreadable_input_is_one_line(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.libsvm"]
 
 
+@pytest.mark.slow
 def test_read_only_output_folder_is_one_line(tmp_path):
     """Item 3: --out in a folder that cannot be written is named, with the reason, and nothing is left."""
     write(tmp_path / "in.libsvm", _rows_text(3))
@@ -430,6 +443,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(folder)], check=True)
 
 
+@pytest.mark.slow
 def test_disk_full_while_writing_is_one_line_and_leaves_nothing(tmp_path, small_disk):
     """Item 3: the disk filling up mid-write (a real 256 KiB tmpfs) is one line; the temp folder is removed."""
     write(tmp_path / "in.libsvm", _rows_text(20000))  # about 4 MB of TFRecord: far more than fits
@@ -450,6 +464,7 @@ with atomic_dir(sys.argv[1]) as tmp:
 """
 
 
+@pytest.mark.slow
 def test_temp_of_a_killed_writer_is_swept_by_the_next_write_beside_it(tmp_path, cli):
     """Item 4: a temp left by kill -9 goes at the next write beside it, and never while its writer lives."""
     src = write(tmp_path / "in.libsvm", _rows_text(3))
@@ -499,6 +514,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_two_converts_into_one_out_the_one_finishing_second_fails_and_the_first_output_stays(tmp_path):
     """Regression (issue 28): the check for an existing --out ran only at the start and the final rename
     replaced what appeared meanwhile, so both converts said they wrote it and the later one won silently.

@@ -10,7 +10,7 @@ import pytest
 
 from diagnose_fixtures import CORPUS, make_data
 
-pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.tf
 
 
 def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):

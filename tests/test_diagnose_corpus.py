@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data
+from lazy import lazy
 
-tf = pytest.importorskip("tensorflow")
+from pipebench.diagnose.records import Diagnosis, Request
+from pipebench.errors import UsageError
+from pipebench.typed import from_json
 
-from pipebench.diagnose import content as contents  # noqa: E402
-from pipebench.diagnose.load import load  # noqa: E402
-from pipebench.diagnose.records import Diagnosis, Request  # noqa: E402
-from pipebench.diagnose.walk import walk  # noqa: E402
-from pipebench.errors import UsageError  # noqa: E402
-from pipebench.typed import from_json  # noqa: E402
+pytestmark = pytest.mark.tf
+contents = lazy("pipebench.diagnose.content")
+load = lazy("pipebench.diagnose.load", "load")
+walk = lazy("pipebench.diagnose.walk", "walk")
 
 
 @pytest.fixture(scope="module")

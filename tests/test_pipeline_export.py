@@ -10,17 +10,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import Bad, run_case
+from badinput import Bad, cases
+from lazy import lazy
 from pipeline_fixtures import FORMATS, ROWS_PER_RECORD, data  # noqa: F401
 from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, trial
 
 from pipebench.cli import main
 from pipebench.errors import ConfigError
-from pipebench.pipeline.build import build
 from pipebench.pipeline.export import SPEC_MARK, export
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
+
+build = lazy("pipebench.pipeline.build", "build")
 
 # Runs every exported module in one fresh interpreter and saves each one's batches as .npz.
 _CHILD = r"""
@@ -62,6 +64,7 @@ def _arrays(dataset) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     return [(f["feat_ids"], f["feat_vals"], labels) for f, labels in dataset.as_numpy_iterator()]
 
 
+@pytest.mark.tf
 def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tmp_path):
     sagemaker = tmp_path / "fake" / "sagemaker_tensorflow"
     sagemaker.mkdir(parents=True)
@@ -134,14 +137,11 @@ def test_exported_module_embeds_the_spec_and_its_fingerprint(data):
     assert "ROWS_PER_RECORD = 16" in text
 
 
-def test_cli_export_writes_a_module_without_importing_tensorflow(tmp_path):
+def test_cli_export_writes_a_module(tmp_path, cli):
+    """tests/test_imports.py checks that the export imports no TensorFlow."""
     out = tmp_path / "input_fn.py"
-    code = ("import sys; from pipebench.cli import main; "
-            f"rc = main(['pipelines', 'export', 'lambdaji-libsvm', '--out', {str(out)!r}]); "
-            "print(rc, 'tensorflow' in sys.modules)")
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert child.stdout.splitlines()[-1] == "0 False"
-    assert "decode > prefetch > shuffle > repeat > batch" in child.stdout
+    code, said, _ = cli("pipelines", "export", "lambdaji-libsvm", "--out", out)
+    assert code == 0 and "decode > prefetch > shuffle > repeat > batch" in said
     compile(out.read_text(), str(out), "exec")
 
 
@@ -228,6 +228,7 @@ def test_every_string_field_a_spec_accepts_is_exercised_and_the_rest_refuse_host
         Enumeration.from_dict({**good, "enumerate": {"allow": [HOSTILE]}})
 
 
+@pytest.mark.slow
 def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_path):
     """Each payload alone, and all of them with text no file can be named (NUL, odd line ends), only
     ever land in comments and literals: importing the modules runs nothing but their definitions."""
@@ -266,6 +267,7 @@ def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_p
         assert PipelineSpec.from_text(_header(module).split(f"{SPEC_MARK}\n", 1)[1]) == spec, name
 
 
+@pytest.mark.tf
 def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches(data, tmp_path):
     """Issue 12: a spec whose every free-text field holds quotes, backslashes, #, CR and newlines
     exports (through the CLI) to modules that import without running any of it and yield, on real
@@ -383,7 +385,7 @@ def _run_of_failed_trials(folder: Path) -> None:
 
 EXPORT_CASES = [
     Bad("export-unknown-trial", ("pipelines", "export", "{tmp}/run", "--trial", "nope", "--out", "{tmp}/x.py"),
-        r"^{tmp}/run: no trial 'nope' \(21 trials in trials.parquet", make=_run_in, out="x.py", code=2),
+        r"^{tmp}/run: no trial 'nope' \(21 trials in trials.parquet", make=_run_in, out="x.py", code=2, process=True),
     Bad("export-path-as-trial", ("pipelines", "export", "{tmp}/run", "--trial", "../run", "--out", "{tmp}/x.py"),
         r"^{tmp}/run: no trial '../run' ", make=_run_in, out="x.py", code=2),
     Bad("export-long-trial", ("pipelines", "export", "{tmp}/run", "--trial", "t" * 5000, "--out", "{tmp}/x.py"),
@@ -403,6 +405,6 @@ EXPORT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", EXPORT_CASES, ids=str)
-def test_export_from_a_run_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(EXPORT_CASES))
+def test_export_from_a_run_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -9,14 +9,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pipebench.report.tables import ENV_COLUMNS
-from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
-                             passing_configurations, passing_rows, rows_of, trial)
+from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run, passing_configurations,
+                             passing_rows, passing_run, rows_of, trial)
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -32,7 +31,7 @@ PROBE = ('<script>window.addEventListener("load", () => document.body.setAttribu
 
 @pytest.fixture
 def report(tmp_path, cli):
-    run = make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
+    run = passing_run(tmp_path)
     code, out, err = cli("report", run, "--out", tmp_path / "report")
     assert code == 0, err
     return tmp_path / "report"
@@ -235,13 +234,6 @@ def test_report_refuses_mixed_hosts_unless_asked(tmp_path, cli):
     assert code == 0, err
 
 
-def test_help_imports_neither_matplotlib_nor_tensorflow():
-    code = ("import sys, pipebench.cli as c\ntry: c.main(['--help'])\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'tensorflow', 'pandas')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]"
-
-
 def _chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found:
@@ -309,16 +301,14 @@ def test_next_steps_name_the_exact_commands_and_the_run_before(tmp_path):
     assert f"pipebench report '{tmp_path}/a run'\"'\"'s folder'" in next_steps(odd)[1]  # pastes into a shell
 
 
-def test_run_ends_by_printing_the_next_steps(tmp_path, monkeypatch):
+def test_run_ends_by_printing_the_next_steps(tmp_path, fake_trials):
     """The trial loop measures with pipebench.testing.fake_measure (no worker, no TensorFlow); the rest is real."""
-    import functools
-
     import pipebench.runner as runner
     from pipebench.config import parse_experiment
     from pipebench.report.next_steps import next_steps
     from pipebench.testing import fake_measure
 
-    monkeypatch.setattr(runner, "run_trials", functools.partial(runner.run_trials, measure=fake_measure(lambda s: 100.0)))
+    fake_trials(fake_measure(lambda s: 100.0))
     experiment = parse_experiment({
         "name": "steps", "modes": ["input"], "grid": {"batch_size": [64]}, "pipelines": {"presets": ["lambdaji-libsvm"]},
         "data": {"synth": {"rows": 200, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,

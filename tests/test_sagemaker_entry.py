@@ -40,6 +40,7 @@ def _job_results(root):
     return job, results.load(out / job["run_dir"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("input_mode, source_mode", [("File", "file"), ("FastFile", "fastfile")])
 def test_file_and_fastfile_channels_run_end_to_end(tmp_path, launch, input_mode, source_mode):
     root = opt_ml(tmp_path / "opt-ml", launch, input_mode, f"tiny-c5-xlarge-{source_mode}")
@@ -60,6 +61,7 @@ def test_file_and_fastfile_channels_run_end_to_end(tmp_path, launch, input_mode,
     assert not (root / "output" / "failure").exists()
 
 
+@pytest.mark.slow
 def test_pipe_channel_reads_sagemakers_fifos_without_emulation(tmp_path, launch):
     root = tmp_path / "opt-ml"
     files = launch.data.files["tfrecord"]
@@ -137,6 +139,7 @@ def test_environment_prefers_sm_variables_and_falls_back_to_the_config_files(tmp
     assert read_environment({"SAGEMAKER_BASE_DIR": str(root), **from_env.toolkit_variables()}) == from_env
 
 
+@pytest.mark.slow
 def test_outside_a_container_the_entry_fails_on_one_line(tmp_path):
     result = run_entry(tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stderr
@@ -144,6 +147,7 @@ def test_outside_a_container_the_entry_fails_on_one_line(tmp_path):
                              "training container (set SAGEMAKER_BASE_DIR to the folder that plays /opt/ml)\n")
 
 
+@pytest.mark.tf
 def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_them(launch):
     names = [Path(f).name for f in launch.data.files["tfrecord"]]
     manifest = str(Path(launch.data.files["tfrecord"][0]).parent / "manifest.json")
@@ -160,6 +164,7 @@ def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_t
     assert without.files == {"tfrecord": remote} and without.fingerprint != data.fingerprint
 
 
+@pytest.mark.slow
 def test_the_source_tarball_installs_and_runs_in_a_fresh_venv_laid_out_like_the_container(tmp_path, launch):
     """Script mode without SageMaker: sourcedir.tar.gz extracted into <root>/code, a fresh venv, the toolkit's steps.
 

@@ -62,6 +62,7 @@ def tree(tmp_path_factory):
     return samples, summarize(samples), sampler
 
 
+@pytest.mark.slow
 def test_cpu_of_a_burning_grandchild_is_counted(tree):
     samples, summary, _ = tree
     assert len(samples) >= 5
@@ -97,6 +98,7 @@ def test_samples_become_parquet_rows(tree):
     assert str(table.schema.field("per_core_pct").type) == "list<item: double>"
 
 
+@pytest.mark.slow
 def test_samples_take_their_time_from_the_injected_clock():
     child = sleeper()
     try:
@@ -110,6 +112,7 @@ def test_samples_take_their_time_from_the_injected_clock():
     assert all(s.cpu_pct < 5 and s.processes == 1 for s in samples)  # a sleeping process over half a "second"
 
 
+@pytest.mark.slow
 def test_sampling_ends_with_the_root():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     sampler = Sampler(child.pid, interval_sec=3600).start()
@@ -119,6 +122,7 @@ def test_sampling_ends_with_the_root():
     assert Sampler(child.pid).start().stop() == []  # started after the process was gone
 
 
+@pytest.mark.slow
 def test_on_sample_sees_every_sample_and_its_errors_reach_stop():
     child = sleeper()
     seen, enough = [], threading.Event()
@@ -144,6 +148,7 @@ def test_on_sample_sees_every_sample_and_its_errors_reach_stop():
         child.wait()
 
 
+@pytest.mark.slow
 def test_gpu_fields_come_from_nvml():
     nvml = FakeNVML([FakeGPU(util_pct=40, mem_used_bytes=1 * 2**30), FakeGPU(util_pct=80, mem_used_bytes=3 * 2**30)])
     child = sleeper()
@@ -169,6 +174,7 @@ def test_gpu_fields_come_from_nvml():
     assert samples[0].as_row()["gpu_util_pct_per_device"] == [40.0, 80.0]
 
 
+@pytest.mark.slow
 def test_without_nvml_gpu_fields_are_empty_and_the_reason_is_kept():
     child = sleeper()
     try:
@@ -245,6 +251,7 @@ def test_evicted_pages_leave_the_page_cache_and_reading_brings_them_back(tmp_pat
     assert resident_fraction(data) > 0.99
 
 
+@pytest.mark.slow
 def test_sampler_reports_residency_of_the_data_files(tmp_path):
     files = [tmp_path / "a", tmp_path / "b", tmp_path / "empty"]
     files[0].write_bytes(os.urandom(MiB))
@@ -267,6 +274,7 @@ def test_sampler_reports_residency_of_the_data_files(tmp_path):
     assert resident_pages(files[2]) == (0, 0) and resident_fraction(files[2]) == 1.0
 
 
+@pytest.mark.slow
 def test_others_busy_pct_sees_another_process_using_a_core_and_not_this_one():
     from pipebench.measure.sampler import others_busy_pct
 

@@ -12,7 +12,7 @@ from pipebench.sharding.cluster import round_order, worker_cpus
 from pipebench.sources.service_cluster import free_ports
 from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes, placement_spec
 from pipebench.sharding.record import figures, lines, paired
-from report_fixtures import data_files, machine, make_run, passing_rows
+from report_fixtures import data_files, machine, make_run, passing_rows, passing_run
 from sharding_fixtures import EXAMPLES, sharding_record, write_record
 
 
@@ -111,7 +111,7 @@ def test_checklist_warns_when_file_is_slower_or_not_measured(tmp_path):
 
 
 def test_checklist_without_a_sharding_record_says_how_to_make_one(tmp_path):
-    run = make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
+    run = passing_run(tmp_path)
     item = input_sharding([results.load(run)])
     assert item["status"] == "N/A" and "pipebench sharding RUN_DIR" in item["advice"]
 

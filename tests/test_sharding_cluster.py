@@ -11,6 +11,7 @@ import pytest
 
 from pipebench.sharding.cluster import shard_run
 from pipebench.sharding.record import SHARDING_FILE, figures, read_sharding
+from pipebench.testing import all_gone, wait_until
 from pipeline_fixtures import ROWS, data  # noqa: F401
 from report_fixtures import configuration, machine, make_run
 
@@ -23,6 +24,7 @@ def _run(tmp_path: Path, files: list[str]) -> Path:
     return make_run(tmp_path / "run", rows, machine())
 
 
+@pytest.mark.slow
 def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     """FILE: each worker its own file's rows and about half the bytes; DATA and shard-after-read: half the rows
     each but every byte; OFF: every row on every worker. The workers are gone afterwards."""
@@ -55,6 +57,7 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     assert not [n for n in os.listdir(run) if n.startswith(".")]  # no temp left beside sharding.json
 
 
+@pytest.mark.slow
 def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     """A file that is not TFRecord fails every worker's epoch: one TrialError naming the worker, all workers gone."""
     from pipebench.errors import TrialError
@@ -72,6 +75,7 @@ def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     assert not (run / SHARDING_FILE).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", ["SIGKILL", "SIGINT"])
 def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
     """kill -9 of the process running the cluster (no cleanup runs in it) or Ctrl-C (SIGINT): it ends, and its
@@ -91,24 +95,18 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
               f"on_start=lambda pids: Path({str(pids_file)!r}).write_text(json.dumps(pids)))")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while not pids_file.exists() and parent.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert pids_file.exists(), f"the cluster did not start (exit {parent.poll()})"
+        wait_until(pids_file.exists, "the cluster to start its workers", 120, parent)
         pids = json.loads(pids_file.read_text())
         time.sleep(2)  # let the workers get into TensorFlow: they must die from there, not just at startup
     finally:
         parent.send_signal(getattr(signal, stop))
         parent.wait(timeout=60)
-    deadline = time.monotonic() + 30
-    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids) \
-            and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert all_gone(pids, within_sec=30), "a worker outlived the command running the cluster"
     assert not (run / SHARDING_FILE).exists()
     assert not [n for n in set(os.listdir(tempfile.gettempdir())) - temps if "sharding" in n]  # no scratch left
 
 
+@pytest.mark.slow
 def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, data):
     """The guide's order (interleave over the file list first): FILE shards the file list inside it, and
     shard-after-read goes after the interleave, which reads; each worker still gets half the rows."""
@@ -125,6 +123,7 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
     assert all(0.4 * found["data_bytes"] < read < 0.65 * found["data_bytes"] for read in file_reads)
 
 
+@pytest.mark.slow
 def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
     """A real worker given a job without its parent's pid exits as soon as it reads it (a traceback on stderr);
     sending `go` then names that worker and its last stderr line on one line, not a BrokenPipeError."""
@@ -142,6 +141,7 @@ def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
     assert str(err.value) == "sharding cluster: worker 0 exited (code 1) before it received go: KeyError: 'parent_pid'"
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_is_named_with_its_last_stderr_line():
     """A worker whose interpreter refuses its environment exits before reading a line; the job, longer than a
     pipe holds, is still being written then: one TrialError naming the worker and the interpreter's last line."""

@@ -79,6 +79,7 @@ def test_labels_follow_the_planted_model_and_oracle_auc_is_exact(tmp_path):
     assert abs(exact_auc(prob, shuffled) - 0.5) < 0.03, "the AUC measure itself is not biased"
 
 
+@pytest.mark.tf
 def test_tfrecord_format_equals_converted_libsvm(tmp_path):
     synthesize(SynthSpec(rows=2500, out=tmp_path / "text", seed=2))
     synthesize(SynthSpec(rows=2500, out=tmp_path / "direct", seed=2, format="tfrecord", files=2))
