@@ -270,7 +270,8 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from pipebench.diagnose.report import summary_lines
     from pipebench.diagnose.run import diagnose
-    from pipebench.diagnose.target import parse_function_ref, parse_settings
+    from pipebench.diagnose.target import parse_settings
+    from pipebench.pipeline.function import parse_function_ref
 
     target = parse_function_ref(args.function)
     model = parse_function_ref(args.model, "--model") if args.model else None

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
-from pipebench.errors import PipebenchError, UnavailableError
+from pipebench.errors import PipebenchError, UnavailableError, failure_reason
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
@@ -269,22 +269,6 @@ def _quality(tf, trial: TrialSpec, spec, sources: dict) -> float:
     holdout = preset("aws-sample", files=trial.holdout_files, batch_size=4096, epochs=1,
                      field_size=spec.source.field_size)
     return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
-
-
-def failure_reason(err: BaseException, limit: int = 500) -> str:
-    """Give one line saying why a trial failed: the error's type and the text that names the cause.
-
-    TensorFlow's errors from compiled functions open with "Graph execution error:" and the Python
-    stack of the op that failed; the cause comes after that stack, before the `[[node]]` markers,
-    so the first line alone says nothing a user can act on.
-    """
-    text = getattr(err, "message", None) or str(err)
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and lines[0].startswith("Graph execution error"):
-        lines = [line.strip() for line in lines[1:]
-                 if not line.startswith((" ", "\t", "Detected at node", "<stack traces unavailable>"))]
-    reason = f"{type(err).__name__}: {' '.join(lines)}"
-    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
 
 
 def main(argv: list[str]) -> int:

@@ -24,6 +24,22 @@ from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Scalar
 
 _BUILD_MODULE = "pipebench.pipeline.build"
 SPEC_MARK = "The spec:"
+#: The exported modules' import of the user's own module from its file, as pipebench imported it
+#: (pipebench.pipeline.user_code): by its file's stem, its folder on sys.path.
+USER_MODULE_LOADER = '''def _user_module(path):
+    """Give the user's module, imported from its file as pipebench imported it."""
+    folder, name = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+        return sys.modules[name]
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module'''
+
+
 
 
 def function_sources(names: list[str]) -> list[str]:
