@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import sys
 import traceback
 import types
@@ -213,6 +214,26 @@ def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, 
             where = f"{place.file}:{place.line}" if place else _def_place(function, path)
             raise UserCodeError(f"{where}: {name} raised {_short(err)}") from None
     return result, recorder.sites
+
+
+def failure_while_running(err: BaseException, function: Any, path: str) -> str:
+    """Give one line for an error the user's pipeline raised while it ran (its map functions, a py_function): the
+    last place in the user's file its traceback or TensorFlow's message names (else the function's `def` line),
+    and the cause (a py_function's own exception line, not TensorFlow's wrapping of it)."""
+    file = str(Path(path).resolve())
+    text = getattr(err, "message", None) or str(err)
+    named = [Place(str(Path(f).resolve()), int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
+    named = [p for p in named if p.file == file]
+    place = named[-1] if named else _user_frame(err.__traceback__, {file})
+    where = f"{place.file}:{place.line}" if place else _def_place(function, path)
+    if "Traceback (most recent call last)" in text:  # a py_function: its own exception is the traceback's last line
+        lines = [line.strip() for line in text.partition("[[")[0].splitlines() if line.strip()]
+        cause = f"{type(err).__name__}: {lines[-1]}"
+    else:
+        cause = failure_reason(err, _REASON_CHARS * 2).partition("[[")[0].strip()
+    cause = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", cause)
+    return f"{where}: the pipeline {getattr(function, '__name__', 'it')} returned failed while it ran: " \
+           f"{cause[:_REASON_CHARS * 2]}"
 
 
 def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VALUE") -> Loaded:
