@@ -36,6 +36,18 @@ def needs_batch(files, batch_size):
 
 
 made = built_elsewhere()
+
+
+@tf.function
+def decorated(files):
+    return files
+
+
+try:
+    from fast_io import guarded
+except ImportError:
+    def guarded(files):
+        return files
 """
 
 
@@ -62,8 +74,10 @@ def test_a_definition_is_read_from_the_source_without_running_it(user_file):
     # bound otherwise than by def (an import, an assignment): known once imported, so no static check
     assert _definition(user_file, "made").parameters is None
     assert _definition(user_file, "built_elsewhere").argument_problem({"x": 1}) is None
+    # decorated or defined in a try / if: its signature is read once imported, in the worker
+    assert _definition(user_file, "decorated").parameters is None and _definition(user_file, "guarded").parameters is None
     with pytest.raises(UsageError, match=r"no top-level function nope \(its functions: input_fn, own_batch, fixed, "
-                                         r"needs_batch\)$"):
+                                         r"needs_batch, decorated, guarded\)$"):
         _definition(user_file, "nope")
 
 

@@ -164,7 +164,10 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[Par
 def read_definition(ref: FunctionRef) -> Definition:
     """Give what the file's top level says about the function; UsageError (naming the file and line) when the
     file does not parse or binds no such name at its top level."""
-    data = Path(ref.path).read_bytes()
+    try:
+        data = Path(ref.path).read_bytes()
+    except OSError as err:
+        raise UsageError(f"{ref.path}: cannot read: {err.strerror}") from None
     try:
         tree = ast.parse(data, filename=ref.path)
     except SyntaxError as err:
@@ -173,24 +176,38 @@ def read_definition(ref: FunctionRef) -> Definition:
         raise UsageError(f"{ref.path}: not Python source ({err})") from None
     sha256 = hashlib.sha256(data).hexdigest()
     found = None
-    for node in tree.body:  # the last binding wins, as when the module runs
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == ref.name:
+    for node, plain in _top_level(tree.body):  # the last binding wins, as when the module runs
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == ref.name and plain \
+                and not node.decorator_list:
             found = Definition(ref, sha256, node.lineno, *_parameters(node), ast.unparse(node.args))
-        elif ref.name in _bound_names(node):
+        elif ref.name in _bound_names(node):  # decorated, conditional or not a def: read once imported
             found = Definition(ref, sha256, node.lineno, None, True)
     if found is None:
-        defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        defined = [n.name for n, _ in _top_level(tree.body) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         shown = ", ".join(defined[:8]) + (", …" if len(defined) > 8 else "")
         raise UsageError(f"{ref.path}: no top-level function {ref.name} (its functions: {shown or 'none'})")
     return found
 
 
+def _top_level(body: list[ast.stmt], plain: bool = True):
+    """Yield the statements a module's top level runs, with whether they run unconditionally (not inside an `if`,
+    `try` or `with`)."""
+    for node in body:
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            for part in ("body", "orelse", "finalbody"):
+                yield from _top_level(getattr(node, part, []), False)
+            for handler in getattr(node, "handlers", []):
+                yield from _top_level(handler.body, False)
+        else:
+            yield node, plain
+
+
 def _bound_names(node: ast.stmt) -> set[str]:
-    """Give the names a top-level statement other than a `def` binds (assignments, imports, classes)."""
+    """Give the names a top-level statement binds (defs, assignments, imports, classes)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
-    if isinstance(node, ast.ClassDef):
-        return {node.name}
     targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
         node, (ast.AnnAssign, ast.AugAssign)) else []
     return {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
