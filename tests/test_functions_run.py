@@ -98,6 +98,15 @@ def test_report_and_checklist_read_a_run_with_a_function(run, tmp_path):
     assert items["cache_fits_ram"]["evidence"]["data_bytes"] > 0
 
 
+def test_capacity_refuses_a_functions_configuration_in_one_line(run, tmp_path):
+    run_dir, _ = run
+    mine = next(r for r in _rows(run_dir) if r["pipeline"] == "mine")
+    done = _pipebench("capacity", run_dir, "--configuration", mine["configuration_id"], cwd=tmp_path)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert f"is your function libsvm_input_fn, whose stages pipebench did not write: `pipebench diagnose " \
+           f"{json.loads(mine['params_json'])['pipeline']['function']['path']}:libsvm_input_fn`" in done.stderr
+
+
 def test_the_exported_module_yields_what_the_function_yields(run, tmp_path):
     import tensorflow as tf
 

@@ -220,3 +220,11 @@ def test_the_search_space_offers_functions_as_pipelines(tmp_path, user_file):
                                                   "space": {"pipeline": ["mine", "aws-sample"]}})
     plan = make_plan(*named, MachineFacts.from_json(machine(vcpus=2, physical_cores=2), "machine.json"))
     assert plan.space["pipeline"].choices == ("mine:tfrecord", "aws-sample:tfrecord")
+
+
+def test_the_shipped_experiment_with_functions_loads():
+    experiment = load_experiment(Path(__file__).parents[1] / "experiments" / "functions.yaml")
+    mine, theirs = experiment["pipelines"]["functions"]
+    assert (mine["name"], theirs["name"]) == ("my-tfrecord", "libsvm_input_fn")
+    assert mine["function"].endswith("experiments/functions/ctr_input.py:tfrecord_input_fn")
+    assert experiment.read_formats() >= {"tfrecord", "libsvm"}
