@@ -118,7 +118,8 @@ def _cmd_pipelines_list(args: argparse.Namespace) -> int:
 
 def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     from pipebench.atomic import atomic_write_bytes
-    from pipebench.pipeline.export import export
+    from pipebench.pipeline.export import export, export_function
+    from pipebench.pipeline.function import FunctionPipeline, is_function
     from pipebench.pipeline.presets import PRESETS, resolve
 
     source = Path(args.spec)
@@ -131,7 +132,10 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
             raise UsageError(f"pipelines export: {source}: --format changes a spec or preset, not a run folder (its "
                              "trials ran on their own formats)")
         chosen = chosen_trial(load(source), args.trial)
-        spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
+        if is_function(chosen.pipeline):
+            spec = FunctionPipeline.from_dict(chosen.pipeline)
+        else:
+            spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
         settings = ("" if chosen.row is None else
                     f"; it ran with intra / inter-op threads {threads_text(chosen.row)}, env {env_text(chosen.row)}: "
                     "set those in training too")
@@ -147,11 +151,13 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
         raise UsageError(f"{out}: already exists (use --force to replace it)")
     if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
         raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
+    function = isinstance(spec, FunctionPipeline)
     try:
-        atomic_write_bytes(out, export(spec).encode(), replace=args.force)
+        atomic_write_bytes(out, (export_function(spec) if function else export(spec)).encode(), replace=args.force)
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
-    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
+    print(f"wrote input_fn calling your {spec.function} ({Path(spec.path).name}, pipeline {spec.name})" if function else
+          f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode)", f"{what} to {out}", sep="")
     return 0
 
 
@@ -270,7 +276,8 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from pipebench.diagnose.report import summary_lines
     from pipebench.diagnose.run import diagnose
-    from pipebench.diagnose.target import parse_function_ref, parse_settings
+    from pipebench.diagnose.target import parse_settings
+    from pipebench.pipeline.function import parse_function_ref
 
     target = parse_function_ref(args.function)
     model = parse_function_ref(args.model, "--model") if args.model else None

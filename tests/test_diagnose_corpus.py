@@ -15,7 +15,7 @@ from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_da
 tf = pytest.importorskip("tensorflow")
 
 from pipebench.diagnose import content as contents  # noqa: E402
-from pipebench.diagnose.load import load  # noqa: E402
+from pipebench.pipeline.user_code import load  # noqa: E402
 from pipebench.diagnose.records import Diagnosis, Request  # noqa: E402
 from pipebench.diagnose.walk import walk  # noqa: E402
 from pipebench.errors import UsageError  # noqa: E402
