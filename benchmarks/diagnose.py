@@ -34,7 +34,7 @@ from diagnose_fixtures import CORPUS, PIPELINES, kwargs_of  # noqa: E402
 
 from pipebench.diagnose.export import module_name, rewritten_module  # noqa: E402
 from pipebench.diagnose.run import diagnose  # noqa: E402
-from pipebench.diagnose.target import parse_function_ref  # noqa: E402
+from pipebench.pipeline.function import parse_function_ref  # noqa: E402
 from pipebench.measure.intervals import Interval  # noqa: E402
 
 
@@ -59,7 +59,7 @@ def remeasure(original: str, rewritten: str, kwargs: dict, rounds: int) -> Inter
 
 def _remeasure_here(original: str, rewritten: str, kwargs: dict, rounds: int) -> None:
     """Measure two input_fns in this process in paired interleaved rounds; print the ratio as JSON."""
-    from pipebench.diagnose.load import import_user_module
+    from pipebench.pipeline.user_code import import_user_module
     from pipebench.diagnose.rounds import calibrate, interleaved_rounds, rates
     from pipebench.measure.intervals import ratio_interval
     from pipebench.measure.windows import Arm

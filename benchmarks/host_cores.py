@@ -3,8 +3,9 @@
 One fresh process per vCPU, pinned before it starts, runs sha256 over a 1 MiB block (C code, cache
 resident) for a fixed time; all are released at one instant. Each pair (alone, then all together)
 gives the per-vCPU speed with all busy over the speed alone: about 1 for whole cores, well below 1 for
-hyperthreads of one core or a host whose neighbours take the CPU. The capacity model's README section
-quotes it: per-example CPU costs that grow with the cores are then the pipeline's own, not the host's.
+hyperthreads of one core or a host whose neighbours take the CPU. The capacity model's page
+(docs/performance/capacity_model.md) quotes it: per-example CPU costs that grow with the cores are then
+the pipeline's own, not the host's.
 
     python benchmarks/host_cores.py [--pairs 6] [--seconds 0.4]
 """

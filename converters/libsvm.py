@@ -5,8 +5,8 @@ Accepted grammar, per line (LF or CRLF ending; the last line may lack one):
     label SP id:value (SP id:value){field_size - 1}
 
 label and value are decimal numbers, `[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?` (`.5` and `5.` too,
-as `float()` and `strtod` read them; README.md states the same, and tests/test_libsvm_grammar.py
-checks this parser against the README's statement); the label lies in [0, 1]; id is a non-negative
+as `float()` and `strtod` read them; docs/guides/your-data.md states the same, and
+tests/test_libsvm_grammar.py checks this parser against that statement); the label lies in [0, 1]; id is a non-negative
 integer (< feature_size when that is given). Exactly one space separates tokens; tabs, repeated,
 leading or trailing spaces are errors, because a tolerant split is how a short line slips through
 to training time.

@@ -177,13 +177,25 @@ def record_batches(stream: InputFile, batch: int = RECORDS_PER_BATCH) -> Iterato
             raise DataError(f"{stream.path}:{number}: {_PROBLEMS[problem]}")
         if len(starts) == batch:
             continue
-        more = stream.read(_READ_BYTES)
+        more = stream.read(max(_READ_BYTES, _pending(buf, pos)))
         if not more:
             if pos < buf.size:
                 raise DataError(f"{stream.path}:{number}: the file ends inside this record (a truncated file)")
             return
         buf = np.concatenate([buf[pos:], np.frombuffer(more, dtype=np.uint8)])
         pos = 0
+
+
+def _pending(buf: np.ndarray, pos: int) -> int:
+    """Give the bytes still missing from the record at buf[pos] whose checked header is whole, else 0.
+
+    Reading them in one call keeps a record longer than a read linear: topping the buffer up a read at a time
+    copied it once per read (quadratic in the record's length).
+    """
+    if buf.size - pos < 12:
+        return 0
+    length = int(_u32(buf, pos)) | (int(_u32(buf, pos + 4)) << 32)  # _split checked its CRC and its cap
+    return pos + 12 + length + 4 - buf.size
 
 
 def looks_like_tfrecord(path: Path) -> bool:

@@ -118,7 +118,8 @@ def _cmd_pipelines_list(args: argparse.Namespace) -> int:
 
 def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     from pipebench.atomic import atomic_write_bytes
-    from pipebench.pipeline.export import export
+    from pipebench.pipeline.export import export, export_function
+    from pipebench.pipeline.function import FunctionPipeline, is_function
     from pipebench.pipeline.presets import PRESETS, resolve
 
     source = Path(args.spec)
@@ -131,7 +132,10 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
             raise UsageError(f"pipelines export: {source}: --format changes a spec or preset, not a run folder (its "
                              "trials ran on their own formats)")
         chosen = chosen_trial(load(source), args.trial)
-        spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
+        if is_function(chosen.pipeline):
+            spec = FunctionPipeline.from_dict(chosen.pipeline)
+        else:
+            spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
         settings = ("" if chosen.row is None else
                     f"; it ran with intra / inter-op threads {threads_text(chosen.row)}, env {env_text(chosen.row)}: "
                     "set those in training too")
@@ -147,11 +151,13 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
         raise UsageError(f"{out}: already exists (use --force to replace it)")
     if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
         raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
+    function = isinstance(spec, FunctionPipeline)
     try:
-        atomic_write_bytes(out, export(spec).encode(), replace=args.force)
+        atomic_write_bytes(out, (export_function(spec) if function else export(spec)).encode(), replace=args.force)
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
-    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
+    print(f"wrote input_fn calling your {spec.function} ({Path(spec.path).name}, pipeline {spec.name})" if function else
+          f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode)", f"{what} to {out}", sep="")
     return 0
 
 
@@ -270,7 +276,8 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from pipebench.diagnose.report import summary_lines
     from pipebench.diagnose.run import diagnose
-    from pipebench.diagnose.target import parse_function_ref, parse_settings
+    from pipebench.diagnose.target import parse_settings
+    from pipebench.pipeline.function import parse_function_ref
 
     target = parse_function_ref(args.function)
     model = parse_function_ref(args.model, "--model") if args.model else None
@@ -380,16 +387,21 @@ def build_parser() -> argparse.ArgumentParser:
                                                                               metavar="DATA_COMMAND")
     synth = data.add_parser("synth", help="generate Criteo-like libsvm (or TFRecord, or raw Criteo) rows from a "
                             "planted model")
-    synth.add_argument("--rows", type=_positive_int, required=True)
+    synth.add_argument("--rows", type=_positive_int, required=True, help="rows to write")
     synth.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
-    synth.add_argument("--files", type=_positive_int, default=1)
-    synth.add_argument("--seed", type=int, default=0)
-    synth.add_argument("--field-size", type=_positive_int, default=39)
-    synth.add_argument("--feature-size", type=_positive_int, default=117581)
-    synth.add_argument("--positive-rate", type=float, default=0.25)
+    synth.add_argument("--files", type=_positive_int, default=1,
+                       help="files to split the rows into (the same rows whatever the count)")
+    synth.add_argument("--seed", type=int, default=0, help="seed of the planted model and the rows")
+    synth.add_argument("--field-size", type=_positive_int, default=39, help="fields per row (13 numeric, the rest "
+                       "categorical)")
+    synth.add_argument("--feature-size", type=_positive_int, default=117581,
+                       help="distinct feature ids (the model's embedding table rows)")
+    synth.add_argument("--positive-rate", type=float, default=0.25,
+                       help="share of positive labels the planted model is calibrated to")
     synth.add_argument("--format", choices=("libsvm", "tfrecord", "criteo"), default="libsvm",
                        help="criteo: raw Kaggle rows (label, I1-I13, C1-C26, tab-separated) for convert --from criteo")
-    synth.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none")
+    synth.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none",
+                       help="compression of the files written")
     synth.add_argument("--stream", type=int, default=0,
                        help="other rows from the same planted model, e.g. 1 for a held-out split")
     synth.add_argument("--force", action="store_true", help="replace --out if it exists")
@@ -401,15 +413,19 @@ def build_parser() -> argparse.ArgumentParser:
                          help="libsvm (plain, gzip or zlib), TFRecord, or raw Criteo (--from criteo) files; regular "
                               "files, not pipes or stdin")
     convert.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
-    convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord")
-    convert.add_argument("--field-size", type=_positive_int, default=39)
+    convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord",
+                         help="what to write: Examples, packed records of --rows-per-record rows, or libsvm text")
+    convert.add_argument("--field-size", type=_positive_int, default=39, help="id:value pairs per libsvm line")
     convert.add_argument("--feature-size", type=_positive_int, default=None,
                          help="reject ids at or above this (default: no check)")
     sharding = convert.add_mutually_exclusive_group()
     sharding.add_argument("--shards", type=_positive_int, help="exactly N output files of about equal rows")
     sharding.add_argument("--shard-mb", type=_positive_float, help="at most this many MiB per file, uncompressed (default 128)")
-    convert.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none")
-    convert.add_argument("--on-error", choices=("fail", "skip", "quarantine"), default="fail")
+    convert.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none",
+                         help="compression of the files written")
+    convert.add_argument("--on-error", choices=("fail", "skip", "quarantine"), default="fail",
+                         help="a bad line stops the run (fail), is dropped and counted in the manifest (skip), or "
+                              "is also written to quarantine.jsonl (quarantine)")
     convert.add_argument("--workers", type=_positive_int, default=None, help="threads (default: all CPUs)")
     convert.add_argument("--rows-per-record", type=_positive_int, default=256, help="rows per packed record")
     convert.add_argument("--force", action="store_true", help="replace --out if it exists")
@@ -476,16 +492,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     env = commands.add_parser("env", help="print this machine's facts (CPU, memory, TensorFlow build, GPU)")
     env.add_argument("--instance-type", help="SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is not set")
-    env.add_argument("--json", action="store_true")
+    env.add_argument("--json", action="store_true", help="print machine.json's typed facts instead of text")
     env.set_defaults(func=_cmd_env)
 
     upgrade = commands.add_parser("upgrade", help="rewrite run folders of an older pipebench in the current layout")
-    upgrade.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    upgrade.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders to rewrite in place")
     upgrade.set_defaults(func=_cmd_upgrade)
 
     capacity = commands.add_parser("capacity", help="measure the per-stage CPU cost of a run's best configuration "
                                    "(each pipeline prefix in fresh pinned workers) into RUN_DIR/capacity.json")
-    capacity.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    capacity.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run folder")
     capacity.add_argument("--cores", type=_positive_int, nargs="+", metavar="N",
                           help="CPUs to pin the workers to, one profile each (default: 1 and all this process may use)")
     capacity.add_argument("--configuration", metavar="ID", help="profile this configuration_id (default: the fastest)")
@@ -496,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     sharding = commands.add_parser("sharding", help="per-worker input throughput and bytes read of a run's best "
                                    "configuration on a local multi-worker cluster, for each AutoShardPolicy (FILE, "
                                    "DATA, OFF) and shard() after reading, into RUN_DIR/sharding.json")
-    sharding.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    sharding.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run folder")
     sharding.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default 2)")
     sharding.add_argument("--rounds", type=_positive_int, default=3,
                           help="rounds, each measuring every placement once on the same cluster (default 3)")
@@ -507,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     sharding.set_defaults(func=_cmd_sharding)
 
     report = commands.add_parser("report", help="HTML page (figures inlined) and Markdown twin of one or more runs")
-    report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    report.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="run folders to report on")
     report.add_argument("--out", type=Path, help="output folder (default: RUN_DIR/report of the first run); must "
                         "not exist unless --force")
     report.add_argument("--force", action="store_true", help="replace the output folder if it exists")
@@ -517,9 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_cmd_report)
 
     check = commands.add_parser("checklist", help="pre-migration checklist and instance cost ranking from runs")
-    check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    check.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR",
+                       help="run folders, e.g. one per instance type (on the same data)")
     check.add_argument("--catalog", type=Path, help="instance catalog YAML (default: the shipped SageMaker one)")
-    check.add_argument("--format", choices=("md", "json"), default="md")
+    check.add_argument("--format", choices=("md", "json"), default="md",
+                       help="Markdown, or JSON of a stable shape for CI gates")
     check.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
     check.set_defaults(func=_cmd_checklist)
 
@@ -562,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "an unpaired 95%% interval")
     comparing.add_argument("run_a", type=Path, metavar="RUN_A", help="the run to compare against")
     comparing.add_argument("run_b", type=Path, metavar="RUN_B", help="the run compared (ratios are B / A)")
-    comparing.add_argument("--format", choices=("md", "json"), default="md")
+    comparing.add_argument("--format", choices=("md", "json"), default="md", help="Markdown or JSON")
     comparing.set_defaults(func=_cmd_compare)
 
     sagemaker = commands.add_parser("sagemaker", help="run the experiment as SageMaker training jobs, collect results")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create a virtual environment with pipebench, TensorFlow (CPU) and the test tools; safe to rerun.
+# Create a virtual environment with pipebench, TensorFlow (CPU), the test tools and (latest) the docs tools; safe to rerun.
 #   ./scripts/setup.sh          ./.venv        newest Python 3.10-3.12 here + latest tensorflow-cpu
 #   ./scripts/setup.sh tf214    ./.venv-tf214  Python 3.10 + tensorflow-cpu 2.14.1 (scripts/tf214-requirements.txt)
 set -euo pipefail
@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 flavour=${1:-latest}
 case "$flavour" in
-  latest) venv=.venv; candidates="python3.11 python3.12 python3.10 python3"; extras="tf,test"; pins="" ;;
+  latest) venv=.venv; candidates="python3.11 python3.12 python3.10 python3"; extras="tf,test,docs"; pins="" ;;
   tf214) venv=.venv-tf214; candidates="python3.10"; extras="test"; pins="-r scripts/tf214-requirements.txt" ;;
   *) echo "setup: unknown environment '$flavour' (latest or tf214)" >&2; exit 2 ;;
 esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up both environments; lint, then run every test with the latest TensorFlow and the TensorFlow ones (`-m tf`)
-# with TF 2.14 too: a test that touches no TensorFlow gives the same answer in both (README, Testing).
+# Set up both environments; lint, then run every test with the latest TensorFlow and build the docs, then the
+# TensorFlow tests (`-m tf`) with TF 2.14 too: a test that touches no TensorFlow gives the same answer in both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -10,6 +10,10 @@ export TF_CPP_MIN_LOG_LEVEL=2
 ./scripts/setup.sh latest
 .venv/bin/python -m ruff check .
 .venv/bin/python -m pytest "$@"
+# A stale generated page, a broken link or a missing page fails here (site/ is ignored by git). Not --quiet: it
+# hides the warnings --strict counts. NO_MKDOCS_2_WARNING silences Material's end-of-life banner.
+.venv/bin/python -m pipebench.docs --check
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir site
 status=0
 ./scripts/setup.sh tf214 || status=$?
 if [ "$status" = 3 ]; then

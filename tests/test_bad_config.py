@@ -95,6 +95,9 @@ CASES = [
     Bad("files-scalar-not-list-or-mapping", _run(),
         r"^exp\.yaml: data\.files: must be a list of files or globs, or a mapping of format to them \(keys libsvm, "
         r"tfrecord, packed\), not int 5$", _files("  files: 5\n"), out="out", code=1),
+    Bad("unknown-preset-refused-before-data-is-made", _run(), r"^exp\.yaml: pipelines\.presets\[1\]: unknown preset "
+        r"'nosuch' \(known: aws-sample, lambdaji-libsvm, guide\)$",
+        make=_experiment(extra="pipelines: {presets: [aws-sample, nosuch]}\n")),
     Bad("files-empty-list", _run(), r"^exp\.yaml: data\.files: an empty list; give a list of files .*keys libsvm",
         _files("  files: []\n"), out="out", code=1),
     Bad("files-list-matches-nothing", _run(), r"^exp\.yaml: data\.files\[1\]: pattern 'nope/\*\.libsvm' matches no file$",

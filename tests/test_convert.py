@@ -575,3 +575,19 @@ def test_sharded_output_names_the_checksum_of_the_first_pass(tmp_path):
     m = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shards=3))
     assert m["rows"] == 40 and len(m["shards"]) == 3
     assert m["sources"][0]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+
+
+def test_a_record_longer_than_a_read_is_read_in_one_more_call_not_topped_up_a_read_at_a_time(tmp_path):
+    """A 40 MiB record spans ten 4 MiB reads: topping the buffer up a read at a time copied it once per read
+    (quadratic in the record's length: a record claiming 2 GiB took hours). Once its header is checked, the
+    rest is asked for in one call."""
+    data = bytes(range(256)) * (160 << 10)  # 40 MiB
+    payload = np.frombuffer(data + b"small", dtype=np.uint8)
+    (tmp_path / "big.tfrecord").write_bytes(tfrecord.frame(payload, [len(data), len(data) + 5])[0].tobytes())
+    sizes = []
+    with InputFile(tmp_path / "big.tfrecord") as stream:
+        read = stream.read
+        stream.read = lambda size: sizes.append(size) or read(size)
+        records = [r for _, batch in tfrecord.record_batches(stream) for r in batch]
+    assert records == [data, b"small"]
+    assert len(sizes) <= 4, f"{len(sizes)} reads of {sizes}"  # the header, the rest, the next record, the end

@@ -19,7 +19,7 @@ from pipebench.typed import from_json
 
 pytestmark = pytest.mark.tf
 contents = lazy("pipebench.diagnose.content")
-load = lazy("pipebench.diagnose.load", "load")
+load = lazy("pipebench.pipeline.user_code", "load")
 walk = lazy("pipebench.diagnose.walk", "walk")
 
 

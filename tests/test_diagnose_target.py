@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipebench.diagnose.target import parse_function_ref, parse_settings
+from pipebench.diagnose.target import parse_settings
+from pipebench.pipeline.function import parse_function_ref
 from pipebench.errors import ConfigError, UsageError
 
 

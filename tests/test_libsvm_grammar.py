@@ -1,4 +1,4 @@
-"""The compiled libsvm parser against a plain-Python statement of the grammar: the one the README states."""
+"""The compiled libsvm parser against a plain-Python statement of the grammar: the one the docs state."""
 from __future__ import annotations
 
 import re
@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from converters import libsvm
 
 F = 3
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "your-data.md"
 
 
 def stated_number() -> str:
-    """Give the number grammar README.md states for libsvm input, as the regular expression it writes."""
-    text = README.read_text().split("**The accepted libsvm grammar**", 1)[1].split("\n\n", 1)[0]
+    """Give the number grammar docs/guides/your-data.md states for libsvm input, as the regular expression it writes."""
+    text = GUIDE.read_text().split("**The accepted libsvm grammar**", 1)[1].split("\n\n", 1)[0]
     found = re.search(r"Numbers\s+are decimals matching `([^`]+)`", text)
-    assert found, "README.md no longer states the number grammar as a regular expression"
+    assert found, "docs/guides/your-data.md no longer states the number grammar as a regular expression"
     return re.sub(r"(?<!\\)\((?!\?)", "(?:", found.group(1))  # its groups do not capture: LINE numbers its own
 
 

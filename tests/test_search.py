@@ -170,7 +170,7 @@ def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(
 
 
 def _dashboard_study(journal: Path) -> dict:
-    """Serve `journal` with optuna-dashboard (README's command) and give its one study as the dashboard sends it."""
+    """Serve `journal` with optuna-dashboard (the command docs/guides/search.md gives) and give its one study as the dashboard sends it."""
     port = _free_port()
     dashboard = subprocess.Popen([str(Path(sys.executable).with_name("optuna-dashboard")), str(journal),
                                   "--host", "127.0.0.1", "--port", str(port)],

@@ -171,8 +171,9 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
     assert [c.name_in_space for c in found] == ["guide:tfrecord", "guide:tfrecord@pipe"]
     assert found[1].label().semantics_why == "preset; pipe mode: interleave dropped (one FIFO stream per channel)"
     planned = trials(experiment, data)
-    assert sorted(t.label.source_mode for t in planned) == ["file", "pipe"]  # run in a seeded shuffled order
-    assert len({t.trial_id for t in planned}) == 2
+    repeats = experiment["measurement"]["repeats"]
+    assert sorted(t.label.source_mode for t in planned) == ["file"] * repeats + ["pipe"] * repeats  # seeded shuffle
+    assert len({t.trial_id for t in planned}) == 2 * repeats
     assert all(t.sources == experiment["sources"] for t in planned if t.label.source_mode == "pipe")
 
 

@@ -39,6 +39,7 @@ from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
 from pipebench.measure.sampler import busy_machine, others_busy_pct
 from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
+from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.run_folder import read_capacity
 from pipebench.values import echo
@@ -219,6 +220,12 @@ def chosen_configuration(run, configuration_id: str | None):
     if config.mode == "synthetic":
         raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is a synthetic trial (the model on "
                          "one batch in memory): it has no pipeline to profile")
+    if config.label["ordering"] == FUNCTION_ORDERING:
+        function = json.loads(config.rows[0]["params_json"])["pipeline"]["function"]
+        raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is your function "
+                         f"{function['function']}, whose stages pipebench did not write: `pipebench diagnose "
+                         f"{function['path']}:{function['function']}` measures each of them (or name a preset's or "
+                         "an ordering's configuration)")
     return config
 
 

@@ -15,22 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.measure.intervals import Interval
+from pipebench.pipeline.function import Place
 from pipebench.typed import load_json, to_json
 
 DIAGNOSIS_VERSION = 1
 AUTOTUNE = "AUTOTUNE"
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where something is written in the user's code."""
-
-    file: str
-    line: int
-
-    @property
-    def text(self) -> str:
-        return f"{Path(self.file).name}:{self.line}"
 
 
 @dataclass(frozen=True)

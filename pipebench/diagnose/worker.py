@@ -3,7 +3,7 @@
 The CLI (pipebench.diagnose.run) starts it through the trial manager's process watch, so TensorFlow
 starts here, after the environment is set, and never in the CLI. In order:
 
-1. load the user's function and call it (pipebench.diagnose.load); walk its stages (walk);
+1. load the user's function and call it (pipebench.pipeline.user_code); walk its stages (walk);
 2. read one epoch of the original twice (content): what a rewrite must yield again;
 3. measure every prefix in interleaved rounds (rounds; pipebench.capacity's prefix method: a stage's
    cost is what its prefix's CPU per example adds); name the bottleneck;
@@ -158,7 +158,7 @@ class Diagnoser:
 
     def run(self) -> Diagnosis:
         from pipebench.diagnose import content as contents
-        from pipebench.diagnose.load import load
+        from pipebench.pipeline.user_code import load
         from pipebench.diagnose.replay import replay, steps_of
         from pipebench.diagnose.walk import walk
 
@@ -332,7 +332,7 @@ class Diagnoser:
     def _content(self, transforms: list, options: dict[str, Any]) -> Content | str:
         """Give how a rewrite's epoch compares with the original's, or why it could not be read."""
         from pipebench.diagnose import content as contents
-        from pipebench.measure.worker import failure_reason
+        from pipebench.errors import failure_reason
 
         dataset = self._build(transforms, options, one_epoch=True)
         if dataset is None:
@@ -465,7 +465,7 @@ class Diagnoser:
 
         root = self.walked.root
         if self.request.model:
-            from pipebench.diagnose.load import bind, call_user_function, import_user_module, user_function
+            from pipebench.pipeline.user_code import bind, call_user_function, import_user_module, user_function
 
             path, _, name = self.request.model.rpartition(":")
             module = import_user_module(path)
@@ -562,7 +562,7 @@ def main(argv: list[str]) -> int:
     except PipebenchError as err:
         outcome = Outcome(None, str(err), "data")
     except Exception as err:  # pipebench's own fault: one line, the traceback on stderr
-        from pipebench.measure.worker import failure_reason
+        from pipebench.errors import failure_reason
 
         traceback.print_exc()
         outcome = Outcome(None, f"the diagnosis failed: {failure_reason(err, 240)}", "failed")

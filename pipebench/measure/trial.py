@@ -55,7 +55,7 @@ class Threads:
 class PipelineLabel:
     """How a results row names the pipeline a trial measured, and how it relates to its reference ordering."""
 
-    pipeline: str  # preset name, "enumerated", or "synthetic"
+    pipeline: str  # preset name, "enumerated", a function pipeline's name, or "synthetic"
     ordering: str
     format: str | None  # None for a synthetic trial: the model alone, on a batch in memory
     source_mode: str
@@ -73,10 +73,10 @@ class TrialSpec:
     repeat: int
     mode: str
     config_key: str  # the compute setting (batch, threads, env, model) train rows share with their ceiling
-    pipeline_spec: dict[str, Any]  # PipelineSpec.to_dict(), files filled in
+    pipeline_spec: dict[str, Any]  # PipelineSpec.to_dict(), files filled in; or a FunctionPipeline's
     pipeline_fingerprint: str
     label: PipelineLabel
-    batch_size: int
+    batch_size: int | None  # None: a function pipeline that batches as it is written
     threads: Threads
     env: dict[str, str]
     measurement: dict[str, Any]

@@ -39,6 +39,7 @@ from pipebench.catalog import Catalog
 from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import Interval
+from pipebench.pipeline.function import FUNCTION_ORDERING, data_files
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
                                           profiled)
@@ -210,7 +211,7 @@ def _data_files(best: dict | None) -> list[Path]:
     if best is None:
         return []
     try:
-        files = json.loads(best["params_json"] or "{}").get("pipeline", {}).get("source", {}).get("files", [])
+        files = data_files(json.loads(best["params_json"] or "{}").get("pipeline", {}))
     except ValueError:
         return []
     return [Path(f) for f in files]
@@ -241,6 +242,12 @@ def stage_order(runs: list[RunResults]) -> dict:
     title = "cache / repeat / shuffle / prefetch order"
     best = _best_row(runs)
     kinds = [] if best is None else stage_kinds(best)
+    if best is not None and best["ordering"] == FUNCTION_ORDERING:
+        function = json.loads(best["params_json"])["pipeline"]["function"]
+        return _item("stage_order", title, "N/A", {"trial_id": best["trial_id"], "pipeline": best["pipeline"]},
+                     f"The fastest configuration is your function {function['function']}, whose stages pipebench does "
+                     f"not read here: `pipebench diagnose {function['path']}:{function['function']}` walks them and "
+                     "proves each rewrite it proposes.")
     if not kinds:
         return _item("stage_order", title, "N/A", {}, "No finished trial with a pipeline.")
     evidence = {"trial_id": best["trial_id"], "configuration_id": best["configuration_id"], "stages": kinds}
@@ -466,7 +473,7 @@ def batch_auc(runs: list[RunResults]) -> dict:
     """Give the batch item: AUC of the fastest configuration's batch size against the best AUC measured."""
     title = "Batch size against AUC"
     found = [c for c in _configurations(runs) if c.mode == "train" and _median(c, "auc") is not None]
-    sizes = sorted({c.label["batch_size"] for c in found})
+    sizes = sorted({c.label["batch_size"] for c in found} - {None})  # None: functions batching as they are written
     if len(sizes) < 2:
         return _item("batch_auc", title, "N/A", {"batch_sizes_with_auc": sizes},
                      "Measure AUC at two or more batch sizes to see what speed costs in accuracy.")

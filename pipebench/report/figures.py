@@ -21,7 +21,7 @@ from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Inter
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
-from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by, records
+from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by, records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
 BUSY_HATCH = "//"
@@ -41,7 +41,7 @@ def _label(config: Configuration, several_runs: bool = False) -> str:
     row = config.rows[0]
     threads = "/".join("def" if row[k] is None else str(row[k]) for k in ("intra_op_threads", "inter_op_threads"))
     text = (f"{row['pipeline']} · {row['format'] or '-'} · {row['source_mode'] or '-'} · {row['ordering'] or '-'}"
-            f" · batch {row['batch_size']} · threads {threads}")
+            f" · batch {batch_text(row)} · threads {threads}")
     return (f"{config.run_id}: " if several_runs else "") + text + (BUSY_NOTE if config.busy else "")
 
 

@@ -24,7 +24,7 @@ from pipebench.report.whatif import interval_text
 from pipebench.report.action import action, baseline_of
 from pipebench.report.summary import RANKING, best_table, busy_lines
 from pipebench.report.verdicts import MEASURES, verdicts
-from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
+from pipebench.report.tables import batch_text, env_text, fastest, gains, records, threads_text, ties
 from pipebench.results import RunResults, load_many
 
 HTML_FILE, MARKDOWN_FILE, FIGURES_DIR = "report.html", "report.md", "figures"
@@ -59,7 +59,7 @@ def _card(found: list[Configuration]) -> list[tuple]:
     row = best.rows[0]
     settings = [["mode", best.mode], ["pipeline", row["pipeline"]], ["format", str(row["format"])],
                 ["source mode", str(row["source_mode"])], ["ordering", row["ordering"]],
-                ["batch size", str(row["batch_size"])], ["intra / inter-op threads", threads_text(row)],
+                ["batch size", batch_text(row)], ["intra / inter-op threads", threads_text(row)],
                 ["environment", env_text(row)], ["examples/sec (95% interval)", best.throughput.text(",.0f")],
                 ["repeats", _basis(best)]]
     if len({c.run_id for c in found}) > 1:
@@ -75,7 +75,7 @@ def _card(found: list[Configuration]) -> list[tuple]:
         blocks.append(("p", f"No measurable difference from {len(tied)} other configuration(s) (their paired ratio "
                             "with it holds 1): " + "; ".join(
                                 f"{c.rows[0]['pipeline']} · {c.rows[0]['format']} · {c.rows[0]['ordering']} · "
-                                f"batch {c.rows[0]['batch_size']} · threads {threads_text(c.rows[0])}" for c in tied)
+                                f"batch {batch_text(c.rows[0])} · threads {threads_text(c.rows[0])}" for c in tied)
                             + ". On this evidence any of them is as good."))
     lines = [[g.against, "not measured" if g.reference is None else g.reference.throughput.text(",.0f"),
               "—" if g.reference is None or g.reference is best else g.text(),
@@ -84,10 +84,9 @@ def _card(found: list[Configuration]) -> list[tuple]:
     blocks.append(("table", ["compared with (same run, same mode)", "its examples/sec (95% interval)",
                              "best / it (paired, 95% interval)", "verdict"], lines))
     try:
-        from pipebench.pipeline.export import export
-        from pipebench.pipeline.spec import PipelineSpec
+        from pipebench.pipeline.export import export_pipeline
 
-        code = export(PipelineSpec.from_dict(json.loads(row["params_json"])["pipeline"]))
+        code = export_pipeline(json.loads(row["params_json"])["pipeline"])
         blocks.append(("code", code))
     except (PipebenchError, KeyError, TypeError, ValueError) as error:
         blocks.append(("p", f"Pipeline code not exported: {error}"))

@@ -10,6 +10,7 @@ from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.action import Baseline, action
 from pipebench.report.configurations import configurations, ranked
 from pipebench.report.service_sizing import sizing_lines
+from pipebench.report.tables import batch_text
 from pipebench.report.verdicts import MEASURES, verdicts
 from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
@@ -39,7 +40,7 @@ def best_table(rows: list[dict], per_mode: int = 5) -> str:
             lines.append(([config.run_id] if several_runs else [])
                          + [mode, row["pipeline"] + (f" @{row['source_mode']}" if row.get("source_mode") not in
                                                      (None, "file") else ""),
-                            row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
+                            row["format"] or "n/a", row["ordering"], batch_text(row),
                             config.threads, config.throughput.text(",.0f"), str(config.repeats), versus,
                             ", ".join(notes)])
     return _table((["run"] if several_runs else [])

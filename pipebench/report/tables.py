@@ -68,6 +68,11 @@ def at_defaults(row: Mapping) -> bool:
     return all(v is None or (isinstance(v, float) and pd.isna(v)) for v in values)
 
 
+def batch_text(row: Mapping) -> str:
+    """Give the trial's batch size, 'its own' for a function pipeline that batches as it is written."""
+    return "its own" if row.get("batch_size") is None else str(row["batch_size"])
+
+
 def threads_text(row: Mapping) -> str:
     """Give 'intra / inter' threads, 'default' where TensorFlow chose."""
     return " / ".join("default" if row.get(k) is None else str(int(row[k]))
@@ -159,7 +164,7 @@ class Chosen:
     """A trial whose pipeline `pipebench pipelines export RUN_DIR` writes, and why it was chosen."""
 
     trial_id: str
-    pipeline: dict  # PipelineSpec.to_dict() form
+    pipeline: dict  # PipelineSpec.to_dict() form, or a FunctionPipeline's
     why: str
     row: dict | None  # its results row (threads and env to set beside the input_fn), None if only trial.json has it
 

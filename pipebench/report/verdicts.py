@@ -8,6 +8,7 @@ from __future__ import annotations
 from pipebench.measure.figures import SLOWDOWN, WAITING, Figures
 from pipebench.measure.intervals import INPUT_BOUND_LOW, Interval
 from pipebench.report.configurations import Configuration, configurations
+from pipebench.report.tables import batch_text
 
 #: How the two input measures are named and explained wherever a verdict is shown.
 MEASURES = ("Two measures of what input costs, both from paired rounds (the train step and its synthetic ceiling "
@@ -90,7 +91,7 @@ def verdicts(rows: list[dict]) -> list[str]:
         if config.busy:
             notes.append("measured while other processes used the machine")
         run = f"run {config.run_id}: " if several_runs else ""
-        out.append(f"- {run}**{row['pipeline']}** ({row['format']}, {row['ordering']}, batch {row['batch_size']}, "
+        out.append(f"- {run}**{row['pipeline']}** ({row['format']}, {row['ordering']}, batch {batch_text(row)}, "
                    f"threads {config.threads}): **{label(config)}** for {trainer_text(config)}: {meaning(pooled)}. "
                    f"Train {config.throughput.text(',.0f')} ex/s, synthetic ceiling "
                    f"{pooled.synthetic.text(',.0f') if pooled.synthetic else 'not measured'} ex/s; {'; '.join(notes)}")

@@ -146,14 +146,17 @@ def read_data(run_dir: Path) -> DataFacts:
     return DataFacts.load(path)
 
 
-def read_experiment(run_dir: Path) -> Experiment:
-    """Give the experiment the run was started with (its config.yaml, validated); ConfigError if invalid."""
+def read_experiment(run_dir: Path, user_code: bool = False) -> Experiment:
+    """Give the experiment the run was started with (its config.yaml, validated); ConfigError if invalid.
+
+    Its function pipelines' files are read only with `user_code` (a resume runs them again, and they must not
+    have changed); the run's results are read without them."""
     from pipebench.config import load_experiment
 
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise DataError(f"{path}: missing (every run writes its resolved experiment there)")
-    return load_experiment(path)
+    return load_experiment(path, user_code=user_code)
 
 
 def read_study(run_dir: Path) -> dict | None:
@@ -204,7 +207,7 @@ def load_resumed(run_dir: Path) -> Experiment:
     run_dir = _folder(run_dir)
     if not (run_dir / CONFIG_FILE).exists():
         raise UsageError(f"{run_dir}: no {CONFIG_FILE}: not a pipebench run folder")
-    experiment = read_experiment(run_dir)
+    experiment = read_experiment(run_dir, user_code=True)
     open_run_folder(run_dir)
     for name, schema in ((TRIALS_FILE, TRIAL_SCHEMA), (SAMPLES_FILE, SAMPLE_SCHEMA)):
         if (run_dir / name).exists():

@@ -96,7 +96,7 @@ def choose_contenders(plan: Plan, explored: Sequence[Explored], top: int, with_r
 def reads(plan: Plan, params: dict[str, Any]) -> str:
     """Give the format and source mode a contender reads ("tfrecord, file mode")."""
     label = worker_trial(plan, params).label
-    return f"{label.format}, {label.source_mode} mode"
+    return f"{label.format or 'its own files'}, {label.source_mode} mode"
 
 
 def round_order(names: Sequence[str], round_number: int, seed: object) -> list[str]:

@@ -22,6 +22,7 @@ from pipebench.config import Experiment
 from pipebench.measure.intervals import Interval
 from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
+from pipebench.pipeline.function import data_files
 from pipebench.results.rows import RowContext, trial_row
 from pipebench.results.run_folder import RunFolder
 
@@ -115,7 +116,8 @@ class TrialProgress:
 
         self.done += 1
         source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
-        label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} b{row['batch_size']}".replace("  ", " ")
+        batch = f"b{row['batch_size']}" if row["batch_size"] is not None else "its own batch"
+        label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} {batch}".replace("  ", " ")
         label += f" threads {threads_text(row)}" + (f" env {env_text(row)}" if env_text(row) != "none set" else "")
         label += f" repeat {row.get('repeat') or 0}"  # a grid's later round, or a confirmation round
         rate = row.get("examples_per_sec_mean") or row.get("examples_per_sec_median")
@@ -231,7 +233,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
             if planned is None:
                 break
             spec = planned.spec
-            files = spec.pipeline_spec["source"]["files"] if measurement["page_cache"] else ()
+            files = data_files(spec.pipeline_spec) if measurement["page_cache"] else ()
             started = time.time()
             with planned.measuring:
                 outcome = measure(spec, run.trial_dir(spec.trial_id), limits,

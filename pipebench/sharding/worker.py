@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
         measure(job, index, say)
         code = 0
     except Exception as err:  # the parent reports it on one line and ends the cluster
-        from pipebench.measure.worker import failure_reason
+        from pipebench.errors import failure_reason
 
         traceback.print_exc()
         say({"error": failure_reason(err)})
