@@ -12,10 +12,12 @@ there too), then asserts:
   (RLIMIT_AS): refusing it must not cost memory that grows with the input.
 
 Most cases call pipebench.cli.main in the test process (its stderr read at the file descriptor, the
-environment put back after). A case runs `python -m pipebench.cli ARGS` in a fresh process when it
-needs one: a capped address space, its own stdin or environment (PIPEBENCH_DEBUG), a command that
-starts TensorFlow workers, or `process=True`, which a sample of cases across the corpus sets so that
-the exit code, the absence of a traceback and a clean exit (no signal) are checked on a real process.
+case's environment set and everything put back after): the same checks, no interpreter to start. A case
+runs `python -m pipebench.cli ARGS` in a fresh process when it needs one (a capped address space, its
+own stdin) or when it is one of the sample (`process=True`, a few cases from each corpus module): there
+the exit code, the absence of a traceback and a clean exit (no signal) are checked on a real process,
+and the command runs a second time with PIPEBENCH_DEBUG=1, which must give the traceback (or, for a
+usage error, the same line).
 
 Cases are data: corpus modules (tests/test_bad_*.py) list `Bad(...)` values and parametrize over
 `cases(...)` of them, which marks each for its tier (tests/conftest.py); the `run_case` fixture runs one.
@@ -74,7 +76,7 @@ class Bad:
     @property
     def in_process(self) -> bool:
         """True when the case can run through pipebench.cli.main in the test process (see the module docstring)."""
-        return not (self.process or self.env or self.stdin is not None or self.memory_mb is not None)
+        return not (self.process or self.stdin is not None or self.memory_mb is not None)
 
 
 def cases(corpus: list[Bad]) -> list:
@@ -115,7 +117,11 @@ def run_case(case: Bad, folder: Path, capfd: pytest.CaptureFixture, monkeypatch:
     case.make(folder)
     before = snapshot(folder)
     args = [a.format(tmp=folder) for a in case.args]
-    code, stderr = (_in_process if case.in_process else _as_process)(case, folder, args, capfd, monkeypatch)
+    if case.in_process:
+        code, stderr = _in_process(case, folder, args, capfd, monkeypatch)
+    else:
+        code, stderr = _as_process(case, folder, args)
+    debugged = _as_process(case, folder, args, debug=True) if case.process else None
     case.after(folder)
     shown = f"exit {code}; stderr:\n{stderr[-3000:]}"
     assert code > 0, f"{case.name}: expected a failure exit code; {shown}"
@@ -127,6 +133,8 @@ def run_case(case: Bad, folder: Path, capfd: pytest.CaptureFixture, monkeypatch:
     assert len(lines[0]) < MAX_LINE, f"{case.name}: error line of {len(lines[0])} characters; {shown}"
     pattern = case.says.replace("{tmp}", re.escape(str(folder)))
     assert re.search(pattern, lines[0][len(PREFIX):]), f"{case.name}: {lines[0]!r} does not match {pattern!r}"
+    if debugged is not None:
+        _check_debug(case, lines[0], *debugged)
     if case.out is not None:
         assert not os.path.lexists(folder / case.out) or (case.out in before), \
             f"{case.name}: {case.out} was written"
@@ -135,21 +143,38 @@ def run_case(case: Bad, folder: Path, capfd: pytest.CaptureFixture, monkeypatch:
     assert not changed, f"{case.name}: the command changed {changed[:10]}"
 
 
+def _check_debug(case: Bad, line: str, code: int, stderr: str) -> None:
+    """Check what PIPEBENCH_DEBUG=1 gave: a usage error is the same line (argparse's, no traceback to give); any
+    other refusal is the traceback, ending in the exception, exit 1 (Python's for an uncaught exception)."""
+    shown = f"with PIPEBENCH_DEBUG=1: exit {code}; stderr:\n{stderr[-3000:]}"
+    if line.endswith(" --help)"):  # the usage errors' form (pipebench.cli._Parser.error)
+        assert (code, stderr.splitlines()) == (2, [line]), f"{case.name}: {shown}"
+        return
+    assert code == 1 and "Traceback (most recent call last):" in stderr, f"{case.name}: no traceback; {shown}"
+    last = stderr.rstrip().splitlines()[-1]
+    assert re.match(r"^[\w.]+(Error|Exception): ", last), f"{case.name}: the traceback ends in {last!r}; {shown}"
+    if last.startswith("pipebench."):  # our own error says what the one line said
+        assert last.endswith(line[len(PREFIX):]), f"{case.name}: {last!r} is not {line!r}; {shown}"
+
+
 #: Variables a user's shell would not set: a case sees pipebench as it runs by default.
 _UNSET = ("PIPEBENCH_DEBUG", "TF_CPP_MIN_LOG_LEVEL")
 
 
-def _as_process(case: Bad, folder: Path, args: list[str], capfd, monkeypatch) -> tuple[int, str]:
-    """Give (exit code, stderr) of `python -m pipebench.cli ARGS` run in `folder`."""
+def _as_process(case: Bad, folder: Path, args: list[str], debug: bool = False) -> tuple[int, str]:
+    """Give (exit code, stderr) of `python -m pipebench.cli ARGS` run in `folder` (with PIPEBENCH_DEBUG=1: `debug`)."""
     env = {k: v for k, v in os.environ.items() if k not in _UNSET}
     env.update({k: v.format(tmp=folder) for k, v in case.env.items()})
+    if debug:
+        env["PIPEBENCH_DEBUG"] = "1"
     result = subprocess.run([sys.executable, "-m", "pipebench.cli", *args], cwd=folder, env=env,
                             input=case.stdin, capture_output=True, timeout=case.timeout_sec,
                             preexec_fn=None if case.memory_mb is None else _address_space(case.memory_mb))
     return result.returncode, result.stderr.decode("utf-8", "replace")
 
 
-def _in_process(case: Bad, folder: Path, args: list[str], capfd, monkeypatch) -> tuple[int, str]:
+def _in_process(case: Bad, folder: Path, args: list[str], capfd: pytest.CaptureFixture,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
     """Give (exit code, stderr) of pipebench.cli.main(ARGS) called here, with `folder` the working directory; an
     exception that escapes main fails the case as the traceback it would print."""
     from pipebench.cli import main
@@ -157,6 +182,8 @@ def _in_process(case: Bad, folder: Path, args: list[str], capfd, monkeypatch) ->
     monkeypatch.chdir(folder)
     for name in _UNSET:
         monkeypatch.delenv(name, raising=False)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value.format(tmp=folder))
     environ = dict(os.environ)
     capfd.readouterr()
     try:

@@ -62,7 +62,7 @@ CASES = [
 WORKER_CASES = [
     Bad("data-not-readable", ("capacity", RUN, "--cores", "1", "--rounds", "1"),
         r"^{tmp}/run: configuration t-train-tfr: prefix 'source[^']*' on CPU \d: failed: DataLossError: ",
-        make=passing_run, code=1, out="run/capacity.json", process=True, tf=True),
+        make=passing_run, code=1, out="run/capacity.json", tf=True),
 ]
 
 

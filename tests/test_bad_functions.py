@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from badinput import Bad, run_case
+
+from badinput import Bad, cases
 
 EXPERIMENT = """\
 name: tiny
@@ -57,7 +58,8 @@ CASES = [
         r"\(its functions: input_fn, make_dataset\)$", _case("    - {function: fns/user.py:input_fm}\n"),
         out="out", code=1),
     Bad("function-syntax-error", _run(), F0 + r"\.function: {tmp}/fns/user\.py:2: SyntaxError: ",
-        _case("    - {function: fns/user.py:input_fn}\n", "def input_fn(files):\n    return (\n"), out="out", code=1),
+        _case("    - {function: fns/user.py:input_fn}\n", "def input_fn(files):\n    return (\n"), out="out", code=1,
+        process=True),
     Bad("function-unknown-argument", _run(), F0 + r"\.kwargs: {tmp}/fns/user\.py:4: input_fn\(files, batch_size=64, "
         r"shuffle=False\) takes no argument buffer$",
         _case("    - {function: fns/user.py:input_fn, kwargs: {files: '${data.tfrecord}', buffer: 10}}\n"),
@@ -99,6 +101,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -63,13 +63,13 @@ CASES = [
     # --- at planning: the pipeline or its files cannot be split or sharded so ---
     Bad("split-before-a-missing-stage", _run(), r"^sources\.service\.split_before: shuffle, but the pipeline "
         r"\(batch > decode > repeat > prefetch\) has no shuffle stage to split before \(pipeline aws-sample, libsvm\)$",
-        _experiment("split_before: shuffle"), out="out", code=1, process=True, tf=True),
+        _experiment("split_before: shuffle"), out="out", code=1, tf=True),
     Bad("file-with-fewer-files-than-workers", _run(), r"^sources\.service\.sharding_policy: FILE gives each worker "
         r"its own files, but there are 2 file\(s\) for 3 workers; use FILE_OR_DATA or DATA",
-        _experiment("sharding_policy: FILE, workers: 3"), out="out", code=1, process=True, tf=True),
+        _experiment("sharding_policy: FILE, workers: 3"), out="out", code=1, tf=True),
     Bad("file-over-file-names", _run(), r"^sources\.service\.sharding_policy: FILE over a source that is not a file "
         r"reader: split before interleave", _experiment("sharding_policy: FILE, split_before: interleave",
-                                                         preset="guide"), out="out", code=1, process=True, tf=True),
+                                                         preset="guide"), out="out", code=1, tf=True),
 ]
 
 

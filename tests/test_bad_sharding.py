@@ -53,7 +53,7 @@ CASES = [
 WORKER_CASES = [
     Bad("data-not-readable", ("sharding", RUN, "--rounds", "1", "--placements", "data"),
         r"^sharding cluster: worker \d: DataLossError: ", make=passing_run, code=1,
-        out="run/sharding.json", process=True, tf=True),
+        out="run/sharding.json", tf=True),
 ]
 
 
