@@ -155,6 +155,17 @@ def cli(capsys):
 
 
 @pytest.fixture(scope="session")
+def data(tmp_path_factory) -> dict[str, str]:
+    """Give {format: glob of its part files} of the same rows as libsvm, TFRecord and packed, made once per session:
+    the data of the pipeline, source and capacity tests (row helpers in tests/pipeline_fixtures.py)."""
+    from pipebench.testing import three_formats
+    from pipeline_fixtures import ROWS, ROWS_PER_RECORD
+
+    return three_formats(tmp_path_factory.mktemp("pipeline-data"), ROWS, files=2, seed=11,
+                         rows_per_record=ROWS_PER_RECORD)
+
+
+@pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory) -> tuple[Path, str]:
     """Give (run folder, what it printed) of one real `pipebench run` of the tiny experiment in all modes
     (pipebench.testing.ALL_MODES), run once per test session: the tests that take it only read it."""

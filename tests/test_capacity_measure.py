@@ -16,7 +16,7 @@ from pipebench.measure.pinning import CPU_CGROUP, Pinning, placed, pinning_for, 
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.testing import trial_spec
-from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, data  # noqa: F401
+from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD
 
 MEASURE = {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50.0}
 LIMITS = Limits(timeout_sec=120, memory_cap_bytes=4 << 30)

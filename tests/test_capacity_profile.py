@@ -18,7 +18,6 @@ from pipebench.measure.pinning import Pinning
 from pipebench.measure.trial import TrialRecord, TrialStatus, Window
 from pipebench.pipeline.presets import preset
 from pipebench.testing import trial_spec
-from pipeline_fixtures import data  # noqa: F401
 from report_fixtures import configuration, machine, make_run
 
 SPEC = preset("aws-sample", files=("data/part-*.tfrecord",), batch_size=64, epochs=None)
@@ -72,7 +71,7 @@ def test_rounds_measure_every_prefix_once_each_in_a_seeded_order():
     assert len({tuple(o) for o in orders}) > 1  # shuffled per round
     again: list = []
     measure_rounds(BASE, pinned, 3, LIMITS, "here", log=lambda text: None,
-                   measure=lambda t, f, l, pinning: again.append(t.measurement["prefix_stages"]) or _outcome(t))
+                   measure=lambda t, f, limits, pinning: again.append(t.measurement["prefix_stages"]) or _outcome(t))
     assert again == [s for _, s, _ in seen]  # the same seed, the same order
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from lazy import lazy
-from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, batches, data, expected_rows, flat, source  # noqa: F401
+from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, batches, expected_rows, flat, source
 
 from converters.convert import ConvertRequest, convert
 from pipebench.errors import ConfigError

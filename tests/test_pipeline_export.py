@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from badinput import Bad, cases
 from lazy import lazy
-from pipeline_fixtures import FORMATS, ROWS_PER_RECORD, data  # noqa: F401
+from pipeline_fixtures import FORMATS, ROWS_PER_RECORD
 from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, trial
 
 from pipebench.cli import main
@@ -305,7 +305,7 @@ def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches
                            capture_output=True, text=True)
     assert child.returncode == 0, child.stderr[-3000:]
     assert list(sandbox.iterdir()) == []  # no payload ran
-    for job, (mode, built, batches) in zip(jobs, expected):
+    for job, (mode, _built, batches) in zip(jobs, expected):
         saved = np.load(job["out"])
         assert len(batches) == json.loads(Path(job["out"] + ".json").read_text())["batches"] == 20, mode
         for n, (ids, vals, labels) in enumerate(batches):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from lazy import lazy
-from pipeline_fixtures import FORMATS, ROWS, batches, data, expected_rows, flat, source  # noqa: F401
+from pipeline_fixtures import FORMATS, ROWS, batches, expected_rows, flat, source
 
 from pipebench.cli import main
 from pipebench.errors import ConfigError

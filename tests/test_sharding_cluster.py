@@ -12,7 +12,7 @@ import pytest
 from pipebench.sharding.cluster import shard_run
 from pipebench.sharding.record import SHARDING_FILE, figures, read_sharding
 from pipebench.testing import all_gone, wait_until
-from pipeline_fixtures import ROWS, data  # noqa: F401
+from pipeline_fixtures import ROWS
 from report_fixtures import configuration, machine, make_run
 
 STAGES = [{"batch": {"batch_size": 64}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}}]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 from lazy import lazy
-from pipeline_fixtures import batches, data, flat  # noqa: F401
+from pipeline_fixtures import batches, flat
 
 from pipebench.config import parse_experiment
 from pipebench.errors import ConfigError

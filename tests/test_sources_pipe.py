@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from pipeline_fixtures import ROWS, batches, data, flat  # noqa: F401
+from pipeline_fixtures import ROWS, batches, flat
 
 from pipebench.errors import TrialError, UnavailableError
 from pipebench.pipeline.presets import preset
