@@ -118,9 +118,9 @@ def main() -> None:
         started = time.monotonic()
         progress = open(work / f"progress-{name}.txt", "w")
 
-        def log(text: str) -> None:
-            progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")
-            progress.flush()
+        def log(text: str) -> None:  # called within this iteration only (by diagnose below)
+            progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")  # noqa: B023
+            progress.flush()  # noqa: B023
 
         found, out = diagnose(parse_function_ref(f"{CORPUS / name}.py:input_fn"), kwargs, None,
                               work / f"out-{name}", args.rounds, log=log)

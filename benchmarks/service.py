@@ -139,7 +139,7 @@ def main() -> None:
     print(f"\n{'configuration':<26} {'examples/s (95% interval)':>30} {'local / this':>24} {'epoch: seen (label)':>26}"
           f" {'client MB/s':>12}")
     local = rates[LOCAL]
-    for name, (mode, source_mode, service) in configurations.items():
+    for name, (mode, _source_mode, service) in configurations.items():
         if name in failed or not rates[name]:
             print(f"{name:<26} {failed.get(name, 'no rounds')}")
             continue

@@ -30,8 +30,8 @@ F = 4
 
 
 def libsvm_text(labels, ids, values) -> str:
-    return "".join(f"{l} " + " ".join(f"{i}:{v}" for i, v in zip(r, vs)) + "\n"
-                   for l, r, vs in zip(labels, ids, values))
+    return "".join(f"{label} " + " ".join(f"{i}:{v}" for i, v in zip(r, vs)) + "\n"
+                   for label, r, vs in zip(labels, ids, values))
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -40,7 +40,7 @@ def write(path: Path, text: str | bytes) -> Path:
 
 
 def expected(labels, ids, values):
-    return (np.array([np.float32(float(l)) for l in labels], np.float32), np.array(ids, np.int64),
+    return (np.array([np.float32(float(label)) for label in labels], np.float32), np.array(ids, np.int64),
             np.array([[np.float32(float(v)) for v in row] for row in values], np.float32).reshape(len(ids), -1))
 
 
@@ -179,7 +179,7 @@ def test_skip_and_quarantine_count_rejected_lines(tmp_path):
     assert not (tmp_path / "skip" / "quarantine.jsonl").exists()
     quarantine = convert(ConvertRequest(inputs=(src,), out=tmp_path / "q", field_size=F, on_error="quarantine"))
     assert quarantine["rejected"] == skip["rejected"]
-    entries = [json.loads(l) for l in (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()]
+    entries = [json.loads(line) for line in (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()]
     assert [(e["line"], e["code"], e["text"]) for e in entries] == [
         (5, "pair_count", "1 1:1"), (7, "empty_line", ""), (8, "label_range", "2 1:1 2:1 3:1 4:1")]
     assert all(e["file"] == str(src) and e["reason"] for e in entries)

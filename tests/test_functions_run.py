@@ -121,11 +121,11 @@ def test_the_exported_module_yields_what_the_function_yields(run, tmp_path):
     exported = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exported)
     function = json.loads(train["params_json"])["pipeline"]["function"]
-    ours = exported.input_fn()
+    exported_dataset = exported.input_fn()
     user = sys.modules["ctr_input"]  # the exported module imported the user's file, as the worker did
     assert user.__file__ == function["path"]
     theirs = user.libsvm_input_fn(**function["kwargs"], batch_size=BATCH)
-    for ours, expected in zip(ours.take(4), theirs.take(4)):
+    for ours, expected in zip(exported_dataset.take(4), theirs.take(4)):
         tf.nest.map_structure(lambda a, b: tf.debugging.assert_equal(a, b), ours, expected)
     # keyword arguments replace the measured ones: one epoch holds every row of the data
     epoch = exported.input_fn(num_epochs=1, batch_size=1000)

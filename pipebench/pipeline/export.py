@@ -218,7 +218,7 @@ def export_function(pipeline: FunctionPipeline) -> str:
               f"For rewrites of its stages, each measured against it: pipebench diagnose {pipeline.path}:{name} "
               "(with --set NAME=VALUE for its arguments).")
     batch = f"batch_size={literal(pipeline.batch_size)}, " if pipeline.batch_passed else ""
-    call = f"**{{**KWARGS, **kwargs}}" + (", batch_size=batch_size" if pipeline.batch_passed else "")
+    call = "**{**KWARGS, **kwargs}" + (", batch_size=batch_size" if pipeline.batch_passed else "")
     parts = [
         "\n".join(line for paragraph in header.split("\n\n") for line in
                   [*comment(textwrap.fill(paragraph, 100, break_long_words=False, break_on_hyphens=False)), "#"])[:-2],

@@ -238,7 +238,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
             with planned.measuring:
                 outcome = measure(spec, run.trial_dir(spec.trial_id), limits,
                                   sampler_factory=lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"],
-                                                                      data_files=files),
+                                                                      data_files=files),  # noqa: B023 (called now)
                                   on_progress=planned.on_window)
             row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
                                        planned.study, planned.optuna_trial_number))

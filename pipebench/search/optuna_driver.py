@@ -108,7 +108,7 @@ def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | No
         if [d.name.lower() for d in study.directions] != directions:
             raise ConfigError(f"search.objectives: {cfg['objectives']} do not match study {name!r}, which "
                               f"{'maximizes' if len(study.directions) == 1 else 'optimizes'} "
-                              f"{study.user_attrs.get(slots.STUDY_OBJECTIVES, [d.name.lower() for d in study.directions])}")
+                              f"{study.user_attrs.get(slots.STUDY_OBJECTIVES, [d.name.lower() for d in study.directions])}") from None
         slots.wait_for_slots(study, name, wait_sec)
         return study
     slots.enqueue_slots(study, plan)
