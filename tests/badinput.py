@@ -42,6 +42,15 @@ import pytest
 MAX_LINE = 300
 PREFIX = "pipebench: error: "
 
+#: The start of the corpus's experiment files: a name, results in out/, a small synthetic data set in cache/.
+EXPERIMENT_HEAD = """\
+name: tiny
+results: out
+data:
+  cache_dir: cache
+  synth: {rows: 200, files: 1}
+"""
+
 
 def _nothing(folder: Path) -> None:
     pass

@@ -9,15 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from badinput import Bad, cases
+from badinput import EXPERIMENT_HEAD, Bad, cases
 
 # A valid experiment; cases append to it or replace a line.
-EXPERIMENT = """\
-name: tiny
-results: out
-data:
-  cache_dir: cache
-  synth: {rows: 200, files: 1}
+EXPERIMENT = EXPERIMENT_HEAD + """\
 model:
   dropout: 0.5
   learning_rate: 0.001

@@ -10,14 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from badinput import Bad, cases
+from badinput import EXPERIMENT_HEAD, Bad, cases
 
-EXPERIMENT = """\
-name: tiny
-results: out
-data:
-  cache_dir: cache
-  synth: {rows: 200, files: 1}
+EXPERIMENT = EXPERIMENT_HEAD + """\
   formats: [libsvm, tfrecord]
 pipelines:
   presets: [aws-sample]

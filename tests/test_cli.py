@@ -3,17 +3,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 
 import pytest
 
 from pipebench.cli import build_parser
-
-
-def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+from pipebench.testing import run_pipebench
 
 
 def test_help_is_argparses_usage(cli):
@@ -27,11 +21,11 @@ def test_help_is_argparses_usage(cli):
 def test_bad_data_exits_non_zero_with_one_line_and_no_traceback(tmp_path):
     src = tmp_path / "in.libsvm"
     src.write_text("1 1:1 2:1\n1 1:x 2:1\n")
-    result = run("-m", "pipebench.cli", "convert", str(src), "--out", str(tmp_path / "o"), "--field-size", "2")
+    result = run_pipebench("convert", src, "--out", tmp_path / "o", "--field-size", "2", timeout_sec=120)
     assert result.returncode == 1
     assert result.stderr == f"pipebench: error: {src}:2: pair 1 '1:x': value 'x' is not a number\n"
-    debug = run("-m", "pipebench.cli", "convert", str(src), "--out", str(tmp_path / "o"), "--field-size", "2",
-                env={"PIPEBENCH_DEBUG": "1"})
+    debug = run_pipebench("convert", src, "--out", tmp_path / "o", "--field-size", "2", timeout_sec=120,
+                          env={**os.environ, "PIPEBENCH_DEBUG": "1"})
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "DataError" in debug.stderr
     assert not (tmp_path / "o").exists()
 
