@@ -66,6 +66,7 @@ def test_a_key_without_doc_is_named(monkeypatch):
     assert docs.undocumented_keys() == ["grid.new_knob", "extra"]
 
 
+@pytest.mark.slow
 def test_the_generator_imports_no_tensorflow():
     code = ("import sys; from pipebench import docs; docs.pages(); docs.undocumented(); "
             "assert 'tensorflow' not in sys.modules, 'pipebench.docs imported TensorFlow'")

@@ -15,6 +15,8 @@ import yaml
 
 import pipebench.results as results
 
+pytestmark = pytest.mark.tf
+
 CTR_INPUT = Path(__file__).parents[1] / "experiments" / "functions" / "ctr_input.py"
 ROWS, BATCH = 3000, 256
 

@@ -143,6 +143,7 @@ def test_the_experiment_resolves_a_relative_path_against_its_own_folder(tmp_path
         load_experiment(stored)
 
 
+@pytest.mark.slow
 def test_loading_an_experiment_with_functions_imports_no_tensorflow(tmp_path, user_file):
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump({"name": "x", "pipelines": {"functions": [
         {"function": "user_input.py:input_fn", "kwargs": {"files": "${data.tfrecord}"}}]}}))

@@ -256,6 +256,7 @@ def _browser(chromium: str, profile: Path, *args: str) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # chromium
 def test_figures_render_visibly_in_headless_chromium(report, tmp_path):
     from PIL import Image
 

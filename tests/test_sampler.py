@@ -70,6 +70,7 @@ def test_cpu_of_a_burning_grandchild_is_counted(tree):
     assert summary.cpu_pct_median > 50
 
 
+@pytest.mark.slow  # the `tree` fixture starts processes
 def test_rss_of_the_tree_includes_the_grandchilds_200_mib(tree):
     samples, summary, _ = tree
     assert max(s.rss_bytes for s in samples) > 200 * MiB
@@ -77,6 +78,7 @@ def test_rss_of_the_tree_includes_the_grandchilds_200_mib(tree):
     assert max(s.root_rss_peak_bytes for s in samples) < 100 * MiB  # the root's own peak: it only sleeps
 
 
+@pytest.mark.slow  # the `tree` fixture starts processes
 def test_cpu_shares_use_the_roots_cpus_and_their_physical_cores(tree):
     samples, _, sampler = tree
     assert sampler.vcpus == len(os.sched_getaffinity(0))
@@ -88,6 +90,7 @@ def test_cpu_shares_use_the_roots_cpus_and_their_physical_cores(tree):
     assert samples == sorted(samples, key=lambda s: s.t_sec)
 
 
+@pytest.mark.slow  # the `tree` fixture starts processes
 def test_samples_become_parquet_rows(tree):
     samples, _, _ = tree
     rows = [s.as_row() for s in samples]

@@ -235,6 +235,7 @@ _READER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.tf
 @needs_pipe
 def test_two_readers_sharing_a_channel_take_alternate_epochs_as_on_sagemaker(tmp_path):
     files = _text_files(tmp_path / "in", 6, lines=20)
@@ -290,6 +291,7 @@ class _WriterSpotter:
         return []
 
 
+@pytest.mark.tf
 @needs_pipe
 def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, tmp_path):
     from pipebench.measure.manager import Limits, run_worker
@@ -311,7 +313,7 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
     assert _gone(writers, trial_dir / "scratch"), "the killed trial left a writer or its FIFOs"
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_a_pipe_trial_rerun_after_its_manager_was_killed_finds_no_stale_fifo_folder(data, tmp_path):
     """kill -9 of `pipebench run` skips the manager's cleanup: the resumed trial must not trip over
     the scratch/pipe folder (with its FIFOs) the killed one left (it failed with FileExistsError)."""
