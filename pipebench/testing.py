@@ -128,8 +128,9 @@ def merged(base: dict, changes: dict) -> dict:
 
 
 def tiny_experiment(root: Path, **changes) -> dict:
-    """Give TINY with its data cache (root/cache) and results (root/results) under `root`, `changes` merged in."""
-    return merged(TINY, {"data": {"cache_dir": str(root / "cache")}, "results": str(root / "results"), **changes})
+    """Give TINY with its data cache (root/cache) and results (root/results) under `root`, `changes` merged in (a
+    `data` change merges into the data section, keeping the cache under `root`)."""
+    return merged(merged(TINY, {"data": {"cache_dir": str(root / "cache")}, "results": str(root / "results")}), changes)
 
 
 def pipebench_command(*args: object) -> list[str]:

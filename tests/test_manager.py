@@ -44,14 +44,14 @@ def test_a_broken_worker_becomes_a_record(tmp_path, fault, status, reason):
     assert outcome.usage is None, "no measured windows: no usage figures"
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_invalid_setting_is_a_record_with_the_reason(tmp_path, tfrecords):
     outcome = run_worker(_trial(tfrecords, batch_size=100_000), tmp_path / "t", LIMITS)
     assert outcome.record.status is TrialStatus.INVALID
     assert "yields no examples" in outcome.record.reason
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_env_and_threads_reach_the_worker_before_tensorflow(tmp_path, tfrecords):
     trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"}, threads=Threads(1, 2))
     record = run_worker(trial, tmp_path / "t", LIMITS).record
@@ -76,7 +76,7 @@ def test_trial_files_are_kept_for_inspection(tmp_path):
     assert (tmp_path / "t" / "stderr.txt").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_each_window_is_heard_while_the_worker_runs(tmp_path, tfrecords):
     heard: list[tuple[int, float]] = []
     trial = _trial(tfrecords, measurement={**MEASURE, "windows": 3})
@@ -85,7 +85,7 @@ def test_each_window_is_heard_while_the_worker_runs(tmp_path, tfrecords):
     assert heard == list(enumerate(record.window_rates))
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     trial = _trial(tfrecords, measurement={**MEASURE, "windows": 50})
     outcome = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True)
@@ -93,7 +93,7 @@ def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     assert outcome.process.signal == 9
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_usage_covers_the_measured_windows_and_the_peak_is_the_finest_seen(tmp_path, tfrecords):
     """CPU medians used to cover the whole worker (TF import, build, warm-up); they must cover the
     windows the figures describe. The peak RSS is the largest of every reading, never a coarser one."""
@@ -107,7 +107,7 @@ def test_usage_covers_the_measured_windows_and_the_peak_is_the_finest_seen(tmp_p
     assert outcome.process.rss_peak_bytes >= max(s["root_rss_peak_bytes"] or 0 for s in outcome.samples)
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error(tmp_path, tfrecords):
     """TF's graph errors open with "Graph execution error:"; the cause follows the op's stack.
 
