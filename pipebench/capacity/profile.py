@@ -21,9 +21,7 @@ the same configuration and core count and keeping the others; the file is writte
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import random
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from pipebench.errors import DataError, TrialError, UsageError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
+from pipebench.measure.round_order import round_order
 from pipebench.measure.sampler import busy_machine, others_busy_pct
 from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.function import FUNCTION_ORDERING
@@ -109,13 +108,10 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
     """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order
     (RMIT). A busy measurement is taken once more if the machine is quiet by then (`busy_now`), else kept flagged."""
     threshold = base.measurement["busy_other_cpu_pct"]
-    seed = int(hashlib.sha256(f"{base.configuration_id}/{rounds}".encode()).hexdigest()[:8], 16)
-    rng = random.Random(seed)
     found: list[list[RoundValue]] = [[] for _ in pinned]
     with tempfile.TemporaryDirectory(prefix="pipebench-capacity-") as scratch:
         for round_index in range(rounds):
-            order = rng.sample(range(len(pinned)), len(pinned))
-            for index in order:
+            for index in round_order(range(len(pinned)), round_index, base.configuration_id):
                 item = pinned[index]
                 trial = prefix_trial(base, item, round_index)
                 outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)

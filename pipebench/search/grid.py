@@ -12,13 +12,13 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
+from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
@@ -202,10 +202,9 @@ def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
         configurations += [(mode, candidate, setting) for candidate in pipelines
                            for mode in ("input", "train") if mode in modes
                            if _takes(candidate, batch_size, grid["batch_size"])]
-    rng = random.Random(experiment.fingerprint())
     out = []
     for repeat in range(experiment["measurement"]["repeats"]):
-        order = rng.sample(configurations, len(configurations))
+        order = round_order(configurations, repeat, experiment.fingerprint())
         out += [make_trial(experiment, data, mode, candidate, setting, repeat) for mode, candidate, setting in order]
     return out
 
