@@ -472,15 +472,14 @@ def print_facts(instance_type: str | None = None, as_json: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipebench.measure.machine", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
-    parser.add_argument("--instance-type", help="the SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is unset")
-    parser.add_argument("--tensorflow", action="store_true", help=argparse.SUPPRESS)  # the child's entry point
-    args = parser.parse_args(argv)
-    if args.tensorflow:
-        print(json.dumps(tensorflow_facts()))
-        return 0
-    return print_facts(args.instance_type, args.json)
+    """The TensorFlow-facts child's entry point (tensorflow_summary starts it); `pipebench env` is the command."""
+    parser = argparse.ArgumentParser(prog="python -m pipebench.measure.machine",
+                                     description="Print this TensorFlow's facts as JSON (the child machine_facts "
+                                                 "starts); `pipebench env` prints the machine's facts.")
+    parser.add_argument("--tensorflow", action="store_true", required=True, help="import TensorFlow here")
+    parser.parse_args(argv)
+    print(json.dumps(tensorflow_facts()))
+    return 0
 
 
 if __name__ == "__main__":
