@@ -35,3 +35,43 @@ def test_machine_facts_and_the_entry_point_read_the_same_sagemaker_host_facts(tm
     assert facts["num_cpus"] == job.num_cpus == 2
     assert machine.sagemaker_facts("ml.c5.9xlarge", {"SAGEMAKER_BASE_DIR": str(tmp_path / "none")})[
         "instance_type_source"] == machine.INSTANCE_TYPE_ASSERTED
+
+
+@pytest.mark.parametrize("measured_in", ["machine", "rows"])
+def test_collect_keeps_the_row_builders_columns_and_refuses_a_run_of_another_instance_type_or_mode(
+        tmp_path, aws, measured_in):
+    """collect once rewrote instance_type and source_mode after the row builder (a service trial became `file`);
+    it now keeps every column as the host's row builder filled it, scopes only the trial ids, and refuses a run
+    folder that does not go with its job instead of relabelling it."""
+    import shutil
+
+    from collect_fixtures import LAUNCH_URI, RUN_DIR, archive, host, launch_jobs, run_folder, upload_archive
+
+    from pipebench.errors import DataError
+    from pipebench.results.rows import member_row
+    from pipebench.sagemaker.collect import collect
+
+    (job,) = launch_jobs(("FastFile",))
+    root = tmp_path / "archive"
+    host("algo-1")(root, tmp_path, job)
+    upload_archive(job, archive(root))
+    merged = collect(LAUNCH_URI, tmp_path / "merged", log=lambda text: None)
+    written = _rows(root / "algo-1" / RUN_DIR)
+    label = f"{job['instance_type']}/FastFile/algo-1"
+    assert _rows(merged) == [member_row(r, label) for r in written]
+
+    other = {**job, "instance_type": "ml.m5.large"} if measured_in == "machine" else {**job, "input_mode": "Pipe"}
+    shutil.rmtree(root / "algo-1" / RUN_DIR)
+    run_folder(root / "algo-1" / RUN_DIR, other)
+    upload_archive(job, archive(root))
+    expected = ("machine.json: instance_type 'ml.m5.large' is not the job's" if measured_in == "machine"
+                else "trials.parquet: source_mode 'pipe' is not the job's (fastfile or service)")
+    with pytest.raises(DataError, match=f"algo-1/{RUN_DIR}/{expected}"):
+        collect(LAUNCH_URI, tmp_path / "again", log=lambda text: None)
+
+
+def _rows(folder):
+    from pipebench.results.schema import TRIAL_SCHEMA
+    from pipebench.results.store import read_table
+
+    return read_table(folder / "trials.parquet", TRIAL_SCHEMA).to_pylist()

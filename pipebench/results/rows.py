@@ -188,6 +188,22 @@ def trial_row(context: RowContext) -> dict[str, Any]:
     return {name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names}
 
 
+#: The columns that name a trial; a collected folder scopes them by the member run folder (`member_row`).
+ID_COLUMNS = ("trial_id", "remeasure_of")
+
+
+def member_id(member: str, trial_id: str | None) -> str | None:
+    """Give a member run's trial id as a collected folder names it: `<member>/<id>` (unique across members)."""
+    return None if trial_id is None else f"{member}/{trial_id}"
+
+
+def member_row(row: dict[str, Any], member: str) -> dict[str, Any]:
+    """Give a member run's row as a folder of several runs (`pipebench sagemaker collect`) holds it: every column
+    as `trial_row` filled it, only the ids scoped by the member's folder, so they stay unique and a re-measure
+    still names the trial it measures again."""
+    return {**row, **{name: member_id(member, row[name]) for name in ID_COLUMNS}}
+
+
 def unproduced_fields() -> dict[str, list[str]]:
     """Give the producers' fields no column takes (tests assert this is empty)."""
     from pipebench.measure.manager import ProcessFacts
