@@ -75,3 +75,32 @@ def _rows(folder):
     from pipebench.results.store import read_table
 
     return read_table(folder / "trials.parquet", TRIAL_SCHEMA).to_pylist()
+
+
+@pytest.mark.parametrize("quiet_by_then", [True, False])
+def test_capacity_and_the_trial_loop_measure_busy_ones_again_by_one_rule(quiet_by_then):
+    """Capacity measured a busy prefix again at once, the loop at the end of the run; both now take
+    pipebench.measure.busy.BusyRule: after the last round, while the machine is quiet, else the reason."""
+    from test_capacity_profile import BASE, LIMITS, SPEC, _busy_outcome, _outcome
+
+    from pipebench.capacity.prefixes import prefixes
+    from pipebench.capacity.profile import PinnedPrefix, measure_rounds
+    from pipebench.measure.busy import BusyRule
+    from pipebench.measure.pinning import Pinning
+
+    pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]
+    measured, log = [], []
+
+    def measure(trial, folder, limits, pinning):
+        measured.append(trial.trial_id)
+        return _busy_outcome(trial, 90.0) if trial.trial_id == "cfg-1c-p1-r0" else _outcome(trial)
+
+    measure_rounds(BASE, pinned, 2, LIMITS, "here", log=log.append, measure=measure,
+                   busy_now=lambda: 5.0 if quiet_by_then else 80.0)
+    assert len(measured) == 2 * len(pinned) + quiet_by_then
+    if quiet_by_then:
+        assert measured[-1] == "cfg-1c-p1-r0-again", "measured again after the last round"
+    else:
+        rule = BusyRule(BASE.measurement["busy_other_cpu_pct"], lambda: 80.0)
+        assert not rule.may_measure_again()
+        assert log[-1] == f"busy measurements not measured again: {rule.skipped}"
