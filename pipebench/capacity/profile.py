@@ -291,8 +291,7 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
         host_fingerprint = machine_facts().host_fingerprint
     found = prefixes(PipelineSpec.from_dict(base.pipeline_spec))
     pinned = [PinnedPrefix(pinning, prefix) for pinning in pinnings for prefix in found]
-    budget = run.config["budget"]
-    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
+    limits = Limits.of_budget(run.config["budget"])
     log(f"profiling configuration {config.configuration_id} ({pipeline_label(base.label)}): {len(found)} prefixes × "
         f"{len(pinnings)} pinning(s) × {rounds} round(s), one fresh worker each")
     for prefix in found:

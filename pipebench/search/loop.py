@@ -141,7 +141,7 @@ class TrialProgress:
 
 def trial_limits(experiment: Experiment) -> Limits:
     """Give the timeout and memory cap every trial worker of the experiment runs under (budget.*)."""
-    return Limits(experiment["budget"]["trial_timeout_sec"], experiment["budget"]["memory_cap_mb"] << 20)
+    return Limits.of_budget(experiment["budget"])
 
 
 def failures(rows: list[dict]) -> int:

@@ -178,7 +178,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     """Measure `placements` of a run's configuration on a local cluster of `workers`; give sharding.json's path
     and its record. Everything that can be refused is refused before a worker starts."""
     from pipebench.capacity.profile import chosen_configuration, configuration_trial
-    from pipebench.measure.manager import trial_environment
+    from pipebench.measure.manager import Limits, trial_environment
     from pipebench.pipeline.spec import PipelineSpec
     from pipebench.results import load
 
@@ -204,8 +204,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
         + (f"; {', '.join(changes)}" if changes else ""))
     for note in notes:
         log(f"note: {note}")
-    budget = run.config.get("budget", {})
-    timeout_sec = float(budget.get("trial_timeout_sec", 600))
+    timeout_sec = Limits.of_budget(run.config["budget"]).timeout_sec  # what a run's trial may take
     measurements = measure_placements(job, trial_environment(trial), cpus, timeout_sec, log, on_start)
     found = {"sharding_version": SHARDING_VERSION, "configuration_id": config.configuration_id,
              "pipeline": spec.to_dict(), "batch_size": trial.batch_size, "workers": workers, "rounds": rounds,
