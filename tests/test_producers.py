@@ -104,3 +104,23 @@ def test_capacity_and_the_trial_loop_measure_busy_ones_again_by_one_rule(quiet_b
         rule = BusyRule(BASE.measurement["busy_other_cpu_pct"], lambda: 80.0)
         assert not rule.may_measure_again()
         assert log[-1] == f"busy measurements not measured again: {rule.skipped}"
+
+
+def test_one_module_hashes_json_into_fingerprints():
+    """Four modules hashed sorted JSON themselves, at two lengths (design review 2026-11-26); the lengths stay (they
+    are stored in results), the producer is pipebench.fingerprint."""
+    import hashlib
+    import json
+    import re
+    from pathlib import Path
+
+    from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
+
+    obj = {"b": [1, 2], "a": "é"}
+    assert fingerprint(obj) == hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+    assert len(fingerprint(obj, ID_HEX_DIGITS)) == 12 and fingerprint(obj, 64, compact=True) == hashlib.sha256(
+        json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    root = Path(__file__).resolve().parents[1]
+    hashing = [str(p.relative_to(root)) for p in sorted(root.glob("pipebench/**/*.py"))
+               if re.search(r"sha256\((json\.dumps|canonical)", p.read_text()) and p.name != "fingerprint.py"]
+    assert hashing == []

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import importlib.util
 import json
 import os
@@ -36,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pipebench
+from pipebench.fingerprint import fingerprint
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts
 from pipebench.measure.sagemaker_host import read_host
 
@@ -388,7 +388,7 @@ def host_fingerprint(facts: dict) -> str:
         "openmp": tf_facts["openmp"]["runtimes"],
         "gpus": [d["name"] for d in facts["gpu"]["devices"]],
     }
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return fingerprint(key)
 
 
 def machine_facts(instance_type: str | None = None) -> MachineFacts:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import itertools
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
+from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
@@ -32,7 +31,7 @@ from pipebench.sources.modes import in_source_mode
 
 
 def _key(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+    return fingerprint(obj, ID_HEX_DIGITS)
 
 
 @dataclass(frozen=True)
