@@ -124,3 +124,26 @@ def test_one_module_hashes_json_into_fingerprints():
     hashing = [str(p.relative_to(root)) for p in sorted(root.glob("pipebench/**/*.py"))
                if re.search(r"sha256\((json\.dumps|canonical)", p.read_text()) and p.name != "fingerprint.py"]
     assert hashing == []
+
+
+def test_capacity_measures_no_busy_prefix_again_when_the_run_said_not_to():
+    """measurement.remeasure_busy: false held for the trial loop only; capacity measured busy prefixes again anyway."""
+    import dataclasses
+
+    from test_capacity_profile import BASE, LIMITS, SPEC, _busy_outcome
+
+    from pipebench.capacity.prefixes import prefixes
+    from pipebench.capacity.profile import PinnedPrefix, measure_rounds
+    from pipebench.measure.pinning import Pinning
+
+    base = dataclasses.replace(BASE, measurement={**BASE.measurement, "remeasure_busy": False})
+    pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]
+    measured = []
+
+    def measure(trial, folder, limits, pinning):
+        measured.append(trial.trial_id)
+        return _busy_outcome(trial, 90.0)
+
+    values = measure_rounds(base, pinned, 2, LIMITS, "here", log=lambda text: None, measure=measure,
+                            busy_now=lambda: 0.0)
+    assert len(measured) == 2 * len(pinned) and all(v.busy for found in values for v in found)
