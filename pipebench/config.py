@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import functools
 import glob
-import json
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -23,6 +22,7 @@ from typing import Any
 import yaml
 
 from pipebench.errors import ConfigError
+from pipebench.fingerprint import fingerprint
 from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.function import check_entry, data_formats, resolve_entry
@@ -652,9 +652,7 @@ class Experiment:
 
     def fingerprint(self) -> str:
         """Give a hash of the stored document (what a resumed run must match; a password never counts)."""
-        import hashlib
-
-        return hashlib.sha256(json.dumps(self.public(), sort_keys=True).encode()).hexdigest()[:16]
+        return fingerprint(self.public())
 
 
 def _resolve_functions(resolved: dict, base: Path | None) -> None:

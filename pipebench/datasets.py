@@ -11,8 +11,6 @@ what the trials read.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
 from pipebench.data_files import REMOTE_PREFIX, by_format, matches
 from pipebench.errors import ConfigError, DataError, OutputFolderError
+from pipebench.fingerprint import fingerprint
 from pipebench.typed import load_json, read_json, to_json
 
 _LAYOUT_VERSION = 1
@@ -68,7 +67,7 @@ class DataSet:
 
 
 def _digest(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+    return fingerprint(obj)
 
 
 def _synth_key(experiment: Experiment) -> str:

@@ -106,9 +106,9 @@ LIGHT = {
                            "import pipebench.diagnose.run, pipebench.diagnose.report, pipebench.diagnose.export\n",
                            ("tensorflow",)),
     # the facts of TensorFlow come from a child process
-    "machine facts": ("import contextlib, io\nimport pipebench.measure.machine as machine, pipebench.measure.sampler\n"
+    "machine facts": ("import contextlib, io\nimport pipebench.measure.sampler\nfrom pipebench.cli import main\n"
                       "with contextlib.redirect_stdout(io.StringIO()):\n"
-                      "    assert machine.main(['--json']) == 0\n", ("tensorflow",)),
+                      "    assert main(['env', '--json']) == 0\n", ("tensorflow",)),
 }
 _LISTS = "\nimport json, sys\nprint(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
 

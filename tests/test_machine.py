@@ -49,8 +49,8 @@ def child_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def collected() -> dict:
-    """Give the facts `python -m pipebench.measure.machine --json` prints (tests/test_imports.py: it imports no TF)."""
-    child = subprocess.run([sys.executable, "-m", "pipebench.measure.machine", "--json", "--instance-type",
+    """Give the facts `pipebench env --json` prints (tests/test_imports.py: it imports no TF)."""
+    child = subprocess.run([sys.executable, "-m", "pipebench.cli", "env", "--json", "--instance-type",
                             "ml.c5.2xlarge"], env=child_env(), capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr
     return json.loads(child.stdout)

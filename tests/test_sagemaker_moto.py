@@ -225,9 +225,9 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
                                                   "hosts": ["localhost"]}])
     trials = read_table(tmp_path / "merged" / "trials.parquet", TRIAL_SCHEMA).to_pandas()
     # the trainer measured its channel and the job's service (one worker per data host)
-    # (a service row's source_mode is the mode its workers read in; service_json says it went through the service)
-    assert list(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
-        ("ml.c5.xlarge", "file", "ok")] * 2
+    # collected as the row builder wrote them on the host: the service trial's source_mode is `service`
+    assert sorted(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
+        ("ml.c5.xlarge", "file", "ok"), ("ml.c5.xlarge", "service", "ok")]
     served = trials[trials["service_json"].notna()]
     assert len(served) == 1 and json.loads(served["service_json"].iloc[0])["workers"] == 1
 

@@ -8,7 +8,7 @@ import pipebench.results as results
 from pipebench.errors import UsageError
 from pipebench.pipeline.presets import preset
 from pipebench.report.checklist import input_sharding
-from pipebench.sharding.cluster import round_order, worker_cpus
+from pipebench.sharding.cluster import measuring_order, worker_cpus
 from pipebench.sources.service_cluster import free_ports
 from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes, placement_spec
 from pipebench.sharding.record import figures, lines, paired
@@ -39,11 +39,11 @@ def test_requests_that_cannot_be_measured_are_refused_in_one_line():
 
 
 def test_every_round_measures_every_placement_once_in_a_seeded_order():
-    order = round_order(list(PLACEMENTS), 3, "cfg/2/3")
-    assert order == round_order(list(PLACEMENTS), 3, "cfg/2/3")
+    order = measuring_order(list(PLACEMENTS), 3, "cfg/2")
+    assert order == measuring_order(list(PLACEMENTS), 3, "cfg/2")
     for r in range(3):
         assert sorted(p for i, p in order if i == r) == sorted(PLACEMENTS)
-    assert round_order(list(PLACEMENTS), 3, "other") != order  # the seed is the configuration's
+    assert measuring_order(list(PLACEMENTS), 3, "other") != order  # the seed is the configuration's
 
 
 def test_workers_get_cpus_of_their_own_only_when_there_are_enough():

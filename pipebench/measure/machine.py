@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import importlib.util
 import json
 import os
@@ -30,13 +29,15 @@ import re
 import struct
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
 import pipebench
+from pipebench.fingerprint import fingerprint
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts
+from pipebench.measure.sagemaker_host import read_host
 
 TF_CHILD_TIMEOUT_SEC = 180
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
@@ -352,29 +353,23 @@ INSTANCE_TYPE_FROM_SAGEMAKER = "SM_CURRENT_INSTANCE_TYPE"
 INSTANCE_TYPE_ASSERTED = "asserted (--instance-type)"
 
 
-def sagemaker_facts(instance_type: str | None = None, env: dict[str, str] | None = None) -> dict:
-    """Give the instance type and SageMaker's own facts.
+def sagemaker_facts(instance_type: str | None = None, env: Mapping[str, str] | None = None) -> dict:
+    """Give the instance type and SageMaker's own facts (pipebench.measure.sagemaker_host, the entry point's too).
 
-    Inside a training job SageMaker's SM_CURRENT_INSTANCE_TYPE is the instance type. Elsewhere a
-    user may name it (`--instance-type`, for the checklist's cost ranking): it is recorded as
-    asserted, and the host is still not a training job.
+    Inside a training job SageMaker's instance type (SM_CURRENT_INSTANCE_TYPE, else resourceconfig.json)
+    is the instance type. Elsewhere a user may name it (`--instance-type`, for the checklist's cost
+    ranking): it is recorded as asserted, and the host is still not a training job.
     """
-    env = os.environ if env is None else env
-    from_env = env.get("SM_CURRENT_INSTANCE_TYPE")
-    try:
-        host_count = len(json.loads(env["SM_HOSTS"])) if "SM_HOSTS" in env else None
-    except (ValueError, TypeError):
-        host_count = None
+    host = read_host(os.environ if env is None else env)
     return {
-        "instance_type": from_env or instance_type,
-        "instance_type_source": INSTANCE_TYPE_FROM_SAGEMAKER if from_env else INSTANCE_TYPE_ASSERTED if instance_type
-        else None,
-        "in_training_job": (any(k.startswith("SM_") for k in env)
-                            or Path("/opt/ml/input/config/resourceconfig.json").exists()),
-        "current_host": env.get("SM_CURRENT_HOST"),
-        "host_count": host_count,
-        "num_cpus": int(env["SM_NUM_CPUS"]) if env.get("SM_NUM_CPUS", "").isdigit() else None,
-        "num_gpus": int(env["SM_NUM_GPUS"]) if env.get("SM_NUM_GPUS", "").isdigit() else None,
+        "instance_type": host.instance_type or instance_type,
+        "instance_type_source": INSTANCE_TYPE_FROM_SAGEMAKER if host.instance_type
+        else INSTANCE_TYPE_ASSERTED if instance_type else None,
+        "in_training_job": host.in_training_job,
+        "current_host": host.current_host,
+        "host_count": len(host.hosts) or None,
+        "num_cpus": host.num_cpus,
+        "num_gpus": host.num_gpus,
     }
 
 
@@ -393,7 +388,7 @@ def host_fingerprint(facts: dict) -> str:
         "openmp": tf_facts["openmp"]["runtimes"],
         "gpus": [d["name"] for d in facts["gpu"]["devices"]],
     }
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return fingerprint(key)
 
 
 def machine_facts(instance_type: str | None = None) -> MachineFacts:
@@ -472,15 +467,14 @@ def print_facts(instance_type: str | None = None, as_json: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipebench.measure.machine", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
-    parser.add_argument("--instance-type", help="the SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is unset")
-    parser.add_argument("--tensorflow", action="store_true", help=argparse.SUPPRESS)  # the child's entry point
-    args = parser.parse_args(argv)
-    if args.tensorflow:
-        print(json.dumps(tensorflow_facts()))
-        return 0
-    return print_facts(args.instance_type, args.json)
+    """The TensorFlow-facts child's entry point (tensorflow_summary starts it); `pipebench env` is the command."""
+    parser = argparse.ArgumentParser(prog="python -m pipebench.measure.machine",
+                                     description="Print this TensorFlow's facts as JSON (the child machine_facts "
+                                                 "starts); `pipebench env` prints the machine's facts.")
+    parser.add_argument("--tensorflow", action="store_true", required=True, help="import TensorFlow here")
+    parser.parse_args(argv)
+    print(json.dumps(tensorflow_facts()))
+    return 0
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def profile_trials(run, rows: list[dict], choice: str, limits, measure: Callable
             why = outcome.record.reason if outcome.record.status is not TrialStatus.OK else "no trace file written"
             log(f"profile: trial {trial_id} not profiled: {why}")
             continue
-        run.note(trial_id, "profile_dir", f"{PROFILES_DIR}/{trial_id}")
+        run.note_profile(trial_id, f"{PROFILES_DIR}/{trial_id}")
         profiled.append(trial_id)
         log(f"profile: trial {trial_id} ({row['mode']}, {row['pipeline']} b{row['batch_size']}): {traces[0]} — "
             f"tensorboard --logdir {run.path / PROFILES_DIR}")

@@ -26,7 +26,6 @@ No TensorFlow import here: the loops are handed in.
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ from pathlib import Path
 from pipebench.errors import PipebenchError
 from pipebench.measure import stats
 from pipebench.measure.figures import SLOWDOWN, figures
+from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Window
 
 #: Each timed call runs about this long; windows are made of whole calls.
@@ -150,23 +150,22 @@ def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
     return found is not None and found.verdict not in (None, "inconclusive")
 
 
-def measure(arms: Sequence[Arm], m: dict, seed: int,
+def measure(arms: Sequence[Arm], m: dict, seed: str,
             on_window: Callable[[int, float], None] | None = None, basis: str = SLOWDOWN) -> dict:
     """Warm up `arms`, then time rounds of one window each; give the TrialRecord fields.
 
     With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
-    random order (seeded) and continue past `windows` while the verdict on `basis` is undecided, up to
-    `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
+    random order (round_order, seeded by `seed`: the trial id) and continue past `windows` while the
+    verdict on `basis` is undecided, up to `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
     warmup_sec, steady = _warm_up(arms, m)
-    rng = random.Random(seed)
     paired = len(arms) > 1
     cap = max(m["windows"], m.get("max_windows") or m["windows"]) if paired else m["windows"]
     windows: list[Window] = []
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
     previous = arms[-1].name
     for round_index in range(cap):
-        order = rng.sample(list(arms), len(arms)) if paired else list(arms)
+        order = round_order(arms, round_index, seed) if paired else list(arms)
         for arm in order:
             idle_before = None
             if paired and arm.name == "train" and previous != "train" and m.get("settle", True):

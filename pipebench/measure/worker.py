@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import os
 import sys
@@ -241,7 +240,6 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     mode = trial.mode
     m = trial.measurement
     record: dict[str, Any] = {}
-    seed = int(hashlib.sha256(trial.trial_id.encode()).hexdigest()[:8], 16)  # the rounds' order, repeatable
     loop = None
     if mode == "input":
         arms = [pipeline.input_arm()]
@@ -269,7 +267,7 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when
     # the model trains on an accelerator (pipebench.measure.figures.verdict_basis, as the results row reads it)
     basis = verdict_basis(m.get("trainer", "auto"), record.get("train_device"))
-    record.update(measure(arms, m, seed, on_window, basis))
+    record.update(measure(arms, m, trial.trial_id, on_window, basis))  # the trial id seeds its rounds' order
     if mode == "train" and m.get("cold_cache"):
         record.update(_cold_pass(pipeline, loop, m, record["examples_per_sec_median"], int(tf.size(first[1]))))
     if mode == "train" and trial.quality.get("enabled"):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import keyword
 import re
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.errors import ConfigError, UsageError
+from pipebench.fingerprint import fingerprint
 from pipebench.values import PLAIN_NAME, PLAIN_NAME_RULE, echo, name_text, refuse_non_finite
 
 #: The `ordering` and `semantics` a function pipeline's rows carry: pipebench reorders and changes none of its stages.
@@ -324,8 +324,7 @@ class FunctionPipeline:
 
     def fingerprint(self) -> str:
         """Give the sha256 of the canonical JSON form (the file's own sha256 in it): equal calls, equal fingerprints."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return fingerprint(self.to_dict(), 64, compact=True)
 
 
 #: The keys of one `pipelines.functions` entry (sha256: filled in from the file when the experiment is resolved).

@@ -172,7 +172,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "windows_json": lambda c: json.dumps(to_json(c.outcome.record.windows_measured)),
     "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
     # profiling is never on while a trial is timed: a separate re-run after the run's trials captures it, and
-    # pipebench.measure.profiles notes its folder in the row (RunFolder.note)
+    # pipebench.measure.profiles records its folder in the row by `profiled_row` (RunFolder.note_profile)
     "profile_dir": lambda c: None,
     "study": lambda c: c.study,
     "optuna_trial_number": lambda c: c.optuna_trial_number,
@@ -186,6 +186,28 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
 def trial_row(context: RowContext) -> dict[str, Any]:
     """Give the trials.parquet row of one finished trial, every column filled by its producer, in schema order."""
     return {name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names}
+
+
+def profiled_row(row: dict[str, Any], profile_dir: str) -> dict[str, Any]:
+    """Give a trial's row once a profiling re-run captured its trace (pipebench.measure.profiles): `profile_dir`, its
+    log folder relative to the run folder, is the one column filled after the trial ran."""
+    return {**row, "profile_dir": profile_dir}
+
+
+#: The columns that name a trial; a collected folder scopes them by the member run folder (`member_row`).
+ID_COLUMNS = ("trial_id", "remeasure_of")
+
+
+def member_id(member: str, trial_id: str | None) -> str | None:
+    """Give a member run's trial id as a collected folder names it: `<member>/<id>` (unique across members)."""
+    return None if trial_id is None else f"{member}/{trial_id}"
+
+
+def member_row(row: dict[str, Any], member: str) -> dict[str, Any]:
+    """Give a member run's row as a folder of several runs (`pipebench sagemaker collect`) holds it: every column
+    as `trial_row` filled it, only the ids scoped by the member's folder, so they stay unique and a re-measure
+    still names the trial it measures again."""
+    return {**row, **{name: member_id(member, row[name]) for name in ID_COLUMNS}}
 
 
 def unproduced_fields() -> dict[str, list[str]]:

@@ -79,15 +79,14 @@ class RunFolder:
             append_rows(self.path / SAMPLES_FILE, SAMPLE_SCHEMA,
                         [{**s, "run_id": self.run_id, "trial_id": row["trial_id"]} for s in samples])
 
-    def note(self, trial_id: str, column: str, value: object) -> None:
-        """Set one column of one trial's row after the fact (a TensorBoard profile captured once the trials ran);
-        trials.parquet is rewritten atomically."""
+    def note_profile(self, trial_id: str, profile_dir: str) -> None:
+        """Record in one trial's row the TensorBoard profile captured once the trials ran, as the row builder says
+        (results.rows.profiled_row); trials.parquet is rewritten atomically."""
         import pyarrow as pa
 
-        rows = self.rows()
-        for row in rows:
-            if row["trial_id"] == trial_id:
-                row[column] = value
+        from pipebench.results.rows import profiled_row
+
+        rows = [profiled_row(row, profile_dir) if row["trial_id"] == trial_id else row for row in self.rows()]
         write_table(self.path / TRIALS_FILE, pa.Table.from_pylist(rows, schema=TRIAL_SCHEMA))
 
 

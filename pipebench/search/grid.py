@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import itertools
-import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
+from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
+from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
@@ -32,7 +31,7 @@ from pipebench.sources.modes import in_source_mode
 
 
 def _key(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+    return fingerprint(obj, ID_HEX_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -202,10 +201,9 @@ def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
         configurations += [(mode, candidate, setting) for candidate in pipelines
                            for mode in ("input", "train") if mode in modes
                            if _takes(candidate, batch_size, grid["batch_size"])]
-    rng = random.Random(experiment.fingerprint())
     out = []
     for repeat in range(experiment["measurement"]["repeats"]):
-        order = rng.sample(configurations, len(configurations))
+        order = round_order(configurations, repeat, experiment.fingerprint())
         out += [make_trial(experiment, data, mode, candidate, setting, repeat) for mode, candidate, setting in order]
     return out
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipebench.config import Experiment
+from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval
 from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
@@ -140,7 +141,7 @@ class TrialProgress:
 
 def trial_limits(experiment: Experiment) -> Limits:
     """Give the timeout and memory cap every trial worker of the experiment runs under (budget.*)."""
-    return Limits(experiment["budget"]["trial_timeout_sec"], experiment["budget"]["memory_cap_mb"] << 20)
+    return Limits.of_budget(experiment["budget"])
 
 
 def failures(rows: list[dict]) -> int:
@@ -149,21 +150,20 @@ def failures(rows: list[dict]) -> int:
 
 
 class RemeasureBusy:
-    """A planner's trials, then once more each ok trial its windows shared with busy other processes.
+    """A planner's trials, then once more each ok trial its windows shared with busy other processes, by the one
+    busy rule (pipebench.measure.busy: at the end, while the machine is quiet; `skipped` says why not).
 
     The re-measure is a new row naming the trial it measures again (`remeasure_of`); reports read the
     quieter one in its place. A trial still busy the second time stays flagged: it is not retried again.
-    Before each re-measure the machine is read (`busy_now`, other processes' CPU in % of a vCPU): while
-    it is still past `threshold_pct`, a second measurement would be as busy as the first, so the rest
-    stay flagged and `skipped` says why.
     """
 
-    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder, threshold_pct: float,
-                 busy_now: Callable[[], float]) -> None:
-        self.planner, self.rows, self.run = planner, rows, run
-        self.threshold_pct, self.busy_now = threshold_pct, busy_now
-        self.skipped: str | None = None
+    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder, rule: BusyRule) -> None:
+        self.planner, self.rows, self.run, self.rule = planner, rows, run, rule
         self._driver_done = False
+
+    @property
+    def skipped(self) -> str | None:
+        return self.rule.skipped
 
     def total(self) -> int | None:
         return self.planner.total()
@@ -174,17 +174,12 @@ class RemeasureBusy:
             if planned is not None:
                 return planned
             self._driver_done = True
-        if self.skipped is not None:
-            return None
         again = {r["remeasure_of"] for r in self.rows if r.get("remeasure_of")}
         for row in self.rows:
             path = self.run.trial_dir(row["trial_id"]) / TRIAL_FILE
             if (row["status"] == "ok" and row.get("busy_machine") and not row.get("remeasure_of")
                     and row["trial_id"] not in again and path.exists()):
-                busy = self.busy_now()
-                if busy > self.threshold_pct:
-                    self.skipped = (f"the machine was still busy when the run would measure them again (other "
-                                    f"processes used {busy:.0f}% of a vCPU)")
+                if not self.rule.may_measure_again():
                     return None
                 spec = TrialSpec.load(path)
                 return Planned(dataclasses.replace(spec, trial_id=f"{spec.trial_id}-again", remeasure_of=spec.trial_id))
@@ -212,7 +207,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
     if measurement["remeasure_busy"] and planner.remeasures_busy:
-        planner = RemeasureBusy(planner, rows, run, measurement["busy_other_cpu_pct"], busy_now)
+        planner = RemeasureBusy(planner, rows, run, BusyRule(measurement["busy_other_cpu_pct"], busy_now))
     host = socket.gethostname()
     result = LoopResult(rows)
     with TrialProgress(planner.total(), len(rows), stream, clock) as progress:

@@ -14,10 +14,8 @@ environment; the figures go to RUN_DIR/sharding.json (pipebench.sharding.record)
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import random
 import selectors
 import subprocess
 import sys
@@ -30,6 +28,7 @@ from pipebench.data_files import expand
 from pipebench.errors import TrialError
 from pipebench.measure.children import kill_group, last_stderr_line
 from pipebench.measure.pinning import Pinning, placed, usable_cpus
+from pipebench.measure.round_order import round_order
 from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
@@ -46,10 +45,10 @@ def worker_cpus(workers: int, cpus: Sequence[int] | None = None) -> list[tuple[i
     return [cpus[i * share:(i + 1) * share] for i in range(workers)]
 
 
-def round_order(placements: Sequence[str], rounds: int, seed_text: str) -> list[tuple[int, str]]:
-    """Give (round, placement) in measuring order: every placement once per round, each round shuffled (seeded)."""
-    rng = random.Random(int(hashlib.sha256(seed_text.encode()).hexdigest()[:8], 16))
-    return [(r, p) for r in range(rounds) for p in rng.sample(list(placements), len(placements))]
+def measuring_order(placements: Sequence[str], rounds: int, seed: str) -> list[tuple[int, str]]:
+    """Give (round, placement) in measuring order: every placement once per round, in the round's order
+    (pipebench.measure.round_order)."""
+    return [(r, p) for r in range(rounds) for p in round_order(placements, r, seed)]
 
 
 class Cluster:
@@ -179,7 +178,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     """Measure `placements` of a run's configuration on a local cluster of `workers`; give sharding.json's path
     and its record. Everything that can be refused is refused before a worker starts."""
     from pipebench.capacity.profile import chosen_configuration, configuration_trial
-    from pipebench.measure.manager import trial_environment
+    from pipebench.measure.manager import Limits, trial_environment
     from pipebench.pipeline.spec import PipelineSpec
     from pipebench.results import load
 
@@ -197,7 +196,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     sources = {**trial.sources, "file": {**trial.sources.get("file", {}), "cold": False}}
     job = {"parent_pid": os.getpid(), "workers": workers, "pipeline": spec.to_dict(), "sources": sources,
            "threads": {"intra": trial.threads.intra, "inter": trial.threads.inter},
-           "order": round_order(placements, rounds, f"{config.configuration_id}/{workers}/{rounds}")}
+           "order": measuring_order(placements, rounds, f"{config.configuration_id}/{workers}")}
     log(f"sharding configuration {config.configuration_id} ({spec.ordering}; {len(files)} file(s)) over {workers} "
         f"workers on 127.0.0.1, {rounds} round(s) of {', '.join(placements)}; "
         + (f"workers pinned to CPUs {', '.join(','.join(map(str, c)) for c in cpus)}" if cpus
@@ -205,8 +204,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
         + (f"; {', '.join(changes)}" if changes else ""))
     for note in notes:
         log(f"note: {note}")
-    budget = run.config.get("budget", {})
-    timeout_sec = float(budget.get("trial_timeout_sec", 600))
+    timeout_sec = Limits.of_budget(run.config["budget"]).timeout_sec  # what a run's trial may take
     measurements = measure_placements(job, trial_environment(trial), cpus, timeout_sec, log, on_start)
     found = {"sharding_version": SHARDING_VERSION, "configuration_id": config.configuration_id,
              "pipeline": spec.to_dict(), "batch_size": trial.batch_size, "workers": workers, "rounds": rounds,
