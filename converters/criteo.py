@@ -47,7 +47,7 @@ import pipebench
 from converters.inputs import InputFile
 from converters.libsvm import _shown
 from pipebench.errors import DataError
-from pipebench.versioned import read_versioned
+from pipebench.versioned import VERSION_KEY, WAS, read_versioned
 
 INTEGER_FIELDS = 13
 CATEGORICAL_FIELDS = 26
@@ -461,7 +461,7 @@ class FeatureMap:
     def to_json(self) -> dict:
         """Give the map as the versioned JSON saved beside the output."""
         return {
-            "feature_map_version": FEATURE_MAP_VERSION,
+            VERSION_KEY: FEATURE_MAP_VERSION,
             "made_by": {"name": "pipebench convert --from criteo", "version": pipebench.__version__},
             "layout": "lambdaji get_criteo_feature.py; categorical ids are its libsvm ids + 1 (no clash with I13)",
             "cutoff": self.cutoff,
@@ -483,8 +483,8 @@ class FeatureMap:
     def load(cls, path: Path) -> FeatureMap:
         """Read a saved map; a file that is not one (or of another version) is one DataError naming it."""
         path = Path(path)
-        doc = read_versioned(path, "feature_map_version", FEATURE_MAP_VERSION, "a feature map",
-                             "make it again with pipebench convert --from criteo")
+        doc = read_versioned(path, VERSION_KEY, FEATURE_MAP_VERSION, "a feature map",
+                             "make it again with pipebench convert --from criteo", WAS[FEATURE_MAP_FILE])
         try:
             ints = doc["integer_fields"]
             cats = doc["categorical_fields"]

@@ -3,25 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from converters.manifest import Shard
 from converters.tfrecord import compressor
-
-
-@dataclass
-class Shard:
-    """One finished part file, as the manifest lists it."""
-
-    name: str
-    rows: int
-    bytes: int
-    sha256: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class ShardWriter:

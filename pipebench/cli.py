@@ -80,15 +80,14 @@ def _cmd_convert(args: argparse.Namespace) -> int:
                          cutoff=args.cutoff)
     with Progress("convert", None, "MiB", count=lambda n: f"{n / 2**20:,.1f}") as display:
         manifest = convert(req, display)
-    rejected = manifest["rejected"]["total"]
-    seconds = manifest["seconds"]
-    rate = f" ({manifest['rows'] / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
-    print(f"wrote {manifest['rows']} rows as {manifest['format']} in {len(manifest['shards'])} shard(s) to "
+    rejected, seconds = manifest.rejected.total, manifest.seconds
+    rate = f" ({manifest.rows / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
+    print(f"wrote {manifest.rows} rows as {manifest.format} in {len(manifest.shards)} shard(s) to "
           f"{args.out} in {seconds:.1f} s{rate}"
-          + (f"; rejected {rejected} {'record' if manifest['input_format'] == 'tfrecord' else 'line'}(s): "
-             f"{json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
-    if "feature_map" in manifest:
-        print(f"feature map: {args.out / manifest['feature_map']['file']} (feature_size {manifest['feature_size']}; "
+          + (f"; rejected {rejected} {'record' if manifest.input_format == 'tfrecord' else 'line'}(s): "
+             f"{json.dumps(manifest.rejected.by_reason)}" if rejected else ""))
+    if manifest.feature_map is not None:
+        print(f"feature map: {args.out / manifest.feature_map.file} (feature_size {manifest.feature_size}; "
               "give it to --feature-map when converting validation and test files)")
     return 0
 

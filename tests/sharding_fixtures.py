@@ -28,7 +28,7 @@ def sharding_record(files: list[str], data_bytes: int, rates: dict[str, float], 
                 measurements.append({"placement": name, "round": r, "worker": w, "examples": examples,
                                      "batches": examples // 64, "seconds": examples / speed, "rchar_bytes": read,
                                      "read_bytes": 0})
-    return {"sharding_version": SHARDING_VERSION, "configuration_id": "t-train-tfr", "pipeline": {},
+    return {"schema_version": SHARDING_VERSION, "configuration_id": "t-train-tfr", "pipeline": {},
             "batch_size": 1024, "workers": workers, "rounds": rounds, "changes": [], "files": files,
             "data_bytes": data_bytes, "cpus": [[0], [1]], "bytes_measure": "rchar", "measurements": measurements}
 

@@ -13,7 +13,7 @@ from report_fixtures import (CATALOG_C5, SCALAR, VECTORIZED, configuration, data
 
 import pipebench.results as results
 from pipebench.catalog import DEFAULT_CATALOG, load_catalog
-from pipebench.datasets import DataFacts
+from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.errors import ConfigError
 from pipebench.measure.machine import sagemaker_facts
 from pipebench.report.checklist import RULES, checklist, epoch_examples_of, ranking
@@ -279,12 +279,12 @@ def test_a_knob_pipebench_pinned_itself_is_not_blamed_on_the_best_trial(tmp_path
 def test_real_data_is_priced_at_its_own_rows_never_the_synthetic_default(tmp_path, cli):
     """A run over data.files was priced at data.synth.rows (always 200,000 after defaults)."""
     run = make_run(tmp_path / "run", passing_rows([]), machine())
-    (run / "data.json").write_text(json.dumps(DataFacts("files", "datatest", 1234, "counted (libsvm lines)",
+    (run / "data.json").write_text(json.dumps(DataFacts(DATA_VERSION, "files", "datatest", 1234, "counted (libsvm lines)",
                                                         ("libsvm",), {"libsvm": 2}, None).to_json()))
     assert epoch_examples_of([results.load(run)]) == 1234
     code, out, _ = cli("checklist", run, "--format", "json")
     assert code == 0 and json.loads(out)["ranking"]["epoch_examples"] == 1234
-    (run / "data.json").write_text(json.dumps(DataFacts("files", "datatest", None, "unknown", ("libsvm",),
+    (run / "data.json").write_text(json.dumps(DataFacts(DATA_VERSION, "files", "datatest", None, "unknown", ("libsvm",),
                                                         {"libsvm": 2}, None).to_json()))
     code, _, err = cli("checklist", run)
     assert code == 2 and "pass --epoch-examples" in err

@@ -104,7 +104,7 @@ def test_tables_of_the_last_release_are_read_with_the_columns_added_since_null()
 def test_an_old_machine_json_says_upgrade_and_upgrade_makes_the_folder_readable(tmp_path, cli):
     run = tmp_path / "run"
     shutil.copytree(GOLDEN_RUN, run)
-    with pytest.raises(ResultsVersionError, match=r"machine.json: machine facts layout v1 is older than v2: run "
+    with pytest.raises(ResultsVersionError, match=r"machine.json: layout 1 \(no schema_version\) is older than the 2 this pipebench reads: run "
                                                   r"`pipebench upgrade .*run`"):
         results.load(run)
     code, out, _ = cli("upgrade", run)

@@ -174,7 +174,7 @@ class Profiler:
 class Diagnosis:
     """What `pipebench diagnose` found: written whole as diagnosis.json."""
 
-    diagnosis_version: int
+    schema_version: int  # DIAGNOSIS_VERSION
     function: str  # PATH.py:FUNCTION
     signature: str  # the user's, e.g. "(filenames, batch_size=32, num_epochs=1)"
     parameters: tuple[str, ...]  # its parameter names, in order

@@ -37,6 +37,7 @@ from types import ModuleType
 
 import pipebench
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts
+from pipebench.versioned import VERSION_KEY
 
 TF_CHILD_TIMEOUT_SEC = 180
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
@@ -403,7 +404,7 @@ def machine_facts(instance_type: str | None = None) -> MachineFacts:
     variable wins inside a training job.
     """
     facts = {
-        "facts_version": FACTS_VERSION,
+        VERSION_KEY: FACTS_VERSION,
         "collected_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "pipebench_version": pipebench.__version__,
         "cpu": cpu_facts(),

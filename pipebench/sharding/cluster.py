@@ -33,6 +33,7 @@ from pipebench.measure.pinning import Pinning, placed, usable_cpus
 from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
+from pipebench.versioned import VERSION_KEY
 
 DEFAULT_ROUNDS = 3
 
@@ -208,7 +209,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     budget = run.config.get("budget", {})
     timeout_sec = float(budget.get("trial_timeout_sec", 600))
     measurements = measure_placements(job, trial_environment(trial), cpus, timeout_sec, log, on_start)
-    found = {"sharding_version": SHARDING_VERSION, "configuration_id": config.configuration_id,
+    found = {VERSION_KEY: SHARDING_VERSION, "configuration_id": config.configuration_id,
              "pipeline": spec.to_dict(), "batch_size": trial.batch_size, "workers": workers, "rounds": rounds,
              "changes": changes, "notes": notes, "files": files, "data_bytes": sum(os.path.getsize(f) for f in files),
              "cpus": None if cpus is None else [list(c) for c in cpus], "bytes_measure": BYTES_MEASURE,

@@ -1,7 +1,7 @@
 """RUN_DIR/sharding.json: what each worker of a local cluster read, saw and how fast, per placement and round.
 
-Shape (`sharding_version` 1):
-  {"sharding_version": 1, "configuration_id", "pipeline", "batch_size", "workers", "rounds", "changes": [...], "notes": [...],
+Shape (`schema_version` 1; spelt `sharding_version` before 2026-11-26, read as it is):
+  {"schema_version": 1, "configuration_id", "pipeline", "batch_size", "workers", "rounds", "changes": [...], "notes": [...],
    "files": [...], "data_bytes", "cpus": [[...] per worker] | null, "bytes_measure": "rchar",
    "measurements": [{"placement", "round", "worker", "examples", "batches", "seconds", "rchar_bytes",
                      "read_bytes"}]}
@@ -24,7 +24,7 @@ from pipebench.atomic import atomic_write_json
 from pipebench.errors import DataError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.sharding.placements import PLACEMENTS
-from pipebench.versioned import read_versioned
+from pipebench.versioned import VERSION_KEY, WAS, read_versioned
 
 SHARDING_FILE = "sharding.json"
 SHARDING_VERSION = 1
@@ -56,8 +56,8 @@ def read_sharding(run_dir: Path) -> dict | None:
     path = Path(run_dir) / SHARDING_FILE
     if not path.exists():
         return None
-    found = read_versioned(path, "sharding_version", SHARDING_VERSION, "a sharding record",
-                           f"run `pipebench sharding {run_dir}` again")
+    found = read_versioned(path, VERSION_KEY, SHARDING_VERSION, "a sharding record",
+                           f"run `pipebench sharding {run_dir}` again", WAS[SHARDING_FILE])
     for index, item in enumerate(found.get("measurements") or ()):
         if not isinstance(item, dict) or any(key not in item for key in _MEASUREMENT_KEYS) \
                 or item["placement"] not in PLACEMENTS:
