@@ -268,7 +268,7 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
     if not epoch_examples:
         raise UsageError("checklist: the runs do not record their data set's rows; pass --epoch-examples")
     result = checklist(runs, load_catalog(args.catalog), epoch_examples)
-    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 
@@ -300,7 +300,7 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     rates = accelerator_rates(args.accelerator_rate, catalog)
     result = whatif(load(args.run_dir), catalog, args.instance_type, rates, feed=args.feed,
                     train_cores=args.train_cores, epoch_examples=args.epoch_examples)
-    print(json.dumps(result, indent=2) if args.json else to_text(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.json else to_text(result).rstrip())
     return 0
 
 
@@ -308,7 +308,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from pipebench.report.compare import compare_dirs, to_markdown
 
     result = compare_dirs(args.run_a, args.run_b)
-    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 
