@@ -90,7 +90,7 @@ class FeatureMapUsed:
 class Manifest:
     """What manifest.json beside a converter's output says about it."""
 
-    schema_version: int  # MANIFEST_VERSION
+    schema_version: int  # the layout version (pipebench.versioned)
     converter: Made
     format: str  # libsvm, tfrecord or packed
     compression: str

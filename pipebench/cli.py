@@ -62,9 +62,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
                      compression=args.compression, force=args.force, stream=args.stream)
     with Progress("data synth", args.rows, "rows") as display:
         described = synthesize(spec, display)
-    auc = described["oracle_auc"]  # None when every label came out the same
-    print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
-          f"(positive rate {described['positive_rate']:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
+    auc = described.oracle_auc  # None when every label came out the same
+    print(f"wrote {described.rows} rows in {len(described.files)} file(s) to {args.out} "
+          f"(positive rate {described.positive_rate:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
     return 0
 
 

@@ -21,8 +21,9 @@ from converters.manifest import read_manifest
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
 from pipebench.data_files import REMOTE_PREFIX, by_format, matches
-from pipebench.errors import ConfigError, DataError, OutputFolderError
-from pipebench.typed import read_json, to_json
+from pipebench.errors import ConfigError, OutputFolderError
+from pipebench.synth_facts import SYNTH_FILE, SynthFacts
+from pipebench.typed import to_json
 from pipebench.versioned import load_versioned
 
 _LAYOUT_VERSION = 1
@@ -34,7 +35,7 @@ DATA_VERSION = 1
 class DataFacts:
     """What a run folder's data.json says about the data its trials read (the summary and checklist read it)."""
 
-    schema_version: int  # DATA_VERSION; absent before 2026-11-26 (layout 1, read as it is)
+    schema_version: int  # the layout version (pipebench.versioned); absent before 2026-11-26: layout 1
     source: str  # "synthetic" (made from data.synth) or "files" (data.files)
     fingerprint: str
     rows: int | None  # training rows in one epoch; None when nothing could count them
@@ -243,14 +244,9 @@ def _described(files: dict[str, list[str]], manifests: dict[str, str]) -> dict:
     return {}
 
 
-def _synth_description(folder: Path) -> dict:
+def _synth_description(folder: Path) -> SynthFacts:
     """Give what the synthesizer recorded about a cached data folder (rows, oracle AUC); DataError if damaged."""
-    path = folder / "libsvm" / "synth.json"
-    described = read_json(path)
-    if not isinstance(described, dict) or not {"rows", "oracle_auc"} <= set(described):
-        raise DataError(f"{path}: not a synthetic data description (rows, oracle_auc); remove {folder} to make "
-                        "the data again")
-    return described
+    return SynthFacts.load(folder / "libsvm" / SYNTH_FILE, f"remove {folder} to make the data again")
 
 
 def materialise(experiment: Experiment, log=print) -> DataSet:
@@ -259,7 +255,7 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     if any(data["files"].values()):
         return _given(experiment, log)
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
-    if not (folder / "libsvm" / "synth.json").exists():
+    if not (folder / "libsvm" / SYNTH_FILE).exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")
         try:
             with atomic_dir(folder, force=True) as tmp:
@@ -270,5 +266,5 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
     holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}
     synth = data["synth"]
-    return DataSet(files, holdout, synth["field_size"], synth["feature_size"], described["rows"],
-                   described["oracle_auc"], _content_fingerprint(files), folder)
+    return DataSet(files, holdout, synth["field_size"], synth["feature_size"], described.rows,
+                   described.oracle_auc, _content_fingerprint(files), folder)

@@ -347,13 +347,17 @@ RECORDS = (
     ("pipebench-launch.json", "pipebench.sagemaker.launch:LaunchManifest", "In the S3 launch folder "
                                                                           "(`pipebench sagemaker launch`)"),
     ("diagnosis.json", "pipebench.diagnose.records:Diagnosis", "In `pipebench diagnose`'s output folder"),
+    ("manifest.json", "converters.manifest:Manifest", "Beside the files `pipebench convert` wrote"),
+    ("synth.json", "pipebench.synth:SynthFacts", "Beside the libsvm files `pipebench data synth` wrote"),
+    ("checklist --format json", "pipebench.report.checklist_records:Checklist",
+     "Printed by `pipebench checklist RUN_DIR... --format json`"),
+    ("whatif --json", "pipebench.report.whatif:WhatIf", "Printed by `pipebench whatif RUN_DIR --json`"),
+    ("compare --format json", "pipebench.report.compare:Comparison",
+     "Printed by `pipebench compare RUN_A RUN_B --format json`"),
 )
 #: Records whose shape the module that writes them documents in its docstring.
 SHAPES = (
     ("sharding.json", "pipebench.sharding.record", "In a run folder `pipebench sharding` measured"),
-    ("checklist --format json", "pipebench.report.checklist",
-     "Printed by `pipebench checklist RUN_DIR... --format json`"),
-    ("whatif --json", "pipebench.report.whatif", "Printed by `pipebench whatif RUN_DIR --json`"),
 )
 
 

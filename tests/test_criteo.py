@@ -124,7 +124,7 @@ def test_hand_written_lines_map_as_the_plain_statement_says(tmp_path, ending, fi
 
 def test_synthetic_raw_rows_map_as_the_plain_statement_says(tmp_path):
     described = synthesize(SynthSpec(rows=4000, out=tmp_path / "raw", files=2, format="criteo", seed=3))
-    assert described["oracle_auc"] > 0.7
+    assert described.oracle_auc > 0.7
     shards = sorted((tmp_path / "raw").glob("part-*.txt"))
     lines = [line for shard in shards for line in shard.read_text().splitlines()]
     assert len(lines) == 4000 and all(len(line.split("\t")) == 40 for line in lines)
@@ -170,7 +170,7 @@ def test_libsvm_and_tfrecord_outputs_hold_the_same_rows(tmp_path):
 
 
 def test_output_does_not_depend_on_workers_or_chunking(tmp_path):
-    src = synthesize(SynthSpec(rows=3000, out=tmp_path / "raw", format="criteo"))["files"][0]["name"]
+    src = synthesize(SynthSpec(rows=3000, out=tmp_path / "raw", format="criteo")).files[0].name
     outs = []
     for workers, chunk in ((1, 1 << 22), (3, 5000)):
         out = tmp_path / f"out-{workers}"

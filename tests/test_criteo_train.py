@@ -43,4 +43,4 @@ def test_converted_raw_criteo_trains_towards_the_oracle_auc(tmp_path):
     auc_after = deepfm.evaluate_auc(model, dataset(tmp_path / "held", 1))
     assert tf.math.is_finite(loss)
     assert abs(auc_before - 0.5) < 0.05
-    assert 0.65 < auc_after < described["oracle_auc"] + 0.02
+    assert 0.65 < auc_after < described.oracle_auc + 0.02

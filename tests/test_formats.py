@@ -19,6 +19,7 @@ from pipebench import results
 from pipebench.data_files import format_of
 from pipebench.errors import DataError, ResultsVersionError
 from pipebench.sharding.record import read_sharding
+from pipebench.synth_facts import SynthFacts
 from pipebench.versioned import VERSION_KEY, WAS, check_version
 
 OLD = Path(__file__).parent / "golden" / "formats-before-2026-11-26"
@@ -108,3 +109,14 @@ def test_check_version_names_the_key_as_the_file_spells_it():
     with pytest.raises(ResultsVersionError, match=r"^f: layout 1 \(no schema_version\) is older than the 2 "):
         check_version({}, "f", VERSION_KEY, 2, "x", "y", absent=1)
     assert check_version({}, "f", VERSION_KEY, 1, "x", "y", absent=1) == {VERSION_KEY: 1}
+
+
+def test_a_synth_json_written_before_it_had_a_version_reads_as_layout_1(tmp_path):
+    found = SynthFacts.load(OLD / "synth.json", "make it again")
+    assert "schema_version" not in json.loads((OLD / "synth.json").read_text())
+    assert found.schema_version == 1 and found.rows == sum(f.rows for f in found.files) == 20000
+    assert 0.5 < found.oracle_auc < 1 and len(found.categorical_id_ranges) == 26
+    path = tmp_path / "synth.json"
+    path.write_text(json.dumps({"schema_version": 2, **json.loads((OLD / "synth.json").read_text())}))
+    with pytest.raises(ResultsVersionError, match=r"synth\.json: schema_version 2 was written by a newer pipebench"):
+        SynthFacts.load(path, "make it again")

@@ -118,8 +118,7 @@ class Rewrite:
     automatic: bool  # pipebench builds and measures it; False: named with its measured cost only
     steps: tuple[Step, ...]  # the rewritten pipeline (empty when not automatic)
     options: dict[str, Any]  # tf.data options it sets ("deterministic": False, ...)
-    gain: Interval | None  # its throughput over the original's, paired per round; None: not measured (not
-    # automatic, or failed to build)
+    gain: Interval | None  # over the original, paired per round; None: not measured (not automatic or not built)
     same_elements: bool | None  # one epoch yields the same examples (content.semantics names what changed); None: not read
     content: Content | None
     kept: bool
@@ -159,7 +158,7 @@ class Profiler:
 class Diagnosis:
     """What `pipebench diagnose` found: written whole as diagnosis.json."""
 
-    schema_version: int  # DIAGNOSIS_VERSION
+    schema_version: int  # the layout version (pipebench.versioned)
     function: str  # PATH.py:FUNCTION
     signature: str  # the user's, e.g. "(filenames, batch_size=32, num_epochs=1)"
     parameters: tuple[str, ...]  # its parameter names, in order

@@ -26,9 +26,9 @@ class Interval:
     """A mean with its two-sided interval over `n` rounds; low/high are None with fewer than two rounds."""
 
     mean: float
-    low: float | None
-    high: float | None
-    n: int
+    low: float | None  # None with fewer than two rounds
+    high: float | None  # None with fewer than two rounds; infinite (written null beside a low) with no upper end
+    n: int  # the rounds it is over (0: not known, or a figure given rather than measured)
 
     @property
     def decided(self) -> bool:

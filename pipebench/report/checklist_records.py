@@ -102,7 +102,7 @@ class MigrationNote:
 class Checklist:
     """What `pipebench checklist --format json` prints."""
 
-    schema_version: int  # CHECKLIST_VERSION
+    schema_version: int  # the layout version (pipebench.versioned)
     items: tuple[Item, ...]
     ranking: Ranking
     service: Item  # apart from the rules: it applies only to runs that measured the tf.data service

@@ -144,7 +144,7 @@ class Compared:
 class Comparison:
     """What `pipebench compare RUN_A RUN_B --format json` prints."""
 
-    schema_version: int  # COMPARE_VERSION
+    schema_version: int  # the layout version (pipebench.versioned)
     unpaired: bool  # always true: two runs' rounds cannot be paired
     run_a: str
     run_b: str

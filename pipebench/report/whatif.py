@@ -153,7 +153,7 @@ class ProfileWhatIf:
 class WhatIf:
     """What `pipebench whatif --json` prints."""
 
-    schema_version: int  # WHATIF_VERSION
+    schema_version: int  # the layout version (pipebench.versioned)
     run_dir: str
     assumption: str
     train_cores: float
