@@ -347,6 +347,7 @@ RECORDS = (
     ("pipebench-launch.json", "pipebench.sagemaker.launch:LaunchManifest", "In the S3 launch folder "
                                                                           "(`pipebench sagemaker launch`)"),
     ("diagnosis.json", "pipebench.diagnose.records:Diagnosis", "In `pipebench diagnose`'s output folder"),
+    ("sharding.json", "pipebench.sharding.record:ShardingRecord", "In a run folder `pipebench sharding` measured"),
     ("manifest.json", "converters.manifest:Manifest", "Beside the files `pipebench convert` wrote"),
     ("synth.json", "pipebench.synth:SynthFacts", "Beside the libsvm files `pipebench data synth` wrote"),
     ("checklist --format json", "pipebench.report.checklist_records:Checklist",
@@ -355,10 +356,7 @@ RECORDS = (
     ("compare --format json", "pipebench.report.compare:Comparison",
      "Printed by `pipebench compare RUN_A RUN_B --format json`"),
 )
-#: Records whose shape the module that writes them documents in its docstring.
-SHAPES = (
-    ("sharding.json", "pipebench.sharding.record", "In a run folder `pipebench sharding` measured"),
-)
+
 
 
 def _resolve(ref: str) -> Any:
@@ -441,15 +439,10 @@ def _record_lines(file: str, cls: type, where: str) -> list[str]:
 
 
 def records_reference() -> str:
-    """Give each typed JSON record's keys (from its dataclasses), then the documented shapes of the others."""
+    """Give each typed JSON record's keys, from its dataclasses."""
     out = []
     for file, ref, where in RECORDS:
         out += _record_lines(file, _resolve(ref), where)
-    for file, module, where in SHAPES:
-        doc = inspect.getdoc(importlib.import_module(module)) or ""
-        shape = doc.split("\n\n", 1)[1] if "\n\n" in doc else doc
-        out += [f"### `{file}`", "", f"{where}. From the docstring of `{module}`:", "", "```text",
-                shape.strip(), "```", ""]
     return "\n".join(out).rstrip()
 
 

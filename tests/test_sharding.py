@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from report_fixtures import data_files, machine, make_run, passing_rows, passing_run
-from sharding_fixtures import EXAMPLES, sharding_record, write_record
+from sharding_fixtures import EXAMPLES, sharding_record, typed, write_record
 
 import pipebench.results as results
 from pipebench.errors import UsageError
@@ -62,12 +62,12 @@ def test_workers_get_cpus_of_their_own_only_when_there_are_enough():
 
 def test_figures_are_per_worker_means_with_intervals_over_rounds():
     record = sharding_record(["a", "b"], 4000, {"file": 20000, "data": 10000, "off": 9000})
-    found = {f.placement: f for f in figures(record)}
+    found = {f.placement: f for f in figures(typed(record))}
     assert found["file"].examples_per_sec.mean == pytest.approx(20000, rel=0.01) and found["file"].examples_per_sec.n == 3
     assert found["file"].bytes_share.mean == pytest.approx(0.5) and found["data"].bytes_share.mean == pytest.approx(1.0)
     assert found["off"].examples_per_worker == (2 * EXAMPLES, 2 * EXAMPLES)
     assert paired(found["file"], found["data"]).mean == pytest.approx(2.0, rel=0.03)
-    text = "\n".join(lines(record))
+    text = "\n".join(lines(typed(record)))
     assert "file             (FILE): 19,997 (19,028–21,016) examples/s per worker; read 50% (50–50%) of the bytes" in text
 
 

@@ -32,8 +32,9 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     files = sorted(Path(data["tfrecord"]).parent.glob("part-*.tfrecord"))
     assert len(files) == 2
     started: list[list[int]] = []
-    path, found = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
-    assert path == run / SHARDING_FILE and read_sharding(run) == json.loads(path.read_text())
+    path, record = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
+    found = record.to_json()
+    assert path == run / SHARDING_FILE and read_sharding(run) == record and found == json.loads(path.read_text())
     assert found["configuration_id"] == "fast" and found["data_bytes"] == sum(f.stat().st_size for f in files)
     (pids,) = started
     assert len(pids) == 2 and not any(psutil.pid_exists(pid) for pid in pids)
@@ -50,7 +51,7 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
             assert 0.4 * total < by["file", r, w]["rchar_bytes"] < 0.65 * total
             for name in ("data", "off", "shard-after-read"):
                 assert total <= by[name, r, w]["rchar_bytes"] < 1.15 * total
-    shares = {f.placement: f for f in figures(found)}
+    shares = {f.placement: f for f in figures(record)}
     assert shares["file"].bytes_share.mean < 0.65 < 1.0 <= shares["data"].bytes_share.mean
     assert shares["off"].examples_per_worker == (ROWS, ROWS) and not shares["off"].examples_vary
     assert all(f.examples_per_sec.n == 2 for f in shares.values())
@@ -115,7 +116,7 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
     rows = configuration("guide", "input", "guide", "tfrecord", stages, 9000, [data["tfrecord"]], repeats=2,
                          batch_size=64, num_parallel_reads=None)
     run = make_run(tmp_path / "run", rows, machine())
-    _, found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)
+    found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)[1].to_json()
     assert found["changes"] == ["cache dropped"]
     for name in ("file", "shard-after-read"):
         assert sorted(m["examples"] for m in found["measurements"] if m["placement"] == name) == [ROWS // 2] * 2

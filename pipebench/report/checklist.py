@@ -510,22 +510,22 @@ def input_sharding(runs: list[RunResults]) -> dict:
                      + SHARDED_BY_S3_KEY)
     _, record = found
     by = {f.placement: f for f in figures(record)}
-    workers = record["workers"]
-    evidence = {"configuration_id": record["configuration_id"], "workers": workers,
-                "files": len(record["files"]), "rounds": record["rounds"],
+    workers = record.workers
+    evidence = {"configuration_id": record.configuration_id, "workers": workers,
+                "files": len(record.files), "rounds": record.rounds,
                 "placements": {name: {"examples_per_sec_per_worker": f.examples_per_sec,
                                       "bytes_read_share_pct": _pct(f.bytes_share), "examples_per_worker":
                                       list(f.examples_per_worker)} for name, f in by.items()}}
     everything = [name for name in ("data", "shard-after-read") if name in by]
     # what a worker read is measured (its bytes over the data's), never assumed to be 1/N
-    measured = f"measured as /proc/<pid>/io {record['bytes_measure']}"
+    measured = f"measured as /proc/<pid>/io {record.bytes_measure}"
     if "file" not in by:
-        too_few = len(record["files"]) < workers
+        too_few = len(record.files) < workers
         others = [by[name] for name in everything] or list(by.values())
         read = (f"each worker read {' and '.join(f'{_share(f)} of the bytes under {f.placement}' for f in others)} "
                 f"({measured})" if others else "what each worker reads was not measured")
         return _item("input_sharding", title, "FAIL" if too_few else "WARN", evidence,
-                     (f"FILE sharding cannot work on {len(record['files'])} file(s) for {workers} workers"
+                     (f"FILE sharding cannot work on {len(record.files)} file(s) for {workers} workers"
                       if too_few else "FILE was not measured")
                      + f": {read}. Split the data into at least {workers} files, ideally many per worker (pipebench "
                      "convert --shards), and measure again. " + SHARDED_BY_S3_KEY)

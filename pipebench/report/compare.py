@@ -158,10 +158,10 @@ class Comparison:
 
 
 def _side(config: Configuration) -> Side:
-    pooled = config.pooled
-    scaled = lambda found: None if found is None else found.scaled(100.0)  # noqa: E731
-    return Side(config.configuration_id, config.repeats, config.throughput, config.busy, scaled(pooled.waiting),
-                scaled(pooled.slowdown), config.basis, config.verdict, trainer_text(config) if config.basis else None)
+    waiting, slowdown = config.pooled.waiting, config.pooled.slowdown
+    return Side(config.configuration_id, config.repeats, config.throughput, config.busy,
+                None if waiting is None else waiting.scaled(100.0), None if slowdown is None else slowdown.scaled(100.0),
+                config.basis, config.verdict, trainer_text(config) if config.basis else None)
 
 
 def compare(run_a: RunResults, run_b: RunResults) -> Comparison:
