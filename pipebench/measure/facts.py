@@ -73,6 +73,25 @@ class PipeModeFacts:
 
 
 @dataclass(frozen=True)
+class TensorFlowProbe:
+    """What the TF-facts child prints (`python -m pipebench.measure.machine --tensorflow`), read strictly: the
+    parent composes TensorFlowFacts from the children with and without TF_ENABLE_ONEDNN_OPTS."""
+
+    version: str
+    git_version: str
+    keras_version: str | None  # None: keras does not import
+    library_dir: str
+    cuda_build: bool
+    cuda_version: str | None
+    cudnn_version: str | None
+    gpus_visible: int
+    onednn_enabled: bool  # in this child's environment
+    openmp_needed: dict[str, tuple[str, ...]]  # TF library → OpenMP runtimes in its DT_NEEDED
+    openmp_loaded: tuple[str, ...]  # OpenMP runtimes mapped once an op ran
+    sagemaker_tensorflow: PipeModeFacts
+
+
+@dataclass(frozen=True)
 class TensorFlowFacts:
     """TF's version and build; every field but the three below is None when TF does not import (`error` says why)."""
 
