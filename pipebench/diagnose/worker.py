@@ -19,7 +19,6 @@ Progress goes to the request's progress file, one line per event; the answer to 
 """
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import os
