@@ -8,6 +8,7 @@ sharding.json `sharding_version`), converter manifests (`manifest_version`) and 
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -18,8 +19,16 @@ from converters.manifest import MANIFEST_VERSION, read_manifest
 from pipebench import results
 from pipebench.data_files import format_of
 from pipebench.errors import DataError, ResultsVersionError
-from pipebench.sharding.record import read_sharding
+from pipebench.measure.intervals import Interval
+from pipebench.sharding.record import (
+    Measurement,
+    Ready,
+    WorkerError,
+    read_sharding,
+    reply,
+)
 from pipebench.synth_facts import SynthFacts
+from pipebench.typed import from_json, to_json
 from pipebench.versioned import VERSION_KEY, WAS, check_version
 
 OLD = Path(__file__).parent / "golden" / "formats-before-2026-11-26"
@@ -41,7 +50,7 @@ def test_a_run_folder_written_before_today_reads_as_it_is(tmp_path):
     loaded = results.load(run)
     assert loaded.machine.schema_version == 2 and loaded.data.schema_version == 1 and loaded.data.rows == 20000
     assert loaded.capacity.schema_version == 2 and loaded.capacity.profiles[0].configuration_id == "cfg-a"
-    assert read_sharding(run)[VERSION_KEY] == 1
+    assert read_sharding(run).schema_version == 1 and read_sharding(run).notes == ()
 
 
 def test_upgrade_rewrites_the_old_spellings_with_the_one_key(tmp_path, cli):
@@ -120,3 +129,27 @@ def test_a_synth_json_written_before_it_had_a_version_reads_as_layout_1(tmp_path
     path.write_text(json.dumps({"schema_version": 2, **json.loads((OLD / "synth.json").read_text())}))
     with pytest.raises(ResultsVersionError, match=r"synth\.json: schema_version 2 was written by a newer pipebench"):
         SynthFacts.load(path, "make it again")
+
+
+def test_an_interval_has_one_json_shape_and_reads_back():
+    bounded, open_above, undecided = Interval(2.0, 1.5, 2.5, 3), Interval(2.0, 1.5, math.inf, 3), Interval(2.0, None,
+                                                                                                          None, 1)
+    written = to_json({"a": bounded, "b": [open_above], "c": undecided})
+    assert written == {"a": {"mean": 2.0, "low": 1.5, "high": 2.5, "n": 3},
+                       "b": [{"mean": 2.0, "low": 1.5, "high": None, "n": 3}],
+                       "c": {"mean": 2.0, "low": None, "high": None, "n": 1}}
+    json.dumps(written, allow_nan=False)
+    assert [from_json(Interval, found, "f") for found in (written["a"], written["b"][0], written["c"])] == \
+        [bounded, open_above, undecided]
+    with pytest.raises(DataError, match=r"^f: rounds: unknown key"):
+        from_json(Interval, {"mean": 2.0, "low": None, "high": None, "rounds": 1}, "f")
+
+
+def test_the_sharding_protocol_replies_are_typed():
+    measured = {"placement": "file", "round": 0, "worker": 1, "examples": 10, "batches": 1, "seconds": 0.5,
+                "rchar_bytes": 100, "read_bytes": 0}
+    assert reply(json.dumps(measured).encode(), "w") == Measurement("file", 0, 1, 10, 1, 0.5, 100, 0)
+    assert reply(b'{"ready": "data"}', "w") == Ready("data")
+    assert reply(b'{"error": "ValueError: no"}', "w") == WorkerError("ValueError: no")
+    with pytest.raises(DataError, match=r"^w: readiness: unknown key"):
+        reply(b'{"readiness": "data"}', "w")
