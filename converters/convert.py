@@ -338,7 +338,7 @@ class _Converter:
                         collect(*window.popleft())
             while window:
                 collect(*window.popleft())
-            fmap = counter.feature_map(req.cutoff or criteo.DEFAULT_CUTOFF, [s.describe() for s in self.sources])
+            fmap = counter.feature_map(req.cutoff or criteo.DEFAULT_CUTOFF, tuple(s.describe() for s in self.sources))
             self.counted = sum(s.bytes for s in self.sources)
             if self.display is not None:
                 self.display.unit_done(f"convert: pass 1/2 done: feature map of {fmap.rows:,} rows, feature_size "
