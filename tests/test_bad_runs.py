@@ -235,8 +235,8 @@ CASES = [
     Bad("checklist-trials-newer-schema", ("checklist", RUN), rf"^{{tmp}}/run/trials\.parquet: results schema "
         rf"v{SCHEMA_VERSION + 1} is newer than this pipebench's v{SCHEMA_VERSION}: update pipebench",
         make=_damaged("trials.parquet", _version(SCHEMA_VERSION + 1)), code=1),
-    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: the document: must be a "
-        r"mapping, not list \[\]$", make=_damaged("machine.json", _text("[]")), code=1),
+    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: not machine facts \(a JSON "
+        r"list, not an object\)$", make=_damaged("machine.json", _text("[]")), code=1),
     Bad("checklist-config-not-yaml", ("checklist", RUN), r"^{tmp}/run/config\.yaml:2: not valid YAML",
         make=_damaged("config.yaml", _text("name: [x\n")), code=1),
     Bad("checklist-run-folder-missing", ("checklist", RUN, "--format", "json"), r"^{tmp}/run: no such run folder$",

@@ -146,7 +146,7 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
     "machine not JSON": (lambda run: (run / "machine.json").write_text('{"cpu": {\n  "vcpus": }'), DataError,
                          r"machine.json:2: not valid JSON: Expecting value"),
     "machine a list": (lambda run: (run / "machine.json").write_text("[1, 2]"), DataError,
-                       r"machine.json: the document: must be a mapping, not list"),
+                       r"machine.json: not machine facts \(a JSON list, not an object\)"),
     "machine wrong shape": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].update(vcpus="four")),
                             DataError, r"machine.json: cpu.vcpus: must be int, not str"),
     "machine key missing": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].pop("model")),

@@ -222,7 +222,7 @@ def _mapped_libraries() -> list[str]:
         return sorted({line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6})
 
 
-def _text(value: object) -> str | None:
+def _build_text(value: object) -> str | None:
     """Give a build-info value as text (TF has given versions as numbers), None for none."""
     return None if value is None else str(value)
 
@@ -257,7 +257,7 @@ def tensorflow_facts() -> TensorFlowProbe:
     return TensorFlowProbe(
         version=tf.__version__, git_version=tf.version.GIT_VERSION, keras_version=keras_version,
         library_dir=str(library_dir), cuda_build=bool(build.get("is_cuda_build")),
-        cuda_version=_text(build.get("cuda_version")), cudnn_version=_text(build.get("cudnn_version")),
+        cuda_version=_build_text(build.get("cuda_version")), cudnn_version=_build_text(build.get("cudnn_version")),
         gpus_visible=len(tf.config.list_physical_devices("GPU")),
         onednn_enabled=bool(_pywrap_util_port.IsMklEnabled()),
         openmp_needed={k: tuple(v) for k, v in needed.items()},
@@ -315,7 +315,7 @@ def openmp_facts(needed: dict[str, tuple[str, ...]] | None, loaded: tuple[str, .
     if needed is None or loaded is None:
         return {"linked": None, "runtimes": [], "needed_by": {}, "loaded": [],
                 "statement": "unknown (TensorFlow facts unavailable)"}
-    runtimes = openmp_runtimes([lib for libs in needed.values() for lib in libs] + loaded)
+    runtimes = openmp_runtimes([*(lib for libs in needed.values() for lib in libs), *loaded])
     if runtimes:
         statement = (f"OpenMP runtime linked ({', '.join(runtimes)}): KMP_* and OMP_NUM_THREADS can affect "
                      "TF ops on this build")
