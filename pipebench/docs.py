@@ -373,6 +373,8 @@ def _type_text(hint: Any) -> str:
         options = [a for a in args if a is not type(None)]
         text = " or ".join(_type_text(a) for a in options)
         return text + (" or null" if len(options) < len(args) else "")
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        return f"list [{', '.join(_type_text(a) for a in args)}]"
     if origin in (tuple, list):
         return f"list of {_type_text(args[0]) if args else 'any'}"
     if origin is dict:

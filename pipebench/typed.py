@@ -3,7 +3,7 @@
 A missing key, an unknown key or a value of the wrong type is an error naming the file and the key
 path, so a reader can never guess a path and print `?` or `None` instead of a fact (pyperf's `Run`,
 asv's `Results`: one load, one save, a missing key is an error). Supported field types: bool, int,
-float, str, `X | None`, `tuple[X, ...]`, `list[X]`, `dict[str, X]`, Enum subclasses, nested
+float, str, `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`, Enum subclasses, nested
 dataclasses and `Any` (handed on as is). A class with a JSON shape of its own (an Interval: its open
 upper end is null) says so with `__json__` and `__from_json__`, and is written and read only through them.
 """
@@ -73,6 +73,10 @@ def _convert(kind: Any, value: Any, where: tuple[str, str]) -> Any:
     if origin in (tuple, list):
         if not isinstance(value, (list, tuple)):
             raise _fail(where, f"must be a list, not {_describe(value)}")
+        if origin is tuple and args and args[-1] is not Ellipsis:  # tuple[int, str]: that many, each its own type
+            if len(value) != len(args):
+                raise _fail(where, f"must be a list of {len(args)}, not {_describe(value)}")
+            return tuple(_convert(kind, v, _at(where, i)) for i, (kind, v) in enumerate(zip(args, value)))
         item = args[0] if args else Any
         items = [_convert(item, v, _at(where, i)) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items

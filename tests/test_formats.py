@@ -23,6 +23,7 @@ from pipebench.measure.intervals import Interval
 from pipebench.sharding.record import (
     Measurement,
     Ready,
+    ShardingJob,
     WorkerError,
     read_sharding,
     reply,
@@ -153,3 +154,8 @@ def test_the_sharding_protocol_replies_are_typed():
     assert reply(b'{"error": "ValueError: no"}', "w") == WorkerError("ValueError: no")
     with pytest.raises(DataError, match=r"^w: readiness: unknown key"):
         reply(b'{"readiness": "data"}', "w")
+    job = {"parent_pid": 1, "workers": 2, "pipeline": {}, "sources": {}, "threads": {"intra": None, "inter": 2},
+           "order": [[0, "file"], [0, "data"]]}
+    assert from_json(ShardingJob, job, "job").order == ((0, "file"), (0, "data"))
+    with pytest.raises(DataError, match=r"^job: order\[1\]: must be a list of 2, not list \[0\]$"):
+        from_json(ShardingJob, {**job, "order": [[0, "file"], [0]]}, "job")
