@@ -49,6 +49,7 @@ from pipebench.sharding.record import (
     write_sharding,
 )
 from pipebench.sources.service_cluster import free_ports
+from pipebench.typed import to_json
 
 DEFAULT_ROUNDS = 3
 
@@ -88,7 +89,7 @@ class Cluster:
                         env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
                         preexec_fn=preexec_fn))
-            self.send(json.dumps(job.to_json()), "its job")  # the job is each worker's first line
+            self.send(json.dumps(to_json(job)), "its job")  # the job is each worker's first line
         except BaseException:
             self.close(grace_sec=0.0)  # the workers started before one could not be
             raise
