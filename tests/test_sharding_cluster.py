@@ -126,12 +126,14 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
 
 @pytest.mark.slow
 def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
-    """A real worker given a job without its parent's pid exits as soon as it reads it (a traceback on stderr);
-    sending `go` then names that worker and its last stderr line on one line, not a BrokenPipeError."""
+    """A real worker given a job it cannot read (a parent pid that is no number) exits as soon as it reads it (a
+    traceback on stderr); sending `go` then names that worker and its last stderr line on one line, not a
+    BrokenPipeError."""
     from pipebench.errors import TrialError
     from pipebench.sharding.cluster import Cluster
+    from pipebench.sharding.record import ShardingJob, Threads
 
-    running = Cluster({"workers": 1}, dict(os.environ), None, timeout_sec=60)
+    running = Cluster(ShardingJob("nope", 1, {}, {}, Threads(None, None), ()), dict(os.environ), None, timeout_sec=60)
     try:
         (worker,) = running.procs
         assert worker.wait(timeout=60) == 1
@@ -139,7 +141,9 @@ def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
             running.send("go", "go")
     finally:
         running.close(grace_sec=0.0)
-    assert str(err.value) == "sharding cluster: worker 0 exited (code 1) before it received go: KeyError: 'parent_pid'"
+    said = str(err.value)
+    assert said.startswith("sharding cluster: worker 0 exited (code 1) before it received go: ")
+    assert said.endswith("DataError: the sharding job: parent_pid: must be int, not str 'nope'")
 
 
 @pytest.mark.slow
@@ -151,11 +155,12 @@ def test_a_worker_that_cannot_start_is_named_with_its_last_stderr_line():
 
     from pipebench.errors import TrialError
     from pipebench.sharding.cluster import cluster
+    from pipebench.sharding.record import ShardingJob, Threads
 
     env = {**os.environ, "PYTHONHASHSEED": "not-a-number"}
     said = subprocess.run([sys.executable, "-c", ""], env=env, capture_output=True, text=True)
     assert said.returncode == 1 and said.stderr.strip()
-    job = {"parent_pid": os.getpid(), "workers": 1, "padding": "x" * (4 << 20)}
+    job = ShardingJob(os.getpid(), 1, {"padding": "x" * (4 << 20)}, {}, Threads(None, None), ())
     with pytest.raises(TrialError) as err, cluster(job, env, None, timeout_sec=60):
         pass
     assert str(err.value) == ("sharding cluster: worker 0 exited (code 1) before it received its job: "
