@@ -44,7 +44,7 @@ def _data(folder: Path, rows: int) -> dict[str, list[str]]:
     found = {}
     for fmt, files in (("libsvm", 4), ("tfrecord", 32)):
         described = synthesize(SynthSpec(rows=rows, out=folder / fmt, files=files, format=fmt, seed=7))
-        found[fmt] = [str(folder / fmt / f["name"]) for f in described["files"]]
+        found[fmt] = [str(folder / fmt / f.name) for f in described.files]
     return found
 
 

@@ -62,9 +62,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
                      compression=args.compression, force=args.force, stream=args.stream)
     with Progress("data synth", args.rows, "rows") as display:
         described = synthesize(spec, display)
-    auc = described["oracle_auc"]  # None when every label came out the same
-    print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
-          f"(positive rate {described['positive_rate']:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
+    auc = described.oracle_auc  # None when every label came out the same
+    print(f"wrote {described.rows} rows in {len(described.files)} file(s) to {args.out} "
+          f"(positive rate {described.positive_rate:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
     return 0
 
 
@@ -80,15 +80,14 @@ def _cmd_convert(args: argparse.Namespace) -> int:
                          cutoff=args.cutoff)
     with Progress("convert", None, "MiB", count=lambda n: f"{n / 2**20:,.1f}") as display:
         manifest = convert(req, display)
-    rejected = manifest["rejected"]["total"]
-    seconds = manifest["seconds"]
-    rate = f" ({manifest['rows'] / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
-    print(f"wrote {manifest['rows']} rows as {manifest['format']} in {len(manifest['shards'])} shard(s) to "
+    rejected, seconds = manifest.rejected.total, manifest.seconds
+    rate = f" ({manifest.rows / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
+    print(f"wrote {manifest.rows} rows as {manifest.format} in {len(manifest.shards)} shard(s) to "
           f"{args.out} in {seconds:.1f} s{rate}"
-          + (f"; rejected {rejected} {'record' if manifest['input_format'] == 'tfrecord' else 'line'}(s): "
-             f"{json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
-    if "feature_map" in manifest:
-        print(f"feature map: {args.out / manifest['feature_map']['file']} (feature_size {manifest['feature_size']}; "
+          + (f"; rejected {rejected} {'record' if manifest.input_format == 'tfrecord' else 'line'}(s): "
+             f"{json.dumps(manifest.rejected.by_reason)}" if rejected else ""))
+    if manifest.feature_map is not None:
+        print(f"feature map: {args.out / manifest.feature_map.file} (feature_size {manifest.feature_size}; "
               "give it to --feature-map when converting validation and test files)")
     return 0
 
@@ -269,7 +268,7 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
     if not epoch_examples:
         raise UsageError("checklist: the runs do not record their data set's rows; pass --epoch-examples")
     result = checklist(runs, load_catalog(args.catalog), epoch_examples)
-    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 
@@ -301,7 +300,7 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     rates = accelerator_rates(args.accelerator_rate, catalog)
     result = whatif(load(args.run_dir), catalog, args.instance_type, rates, feed=args.feed,
                     train_cores=args.train_cores, epoch_examples=args.epoch_examples)
-    print(json.dumps(result, indent=2) if args.json else to_text(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.json else to_text(result).rstrip())
     return 0
 
 
@@ -309,7 +308,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from pipebench.report.compare import compare_dirs, to_markdown
 
     result = compare_dirs(args.run_a, args.run_b)
-    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 

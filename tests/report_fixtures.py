@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from pipebench.datasets import DataFacts
+from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.manager import Outcome, ProcessFacts
 from pipebench.measure.sampler import Usage
@@ -216,7 +216,7 @@ def make_run(run_dir: Path, rows: list[dict], facts: dict, rows_per_epoch: int =
     append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA, samples)
     (run_dir / MACHINE_FILE).write_text(json.dumps(facts))
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump({"name": "handmade", "data": {"synth": {"rows": rows_per_epoch}}}))
-    data = DataFacts("synthetic", data_fingerprint, rows_per_epoch, "the synthesizer", ("tfrecord",), {"tfrecord": 4},
+    data = DataFacts(DATA_VERSION, "synthetic", data_fingerprint, rows_per_epoch, "the synthesizer", ("tfrecord",), {"tfrecord": 4},
                      None)
     (run_dir / DATA_FILE).write_text(json.dumps(data.to_json()))
     return run_dir

@@ -41,15 +41,15 @@ CASES = [
     Bad("capacity-json-not-json", ("capacity", RUN), r"^{tmp}/run/capacity.json:1: not valid JSON: ",
         make=_with_capacity("{profiles"), code=1, process=True),
     Bad("capacity-json-other-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: profile_version 9 was written by a newer pipebench \(this one reads 2\): "
+        r"^{tmp}/run/capacity.json: schema_version 9 was written by a newer pipebench \(this one reads 2\): "
         r"update pipebench$",
-        make=_with_capacity(json.dumps({"profile_version": 9, "profiles": []})), code=1),
+        make=_with_capacity(json.dumps({"schema_version": 9, "profiles": []})), code=1),
     Bad("capacity-json-older-version", ("capacity", RUN),
         r"^{tmp}/run/capacity.json: profile_version 1 is older than the 2 this pipebench reads: run `pipebench "
         r"capacity {tmp}/run` again$",
         make=_with_capacity(json.dumps({"profile_version": 1, "profiles": []})), code=1),
     Bad("capacity-json-no-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: not a capacity profile \(no profile_version\)$",
+        r"^{tmp}/run/capacity.json: not a capacity profile \(no schema_version\)$",
         make=_with_capacity(json.dumps({"profiles": []})), code=1),
     Bad("capacity-json-version-not-a-number", ("capacity", RUN),
         r"^{tmp}/run/capacity.json: not a capacity profile \(profile_version '2' is not a whole number\)$",

@@ -6,6 +6,7 @@ proves validation refuses the file before anything is made or written.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,13 @@ def _files(extra: str, **content: bytes) -> callable:
 LIBSVM_ROWS = b"1 1:1 2:0.5\n0 1:0 2:1\n"
 
 
+def _manifest(**changed) -> bytes:
+    """Give a converter manifest pipebench wrote (tests/golden), in today's spelling, with `changed` keys replaced."""
+    found = json.loads((Path(__file__).parent / "golden" / "formats-before-2026-11-26" / "manifest-quarantine.json")
+                       .read_text())
+    return json.dumps({"schema_version": found.pop("manifest_version"), **found, **changed}).encode()
+
+
 def _with_manifest(manifest: bytes) -> callable:
     """Give a maker of the experiment reading d/a.libsvm, with `manifest` as the converter manifest beside it."""
     def make(folder: Path) -> None:
@@ -108,10 +116,13 @@ CASES = [
         _files("  files: {csv: [a.csv]}\n"), out="out", code=1),
     Bad("files-manifest-not-json", _run(), r"^d/manifest\.json:1: not valid JSON: ", _with_manifest(b"{oops"),
         out="out", code=1),
-    Bad("files-manifest-shards-not-a-list", _run(), r"^d/manifest\.json: not a converter manifest \(no list of "
-        r"shards, each with its name\)$", _with_manifest(b'{"shards": 5}'), out="out", code=1),
-    Bad("files-manifest-rows-not-a-number", _run(), r"^d/manifest\.json: shards\[0\]\.rows: must be int$",
-        _with_manifest(b'{"shards": [{"name": "a.libsvm", "rows": "ten"}]}'), out="out", code=1),
+    Bad("files-manifest-no-version", _run(), r"^d/manifest\.json: not a converter manifest \(no schema_version\)$",
+        _with_manifest(b'{"shards": 5}'), out="out", code=1),
+    Bad("files-manifest-newer", _run(), r"^d/manifest\.json: schema_version 2 was written by a newer pipebench "
+        r"\(this one reads 1\): update pipebench$", _with_manifest(_manifest(schema_version=2)), out="out", code=1),
+    Bad("files-manifest-rows-not-a-number", _run(), r"^d/manifest\.json: shards\[0\]\.rows: must be int, not str "
+        r"'ten'$", _with_manifest(_manifest(shards=[{"name": "a.libsvm", "rows": "ten", "bytes": 22, "sha256": "0"}])),
+        out="out", code=1),
     Bad("files-list-by-set", _run("--set", "data.files=5"), r"^--set data\.files: must be a list of files or globs",
         _experiment(), out="out", code=1),
     Bad("quality-without-holdout-files", _run("--set", "quality.enabled=true"),

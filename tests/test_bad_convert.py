@@ -342,8 +342,11 @@ CASES = [
         r"^map\.json: feature_map_version 0 is older than the 1 this pipebench reads: make it again with pipebench "
         r"convert --from criteo$", files(in_txt=RAW_GOOD, map_json=b'{"feature_map_version": 0}'), out="o", code=1),
     Bad("criteo_feature_map_without_version", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
-        r"^map\.json: not a feature map \(no feature_map_version\)$",
+        r"^map\.json: not a feature map \(no schema_version\)$",
         files(in_txt=RAW_GOOD, map_json=b'{"cutoff": 3}'), out="o", code=1),
+    Bad("criteo_feature_map_a_key_short", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
+        r"^map\.json: made_by: missing$",
+        files(in_txt=RAW_GOOD, map_json=b'{"schema_version": 1, "cutoff": 3}'), out="o", code=1),
     Bad("criteo_feature_map_missing", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
         r"^map\.json: no such file$", files(in_txt=RAW_GOOD), out="o", code=2),
     Bad("criteo_tfrecord_input", criteo("in.tfrecord", "--out", "o"),

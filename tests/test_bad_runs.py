@@ -200,9 +200,9 @@ CASES = [
     Bad("report-machine-wrong-shape", ("report", RUN), r"^{tmp}/run/machine\.json: tensorflow\.openmp: must be a "
         r"mapping, not str 'no'$", make=_damaged("machine.json", _json(lambda m: m["tensorflow"].update(openmp="no"))),
         code=1),
-    Bad("report-machine-old-layout", ("report", RUN), r"^{tmp}/run/machine\.json: machine facts layout v1 is older "
-        r"than v2: run `pipebench upgrade {tmp}/run`$", make=_damaged("machine.json", _json(lambda m: m.pop(
-            "facts_version"))), code=1),
+    Bad("report-machine-old-layout", ("report", RUN), r"^{tmp}/run/machine\.json: layout 1 \(no schema_version\) is "
+        r"older than the 2 this pipebench reads: run `pipebench upgrade {tmp}/run`$", make=_damaged("machine.json", _json(lambda m: m.pop(
+            "schema_version"))), code=1),
     Bad("report-data-facts-missing", ("report", RUN), r"^{tmp}/run/data\.json: missing \(a run folder of pipebench "
         r"0\.1\.0\): run `pipebench upgrade {tmp}/run`$", make=_damaged("data.json", _remove), code=1),
     Bad("report-config-missing", ("report", RUN), r"^{tmp}/run/config\.yaml: missing",
@@ -235,8 +235,8 @@ CASES = [
     Bad("checklist-trials-newer-schema", ("checklist", RUN), rf"^{{tmp}}/run/trials\.parquet: results schema "
         rf"v{SCHEMA_VERSION + 1} is newer than this pipebench's v{SCHEMA_VERSION}: update pipebench",
         make=_damaged("trials.parquet", _version(SCHEMA_VERSION + 1)), code=1),
-    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: the document: must be a "
-        r"mapping, not list \[\]$", make=_damaged("machine.json", _text("[]")), code=1),
+    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: not machine facts \(a JSON "
+        r"list, not an object\)$", make=_damaged("machine.json", _text("[]")), code=1),
     Bad("checklist-config-not-yaml", ("checklist", RUN), r"^{tmp}/run/config\.yaml:2: not valid YAML",
         make=_damaged("config.yaml", _text("name: [x\n")), code=1),
     Bad("checklist-run-folder-missing", ("checklist", RUN, "--format", "json"), r"^{tmp}/run: no such run folder$",

@@ -12,12 +12,19 @@ import pytest
 
 from badinput import Bad, cases
 from report_fixtures import passing_run, run_holding
+from sharding_fixtures import sharding_record
 
 RUN = "{tmp}/run"
 
 
 def _with_sharding(text: str):
     return run_holding("sharding.json", text)
+
+
+def _placed(placement: str) -> dict:
+    """Give a sharding record as `pipebench sharding` writes it, its first measurement under `placement`."""
+    found = sharding_record(["a"], 10, {"file": 1.0})
+    return {**found, "measurements": [{**found["measurements"][0], "placement": placement}]}
 
 
 CASES = [
@@ -45,8 +52,12 @@ CASES = [
         r"^{tmp}/run/sharding.json: not a sharding record \(a JSON list, not an object\)$",
         make=_with_sharding("[]"), code=1),
     Bad("checklist-sharding-json-bad-measurement", ("checklist", RUN),
-        r"^{tmp}/run/sharding.json: measurements\[0\]: not a measurement \(needs placement, round, ",
-        make=_with_sharding(json.dumps({"sharding_version": 1, "measurements": [{"placement": "file"}]})), code=1),
+        r"^{tmp}/run/sharding.json: measurements\[0\]\.round: missing$",
+        make=_with_sharding(json.dumps({**sharding_record(["a"], 10, {"file": 1.0}),
+                                        "measurements": [{"placement": "file"}]})), code=1),
+    Bad("checklist-sharding-json-unknown-placement", ("checklist", RUN),
+        r"^{tmp}/run/sharding.json: measurements\[0\]\.placement: unknown placement 'auto' \(known: file, ",
+        make=_with_sharding(json.dumps(_placed("auto"))), code=1),
 ]
 
 #: Starts a 2-worker cluster (TensorFlow): the data files of the hand-made run are not TFRecords.

@@ -43,9 +43,9 @@ CASES = [
     Bad("whatif-capacity-missing-key", ("whatif", RUN),
         r"^{tmp}/run/capacity\.json: profiles\[0\]\.stages\[1\]\.cpu_sec_per_example: missing$",
         make=_capacity(lambda doc: doc["profiles"][0]["stages"][1].pop("cpu_sec_per_example")), code=1),
-    Bad("whatif-capacity-newer", ("whatif", RUN), r"^{tmp}/run/capacity\.json: profile_version 3 was written by a "
+    Bad("whatif-capacity-newer", ("whatif", RUN), r"^{tmp}/run/capacity\.json: schema_version 3 was written by a "
         r"newer pipebench \(this one reads 2\): update pipebench$",
-        make=_capacity(lambda doc: doc.update(profile_version=3, more=1)), code=1),
+        make=_capacity(lambda doc: doc.update(schema_version=3, more=1)), code=1),
     Bad("whatif-unknown-instance-type", ("whatif", RUN, "--instance-type", "ml.z9.large"),
         r"^--instance-type: ml\.z9\.large is not in the catalog \(it has ml\.c5\.xlarge", make=_run, code=2),
     Bad("whatif-rate-unknown-type", ("whatif", RUN, "--accelerator-rate", "ml.p9.2xlarge=2e6"),

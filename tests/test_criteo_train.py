@@ -35,7 +35,7 @@ def test_converted_raw_criteo_trains_towards_the_oracle_auc(tmp_path):
         files = tuple(str(p) for p in sorted(folder.glob("part-*")))
         return build(preset("aws-sample", files=files, batch_size=BATCH, epochs=epochs)).dataset
 
-    model = deepfm.build_deepfm(criteo.FIELD_SIZE, manifest["feature_size"], embedding_size=8, deep_layers=(32, 16))
+    model = deepfm.build_deepfm(criteo.FIELD_SIZE, manifest.feature_size, embedding_size=8, deep_layers=(32, 16))
     step = deepfm.make_train_step(model)
     auc_before = deepfm.evaluate_auc(model, dataset(tmp_path / "held", 1))
     for features, labels in itertools.islice(iter(dataset(tmp_path / "train", None)), 300):
@@ -43,4 +43,4 @@ def test_converted_raw_criteo_trains_towards_the_oracle_auc(tmp_path):
     auc_after = deepfm.evaluate_auc(model, dataset(tmp_path / "held", 1))
     assert tf.math.is_finite(loss)
     assert abs(auc_before - 0.5) < 0.05
-    assert 0.65 < auc_after < described["oracle_auc"] + 0.02
+    assert 0.65 < auc_after < described.oracle_auc + 0.02

@@ -30,12 +30,12 @@ def synth(tmp_path_factory):
     """Give (train rows, held-out rows, oracle AUC) of a 20k-row synth data set, parsed from libsvm."""
     out = tmp_path_factory.mktemp("deepfm") / "synth"
     described = synthesize(SynthSpec(rows=ROWS, out=out, feature_size=FEATURES, seed=1))
-    text = b"".join((out / f["name"]).read_bytes() for f in described["files"])
+    text = b"".join((out / f.name).read_bytes() for f in described.files)
     parsed = parse_chunk(text, FIELDS, FEATURES)
     assert not parsed.status.any()
     split = ROWS - HELD_OUT
     rows = (parsed.ids, parsed.values, parsed.labels)
-    return tuple(r[:split] for r in rows), tuple(r[split:] for r in rows), described["oracle_auc"]
+    return tuple(r[:split] for r in rows), tuple(r[split:] for r in rows), described.oracle_auc
 
 
 def dataset(rows, batch=BATCH):

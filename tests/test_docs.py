@@ -81,7 +81,7 @@ def _rule_ids() -> set[str]:
     tree = ast.parse((ROOT / "pipebench" / "report" / "checklist.py").read_text())
     found = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, "id", None) == "_item" and isinstance(node.args[0], ast.Constant)}
-    return found | {note["id"] for note in MIGRATION}
+    return found | {note.id for note in MIGRATION}
 
 
 def test_checklist_rules_page_has_one_entry_per_rule():

@@ -17,7 +17,8 @@ import pytest
 from fake_nvml import FakeGPU, FakeNVML
 
 from pipebench.measure import machine
-from pipebench.measure.facts import MachineFacts
+from pipebench.measure.facts import MachineFacts, PipeModeFacts, TensorFlowProbe
+from pipebench.typed import to_json
 
 STOCK_TF_STATEMENT = "no OpenMP runtime linked: KMP_* and OMP_NUM_THREADS cannot affect TF ops on this build"
 
@@ -151,7 +152,7 @@ def test_the_child_sees_the_onednn_variable(facts):
         # TF >= 2.9 Linux x86 wheels turn oneDNN on by default on CPUs with these features
         assert facts["tensorflow"]["onednn"]["build_default"] is True
     child = machine._run_tensorflow_child({**child_env(), machine.ONEDNN_ENV: "0"})
-    assert child["onednn_enabled"] is False
+    assert child.onednn_enabled is False
 
 
 def test_onednn_default_and_asked_state_come_from_separate_children(monkeypatch):
@@ -159,8 +160,8 @@ def test_onednn_default_and_asked_state_come_from_separate_children(monkeypatch)
 
     def fake_child(env):
         seen.append(env.get(machine.ONEDNN_ENV))
-        return {"onednn_enabled": env.get(machine.ONEDNN_ENV) != "0", "openmp_needed": {}, "openmp_loaded": [],
-                "sagemaker_tensorflow": {"importable": False, "reason": "x"}, "version": "2.99.0"}
+        return TensorFlowProbe("2.99.0", "v2.99.0", None, "/tf", False, None, None, 0,
+                               env.get(machine.ONEDNN_ENV) != "0", {}, (), PipeModeFacts(False, "x"))
 
     monkeypatch.setattr(machine, "_run_tensorflow_child", fake_child)
     summary = machine.tensorflow_summary({machine.ONEDNN_ENV: "0"})
@@ -170,6 +171,17 @@ def test_onednn_default_and_asked_state_come_from_separate_children(monkeypatch)
     seen.clear()
     assert machine.tensorflow_summary({})["onednn"]["enabled"] is True
     assert seen == [None]
+
+
+def test_the_tf_facts_child_output_is_read_strictly():
+    probe = TensorFlowProbe("2.99.0", "v2.99.0", "3.0", "/tf", False, "12", None, 0, True, {"libx.so": ("libgomp.so.1",)},
+                            ("/lib/libgomp.so.1",), PipeModeFacts(True, None))
+    printed = "a warning TF printed first\n" + json.dumps(to_json(probe)) + "\n"
+    assert machine.read_probe(printed) == probe
+    assert machine.read_probe(json.dumps({**to_json(probe), "onednn": True})) == (
+        "the TensorFlow facts child: onednn: unknown key (expected one of version, git_version, keras_version, "
+        "library_dir, cuda_build, cuda_version, cudnn_version, gpus_visible, …)")
+    assert machine.read_probe("{oops").startswith("the TensorFlow facts child:1: not valid JSON")
 
 
 def test_onednn_statements():

@@ -104,7 +104,7 @@ def test_tables_of_the_last_release_are_read_with_the_columns_added_since_null()
 def test_an_old_machine_json_says_upgrade_and_upgrade_makes_the_folder_readable(tmp_path, cli):
     run = tmp_path / "run"
     shutil.copytree(GOLDEN_RUN, run)
-    with pytest.raises(ResultsVersionError, match=r"machine.json: machine facts layout v1 is older than v2: run "
+    with pytest.raises(ResultsVersionError, match=r"machine.json: layout 1 \(no schema_version\) is older than the 2 this pipebench reads: run "
                                                   r"`pipebench upgrade .*run`"):
         results.load(run)
     code, out, _ = cli("upgrade", run)
@@ -146,7 +146,7 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
     "machine not JSON": (lambda run: (run / "machine.json").write_text('{"cpu": {\n  "vcpus": }'), DataError,
                          r"machine.json:2: not valid JSON: Expecting value"),
     "machine a list": (lambda run: (run / "machine.json").write_text("[1, 2]"), DataError,
-                       r"machine.json: the document: must be a mapping, not list"),
+                       r"machine.json: not machine facts \(a JSON list, not an object\)"),
     "machine wrong shape": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].update(vcpus="four")),
                             DataError, r"machine.json: cpu.vcpus: must be int, not str"),
     "machine key missing": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].pop("model")),

@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from pipebench.report.service_sizing import client_ceiling, fastflow_workers, sizing_lines, sizings
+from pipebench.report.service_sizing import (
+    client_ceiling,
+    fastflow_workers,
+    sizing_lines,
+    sizings,
+)
 from pipebench.testing import windows_at
 from pipebench.typed import to_json
 
@@ -100,6 +105,7 @@ def test_the_checklist_item_passes_only_when_the_worst_corner_needs_no_worker(ro
     import pandas as pd
 
     from pipebench.report.checklist import service_workers
+    from pipebench.typed import to_json
 
-    item = service_workers([SimpleNamespace(trials=pd.DataFrame(rows))])
+    item = to_json(service_workers([SimpleNamespace(trials=pd.DataFrame(rows))]))
     assert item["status"] == status and says in item["advice"], item["advice"]

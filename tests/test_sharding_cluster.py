@@ -32,8 +32,9 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     files = sorted(Path(data["tfrecord"]).parent.glob("part-*.tfrecord"))
     assert len(files) == 2
     started: list[list[int]] = []
-    path, found = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
-    assert path == run / SHARDING_FILE and read_sharding(run) == json.loads(path.read_text())
+    path, record = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
+    found = record.to_json()
+    assert path == run / SHARDING_FILE and read_sharding(run) == record and found == json.loads(path.read_text())
     assert found["configuration_id"] == "fast" and found["data_bytes"] == sum(f.stat().st_size for f in files)
     (pids,) = started
     assert len(pids) == 2 and not any(psutil.pid_exists(pid) for pid in pids)
@@ -50,7 +51,7 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
             assert 0.4 * total < by["file", r, w]["rchar_bytes"] < 0.65 * total
             for name in ("data", "off", "shard-after-read"):
                 assert total <= by[name, r, w]["rchar_bytes"] < 1.15 * total
-    shares = {f.placement: f for f in figures(found)}
+    shares = {f.placement: f for f in figures(record)}
     assert shares["file"].bytes_share.mean < 0.65 < 1.0 <= shares["data"].bytes_share.mean
     assert shares["off"].examples_per_worker == (ROWS, ROWS) and not shares["off"].examples_vary
     assert all(f.examples_per_sec.n == 2 for f in shares.values())
@@ -115,7 +116,7 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
     rows = configuration("guide", "input", "guide", "tfrecord", stages, 9000, [data["tfrecord"]], repeats=2,
                          batch_size=64, num_parallel_reads=None)
     run = make_run(tmp_path / "run", rows, machine())
-    _, found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)
+    found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)[1].to_json()
     assert found["changes"] == ["cache dropped"]
     for name in ("file", "shard-after-read"):
         assert sorted(m["examples"] for m in found["measurements"] if m["placement"] == name) == [ROWS // 2] * 2
@@ -125,12 +126,14 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
 
 @pytest.mark.slow
 def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
-    """A real worker given a job without its parent's pid exits as soon as it reads it (a traceback on stderr);
-    sending `go` then names that worker and its last stderr line on one line, not a BrokenPipeError."""
+    """A real worker given a job it cannot read (a parent pid that is no number) exits as soon as it reads it (a
+    traceback on stderr); sending `go` then names that worker and its last stderr line on one line, not a
+    BrokenPipeError."""
     from pipebench.errors import TrialError
     from pipebench.sharding.cluster import Cluster
+    from pipebench.sharding.record import ShardingJob, Threads
 
-    running = Cluster({"workers": 1}, dict(os.environ), None, timeout_sec=60)
+    running = Cluster(ShardingJob("nope", 1, {}, {}, Threads(None, None), ()), dict(os.environ), None, timeout_sec=60)
     try:
         (worker,) = running.procs
         assert worker.wait(timeout=60) == 1
@@ -138,7 +141,9 @@ def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
             running.send("go", "go")
     finally:
         running.close(grace_sec=0.0)
-    assert str(err.value) == "sharding cluster: worker 0 exited (code 1) before it received go: KeyError: 'parent_pid'"
+    said = str(err.value)
+    assert said.startswith("sharding cluster: worker 0 exited (code 1) before it received go: ")
+    assert said.endswith("DataError: the sharding job: parent_pid: must be int, not str 'nope'")
 
 
 @pytest.mark.slow
@@ -150,11 +155,12 @@ def test_a_worker_that_cannot_start_is_named_with_its_last_stderr_line():
 
     from pipebench.errors import TrialError
     from pipebench.sharding.cluster import cluster
+    from pipebench.sharding.record import ShardingJob, Threads
 
     env = {**os.environ, "PYTHONHASHSEED": "not-a-number"}
     said = subprocess.run([sys.executable, "-c", ""], env=env, capture_output=True, text=True)
     assert said.returncode == 1 and said.stderr.strip()
-    job = {"parent_pid": os.getpid(), "workers": 1, "padding": "x" * (4 << 20)}
+    job = ShardingJob(os.getpid(), 1, {"padding": "x" * (4 << 20)}, {}, Threads(None, None), ())
     with pytest.raises(TrialError) as err, cluster(job, env, None, timeout_sec=60):
         pass
     assert str(err.value) == ("sharding cluster: worker 0 exited (code 1) before it received its job: "

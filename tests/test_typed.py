@@ -52,8 +52,8 @@ def test_machine_facts_of_the_old_layout_say_upgrade_and_the_upgrade_reads(tmp_p
     path = tmp_path / "run" / "machine.json"
     path.parent.mkdir()
     path.write_text(json.dumps(old))
-    with pytest.raises(ResultsVersionError, match=rf"machine.json: machine facts layout v1 is older than "
-                                                  rf"v{FACTS_VERSION}: run `pipebench upgrade .*run`"):
+    with pytest.raises(ResultsVersionError, match=rf"machine.json: layout 1 \(no schema_version\) is older "
+                                                  rf"than the {FACTS_VERSION} this pipebench reads: run `pipebench upgrade .*run`"):
         MachineFacts.load(path)
     facts = MachineFacts.from_json(upgrade_v1(old), "machine.json")
     assert facts.sagemaker.host_count == 3 and facts.cpu.vcpus == 2 and facts.tensorflow.version is None

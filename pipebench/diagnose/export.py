@@ -50,7 +50,7 @@ def best(found: Diagnosis) -> Rewrite | None:
     if found.combined is not None and found.combined.kept:
         return found.combined
     kept = [r for r in found.rewrites if r.kept]
-    return max(kept, key=lambda r: r.gain.ratio) if kept else None
+    return max(kept, key=lambda r: r.gain.mean) if kept else None
 
 
 def _code(value: Any) -> str:

@@ -31,9 +31,10 @@ from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.diagnose.records import (
-    Content, Diagnosis, DIAGNOSIS_VERSION, Gain, Outcome, Profiler, Request, Rewrite, Stage, StageCost, Step, Train,
+    Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Profiler, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
 from pipebench.errors import PipebenchError, UsageError
+from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
 
 #: The share of this machine's free memory a cache may take.
@@ -139,7 +140,7 @@ class Diagnoser:
         r = self.request
         return interleaved_rounds(arms, r.rounds, r.window_sec, r.settle_sec, settle_examples, self.seed, self.log)
 
-    def gains(self, original, arms: list) -> dict[str, Gain]:
+    def gains(self, original, arms: list) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds."""
         from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
         from pipebench.measure.intervals import ratio_interval
@@ -149,7 +150,7 @@ class Diagnoser:
         fill = self._fill_examples(self.walked.stages)
         pairs = paired_rounds(original, arms, r.rounds, r.window_sec, r.settle_sec,
                               {arm.name: fill for arm in [original, *arms]}, self.seed, self.log)
-        return {name: Gain.of(ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found])))
+        return {name: ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found]))
                 for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
@@ -406,7 +407,7 @@ class Diagnoser:
         arm.release()
         self.log(f"cache filled: {seen:,} examples in {time.perf_counter() - start:.1f} s")
 
-    def _verdict(self, c, gain: Gain | None, found: Content | str | None) -> Rewrite:
+    def _verdict(self, c, gain: Interval | None, found: Content | str | None) -> Rewrite:
         steps = ()
         if c.automatic and self.steps:
             from pipebench.diagnose.rewrites import compose
@@ -419,14 +420,14 @@ class Diagnoser:
             verdict = f"not kept: {found}"
         elif not content.same_elements:
             verdict = f"not kept: it changes what training sees: {content.semantics}"
-        elif gain is None or gain.low is None:
+        elif gain is None or not gain.decided:
             verdict = "not kept: too few rounds for an interval"
         elif gain.low > 1.0:
-            verdict = f"kept: {gain.interval.text('.2f', unit='×')} faster"
+            verdict = f"kept: {gain.text('.2f', unit='×')} faster"
         elif gain.high < 1.0:
-            verdict = f"not kept: slower, {gain.interval.text('.2f', unit='×')}"
+            verdict = f"not kept: slower, {gain.text('.2f', unit='×')}"
         else:
-            verdict = f"not kept: no measurable difference, {gain.interval.text('.2f', unit='×')}"
+            verdict = f"not kept: no measurable difference, {gain.text('.2f', unit='×')}"
         kept = verdict.startswith("kept")
         return Rewrite(c.name, c.kind, c.stage, c.why, c.change, c.semantics, c.automatic, tuple(steps),
                        dict(c.options), gain, None if content is None else content.same_elements, content, kept,

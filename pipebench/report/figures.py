@@ -19,6 +19,7 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import WAITING
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.measure.trial import TRIAL_MODES
+from pipebench.report.checklist_records import ModelError
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
 from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by, records
@@ -351,26 +352,26 @@ def stage_rates(profiles: Sequence[Profiled], figure) -> bool:
     return True
 
 
-def _drawn(found: dict) -> Interval:
-    """Give a JSON interval to draw; one with no upper end (high null, low set) loses its upper whisker."""
-    open_above = found["high"] is None and found["low"] is not None
-    return Interval(found["mean"], found["low"], found["mean"] if open_above else found["high"], found["rounds"])
+def _drawn(found: Interval) -> Interval:
+    """Give an interval to draw; one with no upper end loses its upper whisker."""
+    return found if found.high is None or math.isfinite(found.high) else Interval(found.mean, found.low, found.mean,
+                                                                                   found.n)
 
 
-def model_vs_measured(errors: Sequence[dict], figure) -> bool:
+def model_vs_measured(errors: Sequence[ModelError], figure) -> bool:
     """The per-stage model's prediction beside each measurement of the profiled pipeline (95% intervals)."""
     if not errors:
         return False
     ax = figure.subplots()
     positions = list(range(len(errors)))
-    predicted = [_drawn(e["predicted"]) for e in errors]
-    measured = [_drawn(e["measured"]) for e in errors]
+    predicted = [_drawn(e.predicted) for e in errors]
+    measured = [_drawn(e.measured) for e in errors]
     ax.barh([p + 0.2 for p in positions], [i.mean for i in predicted], height=0.4, xerr=_errors(predicted),
             color="tab:purple", capsize=3, label="predicted (per-stage model)")
     ax.barh([p - 0.2 for p in positions], [i.mean for i in measured], height=0.4, xerr=_errors(measured),
             color="tab:grey", capsize=3, label="measured")
-    ax.set_yticks(positions, [f"{e['instance_type'] or e['host_fingerprint']} · {e['vcpus']} vCPUs · {e['mode']}"
-                              + (" (profiled here)" if e["profiled_here"] else "") + f" · {e['error_pct']:+.1f}%"
+    ax.set_yticks(positions, [f"{e.instance_type or e.host_fingerprint} · {e.vcpus} vCPUs · {e.mode}"
+                              + (" (profiled here)" if e.profiled_here else "") + f" · {e.error_pct.mean:+.1f}%"
                               for e in errors], fontsize=7)
     ax.set_xlabel("examples/sec (bars: 95% interval)", fontsize=8)
     ax.legend(fontsize=7)

@@ -20,7 +20,6 @@ from pipebench.report.configurations import Configuration, configurations
 from pipebench.measure.intervals import Interval
 from pipebench.report.figures import Figure, render
 from pipebench.report.projections import error_text, model_errors, profiled
-from pipebench.report.whatif import interval_text
 from pipebench.report.action import action, baseline_of
 from pipebench.report.summary import RANKING, best_table, busy_lines
 from pipebench.report.verdicts import MEASURES, verdicts
@@ -119,9 +118,8 @@ def _capacity_blocks(runs: list[RunResults]) -> list[tuple]:
         blocks += [("p", "Predicted for each measured machine's vCPUs, beside what it measured (error = predicted / "
                          "measured − 1, bounds from both intervals; the profiled run's own error is in-sample)."),
                    ("table", ["machine", "vCPUs", "mode", "predicted examples/s", "measured examples/s", "error"],
-                    [[(e["instance_type"] or e["host_fingerprint"]) + (" (profiled here)" if e["profiled_here"] else ""),
-                      str(e["vcpus"]), e["mode"], interval_text(e["predicted"]), interval_text(e["measured"]),
-                      error_text(e)] for e in errors])]
+                    [[(e.instance_type or e.host_fingerprint) + (" (profiled here)" if e.profiled_here else ""),
+                      str(e.vcpus), e.mode, e.predicted.text(), e.measured.text(), error_text(e)] for e in errors])]
     return blocks
 
 

@@ -30,8 +30,8 @@ from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsV
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table, write_table
-from pipebench.typed import from_json, read_json
-from pipebench.versioned import read_versioned
+from pipebench.typed import read_json
+from pipebench.versioned import WAS, load_versioned
 
 if TYPE_CHECKING:
     import pandas
@@ -171,13 +171,12 @@ def read_study(run_dir: Path) -> dict | None:
 
 def read_capacity(run_dir: Path) -> CapacityProfiles | None:
     """Give the run's per-stage cost profiles (capacity.json), None when the run has not been profiled;
-    DataError if it cannot be read (ResultsVersionError, saying what to do, for another profile_version)."""
+    DataError if it cannot be read (ResultsVersionError, saying what to do, for another layout version)."""
     path = Path(run_dir) / PROFILE_FILE
     if not path.exists():
         return None
-    found = read_versioned(path, "profile_version", PROFILE_VERSION, "a capacity profile",
-                           f"run `pipebench capacity {run_dir}` again")
-    return from_json(CapacityProfiles, found, str(path))
+    return load_versioned(CapacityProfiles, path, PROFILE_VERSION, "a capacity profile",
+                          f"run `pipebench capacity {run_dir}` again", WAS[PROFILE_FILE])
 
 
 def load(run_dir: Path) -> RunResults:
