@@ -171,15 +171,17 @@ def test_pipebench_capacity_profiles_the_fastest_configuration(tmp_path, data, c
 
 def test_rows_of_runs_before_cpu_accounting_still_read_as_configurations():
     """windows_json gained cpu_sec; readers take the keys they know, so older rows read as before (no schema change)."""
+    import dataclasses
     import json
 
     from pipebench.report.configurations import configurations
     from report_fixtures import trial
 
     new = trial("t", "input", "aws-sample", "tfrecord", [{"batch": 64}, "decode"], 1000.0, ["data/x"])
-    assert all("cpu_sec" in w for w in json.loads(new["windows_json"]))
-    old = dict(new, windows_json=json.dumps([{k: v for k, v in w.items() if k not in ("cpu_sec", "idle_before_sec")}
-                                             for w in json.loads(new["windows_json"])]))
+    assert all("cpu_sec" in w for w in json.loads(new.windows_json))
+    old = dataclasses.replace(new, windows_json=json.dumps([{k: v for k, v in w.items()
+                                                             if k not in ("cpu_sec", "idle_before_sec")}
+                                                            for w in json.loads(new.windows_json)]))
     (from_new,), (from_old,) = configurations([new]), configurations([old])
     assert from_new.throughput == from_old.throughput
 

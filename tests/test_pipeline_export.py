@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -380,7 +381,7 @@ def _run_in(folder: Path) -> None:
 
 
 def _run_of_failed_trials(folder: Path) -> None:
-    _run_folder(folder, [row | {"status": "failed"} for row in passing_rows([])])
+    _run_folder(folder, [dataclasses.replace(row, status="failed") for row in passing_rows([])])
 
 
 EXPORT_CASES = [

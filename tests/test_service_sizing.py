@@ -6,20 +6,23 @@ import json
 
 import pytest
 
+from report_fixtures import row_of
+
 from pipebench.report.service_sizing import client_ceiling, fastflow_workers, sizing_lines, sizings
+from pipebench.results.trial_row import TrialRow
 from pipebench.testing import windows_at
 from pipebench.typed import to_json
 
 
 def _row(configuration: str, mode: str, source_mode: str, rates: list[float], synthetic: list[float] | None = None,
-         service: dict | None = None, bytes_per_example: float | None = None) -> dict:
+         service: dict | None = None, bytes_per_example: float | None = None) -> TrialRow:
     windows = windows_at(mode, rates, synthetic)
-    return {"run_id": "r", "configuration_id": configuration, "trial_id": configuration, "repeat": 0,
+    return row_of({"run_id": "r", "configuration_id": configuration, "trial_id": configuration, "repeat": 0,
             "status": "ok", "mode": mode, "source_mode": source_mode, "pipeline": "aws-sample", "format": "tfrecord",
             "ordering": "batch > decode > repeat > prefetch", "batch_size": 256, "intra_op_threads": None,
             "inter_op_threads": None, "windows_json": json.dumps(to_json(windows)),
             "examples_per_sec_mean": sum(rates) / len(rates), "busy_machine": False,
-            "service_json": json.dumps(service) if service else None, "service_bytes_per_example": bytes_per_example}
+            "service_json": json.dumps(service) if service else None, "service_bytes_per_example": bytes_per_example})
 
 
 ROWS = [

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import random
 import tempfile
 from collections.abc import Callable, Sequence
@@ -203,9 +202,9 @@ def chosen_configuration(run, configuration_id: str | None):
     """Give the configuration to profile: the one named, else the fastest (train mode first, else input;
     pipebench.report.configurations ranked). UsageError naming the run folder otherwise."""
     from pipebench.report.configurations import configurations
-    from pipebench.report.tables import fastest, records
+    from pipebench.report.tables import fastest
 
-    found = configurations(records(run.trials))
+    found = configurations(run.rows)
     if configuration_id is not None:
         named = [c for c in found if c.configuration_id == configuration_id]
         if not named:
@@ -221,7 +220,7 @@ def chosen_configuration(run, configuration_id: str | None):
         raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is a synthetic trial (the model on "
                          "one batch in memory): it has no pipeline to profile")
     if config.label["ordering"] == FUNCTION_ORDERING:
-        function = json.loads(config.rows[0]["params_json"])["pipeline"]["function"]
+        function = config.rows[0].pipeline_spec["function"]
         raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is your function "
                          f"{function['function']}, whose stages pipebench did not write: `pipebench diagnose "
                          f"{function['path']}:{function['function']}` measures each of them (or name a preset's or "
@@ -234,20 +233,20 @@ def configuration_trial(run, config) -> TrialSpec:
     row = config.rows[0]
     where = f"{run.run_dir}: configuration {config.configuration_id}"
     try:
-        params = json.loads(row["params_json"])
+        params = row.params
         spec = PipelineSpec.from_dict(params["pipeline"], f"{where}: pipeline")
         threads = Threads(params["threads"]["intra"], params["threads"]["inter"])
         env, measurement, sources = dict(params["env"]), dict(params["measurement"]), dict(params["sources"])
     except (TypeError, ValueError, KeyError) as err:
         raise DataError(f"{where}: params_json cannot be read ({type(err).__name__}: {err})"[:290]) from None
-    label = PipelineLabel(row["pipeline"], row["ordering"], row["format"], row["source_mode"], row["semantics"],
-                          row["semantics_why"], bool(row["breaks_semantics"]))
+    label = PipelineLabel(row.pipeline, row.ordering, row.format, row.source_mode, row.semantics,
+                          row.semantics_why, bool(row.breaks_semantics))
     return TrialSpec(trial_id=config.configuration_id, configuration_id=config.configuration_id, repeat=0,
-                     mode="input", config_key=row["config_key"], pipeline_spec=spec.to_dict(),
-                     pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row["batch_size"]),
+                     mode="input", config_key=row.config_key, pipeline_spec=spec.to_dict(),
+                     pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row.batch_size),
                      threads=threads, env=env, measurement=measurement, model=dict(params["model"]),
                      feature_size=int(run.config["data"]["synth"]["feature_size"]),
-                     data_fingerprint=row["data_fingerprint"], quality={"enabled": False}, holdout_files=(),
+                     data_fingerprint=row.data_fingerprint, quality={"enabled": False}, holdout_files=(),
                      sources=sources)
 
 

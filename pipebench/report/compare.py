@@ -21,7 +21,7 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import CONFIDENCE, Interval, difference_verdict, t_quantile
 from pipebench.report.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
-from pipebench.report.tables import ENV_COLUMNS, env_text, records, threads_text
+from pipebench.report.tables import ENV_COLUMNS, env_text, threads_text
 from pipebench.report.verdicts import FIGURE, trainer_text
 from pipebench.results import RunResults, load
 
@@ -53,7 +53,7 @@ def unpaired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = C
 def _window_rates(config: Configuration) -> list[float]:
     """Give the examples/sec of every window of the configuration's own arm, over all its repeats."""
     arm = config.mode
-    return [w["examples"] / w["seconds"] for row in config.rows for w in json.loads(row["windows_json"] or "[]")
+    return [w["examples"] / w["seconds"] for row in config.rows for w in json.loads(row.windows_json or "[]")
             if w["arm"] == arm and w["seconds"] > 0]
 
 
@@ -80,7 +80,7 @@ def _pair(a: Configuration, b: Configuration, matched_on: str) -> Pair:
 
 
 def _labels(config: Configuration) -> tuple:
-    return tuple(config.rows[0].get(column) for column in MATCH_COLUMNS)
+    return tuple(getattr(config.rows[0], column) for column in MATCH_COLUMNS)
 
 
 def pairs(found_a: Sequence[Configuration], found_b: Sequence[Configuration]) -> tuple[list[Pair], int, int]:
@@ -132,14 +132,14 @@ def compare(run_a: RunResults, run_b: RunResults) -> dict:
         raise PipebenchError(f"compare: {run_a.run_dir} and {run_b.run_dir} measured different data sets "
                              f"({data[0]} vs {data[1]}): throughput compares only on the same data")
     hosts = (run_a.machine.host_fingerprint, run_b.machine.host_fingerprint)
-    found, only_a, only_b = pairs(configurations(records(run_a.trials)), configurations(records(run_b.trials)))
+    found, only_a, only_b = pairs(configurations(run_a.rows), configurations(run_b.rows))
     return {
         "unpaired": True,
         "runs": {"a": _side(run_a), "b": _side(run_b)},
         "warnings": [] if hosts[0] == hosts[1] else [
             f"the runs were measured on different hosts ({hosts[0]} vs {hosts[1]}): a difference may be the "
             "machine's, not the configuration's"],
-        "configurations": [{"label": {c: p.a.rows[0].get(c) for c in MATCH_COLUMNS}, "matched_on": p.matched_on,
+        "configurations": [{"label": {c: getattr(p.a.rows[0], c) for c in MATCH_COLUMNS}, "matched_on": p.matched_on,
                             "a": _side(run_a, p.a), "b": _side(run_b, p.b), "basis": p.basis,
                             "ratio_b_over_a": _interval(p.ratio), "verdict": p.verdict} for p in found],
         "only_in_a": only_a, "only_in_b": only_b,

@@ -21,7 +21,8 @@ from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Inter
 from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
-from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by, records
+from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by
+from pipebench.results.trial_row import records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
 BUSY_HATCH = "//"
@@ -39,8 +40,8 @@ class Figure:
 
 def _label(config: Configuration, several_runs: bool = False) -> str:
     row = config.rows[0]
-    threads = "/".join("def" if row[k] is None else str(row[k]) for k in ("intra_op_threads", "inter_op_threads"))
-    text = (f"{row['pipeline']} · {row['format'] or '-'} · {row['source_mode'] or '-'} · {row['ordering'] or '-'}"
+    threads = "/".join("def" if n is None else str(n) for n in (row.intra_op_threads, row.inter_op_threads))
+    text = (f"{row.pipeline} · {row.format or '-'} · {row.source_mode or '-'} · {row.ordering or '-'}"
             f" · batch {batch_text(row)} · threads {threads}")
     return (f"{config.run_id}: " if several_runs else "") + text + (BUSY_NOTE if config.busy else "")
 
@@ -159,7 +160,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel(f"fastest {mode}-mode examples/sec (95% interval)")
-        auc = {size: c.rows[0]["auc"] for size, c in best.items() if c.rows[0].get("auc") is not None}
+        auc = {size: c.rows[0].auc for size, c in best.items() if c.rows[0].auc is not None}
         if mode == "train" and auc:
             twin = ax.twinx()
             twin.plot(list(auc), list(auc.values()), marker="s", color="black", linestyle="--", label="AUC")
@@ -171,7 +172,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
 def fastest_per_mode(trials: pd.DataFrame) -> list[str]:
     """Give the trial ids worth a utilization plot by default: the first repeat of each mode's fastest configuration."""
     found = configurations(records(trials))
-    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0]["trial_id"]
+    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0].trial_id
             for mode in TRIAL_MODES if any(c.mode == mode for c in found)]
 
 

@@ -21,6 +21,7 @@ from pipebench.measure.manager import Outcome
 from pipebench.measure.sampler import busy_machine
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
+from pipebench.results.trial_row import TrialRow
 from pipebench.typed import to_json
 
 #: TrialRecord fields copied into the column of the same name.
@@ -128,7 +129,7 @@ def _from(part: str, name: str) -> Callable[[RowContext], Any]:
         source = {"record": c.outcome.record, "usage": c.outcome.usage, "process": c.outcome.process,
                   "label": c.spec.label}[part]
         value = None if source is None else getattr(source, name)
-        return value.value if isinstance(value, TrialStatus) else list(value) if isinstance(value, tuple) else value
+        return value.value if isinstance(value, TrialStatus) else value
     get.producer = part
     return get
 
@@ -152,8 +153,8 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "inter_op_threads": lambda c: c.spec.threads.inter,
     **{f"env_{name}": (lambda c, name=name: c.spec.env.get(name)) for name in ENV_KNOBS},
     "params_json": _params,
-    "knobs_not_applied": lambda c: list(c.spec.knobs_not_applied),
-    "pinned_knobs": lambda c: list(c.spec.pinned_knobs),
+    "knobs_not_applied": lambda c: c.spec.knobs_not_applied,
+    "pinned_knobs": lambda c: c.spec.pinned_knobs,
     "env_seen_json": lambda c: json.dumps(c.outcome.record.env_seen, sort_keys=True),
     "configuration_id": lambda c: c.spec.configuration_id,
     "remeasure_of": lambda c: c.spec.remeasure_of,
@@ -183,9 +184,9 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
 }
 
 
-def trial_row(context: RowContext) -> dict[str, Any]:
-    """Give the trials.parquet row of one finished trial, every column filled by its producer, in schema order."""
-    return {name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names}
+def trial_row(context: RowContext) -> TrialRow:
+    """Give the trials.parquet row of one finished trial, every column filled by its producer."""
+    return TrialRow(**{name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names})
 
 
 def unproduced_fields() -> dict[str, list[str]]:

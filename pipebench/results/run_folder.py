@@ -10,6 +10,7 @@ default: a report of half a run folder would present guesses as measurements.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import fcntl
 import json
@@ -30,6 +31,7 @@ from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsV
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table, write_table
+from pipebench.results.trial_row import TrialRow, records, rows_of
 from pipebench.typed import from_json, read_json
 from pipebench.versioned import read_versioned
 
@@ -68,27 +70,25 @@ class RunFolder:
     def trial_dir(self, trial_id: str) -> Path:
         return self.path / TRIALS_DIR / trial_id
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[TrialRow]:
         """Give the trials measured so far, in the order they finished."""
-        return read_table(self.path / TRIALS_FILE, TRIAL_SCHEMA).to_pylist()
+        return rows_of(read_table(self.path / TRIALS_FILE, TRIAL_SCHEMA), str(self.path / TRIALS_FILE))
 
-    def append(self, row: dict, samples: list[dict]) -> None:
+    def append(self, row: TrialRow, samples: list[dict]) -> None:
         """Store one finished trial's row and its samples (each table rewritten atomically)."""
-        append_rows(self.path / TRIALS_FILE, TRIAL_SCHEMA, [row])
+        append_rows(self.path / TRIALS_FILE, TRIAL_SCHEMA, [row.to_dict()])
         if samples:
             append_rows(self.path / SAMPLES_FILE, SAMPLE_SCHEMA,
-                        [{**s, "run_id": self.run_id, "trial_id": row["trial_id"]} for s in samples])
+                        [{**s, "run_id": self.run_id, "trial_id": row.trial_id} for s in samples])
 
     def note(self, trial_id: str, column: str, value: object) -> None:
         """Set one column of one trial's row after the fact (a TensorBoard profile captured once the trials ran);
         trials.parquet is rewritten atomically."""
         import pyarrow as pa
 
-        rows = self.rows()
-        for row in rows:
-            if row["trial_id"] == trial_id:
-                row[column] = value
-        write_table(self.path / TRIALS_FILE, pa.Table.from_pylist(rows, schema=TRIAL_SCHEMA))
+        rows = [dataclasses.replace(row, **{column: value}) if row.trial_id == trial_id else row
+                for row in self.rows()]
+        write_table(self.path / TRIALS_FILE, pa.Table.from_pylist([row.to_dict() for row in rows], schema=TRIAL_SCHEMA))
 
 
 @dataclass
@@ -103,6 +103,11 @@ class RunResults:
     config: dict
     study: dict | None = None  # importances.json, when the run was an Optuna study
     capacity: CapacityProfiles | None = None  # capacity.json, once `pipebench capacity` has profiled the run
+
+    @property
+    def rows(self) -> list[TrialRow]:
+        """Give the trials table's rows, typed (pipebench.results.trial_row)."""
+        return records(self.trials)
 
 
 def _folder(run_dir: Path) -> Path:

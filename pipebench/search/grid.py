@@ -25,6 +25,7 @@ from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, Fun
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
 from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
+from pipebench.results.trial_row import TrialRow
 from pipebench.search.loop import Planned
 from pipebench.search.settings import label_space_name
 from pipebench.sources import service
@@ -237,7 +238,7 @@ class GridPlanner:
     def next(self) -> Planned | None:
         return Planned(self._todo.popleft()) if self._todo else None
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         """The grid needs no result to go on."""
 
     def finish(self, run) -> None:

@@ -27,6 +27,7 @@ from pipebench.errors import ConfigError
 from pipebench.measure.trial import TrialStatus
 from pipebench.results import IMPORTANCES_FILE
 from pipebench.results.run_folder import RunFolder
+from pipebench.results.trial_row import TrialRow
 from pipebench.search import slots
 from pipebench.report.winner import winner_lines
 from pipebench.search.budget import confirms, reserved_trials
@@ -186,19 +187,19 @@ class OptunaPlanner:
             return Planned(spec, on_window if prunable else None, Heartbeat(trial, self.heartbeat_sec),
                            self.study.study_name, trial.number, trial)
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         from optuna.trial import TrialState
 
         trial = planned.handle
         values = objective_values(row, self.objectives, self.plan.price_per_hour)
-        status = TrialStatus(row["status"])
+        status = TrialStatus(row.status)
         trial.set_user_attr(slots.STATUS, status.value)
         try:
             if status is TrialStatus.OK and None not in values:
                 self.study.tell(trial, values)
                 return
             # measured without a value for an objective (a NaN AUC), or not measured: the study hears why
-            why = row["reason"] if status is not TrialStatus.OK else f"no value for objective(s) {self.objectives}"
+            why = row.reason if status is not TrialStatus.OK else f"no value for objective(s) {self.objectives}"
             if why:
                 trial.set_user_attr(slots.REASON, why)
             state = "FAIL" if status is TrialStatus.OK else status.optuna_state
