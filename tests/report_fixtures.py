@@ -127,7 +127,7 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
                   "windows": len(rates), "stable": True, "warmup_steady": True, "window_rates": tuple(rates),
                   "windows_measured": windows, "rounds": len(rates), "rounds_cap_hit": False}
     else:
-        record = {}
+        record = {"reason": f"{status.value} (a test row)"}
     record |= {name: extra.pop(name) for name in RECORD_COLUMNS if name in extra}
     usage = {f.name: None for f in dataclasses.fields(Usage)} | {"samples": 6, "other_cpu_pct_median": 80.0 if busy
                                                                  else 2.0}

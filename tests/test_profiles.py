@@ -88,6 +88,7 @@ def test_profile_best_then_all_train_on_resume(tmp_path):
     # the profiled re-run reports no figure: what the row reports was timed without the profiler
     rerun = json.loads((run_dir / best["profile_dir"] / "worker" / "result.json").read_text())
     assert rerun["status"] == "ok" and rerun["examples_per_sec_median"] is None and rerun["windows_measured"] == []
+    assert rerun["profiled"] is True
     assert "tensorboard --logdir" in done.stdout
 
     again = run_pipebench("run", "--resume", run_dir, "--profile", "all-train")

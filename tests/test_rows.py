@@ -32,6 +32,7 @@ def test_every_column_has_one_producer_and_every_reported_fact_a_column():
 def test_worker_facts_outside_the_old_schema_reach_the_row():
     """unsupported_options and env_seen were dropped, so a row could claim tf.data options this TF never applied."""
     record = TrialRecord(TrialStatus.OK, examples_per_sec_median=10.0, unsupported_options=("autotune.ram_budget",),
+                         windows_measured=windows_at("input", [10.0, 10.0]),
                          env_seen={"OMP_NUM_THREADS": "2"}, tensorflow_imported_before_settings=False,
                          source_note="EMULATED FastFile")
     row = trial_row(RowContext(trial_spec(), Outcome(record, ProcessFacts(5.0, 0, None, None, 100)), "run", "host",
@@ -44,7 +45,8 @@ def test_worker_facts_outside_the_old_schema_reach_the_row():
 
 def test_duration_and_peak_come_from_the_manager_and_cpu_from_the_windows_only():
     """The sampler's 4 Hz span and peak used to overwrite the manager's finer figures."""
-    outcome = Outcome(TrialRecord(TrialStatus.OK, examples_per_sec_median=1.0),
+    outcome = Outcome(TrialRecord(TrialStatus.OK, examples_per_sec_median=1.0,
+                                  windows_measured=windows_at("input", [1.0, 1.0])),
                       ProcessFacts(duration_sec=12.5, exit_code=0, signal=None, stderr_tail=None, rss_peak_bytes=777),
                       usage=_usage(cpu_pct_median=150.0, other_cpu_pct_median=3.0))
     row = trial_row(RowContext(trial_spec(), outcome, "run", "host", FACTS, 0.0, 1.0))
@@ -86,7 +88,7 @@ _SHARED_CORES = windows_at("train", [19_000, 19_300, 18_800, 19_100], synthetic=
 def test_the_verdict_reads_the_slowdown_for_a_cpu_trainer_and_the_waiting_share_for_an_accelerator(
         trainer, device, basis, verdict):
     spec = trial_spec(mode="train")
-    spec = dataclasses.replace(spec, measurement={**spec.measurement, "trainer": trainer})
+    spec = dataclasses.replace(spec, measurement=dataclasses.replace(spec.measurement, trainer=trainer))
     record = TrialRecord(TrialStatus.OK, windows_measured=_SHARED_CORES, train_device=device)
     row = trial_row(RowContext(spec, Outcome(record, ProcessFacts(1.0, 0, None, None, 1)), "run", "host", FACTS,
                                0.0, 1.0))

@@ -68,13 +68,13 @@ def test_everything_through_the_service_needs_at_least_one_worker():
 
 
 def test_summary_lines_say_unavailable_without_a_ceiling_or_a_one_worker_trial():
-    without_train = [r for r in ROWS if r["mode"] != "train"]
+    without_train = [r for r in ROWS if r.mode != "train"]
     assert "unavailable: no train trial at this batch size and threads measured the compute ceiling" in \
         "\n".join(sizing_lines(without_train))
-    without_one = [r for r in ROWS if r["configuration_id"] != "one"]
+    without_one = [r for r in ROWS if r.configuration_id != "one"]
     assert "unavailable: no input trial through the service with `sources.service.workers: 1`" in \
         "\n".join(sizing_lines(without_one))
-    assert sizing_lines([r for r in ROWS if r["source_mode"] == "file"]) == []
+    assert sizing_lines([r for r in ROWS if r.source_mode == "file"]) == []
     text = "\n".join(sizing_lines(ROWS))
     assert "FastFlow" in text and "→ 4 (" in text and "MB/s" in text
 
@@ -89,7 +89,7 @@ def test_the_best_table_tells_service_rows_from_file_rows():
 
 @pytest.mark.parametrize("rows,status,says", [
     # no file-mode input trial: L unknown, so nothing can be said beside the local pipeline (was a PASS)
-    ([r for r in ROWS if r["configuration_id"] != "local"], "N/A", "unavailable: no file-mode trial measured"),
+    ([r for r in ROWS if r.configuration_id != "local"], "N/A", "unavailable: no file-mode trial measured"),
     # L ≈ C at the means, but the worst corner of the intervals needs workers: inconclusive (was a PASS)
     ([_row("local", "input", "file", [1500, 2600, 2000]), *ROWS[1:3],
       _row("train", "train", "file", [900, 950, 925], synthetic=[1500, 2600, 2000])], "WARN", "Inconclusive"),
@@ -100,9 +100,7 @@ def test_the_checklist_item_passes_only_when_the_worst_corner_needs_no_worker(ro
     ceiling" when no trial measured the local pipeline, and on the mean count alone."""
     from types import SimpleNamespace
 
-    import pandas as pd
-
     from pipebench.report.checklist import service_workers
 
-    item = service_workers([SimpleNamespace(trials=pd.DataFrame(rows))])
+    item = service_workers([SimpleNamespace(rows=rows)])
     assert item["status"] == status and says in item["advice"], item["advice"]

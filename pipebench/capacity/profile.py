@@ -32,12 +32,13 @@ from typing import Protocol
 from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.capacity.prefixes import Prefix, prefixes
-from pipebench.errors import DataError, TrialError, UsageError
+from pipebench.errors import ConfigError, DataError, TrialError, UsageError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
 from pipebench.measure.sampler import busy_machine, others_busy_pct
-from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
+from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec,
+                                     TrialStatus)
 from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.run_folder import read_capacity
@@ -76,11 +77,11 @@ class PinnedPrefix:
 
 def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> TrialSpec:
     """Give the input-mode trial that measures `item` in round `round_index` (base: the configuration's trial)."""
-    measurement = {**base.measurement, "prefix_stages": item.prefix.stages}
     tag = f"{item.pinning.cores:g}c-p{item.prefix.stages}-r{round_index}"
     return dataclasses.replace(base, trial_id=f"{base.configuration_id}-{tag}", mode="input", repeat=round_index,
-                               pipeline_spec=item.prefix.spec.to_dict(), measurement=measurement,
-                               quality={"enabled": False}, holdout_files=(), fault=None, remeasure_of=None)
+                               pipeline_spec=item.prefix.spec.to_dict(), prefix_stages=item.prefix.stages,
+                               quality=dataclasses.replace(base.quality, enabled=False), holdout_files=(), fault=None,
+                               remeasure_of=None)
 
 
 def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
@@ -107,7 +108,7 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
                    busy_now: Callable[[], float] = others_busy_pct) -> list[list[RoundValue]]:
     """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order
     (RMIT). A busy measurement is taken once more if the machine is quiet by then (`busy_now`), else kept flagged."""
-    threshold = base.measurement["busy_other_cpu_pct"]
+    threshold = base.measurement.busy_other_cpu_pct
     seed = int(hashlib.sha256(f"{base.configuration_id}/{rounds}".encode()).hexdigest()[:8], 16)
     rng = random.Random(seed)
     found: list[list[RoundValue]] = [[] for _ in pinned]
@@ -236,7 +237,12 @@ def configuration_trial(run, config) -> TrialSpec:
         params = row.params
         spec = PipelineSpec.from_dict(params["pipeline"], f"{where}: pipeline")
         threads = Threads(params["threads"]["intra"], params["threads"]["inter"])
-        env, measurement, sources = dict(params["env"]), dict(params["measurement"]), dict(params["sources"])
+        env = dict(params["env"])
+        # the blocks as the run recorded them; a key added since takes its default
+        measurement, model = Measurement.of(params["measurement"]), Model.of(params["model"])
+        sources = Sources.of(params["sources"])
+    except ConfigError as err:
+        raise DataError(f"{where}: params_json: {err}"[:290]) from None
     except (TypeError, ValueError, KeyError) as err:
         raise DataError(f"{where}: params_json cannot be read ({type(err).__name__}: {err})"[:290]) from None
     label = PipelineLabel(row.pipeline, row.ordering, row.format, row.source_mode, row.semantics,
@@ -244,9 +250,9 @@ def configuration_trial(run, config) -> TrialSpec:
     return TrialSpec(trial_id=config.configuration_id, configuration_id=config.configuration_id, repeat=0,
                      mode="input", config_key=row.config_key, pipeline_spec=spec.to_dict(),
                      pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row.batch_size),
-                     threads=threads, env=env, measurement=measurement, model=dict(params["model"]),
+                     threads=threads, env=env, measurement=measurement, model=model,
                      feature_size=int(run.config["data"]["synth"]["feature_size"]),
-                     data_fingerprint=row.data_fingerprint, quality={"enabled": False}, holdout_files=(),
+                     data_fingerprint=row.data_fingerprint, quality=Quality.of({"enabled": False}), holdout_files=(),
                      sources=sources)
 
 

@@ -91,7 +91,7 @@ def profile_trials(run, rows: list[TrialRow], choice: str, limits, measure: Call
         spec = TrialSpec.load(run.trial_dir(trial_id) / TRIAL_FILE)
         logdir = run.path / PROFILES_DIR / trial_id
         shutil.rmtree(logdir, ignore_errors=True)  # what an earlier, failed attempt left
-        spec = dataclasses.replace(spec, measurement={**spec.measurement, "profile_dir": str(logdir)})
+        spec = dataclasses.replace(spec, profile_dir=str(logdir))
         outcome = measure(spec, logdir / "worker", limits)
         traces = trace_files(logdir)
         if outcome.record.status is not TrialStatus.OK or not traces:

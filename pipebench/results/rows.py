@@ -38,7 +38,8 @@ RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cau
                "windows_measured": "stored as windows_json; the figure columns are computed from it",
                "cpus_at_start": "checks pinning (pipebench capacity reads it from the outcome); a run's own "
                                 "workers are not pinned",
-               "tf_inter_op_pool_threads": "checks pinning, beside cpus_at_start"}
+               "tf_inter_op_pool_threads": "checks pinning, beside cpus_at_start",
+               "profiled": "a profiling re-run's record, which becomes no row (RunFolder.note sets profile_dir)"}
 #: Usage (sampler, measured windows only) fields copied into the column of the same name.
 USAGE_COLUMNS = ("cpu_pct_median", "cpu_pct_p95", "cpu_pct_of_vcpus_median", "cpu_pct_of_physical_cores_median",
                  "busiest_core_pct_median", "other_cpu_pct_median", "rss_median_bytes",
@@ -69,7 +70,7 @@ class RowContext:
         """The figure a train trial's verdict reads: the experiment's trainer and where the worker ran the step decide."""
         if self.spec.mode != "train":
             return None
-        return verdict_basis(self.spec.measurement.get("trainer", "auto"), self.outcome.record.train_device)
+        return verdict_basis(self.spec.measurement.trainer, self.outcome.record.train_device)
 
     @functools.cached_property
     def figures(self) -> Figures | None:
@@ -87,7 +88,8 @@ def _params(c: RowContext) -> str:
     s = c.spec
     return json.dumps({"pipeline": s.pipeline_spec, "batch_size": s.batch_size,
                        "threads": {"intra": s.threads.intra, "inter": s.threads.inter}, "env": s.env,
-                       "model": s.model, "measurement": s.measurement, "sources": s.sources}, sort_keys=True)
+                       "model": to_json(s.model), "measurement": to_json(s.measurement),
+                       "sources": to_json(s.sources)}, sort_keys=True)
 
 
 def _figure(name: str, part: str, scale: float = 1.0) -> Callable[[RowContext], float | None]:
@@ -114,14 +116,14 @@ def _input_bound_basis(c: RowContext) -> str | None:
 
 def _busy(c: RowContext) -> bool | None:
     """Whether other processes used more than measurement.busy_other_cpu_pct during the windows."""
-    return busy_machine(c.outcome.usage, c.spec.measurement["busy_other_cpu_pct"])
+    return busy_machine(c.outcome.usage, c.spec.measurement.busy_other_cpu_pct)
 
 
 def _service(c: RowContext) -> str | None:
     """The sources.service settings a service-mode trial ran with (its servers' addresses are in its stderr)."""
     if c.spec.label.source_mode != "service":
         return None
-    return json.dumps(c.spec.sources["service"], sort_keys=True)
+    return json.dumps(to_json(c.spec.sources.service), sort_keys=True)
 
 
 def _from(part: str, name: str) -> Callable[[RowContext], Any]:

@@ -19,7 +19,8 @@ from pathlib import Path
 from pipebench.config import Experiment
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
-from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
+from pipebench.measure.trial import (ENV_KNOBS, Measurement, Model, PipelineLabel, Quality, Sources, Threads,
+                                     TrialSpec)
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
@@ -172,10 +173,10 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
                      config_key=_key({**setting, "model": experiment["model"]}),
                      pipeline_spec=candidate.spec.to_dict(), pipeline_fingerprint=candidate.spec.fingerprint(),
                      label=label, batch_size=setting["batch_size"], threads=threads, env=dict(setting["env"]),
-                     measurement=dict(common["measurement"]), model=dict(common["model"]),
+                     measurement=Measurement.of(common["measurement"]), model=Model.of(common["model"]),
                      feature_size=data.feature_size, data_fingerprint=data.fingerprint,
-                     quality=dict(common["quality"]), holdout_files=tuple(common["holdout_files"]),
-                     sources=dict(common["sources"]), knobs_not_applied=not_applied)
+                     quality=Quality.of(common["quality"]), holdout_files=tuple(common["holdout_files"]),
+                     sources=Sources.of(common["sources"]), knobs_not_applied=not_applied)
 
 
 def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:

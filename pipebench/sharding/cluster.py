@@ -14,6 +14,7 @@ environment; the figures go to RUN_DIR/sharding.json (pipebench.sharding.record)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -33,6 +34,7 @@ from pipebench.measure.pinning import Pinning, placed, usable_cpus
 from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes
 from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
 from pipebench.sources.service_cluster import free_ports
+from pipebench.typed import to_json
 
 DEFAULT_ROUNDS = 3
 
@@ -194,8 +196,8 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     check_request(where, files, workers, placements)
     cpus = worker_cpus(workers)
     notes = order_notes(spec, placements)
-    sources = {**trial.sources, "file": {**trial.sources.get("file", {}), "cold": False}}
-    job = {"parent_pid": os.getpid(), "workers": workers, "pipeline": spec.to_dict(), "sources": sources,
+    sources = dataclasses.replace(trial.sources, file=dataclasses.replace(trial.sources.file, cold=False))
+    job = {"parent_pid": os.getpid(), "workers": workers, "pipeline": spec.to_dict(), "sources": to_json(sources),
            "threads": {"intra": trial.threads.intra, "inter": trial.threads.inter},
            "order": round_order(placements, rounds, f"{config.configuration_id}/{workers}/{rounds}")}
     log(f"sharding configuration {config.configuration_id} ({spec.ordering}; {len(files)} file(s)) over {workers} "
