@@ -26,6 +26,7 @@ from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE
 from pipebench.results.rows import PROCESS_COLUMNS, RECORD_COLUMNS, USAGE_COLUMNS, RowContext, trial_row
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows
+from pipebench.results.study import StudyRecord, Winner, WinnerRate
 from pipebench.results.trial_row import TrialRow
 from pipebench.testing import trial_spec, windows_at
 from pipebench.typed import from_json
@@ -148,6 +149,17 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
 def row_of(columns: dict) -> TrialRow:
     """Give a row with these columns and every other one null, read as the reader reads a stored row (types checked)."""
     return from_json(TrialRow, {name: None for name in TRIAL_SCHEMA.names} | columns, "a test row")
+
+
+def study_record(study: str = "s", importances: dict | None = None,
+                 trial_ids: tuple[str, ...] | None = None) -> StudyRecord:
+    """Give an importances.json record with these importances and a winner whose confirmation trials are
+    `trial_ids` (None: no winner, withheld)."""
+    winner = None if trial_ids is None else Winner("candidate 1", tuple(trial_ids), "c", (0,),
+                                                   {"batch_size": "1024 examples"},
+                                                   WinnerRate(1000.0, 990.0, 1010.0, 3), {}, {})
+    return StudyRecord(study, importances or {}, (), winner,
+                       None if winner else "the run stopped before the confirmation phase")
 
 
 def configuration(name: str, mode: str, pipeline: str, fmt: str, stages: list[dict], examples_per_sec: float,

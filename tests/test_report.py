@@ -16,7 +16,7 @@ import pytest
 
 from pipebench.report.tables import ENV_COLUMNS
 from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run, passing_configurations,
-                             passing_rows, passing_run, rows_of, trial)
+                             passing_rows, passing_run, rows_of, study_record, trial)
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -205,15 +205,13 @@ def test_parameter_importance_and_pareto_front():
 
 
 def test_importance_figure_reads_the_importances_the_study_saved(tmp_path):
-    import json
-
     from pipebench.report.figures import optuna_importance
-    from pipebench.results import IMPORTANCES_FILE, load
+    from pipebench.results import load
+    from pipebench.results.study import Unavailable, write_study
 
-    assert optuna_importance([{"study": "s", "importances": {"examples_per_sec": {"unavailable": "one trial"}}}])[1].empty
+    assert optuna_importance([study_record(importances={"examples_per_sec": Unavailable("one trial")})])[1].empty
     run = make_run(tmp_path / "run", passing_rows([]), machine())
-    saved = {"study": "s1", "importances": {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}}
-    (run / IMPORTANCES_FILE).write_text(json.dumps(saved))
+    write_study(run, study_record("s1", {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}))
     name, importance = optuna_importance([load(run).study])
     assert name == "s1" and importance.to_dict() == {"intra_op_threads": 0.3, "batch_size": 0.7}
 

@@ -1,5 +1,5 @@
-"""The typed records of a trial: TrialRow (one trials.parquet row, read in one place), TrialSpec's blocks (the
-schema's keys, no others) and TrialRecord's invariants.
+"""The typed records of a trial and a study: TrialRow (one trials.parquet row, read in one place), TrialSpec's
+blocks (the schema's keys, no others), TrialRecord's invariants and importances.json (StudyRecord).
 
 No process, no TensorFlow: rows are made by the real row builder (report_fixtures) and stored in real Parquet.
 """
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from report_fixtures import VECTORIZED, machine, make_run, row_of, trial
+from report_fixtures import VECTORIZED, machine, make_run, row_of, study_record, trial
 
 import pipebench.results as results
 from pipebench.config import resolve_block
@@ -21,6 +21,7 @@ from pipebench.errors import ConfigError, DataError
 from pipebench.measure.trial import Measurement, Model, Quality, Sources, TrialRecord, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA, VERSION_KEY
 from pipebench.results.store import read_table
+from pipebench.results.study import IMPORTANCES_FILE, Unavailable, read_study, write_study
 from pipebench.results.trial_row import TrialRow, records, rows_of
 from pipebench.testing import trial_spec, windows_at
 from pipebench.typed import from_json, to_json
@@ -144,3 +145,21 @@ def test_a_rows_params_hold_the_blocks_as_the_experiment_gives_them():
                                                                        "windows": 2, "max_windows": 4,
                                                                        "steady_cv_pct": 50.0}
     assert row.params["sources"] == resolve_block("sources", {})
+
+
+def test_importances_json_is_one_typed_record_written_and_read_back(tmp_path):
+    """importances.json was a dict written with default=str and read with .get chains: a missing key read as None."""
+    record = study_record("s1", {"examples_per_sec": {"batch_size": 0.7}, "auc": Unavailable("too few trials")},
+                          trial_ids=("s1-7", "s1-9"))
+    write_study(tmp_path, record)
+    assert read_study(tmp_path) == record and read_study(tmp_path / "nowhere") is None
+    assert read_study(tmp_path).winner.examples_per_sec.rounds == 3
+    document = json.loads((tmp_path / IMPORTANCES_FILE).read_text())
+    assert document["importances"]["auc"] == {"unavailable": "too few trials"}  # the file's shape is kept
+    del document["winner_withheld"]  # a study with a winner left it out before
+    (tmp_path / IMPORTANCES_FILE).write_text(json.dumps(document))
+    assert read_study(tmp_path) == record
+    del document["pinned"]
+    (tmp_path / IMPORTANCES_FILE).write_text(json.dumps(document))
+    with pytest.raises(DataError, match=rf"^{tmp_path / IMPORTANCES_FILE}: pinned: missing$"):
+        read_study(tmp_path)

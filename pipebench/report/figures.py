@@ -22,6 +22,7 @@ from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
 from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by
+from pipebench.results.study import StudyRecord, Unavailable
 from pipebench.results.trial_row import records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
@@ -271,16 +272,16 @@ def parameter_importance(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(shares, dtype=float).sort_values()
 
 
-def optuna_importance(studies: list[dict]) -> tuple[str, pd.Series]:
+def optuna_importance(studies: list[StudyRecord]) -> tuple[str, pd.Series]:
     """Give (study name, importances for examples/sec) from the first study whose Optuna evaluator gave them."""
     for study in studies:
-        found = (study.get("importances") or {}).get("examples_per_sec") or {}
-        if found and "unavailable" not in found:
-            return study.get("study", "study"), pd.Series(found, dtype=float).sort_values()
+        found = study.importances.get("examples_per_sec")  # a study of other objectives has none
+        if found and not isinstance(found, Unavailable):
+            return study.study, pd.Series(found, dtype=float).sort_values()
     return "", pd.Series(dtype=float)
 
 
-def study_importance(trials: pd.DataFrame, studies: list[dict], figure) -> bool:
+def study_importance(trials: pd.DataFrame, studies: list[StudyRecord], figure) -> bool:
     """Bar chart of Optuna's importances as the study saved them; η² over the rows when it saved none."""
     name, importance = optuna_importance(studies)
     label = f"Optuna parameter importance for examples/sec (study {name}, Optuna's default evaluator)"
@@ -400,7 +401,7 @@ def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
 
 
 def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None = None,
-           studies: list[dict] | None = None, profiles: Sequence[Profiled] = (),
+           studies: list[StudyRecord] | None = None, profiles: Sequence[Profiled] = (),
            model_errors: Sequence[dict] = ()) -> list[Figure]:
     """Give every figure the tables support, in report order; `chosen` trials get the utilization plot.
 

@@ -78,7 +78,7 @@ def header_lines(machine: MachineFacts, data: DataFacts) -> list[str]:
 
 def winner_section(run: RunFolder) -> list[str]:
     """Give the search's confirmed winner (or why none) from the study's importances.json; nothing for a grid."""
-    from pipebench.results.run_folder import read_study
+    from pipebench.results.study import read_study
 
     study = read_study(run.path)
     lines = winner_lines(study) if study else []

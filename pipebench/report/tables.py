@@ -166,10 +166,9 @@ def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
                           None)
         raise UsageError(f"{run.run_dir}: no trial {echo(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
                          "are its trial_id column)")
-    winner = (run.study or {}).get("winner")
-    winner_ids = winner.get("trial_ids") if isinstance(winner, dict) else None
-    for winner_id in winner_ids if isinstance(winner_ids, list) else []:
-        if isinstance(winner_id, str) and winner_id in rows and rows[winner_id].ok:
+    winner = run.study.winner if run.study is not None else None
+    for winner_id in winner.trial_ids if winner is not None else ():
+        if winner_id in rows and rows[winner_id].ok:
             row = rows[winner_id]
             return Chosen(winner_id, row.pipeline_spec, f"the study's confirmed winner, trial {winner_id}", row)
     best = fastest(configurations(list(rows.values())))

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipebench.errors import PipebenchError
-from pipebench.results.run_folder import (CONFIG_FILE, DATA_FILE, IMPORTANCES_FILE, JOBS_FILE, MACHINE_FILE,
-                                          SAMPLES_FILE, SUMMARY_FILE, TRIALS_FILE, RunResults, load, member_runs)
+from pipebench.results.run_folder import (CONFIG_FILE, DATA_FILE, JOBS_FILE, MACHINE_FILE, SAMPLES_FILE, SUMMARY_FILE,
+                                          TRIALS_FILE, RunResults, load, member_runs)
+from pipebench.results.study import IMPORTANCES_FILE
 
 __all__ = ["CONFIG_FILE", "DATA_FILE", "IMPORTANCES_FILE", "JOBS_FILE", "MACHINE_FILE", "SAMPLES_FILE",
            "SUMMARY_FILE", "TRIALS_FILE", "RunResults", "load", "load_many", "member_runs"]

@@ -31,6 +31,7 @@ from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsV
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table, write_table
+from pipebench.results.study import StudyRecord, read_study
 from pipebench.results.trial_row import TrialRow, records, rows_of
 from pipebench.typed import from_json, read_json
 from pipebench.versioned import read_versioned
@@ -46,8 +47,6 @@ MACHINE_FILE = "machine.json"
 DATA_FILE = "data.json"
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.md"
-#: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
-IMPORTANCES_FILE = "importances.json"
 #: Held (flock) by the process running the folder; names it: pid, host, start time.
 LOCK_FILE = ".lock"
 #: Written by `pipebench sagemaker collect`: the folder holds one run folder per job and host.
@@ -101,7 +100,7 @@ class RunResults:
     machine: MachineFacts
     data: DataFacts
     config: dict
-    study: dict | None = None  # importances.json, when the run was an Optuna study
+    study: StudyRecord | None = None  # importances.json, when the run was an Optuna study
     capacity: CapacityProfiles | None = None  # capacity.json, once `pipebench capacity` has profiled the run
 
     @property
@@ -162,17 +161,6 @@ def read_experiment(run_dir: Path, user_code: bool = False) -> Experiment:
     if not path.exists():
         raise DataError(f"{path}: missing (every run writes its resolved experiment there)")
     return load_experiment(path, user_code=user_code)
-
-
-def read_study(run_dir: Path) -> dict | None:
-    """Give an Optuna run's importances.json, None for a grid run; DataError if it cannot be read."""
-    path = Path(run_dir) / IMPORTANCES_FILE
-    if not path.exists():
-        return None
-    found = read_json(path)
-    if not isinstance(found, dict):
-        raise DataError(f"{path}: must be a JSON object, not {type(found).__name__}")
-    return found
 
 
 def read_capacity(run_dir: Path) -> CapacityProfiles | None:
