@@ -85,7 +85,7 @@ def changes(best: Configuration, reference: Configuration) -> list[str]:
         order = "batch before decode" if styles[1] == "vectorized" else "decode before batch"
         found.append(f"decode {styles[0]} → {styles[1]} ({order})")
     if a["batch_size"] != b["batch_size"]:
-        found.append(f"batch {batch_text(a)} → {batch_text(b)}")
+        found.append(f"batch {batch_text(reference.rows[0])} → {batch_text(best.rows[0])}")
     if reference.threads != best.threads:
         found.append(f"intra/inter-op threads {reference.threads} → {best.threads}")
     envs = env_text(reference.rows[0]), env_text(best.rows[0])

@@ -21,7 +21,7 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import CONFIDENCE, Interval, difference_verdict, t_quantile
 from pipebench.report.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
-from pipebench.report.tables import ENV_COLUMNS, env_text, threads_text
+from pipebench.report.tables import ENV_COLUMNS, env_of, threads_of
 from pipebench.report.verdicts import FIGURE, trainer_text
 from pipebench.results import RunResults, load
 
@@ -177,13 +177,15 @@ def to_markdown(result: dict) -> str:
             versus = found["verdict"] if ratio["low"] is None else _text(ratio, ".2f", "×")
             for run, side in (("A", found["a"]), ("B", found["b"])):
                 notes = ["busy machine"] if side["busy_machine"] else []
-                if run == "A" and env_text(label) != "none set":
-                    notes.append(f"env {env_text(label)}")
+                env = env_of({column: label[column] for column in ENV_COLUMNS})
+                if run == "A" and env != "none set":
+                    notes.append(f"env {env}")
                 if run == "B" and found["matched_on"] == "labels":
                     notes.append("matched on labels (configuration ids differ)")
                 out.append("| " + " | ".join([
                     label["mode"], label["pipeline"], label["format"] or "n/a", label["ordering"],
-                    str(label["batch_size"]), threads_text(label).replace(" / ", "/"), run,
+                    str(label["batch_size"]),
+                    threads_of(label["intra_op_threads"], label["inter_op_threads"]).replace(" / ", "/"), run,
                     _text(side["examples_per_sec"], ",.0f"), str(side["repeats"]),
                     _input_cost(side) if label["mode"] == "train" else "—",
                     (f"{side['verdict']} for {side['trainer']}" if side["verdict"] else "—")

@@ -6,7 +6,7 @@ never between single rows: one draw of a noisy trial decides nothing.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,14 +48,23 @@ def batch_text(row: TrialRow) -> str:
 
 
 def threads_text(row: TrialRow) -> str:
+    """Give the trial's 'intra / inter' threads, 'default' where TensorFlow chose."""
+    return threads_of(row.intra_op_threads, row.inter_op_threads)
+
+
+def threads_of(intra: int | None, inter: int | None) -> str:
     """Give 'intra / inter' threads, 'default' where TensorFlow chose."""
-    return " / ".join("default" if threads is None else str(threads)
-                      for threads in (row.intra_op_threads, row.inter_op_threads))
+    return " / ".join("default" if threads is None else str(threads) for threads in (intra, inter))
 
 
 def env_text(row: TrialRow) -> str:
     """Give the environment knobs a trial set, 'none set' when it set none."""
-    return ", ".join(f"{c[4:]}={getattr(row, c)}" for c in ENV_COLUMNS if getattr(row, c) is not None) or "none set"
+    return env_of({column: getattr(row, column) for column in ENV_COLUMNS})
+
+
+def env_of(values: Mapping[str, str | None]) -> str:
+    """Give the environment knobs set among `values` (env_* column → value), 'none set' when none is."""
+    return ", ".join(f"{column[4:]}={value}" for column, value in values.items() if value is not None) or "none set"
 
 
 def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -> Configuration | None:
