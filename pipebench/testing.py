@@ -18,6 +18,7 @@ from typing import TypeVar
 
 import psutil
 
+from pipebench.config import typed_block
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
 from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialRecord,
                                      TrialSpec, TrialStatus, Window)
@@ -35,6 +36,10 @@ SMALL_MODEL = {"embedding_size": 4, "deep_layers": [8], "dropout": 0.5, "l2": 1e
 _BLOCKS = {"measurement": Measurement, "model": Model, "quality": Quality, "sources": Sources}
 
 
+def _block(name: str, given: Mapping) -> object:
+    return typed_block(_BLOCKS[name], name, given)
+
+
 def trial_spec(files: tuple[str, ...] = ("data/part-*.tfrecord",), mode: str = "input",
                pipeline: PipelineSpec | None = None, **changes) -> TrialSpec:
     """Give a TrialSpec of `pipeline` (default: the aws-sample preset on `files`), with short measurement settings.
@@ -47,17 +52,17 @@ def trial_spec(files: tuple[str, ...] = ("data/part-*.tfrecord",), mode: str = "
     given = changes.get("measurement")
     if isinstance(given, Mapping):
         changes["measurement"] = {**SHORT_MEASUREMENT, "max_windows": given.get("windows", 4), **given}
-    for name, block in _BLOCKS.items():
+    for name in _BLOCKS:
         if isinstance(changes.get(name), Mapping):
-            changes[name] = block.of(changes[name])
+            changes[name] = _block(name, changes[name])
     trial = TrialSpec(
         trial_id="t", configuration_id="c", repeat=0, mode=mode, config_key="k", pipeline_spec=spec.to_dict(),
         pipeline_fingerprint=spec.fingerprint(),
         label=PipelineLabel("aws-sample", spec.ordering, spec.source.format, spec.source.mode, "reference",
                             "preset", False),
         batch_size=int(spec.stage("batch")["batch_size"]), threads=Threads(None, None), env={},
-        measurement=Measurement.of(SHORT_MEASUREMENT), model=Model.of(SMALL_MODEL), feature_size=117581,
-        data_fingerprint="d", quality=Quality.of({}), holdout_files=(), sources=Sources.of({}))
+        measurement=_block("measurement", SHORT_MEASUREMENT), model=_block("model", SMALL_MODEL), feature_size=117581,
+        data_fingerprint="d", quality=_block("quality", {}), holdout_files=(), sources=_block("sources", {}))
     return dataclasses.replace(trial, **changes)
 
 

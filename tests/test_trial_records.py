@@ -16,7 +16,7 @@ import pytest
 from report_fixtures import VECTORIZED, machine, make_run, row_of, study_record, trial
 
 import pipebench.results as results
-from pipebench.config import resolve_block
+from pipebench.config import resolve_block, typed_block
 from pipebench.errors import ConfigError, DataError
 from pipebench.measure.trial import Measurement, Model, Quality, Sources, TrialRecord, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA, VERSION_KEY
@@ -116,9 +116,9 @@ def test_a_result_json_that_breaks_an_invariant_is_a_one_line_error_naming_the_f
 @pytest.mark.parametrize("name,block", [("measurement", Measurement), ("model", Model), ("quality", Quality),
                                         ("sources", Sources)])
 def test_a_trials_blocks_are_the_experiments_with_exactly_its_keys(name, block):
-    assert to_json(block.of({})) == resolve_block(name, {})  # every key, each with its default
+    assert to_json(typed_block(block, name, {})) == resolve_block(name, {})  # every key, each with its default
     with pytest.raises(ConfigError, match=rf"^{name}\.extra: unknown key"):
-        block.of({"extra": 1})
+        typed_block(block, name, {"extra": 1})
 
 
 def test_a_trial_json_with_a_key_outside_the_schema_is_refused(tmp_path):

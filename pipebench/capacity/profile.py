@@ -32,6 +32,7 @@ from typing import Protocol
 from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.capacity.prefixes import Prefix, prefixes
+from pipebench.config import typed_block
 from pipebench.errors import ConfigError, DataError, TrialError, UsageError
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
@@ -239,8 +240,8 @@ def configuration_trial(run, config) -> TrialSpec:
         threads = Threads(params["threads"]["intra"], params["threads"]["inter"])
         env = dict(params["env"])
         # the blocks as the run recorded them; a key added since takes its default
-        measurement, model = Measurement.of(params["measurement"]), Model.of(params["model"])
-        sources = Sources.of(params["sources"])
+        measurement = typed_block(Measurement, "measurement", params["measurement"])
+        model, sources = typed_block(Model, "model", params["model"]), typed_block(Sources, "sources", params["sources"])
     except ConfigError as err:
         raise DataError(f"{where}: params_json: {err}"[:290]) from None
     except (TypeError, ValueError, KeyError) as err:
@@ -252,7 +253,7 @@ def configuration_trial(run, config) -> TrialSpec:
                      pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row.batch_size),
                      threads=threads, env=env, measurement=measurement, model=model,
                      feature_size=int(run.config["data"]["synth"]["feature_size"]),
-                     data_fingerprint=row.data_fingerprint, quality=Quality.of({"enabled": False}), holdout_files=(),
+                     data_fingerprint=row.data_fingerprint, quality=typed_block(Quality, "quality", {"enabled": False}), holdout_files=(),
                      sources=sources)
 
 

@@ -5,20 +5,17 @@ TrialRecord as result.json, every key present, and the manager loads it strictly
 under the wrong name is then an error in tests, not a `None` in a results row (Optuna's
 FrozenTrial + TrialState, Hydra's JobReturn + JobStatus). The experiment's blocks a trial carries
 (`measurement`, `model`, `quality`, `sources`) are typed records of exactly the schema's keys
-(config.SCHEMA); what capacity profiling, `run --profile` and the benchmarks change besides them
+(config.SCHEMA; config.typed_block makes them from a block); what capacity profiling, `run --profile` and the benchmarks change besides them
 are TrialSpec fields of their own, never extra keys in a block.
 """
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pipebench.typed import from_json, load_json, to_json
-
-B = TypeVar("B")
+from pipebench.typed import load_json, to_json
 
 #: What a trial measures: the pipeline alone, the DeepFM step on it, or the step on one in-memory batch.
 TRIAL_MODES = ("input", "train", "synthetic")
@@ -70,13 +67,6 @@ class PipelineLabel:
     breaks_semantics: bool
 
 
-def _block(cls: type[B], name: str, given: Mapping) -> B:
-    """Give the experiment's block `name` as `cls`: validated and its defaults filled in (config.SCHEMA), typed."""
-    from pipebench.config import resolve_block  # config reads this module's TRIAL_MODES and ENV_KNOBS
-
-    return from_json(cls, resolve_block(name, dict(given)), name)
-
-
 @dataclass(frozen=True)
 class Measurement:
     """How a trial is measured: the experiment's `measurement` block (config.SCHEMA says what each key means)."""
@@ -94,10 +84,6 @@ class Measurement:
     remeasure_busy: bool
     trainer: str
 
-    @classmethod
-    def of(cls, given: Mapping) -> Measurement:
-        """Give the block as given (keys left out take their defaults); ConfigError for a key or value it cannot take."""
-        return _block(cls, "measurement", given)
 
 
 @dataclass(frozen=True)
@@ -111,10 +97,6 @@ class Model:
     optimizer: str
     learning_rate: float
 
-    @classmethod
-    def of(cls, given: Mapping) -> Model:
-        """Give the block as given (keys left out take their defaults); ConfigError for a key or value it cannot take."""
-        return _block(cls, "model", given)
 
 
 @dataclass(frozen=True)
@@ -125,10 +107,6 @@ class Quality:
     train_examples: int
     eval_examples: int
 
-    @classmethod
-    def of(cls, given: Mapping) -> Quality:
-        """Give the block as given (keys left out take their defaults); ConfigError for a key or value it cannot take."""
-        return _block(cls, "quality", given)
 
 
 @dataclass(frozen=True)
@@ -184,10 +162,6 @@ class Sources:
     pipe: PipeSource
     service: ServiceSource
 
-    @classmethod
-    def of(cls, given: Mapping) -> Sources:
-        """Give the block as given (keys left out take their defaults); ConfigError for a key or value it cannot take."""
-        return _block(cls, "sources", given)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.config import Experiment
+from pipebench.config import Experiment, typed_block
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import (ENV_KNOBS, Measurement, Model, PipelineLabel, Quality, Sources, Threads,
@@ -173,10 +173,11 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
                      config_key=_key({**setting, "model": experiment["model"]}),
                      pipeline_spec=candidate.spec.to_dict(), pipeline_fingerprint=candidate.spec.fingerprint(),
                      label=label, batch_size=setting["batch_size"], threads=threads, env=dict(setting["env"]),
-                     measurement=Measurement.of(common["measurement"]), model=Model.of(common["model"]),
-                     feature_size=data.feature_size, data_fingerprint=data.fingerprint,
-                     quality=Quality.of(common["quality"]), holdout_files=tuple(common["holdout_files"]),
-                     sources=Sources.of(common["sources"]), knobs_not_applied=not_applied)
+                     measurement=typed_block(Measurement, "measurement", common["measurement"]),
+                     model=typed_block(Model, "model", common["model"]), feature_size=data.feature_size,
+                     data_fingerprint=data.fingerprint, quality=typed_block(Quality, "quality", common["quality"]),
+                     holdout_files=tuple(common["holdout_files"]),
+                     sources=typed_block(Sources, "sources", common["sources"]), knobs_not_applied=not_applied)
 
 
 def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
