@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import fcntl
+import functools
 import json
 import os
 import secrets
@@ -103,9 +104,9 @@ class RunResults:
     study: StudyRecord | None = None  # importances.json, when the run was an Optuna study
     capacity: CapacityProfiles | None = None  # capacity.json, once `pipebench capacity` has profiled the run
 
-    @property
+    @functools.cached_property
     def rows(self) -> list[TrialRow]:
-        """Give the trials table's rows, typed (pipebench.results.trial_row)."""
+        """Give the trials table's rows, typed (pipebench.results.trial_row); read once, on first use."""
         return records(self.trials)
 
 
