@@ -62,8 +62,8 @@ def main() -> None:
         base = trial_spec(pipeline=spec, mode="train", model=MODEL, measurement=measurement)
         variants = {
             "paired": base,
-            "paired, no settle": dataclasses.replace(base, measurement={**measurement, "settle": False}),
-            "separate: train": dataclasses.replace(base, measurement={**measurement, "paired": False}),
+            "paired, no settle": dataclasses.replace(base, settle=False),
+            "separate: train": dataclasses.replace(base, paired=False),
             "separate: synthetic": dataclasses.replace(base, mode="synthetic"),
         }
         results: dict[str, list] = {key: [] for key in variants}

@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -32,6 +32,7 @@ from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES, STAGE_KINDS
 from pipebench.search.budget import exploration_problem, race_problem
 from pipebench.sources import service
+from pipebench.typed import from_json
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PLAIN_NAME, PLAIN_NAME_RULE, PROBABILITY, Range,
                               check_number, echo,
                               name_text, refuse_non_finite)
@@ -40,6 +41,8 @@ from pipebench.yamlfile import RefusedYAMLError, load_yaml, read_yaml
 #: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
 #: instance's price per million examples down (from the checklist's catalog).
 OBJECTIVES = ("examples_per_sec", "rss_peak_bytes", "auc", "cost_per_million_examples")
+
+T = TypeVar("T")
 
 
 class _Any:
@@ -444,6 +447,12 @@ def _resolve(obj: Any, schema: dict, where: str) -> dict:
 def resolve_block(name: str, obj: Any) -> dict:
     """Give the validated top-level block `name` of `obj` with defaults filled in (e.g. a trial's `sources`)."""
     return _resolve(obj, SCHEMA[name], name)
+
+
+def typed_block(cls: type[T], name: str, given: Mapping) -> T:
+    """Give the top-level block `name` as the typed record `cls` (a TrialSpec's Measurement, Model, Quality,
+    Sources): the keys given, checked, the others at their defaults; ConfigError for a key or value it cannot take."""
+    return from_json(cls, resolve_block(name, dict(given)), name)
 
 
 def _apply_override(raw: dict, assignment: str, label: str) -> str:

@@ -342,6 +342,8 @@ RECORDS = (
     ("machine.json", "pipebench.measure.facts:MachineFacts", "In every run folder (`pipebench env --json` prints it)"),
     ("data.json", "pipebench.datasets:DataFacts", "In every run folder"),
     ("capacity.json", "pipebench.capacity.costs:CapacityProfiles", "In a run folder `pipebench capacity` profiled"),
+    ("importances.json", "pipebench.results.study:StudyRecord", "In the run folder of an Optuna study (written when "
+                                                                "the study ends)"),
     ("job.json", "pipebench.sagemaker.job:JobFacts", "Beside each SageMaker host's run folder (the entry point "
                                                      "writes it)"),
     ("pipebench-launch.json", "pipebench.sagemaker.launch:LaunchManifest", "In the S3 launch folder "

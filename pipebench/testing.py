@@ -12,35 +12,57 @@ import dataclasses
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
 import psutil
 
+from pipebench.config import typed_block
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
-from pipebench.measure.trial import PipelineLabel, Threads, TrialRecord, TrialSpec, TrialStatus, Window
+from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialRecord,
+                                     TrialSpec, TrialStatus, Window)
 from pipebench.pipeline.presets import preset
 from pipebench.pipeline.spec import PipelineSpec
 
 T = TypeVar("T")
 
 
+#: trial_spec's short measurement settings (the rest are the experiment's defaults).
+SHORT_MEASUREMENT = {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50.0}
+#: trial_spec's small model.
+SMALL_MODEL = {"embedding_size": 4, "deep_layers": [8], "dropout": 0.5, "l2": 1e-4, "optimizer": "adam",
+               "learning_rate": 0.0005}
+_BLOCKS = {"measurement": Measurement, "model": Model, "quality": Quality, "sources": Sources}
+
+
+def _block(name: str, given: Mapping) -> object:
+    return typed_block(_BLOCKS[name], name, given)
+
+
 def trial_spec(files: tuple[str, ...] = ("data/part-*.tfrecord",), mode: str = "input",
                pipeline: PipelineSpec | None = None, **changes) -> TrialSpec:
-    """Give a TrialSpec of `pipeline` (default: the aws-sample preset on `files`), with short measurement settings."""
+    """Give a TrialSpec of `pipeline` (default: the aws-sample preset on `files`), with short measurement settings.
+
+    `measurement`, `model`, `quality` and `sources` may be given as mappings of some of their keys: a measurement's
+    replace the short settings (without `max_windows` it stops at `windows`), and every key left out takes the
+    experiment's default.
+    """
     spec = pipeline or preset("aws-sample", files=files, batch_size=changes.pop("batch_size", 256), epochs=None)
+    given = changes.get("measurement")
+    if isinstance(given, Mapping):
+        changes["measurement"] = {**SHORT_MEASUREMENT, "max_windows": given.get("windows", 4), **given}
+    for name in _BLOCKS:
+        if isinstance(changes.get(name), Mapping):
+            changes[name] = _block(name, changes[name])
     trial = TrialSpec(
         trial_id="t", configuration_id="c", repeat=0, mode=mode, config_key="k", pipeline_spec=spec.to_dict(),
         pipeline_fingerprint=spec.fingerprint(),
         label=PipelineLabel("aws-sample", spec.ordering, spec.source.format, spec.source.mode, "reference",
                             "preset", False),
         batch_size=int(spec.stage("batch")["batch_size"]), threads=Threads(None, None), env={},
-        measurement={"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50.0,
-                     "cold_cache": False, "busy_other_cpu_pct": 25.0},
-        model={"embedding_size": 4, "deep_layers": [8], "dropout": 0.5, "l2": 1e-4, "optimizer": "adam",
-               "learning_rate": 0.0005},
-        feature_size=117581, data_fingerprint="d", quality={"enabled": False}, holdout_files=(), sources={})
+        measurement=_block("measurement", SHORT_MEASUREMENT), model=_block("model", SMALL_MODEL), feature_size=117581,
+        data_fingerprint="d", quality=_block("quality", {}), holdout_files=(), sources=_block("sources", {}))
     return dataclasses.replace(trial, **changes)
 
 

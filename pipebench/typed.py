@@ -2,10 +2,12 @@
 
 A missing key, an unknown key or a value of the wrong type is an error naming the file and the key
 path, so a reader can never guess a path and print `?` or `None` instead of a fact (pyperf's `Run`,
-asv's `Results`: one load, one save, a missing key is an error). Supported field types: bool, int,
-float, str, `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`, Enum subclasses, nested
-dataclasses and `Any` (handed on as is). A class with a JSON shape of its own (an Interval: its open
-upper end is null) says so with `__json__` and `__from_json__`, and is written and read only through them.
+asv's `Results`: one load, one save, a missing key is an error). A record that checks its own invariants
+raises ValueError in its `__post_init__`; read from a file, that is the same one-line error. Supported field
+types: bool, int, float, str, `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`, Enum
+subclasses, nested dataclasses and `Any` (handed on as is). A class with a JSON shape of its own (an Interval:
+its open upper end is null) says so with `__json__` and `__from_json__`, and is written and read only through
+them.
 """
 from __future__ import annotations
 
@@ -108,7 +110,11 @@ def _from_json(cls: type[T], obj: Any, where: tuple[str, str]) -> T:
     if missing:
         raise _fail(_at(where, missing[0]), "missing")
     hints = _hints(cls)
-    return cls(**{name: _convert(hints[name], obj[name], _at(where, name)) for name in names})
+    values = {name: _convert(hints[name], obj[name], _at(where, name)) for name in names}
+    try:
+        return cls(**values)
+    except ValueError as err:  # the record's own invariants (its __post_init__), e.g. TrialRecord's
+        raise _fail(where, str(err)) from None
 
 
 def from_json(cls: type[T], obj: Any, file: str) -> T:

@@ -21,6 +21,7 @@ from report_fixtures import VECTORIZED, machine, make_run, trial
 from sagemaker_fixtures import TINY
 
 from pipebench.config import parse_experiment
+from pipebench.results.trial_row import TrialRow
 from pipebench.sagemaker.launch import plan
 from pipebench.typed import to_json
 
@@ -51,7 +52,7 @@ def put_manifest(manifest: dict) -> None:
                                   Body=json.dumps(manifest).encode())
 
 
-def run_rows(run_id: str = "20261126-101010-abcd", job: dict | None = None) -> list[dict]:
+def run_rows(run_id: str = "20261126-101010-abcd", job: dict | None = None) -> list[TrialRow]:
     """Give a run's rows: a trial on a busy machine and its re-measure (`remeasure_of` names it); on `job`'s
     instance type and source mode, as its entry point's run writes them."""
     files = ["/opt/ml/input/data/train/part-0.tfrecord"]

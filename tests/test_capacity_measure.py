@@ -126,6 +126,6 @@ def test_a_single_example_prefix_is_consumed_through_the_sink(data):
 
     spec = _spec("aws-sample", "tfrecord", data)
     for stages, per_step in ((0, SINK_EXAMPLES), (len(spec.stages), BATCH)):
-        arm = _input_arm(tf, spec, build(spec, stages=stages), {"prefix_stages": stages})
+        arm = _input_arm(tf, spec, build(spec, stages=stages), stages)
         arm.steps = 3
         assert arm.call() == (3 * per_step, 0.0)  # 3 loop steps: 3 sunk groups of 1024 records, or 3 batches

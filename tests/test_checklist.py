@@ -2,6 +2,7 @@
 ranking's arithmetic, projections kept apart from measurements, catalog validation, the CLI."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -127,7 +128,7 @@ def _instance_runs(tmp_path):
     for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0), ("ml.g4dn.xlarge", 50000.0)):
         configs = passing_configurations([])
         _change(configs, "t-train-tfr", examples_per_sec=speed)
-        rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
+        rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
         runs.append(results.load(make_run(tmp_path / name, rows, machine(instance_type=name))))
     return runs
 
@@ -165,14 +166,15 @@ def test_projections_are_never_mixed_with_measured_rows(tmp_path):
 
 def test_runs_on_different_data_are_refused(tmp_path, cli):
     first = make_run(tmp_path / "a", passing_rows([]), machine())
-    second = make_run(tmp_path / "b", [r | {"data_fingerprint": "other"} for r in passing_rows([])], machine())
+    second = make_run(tmp_path / "b", [dataclasses.replace(r, data_fingerprint="other") for r in passing_rows([])],
+                      machine())
     code, _, err = cli("checklist", first, second)
     assert code == 1 and "different data sets" in err
 
 
 def test_measured_type_missing_from_catalog_has_no_cost(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
-    rows = [r | {"instance_type": "ml.x9.huge"} for r in passing_rows([])]
+    rows = [dataclasses.replace(r, instance_type="ml.x9.huge") for r in passing_rows([])]
     run = results.load(make_run(tmp_path / "run", rows, machine(instance_type="ml.x9.huge")))
     rank = to_json(ranking([run], load_catalog(tmp_path / "catalog.yaml"), 1000))
     assert rank["measured"][0]["cost_per_epoch"] is None and rank["projected"] == []
@@ -274,7 +276,7 @@ def test_a_collected_folder_is_priced_per_instance_type(tmp_path):
     for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0)):
         configs = {n: c | {"run_id": name} for n, c in passing_configurations([]).items()}
         _change(configs, "t-train-tfr", examples_per_sec=speed)
-        rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
+        rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
         make_run(collected / name / "File" / "algo-1", rows, machine(instance_type=name))
         jobs.append({"instance_type": name, "run_dir": f"{name}/File/algo-1"})
     (collected / "jobs.json").write_text(json.dumps(jobs))
@@ -328,8 +330,8 @@ def test_decode_style_is_judged_by_input_mode_cost_never_by_one_lucky_train_tria
             + configuration("vector-train", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files)
             + configuration("vector-input", "input", "aws-sample", "libsvm", VECTORIZED, 180000, files)
             + configuration("scalar-input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 20000, files))
-    train = [r for r in rows if r["mode"] == "train"]
-    assert max(train, key=lambda r: r["examples_per_sec_median"])["configuration_id"] == "scalar-train"
+    train = [r for r in rows if r.mode == "train"]
+    assert max(train, key=lambda r: r.examples_per_sec_median).configuration_id == "scalar-train"
     item = _item(_load(tmp_path, rows), "vectorized_map")
     assert item["status"] == "PASS", item
     assert item["evidence"]["mode"] == "input" and item["evidence"]["gain"]["mean"] == pytest.approx(9.0, rel=0.01)
@@ -386,7 +388,7 @@ def test_a_format_gain_the_interval_cannot_decide_is_inconclusive(tmp_path):
             + configuration("tfr-a", "train", "aws-sample", "tfrecord", VECTORIZED, 40000, files))
     item = _item(_load(tmp_path, rows), "tfrecord_gain")
     assert item["status"] == "WARN" and item["evidence"]["comparison"] == "inconclusive", item
-    alone = [r for r in rows if r["repeat"] == 0]  # one shared round: no interval at all
+    alone = [r for r in rows if r.repeat == 0]  # one shared round: no interval at all
     item = _item(_load(tmp_path / "one", alone), "tfrecord_gain")
     assert item["status"] == "WARN" and item["evidence"]["gain"]["low"] is None and "fewer than two" in item["advice"]
 
@@ -432,7 +434,7 @@ def test_cost_rows_built_on_a_busy_machines_throughput_say_so(tmp_path, cli):
     """A throughput measured while other processes used the machine priced an instance type as if quiet."""
     (tmp_path / "catalog.yaml").write_text(CATALOG)
     configs = {n: c | {"busy": True} for n, c in passing_configurations([]).items()}
-    rows = [r | {"instance_type": "ml.c5.xlarge"} for r in rows_of(configs, [])]
+    rows = [dataclasses.replace(r, instance_type="ml.c5.xlarge") for r in rows_of(configs, [])]
     run = make_run(tmp_path / "run", rows, machine(instance_type="ml.c5.xlarge"))
     rank = to_json(ranking([results.load(run)], load_catalog(tmp_path / "catalog.yaml"), 10**6))
     (entry,) = rank["measured"]

@@ -2,6 +2,7 @@
 measured machines, and old folders without capacity.json projected linearly as before. No TensorFlow."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -39,7 +40,7 @@ def _catalog(tmp_path):
 def _run(tmp_path, name: str, vcpus: int, input_speed: float, capacity: bool):
     configs = {n: c | {"run_id": name} for n, c in passing_configurations([]).items()}
     configs["t-input-tfr"]["examples_per_sec"] = input_speed
-    rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
+    rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
     run_dir = make_run(tmp_path / name, rows, machine(vcpus=vcpus, physical_cores=vcpus // 2, instance_type=name))
     if capacity:
         write_capacity(run_dir, profile(STAGES, spread=0.05, configuration_id="t-input-tfr", cores=2))

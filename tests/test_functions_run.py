@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 import pipebench.results as results
+from pipebench.results.trial_row import TrialRow
 
 pytestmark = pytest.mark.tf
 
@@ -55,32 +56,30 @@ def run(tmp_path_factory) -> tuple[Path, str]:
     return run_dir, done.stdout
 
 
-def _rows(run_dir: Path) -> list[dict]:
-    from pipebench.report.tables import records
-
-    return records(results.load(run_dir).trials)
+def _rows(run_dir: Path) -> list[TrialRow]:
+    return results.load(run_dir).rows
 
 
 def test_a_function_pipeline_is_measured_like_a_preset(run):
     run_dir, out = run
     rows = _rows(run_dir)
-    assert sorted((r["pipeline"], r["mode"]) for r in rows) == [
+    assert sorted((r.pipeline, r.mode) for r in rows) == [
         ("lambdaji-libsvm", "input"), ("lambdaji-libsvm", "train"), ("mine", "input"), ("mine", "train")]
-    assert all(r["status"] == "ok" for r in rows), [(r["pipeline"], r["mode"], r["reason"]) for r in rows]
-    mine = [r for r in rows if r["pipeline"] == "mine"]
+    assert all(r.status == "ok" for r in rows), [(r.pipeline, r.mode, r.reason) for r in rows]
+    mine = [r for r in rows if r.pipeline == "mine"]
     for row in mine:
-        assert (row["ordering"], row["format"], row["source_mode"], row["batch_size"]) == (
+        assert (row.ordering, row.format, row.source_mode, row.batch_size) == (
             "user function", "libsvm", "file", BATCH)
-        assert row["examples_per_sec_mean"] > 0 and not list(row["knobs_not_applied"])
-        function = json.loads(row["params_json"])["pipeline"]["function"]
+        assert row.examples_per_sec_mean > 0 and not row.knobs_not_applied
+        function = json.loads(row.params_json)["pipeline"]["function"]
         assert function["path"] == str((run_dir.parents[2] / "fns" / "ctr_input.py").resolve())
         assert function["function"] == "libsvm_input_fn" and function["batch_size"] == BATCH
         assert function["kwargs"]["num_epochs"] is None and len(function["kwargs"]["filenames"]) == 2
-        assert function["sha256"] == json.loads(row["params_json"])["pipeline"]["function"]["sha256"]
-    train = next(r for r in mine if r["mode"] == "train")
-    assert train["input_slowdown_pct"] is not None and train["synthetic_examples_per_sec_mean"] > 0
-    preset = next(r for r in rows if r["pipeline"] == "lambdaji-libsvm")
-    assert preset["pipeline_fingerprint"] != mine[0]["pipeline_fingerprint"]
+        assert function["sha256"] == json.loads(row.params_json)["pipeline"]["function"]["sha256"]
+    train = next(r for r in mine if r.mode == "train")
+    assert train.input_slowdown_pct is not None and train.synthetic_examples_per_sec_mean > 0
+    preset = next(r for r in rows if r.pipeline == "lambdaji-libsvm")
+    assert preset.pipeline_fingerprint != mine[0].pipeline_fingerprint
     # the user's own function is the closing sentence's reference
     action = next(line for line in out.splitlines() if "export it with" in line or "Keep your reference" in line)
     assert "mine (your function) on libsvm" in action, action
@@ -102,27 +101,27 @@ def test_report_and_checklist_read_a_run_with_a_function(run, tmp_path):
 
 def test_capacity_refuses_a_functions_configuration_in_one_line(run, tmp_path):
     run_dir, _ = run
-    mine = next(r for r in _rows(run_dir) if r["pipeline"] == "mine")
-    done = _pipebench("capacity", run_dir, "--configuration", mine["configuration_id"], cwd=tmp_path)
+    mine = next(r for r in _rows(run_dir) if r.pipeline == "mine")
+    done = _pipebench("capacity", run_dir, "--configuration", mine.configuration_id, cwd=tmp_path)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
     assert f"is your function libsvm_input_fn, whose stages pipebench did not write: `pipebench diagnose " \
-           f"{json.loads(mine['params_json'])['pipeline']['function']['path']}:libsvm_input_fn`" in done.stderr
+           f"{json.loads(mine.params_json)['pipeline']['function']['path']}:libsvm_input_fn`" in done.stderr
 
 
 def test_the_exported_module_yields_what_the_function_yields(run, tmp_path):
     import tensorflow as tf
 
     run_dir, _ = run
-    train = next(r for r in _rows(run_dir) if r["pipeline"] == "mine" and r["mode"] == "train")
+    train = next(r for r in _rows(run_dir) if r.pipeline == "mine" and r.mode == "train")
     out = tmp_path / "mine_input.py"
-    done = _pipebench("pipelines", "export", run_dir, "--trial", train["trial_id"], "--out", out, cwd=tmp_path)
+    done = _pipebench("pipelines", "export", run_dir, "--trial", train.trial_id, "--out", out, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "wrote input_fn calling your libsvm_input_fn (ctr_input.py, pipeline mine)" in done.stdout
     assert "intra / inter-op threads default / default" in done.stdout
     spec = importlib.util.spec_from_file_location("mine_input", out)
     exported = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(exported)
-    function = json.loads(train["params_json"])["pipeline"]["function"]
+    function = json.loads(train.params_json)["pipeline"]["function"]
     exported_dataset = exported.input_fn()
     user = sys.modules["ctr_input"]  # the exported module imported the user's file, as the worker did
     assert user.__file__ == function["path"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from badinput import Bad, cases
 from lazy import lazy
 from pipeline_fixtures import FORMATS, ROWS_PER_RECORD
-from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, trial
+from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, study_record, trial
 
 from pipebench.cli import main
 from pipebench.errors import ConfigError
@@ -21,6 +22,7 @@ from pipebench.pipeline.export import SPEC_MARK, export
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
+from pipebench.results.study import write_study
 
 build = lazy("pipebench.pipeline.build", "build")
 
@@ -351,11 +353,11 @@ def test_a_run_without_train_trials_exports_its_fastest_input_configuration(tmp_
 
 def test_a_study_run_exports_the_winner_the_study_recorded(tmp_path, capsys):
     run = _run_folder(tmp_path)
-    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere", "t-train-svm-r1"]}}))
+    write_study(run, study_record(trial_ids=("elsewhere", "t-train-svm-r1")))
     assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "a.py")]) == 0
     assert "the study's confirmed winner, trial t-train-svm-r1" in capsys.readouterr().out
     assert _exported_ordering(tmp_path / "a.py") == "decode > shuffle > batch > repeat > prefetch"
-    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere"]}}))
+    write_study(run, study_record(trial_ids=("elsewhere",)))
     assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "b.py")]) == 0
     assert "the fastest train-mode configuration" in capsys.readouterr().out  # a winner not in this run: the ranking
 
@@ -380,7 +382,7 @@ def _run_in(folder: Path) -> None:
 
 
 def _run_of_failed_trials(folder: Path) -> None:
-    _run_folder(folder, [row | {"status": "failed"} for row in passing_rows([])])
+    _run_folder(folder, [dataclasses.replace(row, status="failed") for row in passing_rows([])])
 
 
 EXPORT_CASES = [

@@ -14,26 +14,31 @@ from pathlib import Path
 import pytest
 import yaml
 
+from report_fixtures import row_of
+
 import pipebench.results as results
 from pipebench.errors import UsageError
 from pipebench.measure.profiles import PROFILES_DIR, chosen_rows, trace_files
+from pipebench.results.trial_row import TrialRow
 from pipebench.testing import run_pipebench, tiny_experiment, windows_at
 from pipebench.typed import to_json
 
 
-def _row(trial_id: str, mode: str, rate: float, configuration: str | None = None, repeat: int = 0) -> dict:
-    return {"run_id": "r", "trial_id": trial_id, "configuration_id": configuration or trial_id, "repeat": repeat,
-            "mode": mode, "status": "ok", "examples_per_sec_mean": rate, "busy_machine": False,
-            "windows_json": json.dumps(to_json(windows_at(mode, [rate, rate * 1.01, rate * 0.99])))}
+def _row(trial_id: str, mode: str, rate: float, configuration: str | None = None, repeat: int = 0,
+         status: str = "ok") -> TrialRow:
+    return row_of({"run_id": "r", "trial_id": trial_id, "configuration_id": configuration or trial_id,
+                   "repeat": repeat, "mode": mode, "status": status, "examples_per_sec_mean": rate,
+                   "busy_machine": False,
+                   "windows_json": json.dumps(to_json(windows_at(mode, [rate, rate * 1.01, rate * 0.99])))})
 
 
 def test_best_is_the_fastest_train_configuration_first_repeat_and_all_train_every_ok_train_trial():
     rows = [_row("in", "input", 9e6), _row("slow", "train", 1e4), _row("fast1", "train", 5e4, "fast", 1),
-            _row("fast0", "train", 5e4, "fast", 0), {**_row("broken", "train", 1e5), "status": "failed"}]
-    assert [r["trial_id"] for r in chosen_rows(rows, "best", Path("run"))] == ["fast0"]
-    assert [r["trial_id"] for r in chosen_rows(rows, "all-train", Path("run"))] == ["slow", "fast1", "fast0"]
-    assert [r["trial_id"] for r in chosen_rows(rows, "slow", Path("run"))] == ["slow"]
-    assert [r["trial_id"] for r in chosen_rows(rows[:1], "best", Path("run"))] == ["in"], "no train: the fastest input"
+            _row("fast0", "train", 5e4, "fast", 0), _row("broken", "train", 1e5, status="failed")]
+    assert [r.trial_id for r in chosen_rows(rows, "best", Path("run"))] == ["fast0"]
+    assert [r.trial_id for r in chosen_rows(rows, "all-train", Path("run"))] == ["slow", "fast1", "fast0"]
+    assert [r.trial_id for r in chosen_rows(rows, "slow", Path("run"))] == ["slow"]
+    assert [r.trial_id for r in chosen_rows(rows[:1], "best", Path("run"))] == ["in"], "no train: the fastest input"
     with pytest.raises(UsageError, match=r"^run: --profile: no trial 'nope' in this run \(its trials: in, slow, "
                                          r"fast1, …; or give best or all-train\)$"):
         chosen_rows(rows, "nope", Path("run"))
@@ -83,6 +88,7 @@ def test_profile_best_then_all_train_on_resume(tmp_path):
     # the profiled re-run reports no figure: what the row reports was timed without the profiler
     rerun = json.loads((run_dir / best["profile_dir"] / "worker" / "result.json").read_text())
     assert rerun["status"] == "ok" and rerun["examples_per_sec_median"] is None and rerun["windows_measured"] == []
+    assert rerun["profiled"] is True
     assert "tensorboard --logdir" in done.stdout
 
     again = run_pipebench("run", "--resume", run_dir, "--profile", "all-train")

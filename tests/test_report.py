@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import json
@@ -15,7 +16,7 @@ import pytest
 
 from pipebench.report.tables import ENV_COLUMNS
 from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run, passing_configurations,
-                             passing_rows, passing_run, rows_of, trial)
+                             passing_rows, passing_run, rows_of, study_record, trial)
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -121,7 +122,7 @@ def test_the_best_configuration_pools_repeats_never_one_lucky_trial(tmp_path, cl
              for r, rate in enumerate([34000, 18000, 19000])]
     steady = configuration("steady", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files, intra_op_threads=2)
     markdown = _markdown(tmp_path, cli, lucky + steady)
-    assert max(lucky + steady, key=lambda r: r["examples_per_sec_median"])["trial_id"] == "lucky-r0"
+    assert max(lucky + steady, key=lambda r: r.examples_per_sec_median).trial_id == "lucky-r0"
     card = _card(markdown)
     assert "| pipeline | aws-sample |" in card and "| examples/sec (95% interval) | 25,000 (" in card
     assert "No measurable difference from 1 other configuration(s)" in card and "lambdaji-libsvm" in card
@@ -179,7 +180,7 @@ def test_a_figure_with_a_single_point_is_left_out(tmp_path, cli):
 
 
 def test_study_figures_appear_only_when_a_study_exists(tmp_path, cli):
-    rows = [r | {"study": "s1", "optuna_trial_number": i, "rss_peak_bytes": (i + 1) * 2**20}
+    rows = [dataclasses.replace(r, study="s1", optuna_trial_number=i, rss_peak_bytes=(i + 1) * 2**20)
             for i, r in enumerate(passing_rows([]))]
     run = make_run(tmp_path / "run", rows, machine())
     code, _, err = cli("report", run, "--out", tmp_path / "out")
@@ -204,15 +205,13 @@ def test_parameter_importance_and_pareto_front():
 
 
 def test_importance_figure_reads_the_importances_the_study_saved(tmp_path):
-    import json
-
     from pipebench.report.figures import optuna_importance
-    from pipebench.results import IMPORTANCES_FILE, load
+    from pipebench.results import load
+    from pipebench.results.study import Unavailable, write_study
 
-    assert optuna_importance([{"study": "s", "importances": {"examples_per_sec": {"unavailable": "one trial"}}}])[1].empty
+    assert optuna_importance([study_record(importances={"examples_per_sec": Unavailable("one trial")})])[1].empty
     run = make_run(tmp_path / "run", passing_rows([]), machine())
-    saved = {"study": "s1", "importances": {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}}
-    (run / IMPORTANCES_FILE).write_text(json.dumps(saved))
+    write_study(run, study_record("s1", {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}))
     name, importance = optuna_importance([load(run).study])
     assert name == "s1" and importance.to_dict() == {"intra_op_threads": 0.3, "batch_size": 0.7}
 
@@ -227,7 +226,8 @@ def test_chosen_trials_get_the_utilization_plot(tmp_path, cli):
 
 def test_report_refuses_mixed_hosts_unless_asked(tmp_path, cli):
     first = make_run(tmp_path / "a", passing_rows([]), machine())
-    second = make_run(tmp_path / "b", [r | {"host_fingerprint": "other"} for r in passing_rows([])], machine())
+    second = make_run(tmp_path / "b", [dataclasses.replace(r, host_fingerprint="other") for r in passing_rows([])],
+                      machine())
     code, _, err = cli("report", first, second, "--out", tmp_path / "out")
     assert code == 1 and "host_fingerprint" in err
     code, _, err = cli("report", first, second, "--out", tmp_path / "out", "--allow-mixed")

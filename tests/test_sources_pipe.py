@@ -29,6 +29,7 @@ from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator, channel_f
 from pipebench.sources.pipe_fallback import FifoChannel
 from pipebench.sources.session import trial_sources
 from pipebench.testing import alive, all_gone, trial_spec
+from pipebench.typed import to_json
 
 HAVE_PIPE = importlib.util.find_spec("sagemaker_tensorflow") is not None
 needs_pipe = pytest.mark.skipif(not HAVE_PIPE, reason="sagemaker_tensorflow exists only in the TF 2.14 env "
@@ -174,7 +175,7 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
     repeats = experiment["measurement"]["repeats"]
     assert sorted(t.label.source_mode for t in planned) == ["file"] * repeats + ["pipe"] * repeats  # seeded shuffle
     assert len({t.trial_id for t in planned}) == 2 * repeats
-    assert all(t.sources == experiment["sources"] for t in planned if t.label.source_mode == "pipe")
+    assert all(to_json(t.sources) == experiment["sources"] for t in planned if t.label.source_mode == "pipe")
 
 
 @pytest.mark.tf

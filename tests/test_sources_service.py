@@ -29,7 +29,7 @@ from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch, semantics
 from pipebench.sources.service_cluster import ServiceCluster
 from pipebench.sources.session import trial_sources
-from pipebench.testing import alive, three_formats, trial_spec, wait_until
+from pipebench.testing import SHORT_MEASUREMENT, alive, three_formats, trial_spec, wait_until
 
 ROWS = 60
 FILES = 3
@@ -166,7 +166,7 @@ def test_no_server_outlives_a_trial_that_succeeds_or_fails(tfrecords, tmp_path):
     _gone(started, "the servers of a successful trial to end")
 
     # the worker raises inside the sources block: a prefix is measured in input mode only
-    bad = _service_trial(tfrecords, mode="train", measurement={**trial_spec().measurement, "prefix_stages": 1})
+    bad = _service_trial(tfrecords, mode="train", prefix_stages=1)
     failed = run_worker(bad, tmp_path / "failed", Limits(600, 8 << 30))
     assert failed.record.status is TrialStatus.INVALID and "prefix_stages" in failed.record.reason
     started = _servers(tmp_path / "failed")
@@ -187,7 +187,7 @@ run_worker(TrialSpec.load(Path(sys.argv[1])), Path(sys.argv[2]), Limits(600, 8 <
 @pytest.mark.tf
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_no_server_outlives_its_manager_stopped_by_ctrl_c_or_kill_9(tfrecords, tmp_path, how):
-    trial = _service_trial(tfrecords, measurement={**trial_spec().measurement, "windows": 1000, "max_windows": 1000,
+    trial = _service_trial(tfrecords, measurement={**SHORT_MEASUREMENT, "windows": 1000, "max_windows": 1000,
                                                    "window_sec": 1.0})
     (tmp_path / "trial.json").write_text(json.dumps(trial.to_json()))
     trial_dir = tmp_path / "t"

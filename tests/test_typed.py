@@ -8,12 +8,13 @@ import pytest
 from pipebench.errors import DataError, ResultsVersionError
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts, upgrade_v1
 from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.testing import windows_at
 from pipebench.typed import from_json, to_json
 
 
 def test_a_record_round_trips_and_refuses_unknown_missing_and_mistyped_keys():
     record = TrialRecord(TrialStatus.OK, examples_per_sec_median=1.5, window_rates=(1.0, 2.0),
-                         env_seen={"OMP_NUM_THREADS": None})
+                         windows_measured=windows_at("input", [1.0, 2.0]), env_seen={"OMP_NUM_THREADS": None})
     data = json.loads(json.dumps(to_json(record)))
     assert from_json(TrialRecord, data, "result.json") == record
     with pytest.raises(DataError, match=r"^result.json: bogus: unknown key"):

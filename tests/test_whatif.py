@@ -1,6 +1,7 @@
 """`pipebench whatif`: a hand-made run folder with a hand-made capacity.json (typed records), no TensorFlow."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -24,7 +25,7 @@ def _run(tmp_path, instance_type: str | None = "ml.c5.xlarge", capacity: bool = 
     """Give a run measured on `instance_type` (its train trials' synthetic arm: 40,000 ex/s without the step's 1%
     wait for input, 40,404 ex/s, at batch 1024)."""
     configs = passing_configurations([])
-    rows = [r | {"instance_type": instance_type} for r in rows_of(configs, [])]
+    rows = [dataclasses.replace(r, instance_type=instance_type) for r in rows_of(configs, [])]
     run_dir = make_run(tmp_path / "run", rows, machine(instance_type=instance_type), rows_per_epoch=ROWS)
     if capacity:
         write_capacity(run_dir, profile(STAGES, **kwargs))

@@ -23,7 +23,6 @@ the same configuration and core count and keeping the others; the file is writte
 from __future__ import annotations
 
 import dataclasses
-import json
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,14 +32,16 @@ from typing import Protocol
 from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.capacity.prefixes import Prefix, prefixes
-from pipebench.errors import DataError, TrialError, UsageError
+from pipebench.config import typed_block
+from pipebench.errors import ConfigError, DataError, TrialError, UsageError
 from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
 from pipebench.measure.round_order import round_order
 from pipebench.measure.sampler import others_busy_pct
-from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
+from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec,
+                                     TrialStatus)
 from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.run_folder import read_capacity
@@ -79,11 +80,11 @@ class PinnedPrefix:
 
 def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> TrialSpec:
     """Give the input-mode trial that measures `item` in round `round_index` (base: the configuration's trial)."""
-    measurement = {**base.measurement, "prefix_stages": item.prefix.stages}
     tag = f"{item.pinning.cores:g}c-p{item.prefix.stages}-r{round_index}"
     return dataclasses.replace(base, trial_id=f"{base.configuration_id}-{tag}", mode="input", repeat=round_index,
-                               pipeline_spec=item.prefix.spec.to_dict(), measurement=measurement,
-                               quality={"enabled": False}, holdout_files=(), fault=None, remeasure_of=None)
+                               pipeline_spec=item.prefix.spec.to_dict(), prefix_stages=item.prefix.stages,
+                               quality=dataclasses.replace(base.quality, enabled=False), holdout_files=(), fault=None,
+                               remeasure_of=None)
 
 
 def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
@@ -111,7 +112,7 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
     """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order
     (RMIT). A busy measurement is taken once more after the last round by the busy rule (pipebench.measure.busy:
     while the machine is quiet, `busy_now`), else kept flagged."""
-    rule = BusyRule(base.measurement["busy_other_cpu_pct"], busy_now)
+    rule = BusyRule(base.measurement.busy_other_cpu_pct, busy_now)
     found: list[list[RoundValue]] = [[] for _ in pinned]
     scratch = tempfile.TemporaryDirectory(prefix="pipebench-capacity-")
 
@@ -132,7 +133,7 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
         for round_index in range(rounds):
             for index in round_order(range(len(pinned)), round_index, base.configuration_id):
                 found[index].append(one(index, round_index))
-        for round_index in range(rounds if base.measurement.get("remeasure_busy", True) else 0):
+        for round_index in range(rounds if base.measurement.remeasure_busy else 0):
             for index in round_order(range(len(pinned)), round_index, base.configuration_id):
                 if found[index][round_index].busy and rule.may_measure_again():
                     found[index][round_index] = one(index, round_index, again=True)
@@ -211,9 +212,9 @@ def chosen_configuration(run, configuration_id: str | None):
     """Give the configuration to profile: the one named, else the fastest (train mode first, else input;
     pipebench.report.configurations ranked). UsageError naming the run folder otherwise."""
     from pipebench.report.configurations import configurations
-    from pipebench.report.tables import fastest, records
+    from pipebench.report.tables import fastest
 
-    found = configurations(records(run.trials))
+    found = configurations(run.rows)
     if configuration_id is not None:
         named = [c for c in found if c.configuration_id == configuration_id]
         if not named:
@@ -229,7 +230,7 @@ def chosen_configuration(run, configuration_id: str | None):
         raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is a synthetic trial (the model on "
                          "one batch in memory): it has no pipeline to profile")
     if config.label["ordering"] == FUNCTION_ORDERING:
-        function = json.loads(config.rows[0]["params_json"])["pipeline"]["function"]
+        function = config.rows[0].pipeline_spec["function"]
         raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is your function "
                          f"{function['function']}, whose stages pipebench did not write: `pipebench diagnose "
                          f"{function['path']}:{function['function']}` measures each of them (or name a preset's or "
@@ -242,20 +243,25 @@ def configuration_trial(run, config) -> TrialSpec:
     row = config.rows[0]
     where = f"{run.run_dir}: configuration {config.configuration_id}"
     try:
-        params = json.loads(row["params_json"])
+        params = row.params
         spec = PipelineSpec.from_dict(params["pipeline"], f"{where}: pipeline")
         threads = Threads(params["threads"]["intra"], params["threads"]["inter"])
-        env, measurement, sources = dict(params["env"]), dict(params["measurement"]), dict(params["sources"])
+        env = dict(params["env"])
+        # the blocks as the run recorded them; a key added since takes its default
+        measurement = typed_block(Measurement, "measurement", params["measurement"])
+        model, sources = typed_block(Model, "model", params["model"]), typed_block(Sources, "sources", params["sources"])
+    except ConfigError as err:
+        raise DataError(f"{where}: params_json: {err}"[:290]) from None
     except (TypeError, ValueError, KeyError) as err:
         raise DataError(f"{where}: params_json cannot be read ({type(err).__name__}: {err})"[:290]) from None
-    label = PipelineLabel(row["pipeline"], row["ordering"], row["format"], row["source_mode"], row["semantics"],
-                          row["semantics_why"], bool(row["breaks_semantics"]))
+    label = PipelineLabel(row.pipeline, row.ordering, row.format, row.source_mode, row.semantics,
+                          row.semantics_why, bool(row.breaks_semantics))
     return TrialSpec(trial_id=config.configuration_id, configuration_id=config.configuration_id, repeat=0,
-                     mode="input", config_key=row["config_key"], pipeline_spec=spec.to_dict(),
-                     pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row["batch_size"]),
-                     threads=threads, env=env, measurement=measurement, model=dict(params["model"]),
+                     mode="input", config_key=row.config_key, pipeline_spec=spec.to_dict(),
+                     pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row.batch_size),
+                     threads=threads, env=env, measurement=measurement, model=model,
                      feature_size=int(run.config["data"]["synth"]["feature_size"]),
-                     data_fingerprint=row["data_fingerprint"], quality={"enabled": False}, holdout_files=(),
+                     data_fingerprint=row.data_fingerprint, quality=typed_block(Quality, "quality", {"enabled": False}), holdout_files=(),
                      sources=sources)
 
 

@@ -460,7 +460,7 @@ class Diagnoser:
         """Give the train terms with the original and the rewritten pipeline, or why there are none."""
         from pipebench.diagnose.train import deepfm_trainer, keras_trainer, train_arms
         from pipebench.measure.figures import figures
-        from pipebench.measure.windows import measure
+        from pipebench.measure.windows import Timing, measure
 
         root = self.walked.root
         if self.request.model:
@@ -478,8 +478,7 @@ class Diagnoser:
             trainer = deepfm_trainer(root)
             if isinstance(trainer, str):
                 return None, f"no --model given, and the elements do not fit DeepFM: {trainer}"
-        m = {"warmup_max_sec": self.request.warmup_sec, "window_sec": self.request.window_sec, "windows": self.request.rounds,
-             "max_windows": self.request.rounds, "steady_cv_pct": 5.0}
+        timing = Timing(self.request.warmup_sec, 5.0, self.request.window_sec, self.request.rounds, self.request.rounds)
         cached = any(s.kind == "cache" for s in self.walked.stages)
         pipelines = [("original", root, not cached)]
         if best is not None and best.kept:
@@ -488,7 +487,7 @@ class Diagnoser:
         terms = []
         for label, dataset, releasable in pipelines:
             self.log(f"train step and its ceiling on the {label} pipeline")
-            record = measure(train_arms(trainer, dataset, releasable), m, self.seed)
+            record = measure(train_arms(trainer, dataset, releasable), timing, self.seed)
             f = figures(record["windows_measured"])
             terms.append(TrainTerms(label, f.throughput, f.synthetic, f.slowdown, f.waiting))
         return Train(trainer.model, trainer.why, tuple(terms)), None

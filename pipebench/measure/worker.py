@@ -14,12 +14,10 @@ the worker's process tree used over it (pipebench.measure.cpu_clock). A train tr
 type TensorFlow placed its step on (`train_device`): under `measurement.trainer: auto` it decides which
 figure the input-bound verdict reads, and so how long the trial measures rounds (pipebench.measure.figures).
 
-A trial whose `measurement` holds `profile_dir` (a profiling re-run's, not an experiment key) warms up,
-then runs one window under the TensorFlow profiler into that folder and reports no figure
-(pipebench.measure.profiles).
+A trial with a `profile_dir` (a profiling re-run's) warms up, then runs one window under the TensorFlow
+profiler into that folder and reports no figure (pipebench.measure.profiles).
 
-An input trial whose `measurement` holds `prefix_stages: N` (capacity profiling's, not an experiment
-key) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
+An input trial with `prefix_stages: N` (capacity profiling's) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
 prefix of single examples or records is consumed through shard(K, 0), K elements per loop step.
 
 A function pipeline's trial (pipebench.pipeline.function) calls the user's function instead of
@@ -46,9 +44,10 @@ from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.windows import Arm, measure, profiled_window
+from pipebench.measure.windows import Arm, Timing, measure, profiled_window
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.function import FunctionPipeline, data_files, is_function
+from pipebench.typed import to_json
 
 #: Beside the result file: one JSON line per finished window, read by the manager for pruning.
 PROGRESS_FILE = "progress.jsonl"
@@ -144,7 +143,7 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
     from pipebench.sources.session import trial_sources
 
     spec = PipelineSpec.from_dict(trial.pipeline_spec)
-    with trial_sources(spec, trial.sources, scratch) as sources:
+    with trial_sources(spec, to_json(trial.sources), scratch) as sources:
         record.update(_run_measured(tf, trial, spec, sources, on_window))
     return record
 
@@ -159,13 +158,13 @@ def _inter_op_pool_threads(tf) -> int | None:
     return names.count("tf_Compute") or None
 
 
-def _input_arm(tf, spec, built, m: dict) -> Arm:
-    """Give the input arm: the whole pipeline, or the prefix `m["prefix_stages"]` names (sunk when unbatched)."""
+def _input_arm(tf, spec, built, prefix_stages: int | None) -> Arm:
+    """Give the input arm: the whole pipeline, or the prefix of `prefix_stages` stages (sunk when unbatched)."""
     from pipebench.capacity.prefixes import element_of, sink_every
 
     dataset, per_step = built.dataset, 1
-    if m.get("prefix_stages") is not None:
-        per_step = sink_every(element_of(spec, m["prefix_stages"]))
+    if prefix_stages is not None:
+        per_step = sink_every(element_of(spec, prefix_stages))
         if per_step > 1:  # repeat first: each element the sink yields then stands for exactly per_step
             dataset = dataset.repeat().shard(per_step, 0)
     return Arm("input", lambda: iter(dataset), input_loop(tf, examples_counter(tf, spec), per_step),
@@ -193,15 +192,14 @@ def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[
     """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
     from pipebench.pipeline.build import build
 
-    m = trial.measurement
-    if m.get("prefix_stages") is not None and trial.mode != "input":
-        raise PipebenchError(f"measurement.prefix_stages: a prefix is measured in input mode, not {trial.mode}")
-    built = build(spec, sources, stages=m.get("prefix_stages"))
+    if trial.prefix_stages is not None and trial.mode != "input":
+        raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
+    built = build(spec, sources, stages=trial.prefix_stages)
     record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
                               "source_note": built.source_note}
     if built.split_part is not None:
         record["service_bytes_per_example"] = _bytes_per_example(tf, spec, built.split_part)
-    pipeline = UnderTest(built.dataset, lambda: _input_arm(tf, spec, built, m), lambda: spec.source.field_size,
+    pipeline = UnderTest(built.dataset, lambda: _input_arm(tf, spec, built, trial.prefix_stages), lambda: spec.source.field_size,
                          spec.stage("cache") is None, built.files, lambda: build(spec, sources).dataset)
     record.update(_measure(tf, trial, pipeline, on_window))
     return record
@@ -237,20 +235,18 @@ def _run_function(tf, trial: TrialSpec, function: FunctionPipeline, on_window) -
 def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, Any]:
     """Measure a built pipeline as the trial's mode says (input alone, or the DeepFM step on it beside its ceiling);
     give the record's facts."""
-    mode = trial.mode
-    m = trial.measurement
+    mode, m = trial.mode, trial.measurement
+    timing = Timing.of(m, trial.settle)
     record: dict[str, Any] = {}
     loop = None
     if mode == "input":
         arms = [pipeline.input_arm()]
     else:
-        from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step, train_device
+        from pipebench.model.deepfm import make_train_loop, make_train_step, train_device
 
-        model_cfg = trial.model
-        model = build_deepfm(pipeline.field_size(), trial.feature_size, model_cfg["embedding_size"],
-                             tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
+        model = _model(trial, pipeline)
         record["train_device"] = train_device(model)
-        step = make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"])
+        step = make_train_step(model, trial.model.optimizer, trial.model.learning_rate)
         loop = make_train_loop(step)
         fed = pipeline.fed(pipeline.dataset)
         # the compute ceiling: the same step on one real batch served from memory, forever
@@ -259,18 +255,18 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
         synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
         # released between its windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
         train = Arm("train", lambda: iter(fed), loop, releasable=pipeline.releasable, cpu_clock=process_tree_cpu_sec)
-        # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
-        arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
-    if m.get("profile_dir"):  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
-        record.update(profiled_window(tf, arms[0], m))
+        # TrialSpec.paired false (benchmarks/pairing.py's control) times the train arm alone
+        arms = [synthetic] if mode == "synthetic" else [train, synthetic] if trial.paired else [train]
+    if trial.profile_dir:  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
+        record.update(profiled_window(tf, arms[0], timing, trial.profile_dir))
         return record
     # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when
     # the model trains on an accelerator (pipebench.measure.figures.verdict_basis, as the results row reads it)
-    basis = verdict_basis(m.get("trainer", "auto"), record.get("train_device"))
-    record.update(measure(arms, m, trial.trial_id, on_window, basis))  # the trial id seeds its rounds' order
-    if mode == "train" and m.get("cold_cache"):
-        record.update(_cold_pass(pipeline, loop, m, record["examples_per_sec_median"], int(tf.size(first[1]))))
-    if mode == "train" and trial.quality.get("enabled"):
+    basis = verdict_basis(m.trainer, record.get("train_device"))
+    record.update(measure(arms, timing, trial.trial_id, on_window, basis))  # the trial id seeds its rounds' order
+    if mode == "train" and m.cold_cache:
+        record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], int(tf.size(first[1]))))
+    if mode == "train" and trial.quality.enabled:
         record["auc"] = _quality(tf, trial, pipeline)
     return record
 
@@ -287,7 +283,7 @@ def _bytes_per_example(tf, spec, split_part) -> float | None:
     return size / examples if examples else None
 
 
-def _cold_pass(pipeline: UnderTest, loop, m: dict, warm_rate: float, batch_examples: int) -> dict:
+def _cold_pass(pipeline: UnderTest, loop, timing: Timing, warm_rate: float, batch_examples: int) -> dict:
     """Time training on a fresh pipeline right after evicting its files from the page cache.
 
     The fetch stall (DS-Analyzer) is the share of time per example lost to reading from storage:
@@ -299,36 +295,43 @@ def _cold_pass(pipeline: UnderTest, loop, m: dict, warm_rate: float, batch_examp
     resident = evict_page_cache(pipeline.files)
     dataset = pipeline.fed(pipeline.rebuild())
     arm = Arm("train", lambda: iter(dataset), loop)
-    arm.steps = max(1, int(m["window_sec"] * warm_rate / batch_examples / 10))
+    arm.steps = max(1, int(timing.window_sec * warm_rate / batch_examples / 10))
     examples, start = 0, time.perf_counter()
-    while arm.epochs_renewed == 0 and time.perf_counter() - start < m["window_sec"] * m["windows"]:
+    while arm.epochs_renewed == 0 and time.perf_counter() - start < timing.window_sec * timing.windows:
         examples += arm.call()[0]
     cold_rate = examples / (time.perf_counter() - start)
     return {"cold_examples_per_sec": cold_rate, "page_cache_resident_after_evict": resident,
             "fetch_stall_pct": stats.stall_pct(cold_rate, warm_rate)}
 
 
+def _model(trial: TrialSpec, pipeline: UnderTest):
+    """Give a fresh DeepFM model of the trial's `model` settings, for the pipeline's fields."""
+    from pipebench.model.deepfm import build_deepfm
+
+    m = trial.model
+    return build_deepfm(pipeline.field_size(), trial.feature_size, m.embedding_size, m.deep_layers, m.dropout, m.l2)
+
+
 def _quality(tf, trial: TrialSpec, pipeline: UnderTest) -> float:
     """Give held-out AUC of a fresh model after `train_examples` examples through this pipeline."""
-    from pipebench.model.deepfm import build_deepfm, evaluate_auc, make_train_loop, make_train_step
+    from pipebench.model.deepfm import evaluate_auc, make_train_loop, make_train_step
     from pipebench.pipeline.build import build
     from pipebench.pipeline.presets import preset
 
-    q, model_cfg = trial.quality, trial.model
+    q = trial.quality
     if not trial.holdout_files:
         raise PipebenchError("quality: no held-out files (data.holdout_rows is 0, or data.files gave none)")
-    model = build_deepfm(pipeline.field_size(), trial.feature_size, model_cfg["embedding_size"],
-                         tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
-    loop = make_train_loop(make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"]))
+    model = _model(trial, pipeline)
+    loop = make_train_loop(make_train_step(model, trial.model.optimizer, trial.model.learning_rate))
     dataset = pipeline.fed(pipeline.rebuild())
     arm = Arm("train", lambda: iter(dataset), loop)
     arm.steps = 16
     seen = 0
-    while seen < q["train_examples"]:
+    while seen < q.train_examples:
         seen += arm.call()[0]
     holdout = preset("aws-sample", files=trial.holdout_files, batch_size=4096, epochs=1,
                      field_size=pipeline.field_size())
-    return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
+    return float(evaluate_auc(model, build(holdout).dataset.take(-(-q.eval_examples // 4096))))
 
 
 def main(argv: list[str]) -> int:

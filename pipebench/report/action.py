@@ -21,6 +21,7 @@ from pipebench.measure.intervals import difference_verdict
 from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.results.trial_row import TrialRow
 
 #: How a format is named in a sentence.
 FORMAT_NAMES = {"libsvm": "libsvm", "tfrecord": "TFRecord", "packed": "packed TFRecord"}
@@ -84,7 +85,7 @@ def changes(best: Configuration, reference: Configuration) -> list[str]:
         order = "batch before decode" if styles[1] == "vectorized" else "decode before batch"
         found.append(f"decode {styles[0]} → {styles[1]} ({order})")
     if a["batch_size"] != b["batch_size"]:
-        found.append(f"batch {batch_text(a)} → {batch_text(b)}")
+        found.append(f"batch {batch_text(reference.rows[0])} → {batch_text(best.rows[0])}")
     if reference.threads != best.threads:
         found.append(f"intra/inter-op threads {reference.threads} → {best.threads}")
     envs = env_text(reference.rows[0]), env_text(best.rows[0])
@@ -103,7 +104,7 @@ def _reference(found: Sequence[Configuration], baseline: Baseline, best: Configu
     if by_id:
         return by_id[0]
     named = [c for c in same if c.label["pipeline"] == baseline.name
-             and (baseline.name != ENUMERATED or c.rows[0].get("semantics") == REFERENCE_SEMANTICS)]
+             and (baseline.name != ENUMERATED or c.rows[0].semantics == REFERENCE_SEMANTICS)]
     named.sort(key=lambda c: (c.label["format"] != NATIVE_FORMAT.get(baseline.name, c.label["format"]),
                               not at_defaults(c.rows[0]), c.label["batch_size"] != baseline.batch_size,
                               c.label["batch_size"], c.configuration_id))
@@ -115,11 +116,11 @@ def _export(run_dir: Path | None, best: Configuration, found: Sequence[Configura
     from pipebench.report.tables import fastest
 
     where = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
-    trial = "" if fastest(found) is best else f" --trial {best.rows[0]['trial_id']}"
+    trial = "" if fastest(found) is best else f" --trial {best.rows[0].trial_id}"
     return f"`pipebench pipelines export {where}{trial} --out input_fn.py`"
 
 
-def action(rows: list[dict], baseline: Baseline | None, run_dir: Path | None = None) -> str:
+def action(rows: list[TrialRow], baseline: Baseline | None, run_dir: Path | None = None) -> str:
     """Give the sentence: the fastest measured configuration on this data, its paired gain over `baseline` (None:
     no reference), what it changes and how to export it."""
     found = configurations(rows)

@@ -32,9 +32,10 @@ from pipebench.report.configurations import Configuration, configurations, paire
 from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
                                           profiled)
 from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
-from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by
 from pipebench.report.verdicts import FIGURE, meaning, trainer_text
 from pipebench.results import RunResults
+from pipebench.results.trial_row import TrialRow
 from pipebench.typed import to_json
 
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
@@ -69,12 +70,8 @@ def _ratio_text(ratio: Interval | None) -> str:
     return ratio.text(".2f", unit="×")
 
 
-def _all_trials(runs: list[RunResults]) -> pd.DataFrame:
-    return pd.concat([r.trials for r in runs], ignore_index=True)
-
-
 def _configurations(runs: list[RunResults]) -> list[Configuration]:
-    return configurations(records(_all_trials(runs)))
+    return configurations([row for run in runs for row in run.rows])
 
 
 def _run_of(runs: list[RunResults], run_id: str) -> RunResults:
@@ -84,7 +81,7 @@ def _run_of(runs: list[RunResults], run_id: str) -> RunResults:
 
 def _median(config: Configuration, column: str) -> float | None:
     """Give the median over a configuration's repeats of a per-trial column (None when none has it)."""
-    values = [r[column] for r in config.rows if r.get(column) is not None]
+    values = [getattr(r, column) for r in config.rows if getattr(r, column) is not None]
     return float(statistics.median(values)) if values else None
 
 
@@ -95,7 +92,7 @@ def _fastest_train_with(runs: list[RunResults], column: str | None = None) -> Co
     return fastest(found, ("train",))
 
 
-def _best_row(runs: list[RunResults]) -> dict | None:
+def _best_row(runs: list[RunResults]) -> TrialRow | None:
     """Give the first repeat's row of the fastest configuration (train mode, else input), or None."""
     best = fastest(_configurations(runs))
     return None if best is None else best.rows[0]
@@ -103,7 +100,7 @@ def _best_row(runs: list[RunResults]) -> dict | None:
 
 def _who(config: Configuration) -> dict:
     row = config.rows[0]
-    return {"trial_id": row["trial_id"], "configuration_id": config.configuration_id, "repeats": config.repeats,
+    return {"trial_id": row.trial_id, "configuration_id": config.configuration_id, "repeats": config.repeats,
             "busy_machine": config.busy}
 
 
@@ -116,7 +113,7 @@ def input_bound(runs: list[RunResults]) -> dict:
     if config is None:
         return _item("input_bound", title, "N/A", {}, "Run the train mode to measure what input costs training.")
     row, verdict = config.rows[0], config.verdict
-    evidence = {**_who(config), "pipeline": row["pipeline"], "format": row["format"],
+    evidence = {**_who(config), "pipeline": row.pipeline, "format": row.format,
                 "input_wait_pct": _pct(config.pooled.waiting), "input_slowdown_pct": _pct(config.pooled.slowdown),
                 "verdict": verdict, "input_bound_basis": config.basis,
                 "trainer": trainer_text(config), "fetch_stall_pct": _num(_median(config, "fetch_stall_pct"))}
@@ -180,12 +177,12 @@ def cpu_utilization(runs: list[RunResults]) -> dict:
     return _item("cpu_utilization", title, "PASS", evidence, "Cores are well used with headroom.")
 
 
-def _data_files(best: dict | None) -> list[Path]:
+def _data_files(best: TrialRow | None) -> list[Path]:
     if best is None:
         return []
     try:
-        files = data_files(json.loads(best["params_json"] or "{}").get("pipeline", {}))
-    except ValueError:
+        files = data_files(best.pipeline_spec)
+    except (KeyError, ValueError):
         return []
     return [Path(f) for f in files]
 
@@ -195,7 +192,7 @@ def cache_fits_ram(runs: list[RunResults]) -> dict:
     title = "Data set size against RAM: is cache() safe?"
     best = _best_row(runs)
     files = _data_files(best)
-    memory = None if best is None else _run_of(runs, best["run_id"]).machine.memory_bytes
+    memory = None if best is None else _run_of(runs, best.run_id).machine.memory_bytes
     if not files or not memory or not all(f.exists() for f in files):
         return _item("cache_fits_ram", title, "N/A", {"files": len(files), "memory_bytes": memory},
                      "Data files or machine memory unknown on this host: cannot size the cache.")
@@ -214,16 +211,16 @@ def stage_order(runs: list[RunResults]) -> dict:
     """Give the stage-order item: cache before repeat, cache before shuffle, prefetch last."""
     title = "cache / repeat / shuffle / prefetch order"
     best = _best_row(runs)
-    kinds = [] if best is None else stage_kinds(best)
-    if best is not None and best["ordering"] == FUNCTION_ORDERING:
-        function = json.loads(best["params_json"])["pipeline"]["function"]
-        return _item("stage_order", title, "N/A", {"trial_id": best["trial_id"], "pipeline": best["pipeline"]},
+    kinds = [] if best is None else best.stage_kinds
+    if best is not None and best.ordering == FUNCTION_ORDERING:
+        function = best.pipeline_spec["function"]
+        return _item("stage_order", title, "N/A", {"trial_id": best.trial_id, "pipeline": best.pipeline},
                      f"The fastest configuration is your function {function['function']}, whose stages pipebench does "
                      f"not read here: `pipebench diagnose {function['path']}:{function['function']}` walks them and "
                      "proves each rewrite it proposes.")
     if not kinds:
         return _item("stage_order", title, "N/A", {}, "No finished trial with a pipeline.")
-    evidence = {"trial_id": best["trial_id"], "configuration_id": best["configuration_id"], "stages": kinds}
+    evidence = {"trial_id": best.trial_id, "configuration_id": best.configuration_id, "stages": kinds}
     if "cache" in kinds and "repeat" in kinds and kinds.index("repeat") < kinds.index("cache"):
         return _item("stage_order", title, "FAIL", evidence,
                      "cache() after repeat() grows memory every epoch: put cache before repeat.")
@@ -249,10 +246,9 @@ def file_layout(runs: list[RunResults]) -> dict:
     row = best.rows[0]
     sizes = [f.stat().st_size for f in files if f.exists()]
     mean_mib = sum(sizes) / len(sizes) / 2**20 if sizes and len(sizes) == len(files) else None
-    source = json.loads(row["params_json"]).get("pipeline", {}).get("source", {})
-    mode = row["source_mode"] or source.get("mode")
+    mode = row.source_mode or row.source_setting("mode")
     evidence = {"files": len(files), "mean_file_mib": _num(mean_mib), "source_mode": mode,
-                "num_parallel_reads": source.get("num_parallel_reads")}
+                "num_parallel_reads": row.source_setting("num_parallel_reads")}
     for trial_mode in ("train", "input"):
         by_source = {k: c.throughput.mean for k, c in
                      fastest_by([c for c in found if c.mode == trial_mode], lambda c: c.label["source_mode"]).items()}
@@ -269,7 +265,8 @@ def file_layout(runs: list[RunResults]) -> dict:
         return _item("file_layout", title, "FAIL", evidence,
                      "Pipe mode has no parallel reads and suits few large files: use File (or FastFile) mode "
                      "with num_parallel_reads / interleave, or merge small files upstream.")
-    if mode != "pipe" and len(files) > 1 and not source.get("num_parallel_reads") and "interleave" not in row["ordering"]:
+    if mode != "pipe" and len(files) > 1 and not row.source_setting("num_parallel_reads") \
+            and "interleave" not in row.ordering:
         return _item("file_layout", title, "WARN", evidence,
                      "Several files read one at a time: set num_parallel_reads or interleave.")
     return _item("file_layout", title, "PASS", evidence, "The input mode suits this file layout.")
@@ -282,7 +279,7 @@ _SAME_SETTING = ("mode", "format", "source_mode", "batch_size", "intra_op_thread
 
 
 def _key(config: Configuration, columns: Sequence[str]) -> tuple:
-    return (config.run_id, *(config.label[c] for c in columns), *(config.rows[0].get(c) for c in ENV_COLUMNS))
+    return (config.run_id, *(config.label[c] for c in columns), *(getattr(config.rows[0], c) for c in ENV_COLUMNS))
 
 
 def _pair_evidence(a: Configuration, b: Configuration, ratio: Interval | None) -> dict:
@@ -381,16 +378,16 @@ def openmp_knobs(runs: list[RunResults]) -> dict:
     title = "Can KMP_* / OMP_NUM_THREADS matter on this TensorFlow build?"
     best = _best_row(runs)
     # a build fact: the best configuration's machine, or (with no finished trial) the first run's
-    openmp = (runs[0] if best is None else _run_of(runs, best["run_id"])).machine.tensorflow.openmp
+    openmp = (runs[0] if best is None else _run_of(runs, best.run_id)).machine.tensorflow.openmp
     linked = openmp.linked
     if linked is None:
         return _item("openmp_knobs", title, "N/A", {}, "The run did not record the TF build's OpenMP linkage.")
     knobs = {}
     if best is not None:
         # a knob pipebench pinned itself (search.pin_inert) was not the user's choice and proves nothing
-        pinned = {knob.removeprefix("env.") for knob in listed(best["pinned_knobs"])}
-        knobs = {c[4:]: best[c] for c in ENV_COLUMNS
-                 if c != "env_TF_ENABLE_ONEDNN_OPTS" and isinstance(best[c], str) and c[4:] not in pinned}
+        pinned = {knob.removeprefix("env.") for knob in best.pinned_knobs or ()}
+        knobs = {c[4:]: getattr(best, c) for c in ENV_COLUMNS
+                 if c != "env_TF_ENABLE_ONEDNN_OPTS" and getattr(best, c) is not None and c[4:] not in pinned}
     evidence = {"openmp_linked": linked, "runtimes": list(openmp.runtimes), "best_trial_knobs": knobs}
     if linked:
         return _item("openmp_knobs", title, "PASS", evidence,
@@ -566,7 +563,7 @@ def service_workers(runs: list[RunResults]) -> dict:
     title = "Service workers to feed the model"
     found, ceilings = [], []
     for run in runs:
-        rows = records(run.trials)
+        rows = run.rows
         found += sizings(rows)
         ceiling = client_ceiling(rows)
         if ceiling:
@@ -640,7 +637,7 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> Ra
     best: dict[str, tuple[Configuration, list[str]]] = {}
     for run in runs:
         name = _instance_type(run)
-        config = fastest(configurations(records(run.trials)), ("train",))
+        config = fastest(configurations(run.rows), ("train",))
         if name is None or config is None:
             continue
         known, dirs = best.get(name, (config, []))

@@ -22,7 +22,7 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import CONFIDENCE, Interval, difference_verdict, t_quantile
 from pipebench.report.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
-from pipebench.report.tables import ENV_COLUMNS, env_text, records, threads_text
+from pipebench.report.tables import ENV_COLUMNS, env_of, threads_of
 from pipebench.report.verdicts import FIGURE, trainer_text
 from pipebench.results import RunResults, load
 from pipebench.typed import to_json
@@ -55,7 +55,7 @@ def unpaired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = C
 def _window_rates(config: Configuration) -> list[float]:
     """Give the examples/sec of every window of the configuration's own arm, over all its repeats."""
     arm = config.mode
-    return [w["examples"] / w["seconds"] for row in config.rows for w in json.loads(row["windows_json"] or "[]")
+    return [w["examples"] / w["seconds"] for row in config.rows for w in json.loads(row.windows_json or "[]")
             if w["arm"] == arm and w["seconds"] > 0]
 
 
@@ -82,7 +82,7 @@ def _pair(a: Configuration, b: Configuration, matched_on: str) -> Pair:
 
 
 def _labels(config: Configuration) -> tuple:
-    return tuple(config.rows[0].get(column) for column in MATCH_COLUMNS)
+    return tuple(getattr(config.rows[0], column) for column in MATCH_COLUMNS)
 
 
 def pairs(found_a: Sequence[Configuration], found_b: Sequence[Configuration]) -> tuple[list[Pair], int, int]:
@@ -171,13 +171,13 @@ def compare(run_a: RunResults, run_b: RunResults) -> Comparison:
         raise PipebenchError(f"compare: {run_a.run_dir} and {run_b.run_dir} measured different data sets "
                              f"({data[0]} vs {data[1]}): throughput compares only on the same data")
     hosts = (run_a.machine.host_fingerprint, run_b.machine.host_fingerprint)
-    found, only_a, only_b = pairs(configurations(records(run_a.trials)), configurations(records(run_b.trials)))
+    found, only_a, only_b = pairs(configurations(run_a.rows), configurations(run_b.rows))
     return Comparison(
         COMPARE_VERSION, True, str(run_a.run_dir), str(run_b.run_dir),
         () if hosts[0] == hosts[1] else (
             f"the runs were measured on different hosts ({hosts[0]} vs {hosts[1]}): a difference may be the "
             "machine's, not the configuration's",),
-        tuple(Compared({c: p.a.rows[0].get(c) for c in MATCH_COLUMNS}, p.matched_on, _side(p.a), _side(p.b),
+        tuple(Compared({c: getattr(p.a.rows[0], c) for c in MATCH_COLUMNS}, p.matched_on, _side(p.a), _side(p.b),
                        p.basis, p.ratio, p.verdict) for p in found),
         only_a, only_b)
 
@@ -211,13 +211,15 @@ def to_markdown(result: Comparison) -> str:
             versus = found.verdict if not ratio.decided else _text(ratio, ".2f", "×")
             for run, side in (("A", found.a), ("B", found.b)):
                 notes = ["busy machine"] if side.busy_machine else []
-                if run == "A" and env_text(label) != "none set":
-                    notes.append(f"env {env_text(label)}")
+                env = env_of({column: label[column] for column in ENV_COLUMNS})
+                if run == "A" and env != "none set":
+                    notes.append(f"env {env}")
                 if run == "B" and found.matched_on == "labels":
                     notes.append("matched on labels (configuration ids differ)")
                 out.append("| " + " | ".join([
                     label["mode"], label["pipeline"], label["format"] or "n/a", label["ordering"],
-                    str(label["batch_size"]), threads_text(label).replace(" / ", "/"), run,
+                    str(label["batch_size"]),
+                    threads_of(label["intra_op_threads"], label["inter_op_threads"]).replace(" / ", "/"), run,
                     _text(side.examples_per_sec, ",.0f"), str(side.repeats),
                     _input_cost(side) if label["mode"] == "train" else "—",
                     (f"{side.verdict} for {side.trainer}" if side.verdict else "—")

@@ -22,7 +22,9 @@ from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.checklist_records import ModelError
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
-from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by, records
+from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by
+from pipebench.results.study import StudyRecord, Unavailable
+from pipebench.results.trial_row import records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
 BUSY_HATCH = "//"
@@ -40,8 +42,8 @@ class Figure:
 
 def _label(config: Configuration, several_runs: bool = False) -> str:
     row = config.rows[0]
-    threads = "/".join("def" if row[k] is None else str(row[k]) for k in ("intra_op_threads", "inter_op_threads"))
-    text = (f"{row['pipeline']} · {row['format'] or '-'} · {row['source_mode'] or '-'} · {row['ordering'] or '-'}"
+    threads = "/".join("def" if n is None else str(n) for n in (row.intra_op_threads, row.inter_op_threads))
+    text = (f"{row.pipeline} · {row.format or '-'} · {row.source_mode or '-'} · {row.ordering or '-'}"
             f" · batch {batch_text(row)} · threads {threads}")
     return (f"{config.run_id}: " if several_runs else "") + text + (BUSY_NOTE if config.busy else "")
 
@@ -160,7 +162,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel(f"fastest {mode}-mode examples/sec (95% interval)")
-        auc = {size: c.rows[0]["auc"] for size, c in best.items() if c.rows[0].get("auc") is not None}
+        auc = {size: c.rows[0].auc for size, c in best.items() if c.rows[0].auc is not None}
         if mode == "train" and auc:
             twin = ax.twinx()
             twin.plot(list(auc), list(auc.values()), marker="s", color="black", linestyle="--", label="AUC")
@@ -172,7 +174,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
 def fastest_per_mode(trials: pd.DataFrame) -> list[str]:
     """Give the trial ids worth a utilization plot by default: the first repeat of each mode's fastest configuration."""
     found = configurations(records(trials))
-    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0]["trial_id"]
+    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0].trial_id
             for mode in TRIAL_MODES if any(c.mode == mode for c in found)]
 
 
@@ -271,16 +273,16 @@ def parameter_importance(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(shares, dtype=float).sort_values()
 
 
-def optuna_importance(studies: list[dict]) -> tuple[str, pd.Series]:
+def optuna_importance(studies: list[StudyRecord]) -> tuple[str, pd.Series]:
     """Give (study name, importances for examples/sec) from the first study whose Optuna evaluator gave them."""
     for study in studies:
-        found = (study.get("importances") or {}).get("examples_per_sec") or {}
-        if found and "unavailable" not in found:
-            return study.get("study", "study"), pd.Series(found, dtype=float).sort_values()
+        found = study.importances.get("examples_per_sec")  # a study of other objectives has none
+        if found and not isinstance(found, Unavailable):
+            return study.study, pd.Series(found, dtype=float).sort_values()
     return "", pd.Series(dtype=float)
 
 
-def study_importance(trials: pd.DataFrame, studies: list[dict], figure) -> bool:
+def study_importance(trials: pd.DataFrame, studies: list[StudyRecord], figure) -> bool:
     """Bar chart of Optuna's importances as the study saved them; η² over the rows when it saved none."""
     name, importance = optuna_importance(studies)
     label = f"Optuna parameter importance for examples/sec (study {name}, Optuna's default evaluator)"
@@ -400,7 +402,7 @@ def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
 
 
 def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None = None,
-           studies: list[dict] | None = None, profiles: Sequence[Profiled] = (),
+           studies: list[StudyRecord] | None = None, profiles: Sequence[Profiled] = (),
            model_errors: Sequence[dict] = ()) -> list[Figure]:
     """Give every figure the tables support, in report order; `chosen` trials get the utilization plot.
 

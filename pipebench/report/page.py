@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from pipebench.report.projections import error_text, model_errors, profiled
 from pipebench.report.action import action, baseline_of
 from pipebench.report.summary import RANKING, best_table, busy_lines
 from pipebench.report.verdicts import MEASURES, verdicts
-from pipebench.report.tables import batch_text, env_text, fastest, gains, records, threads_text, ties
+from pipebench.report.tables import batch_text, env_text, fastest, gains, threads_text, ties
 from pipebench.results import RunResults, load_many
 
 HTML_FILE, MARKDOWN_FILE, FIGURES_DIR = "report.html", "report.md", "figures"
@@ -56,8 +55,8 @@ def _card(found: list[Configuration]) -> list[tuple]:
     if best is None:
         return [("p", "No finished train or input configuration: no best configuration.")]
     row = best.rows[0]
-    settings = [["mode", best.mode], ["pipeline", row["pipeline"]], ["format", str(row["format"])],
-                ["source mode", str(row["source_mode"])], ["ordering", row["ordering"]],
+    settings = [["mode", best.mode], ["pipeline", row.pipeline], ["format", str(row.format)],
+                ["source mode", str(row.source_mode)], ["ordering", row.ordering],
                 ["batch size", batch_text(row)], ["intra / inter-op threads", threads_text(row)],
                 ["environment", env_text(row)], ["examples/sec (95% interval)", best.throughput.text(",.0f")],
                 ["repeats", _basis(best)]]
@@ -73,7 +72,7 @@ def _card(found: list[Configuration]) -> list[tuple]:
     if tied:
         blocks.append(("p", f"No measurable difference from {len(tied)} other configuration(s) (their paired ratio "
                             "with it holds 1): " + "; ".join(
-                                f"{c.rows[0]['pipeline']} · {c.rows[0]['format']} · {c.rows[0]['ordering']} · "
+                                f"{c.rows[0].pipeline} · {c.rows[0].format} · {c.rows[0].ordering} · "
                                 f"batch {batch_text(c.rows[0])} · threads {threads_text(c.rows[0])}" for c in tied)
                             + ". On this evidence any of them is as good."))
     lines = [[g.against, "not measured" if g.reference is None else g.reference.throughput.text(",.0f"),
@@ -85,7 +84,7 @@ def _card(found: list[Configuration]) -> list[tuple]:
     try:
         from pipebench.pipeline.export import export_pipeline
 
-        code = export_pipeline(json.loads(row["params_json"])["pipeline"])
+        code = export_pipeline(row.pipeline_spec)
         blocks.append(("code", code))
     except (PipebenchError, KeyError, TypeError, ValueError) as error:
         blocks.append(("p", f"Pipeline code not exported: {error}"))
@@ -134,15 +133,14 @@ def _rate_text(rate: Interval | None) -> str:
 def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
     """Give the report as blocks: ('h', text), ('p', text), ('table', header, rows), ('code', text),
     ('figure', Figure), ('card', blocks)."""
-    trials = pd.concat([r.trials for r in runs], ignore_index=True)
-    rows = records(trials)
+    rows = [row for run in runs for row in run.rows]
     found = configurations(rows)
-    ok = int((trials["status"] == "ok").sum())
-    busy_threshold = runs[0].config.get("measurement", {}).get("busy_other_cpu_pct", 25.0)
+    ok = sum(row.ok for row in rows)
+    busy_threshold = runs[0].config["measurement"]["busy_other_cpu_pct"]
     blocks: list[tuple] = [
         ("h1", "pipebench report"),
         ("p", action(rows, baseline_of(runs[0].config), runs[0].run_dir if len(runs) == 1 else None)),
-        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok, "
+        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(rows)} trials, {ok} ok, "
               f"{len(found)} configurations."),
         *[("p", line.replace("**", "")) for line in busy_lines(rows, busy_threshold) if line],
         ("h", "Best configuration"), *_card(found),

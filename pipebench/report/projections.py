@@ -16,7 +16,6 @@ from pipebench.catalog import Catalog, Instance
 from pipebench.measure.intervals import Interval
 from pipebench.report.checklist_records import ModelError, ProjectedCost
 from pipebench.report.configurations import Configuration, configurations, ranked
-from pipebench.report.tables import records
 from pipebench.report.whatif import capped, scaling, synthetic_ceiling
 from pipebench.results import RunResults
 
@@ -40,14 +39,14 @@ def profiled(runs: list[RunResults]) -> list[Profiled]:
 
 def _pipeline_of(found: Profiled) -> dict | None:
     """Give what names the profiled configuration's pipeline across runs (None when its run has no such row)."""
-    rows = [r for r in records(found.run.trials) if r["configuration_id"] == found.profile.configuration_id]
-    return None if not rows else {column: rows[0].get(column) for column in _SAME_PIPELINE}
+    rows = [r for r in found.run.rows if r.configuration_id == found.profile.configuration_id]
+    return None if not rows else {column: getattr(rows[0], column) for column in _SAME_PIPELINE}
 
 
 def _measured(run: RunResults, pipeline: dict, mode: str) -> Configuration | None:
     """Give the run's fastest configuration of `pipeline` in `mode` (any threads), or None."""
-    found = [c for c in configurations(records(run.trials)) if c.mode == mode
-             and all(c.rows[0].get(column) == value for column, value in pipeline.items())]
+    found = [c for c in configurations(run.rows) if c.mode == mode
+             and all(getattr(c.rows[0], column) == value for column, value in pipeline.items())]
     return ranked(found)[0][0] if found else None
 
 

@@ -21,7 +21,6 @@ from pipebench.catalog import AcceleratorRate, Catalog, Instance
 from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import configurations
-from pipebench.report.tables import records
 from pipebench.results import RunResults
 from pipebench.typed import to_json
 
@@ -38,7 +37,7 @@ def synthetic_ceiling(run: RunResults, batch_size: int) -> Interval | None:
     model fed from memory. Only at the profile's batch size: examples/s of a train step depend on it.
     """
     found = []
-    for config in configurations(records(run.trials)):
+    for config in configurations(run.rows):
         if config.label["batch_size"] != batch_size:
             continue
         if config.mode == "synthetic":

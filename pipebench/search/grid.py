@@ -13,17 +13,19 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.config import Experiment
+from pipebench.config import Experiment, typed_block
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
 from pipebench.measure.round_order import round_order
-from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
+from pipebench.measure.trial import (ENV_KNOBS, Measurement, Model, PipelineLabel, Quality, Sources, Threads,
+                                     TrialSpec)
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
 from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
+from pipebench.results.trial_row import TrialRow
 from pipebench.search.loop import Planned
 from pipebench.search.settings import label_space_name
 from pipebench.sources import service
@@ -170,10 +172,11 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
                      config_key=_key({**setting, "model": experiment["model"]}),
                      pipeline_spec=candidate.spec.to_dict(), pipeline_fingerprint=candidate.spec.fingerprint(),
                      label=label, batch_size=setting["batch_size"], threads=threads, env=dict(setting["env"]),
-                     measurement=dict(common["measurement"]), model=dict(common["model"]),
-                     feature_size=data.feature_size, data_fingerprint=data.fingerprint,
-                     quality=dict(common["quality"]), holdout_files=tuple(common["holdout_files"]),
-                     sources=dict(common["sources"]), knobs_not_applied=not_applied)
+                     measurement=typed_block(Measurement, "measurement", common["measurement"]),
+                     model=typed_block(Model, "model", common["model"]), feature_size=data.feature_size,
+                     data_fingerprint=data.fingerprint, quality=typed_block(Quality, "quality", common["quality"]),
+                     holdout_files=tuple(common["holdout_files"]),
+                     sources=typed_block(Sources, "sources", common["sources"]), knobs_not_applied=not_applied)
 
 
 def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
@@ -235,7 +238,7 @@ class GridPlanner:
     def next(self) -> Planned | None:
         return Planned(self._todo.popleft()) if self._todo else None
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         """The grid needs no result to go on."""
 
     def finish(self, run) -> None:

@@ -22,6 +22,7 @@ from pipebench.measure.trial import ENV_KNOBS, TrialSpec
 from pipebench.pipeline.function import FunctionPipeline
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
+from pipebench.results.trial_row import TrialRow
 from pipebench.search.budget import REFERENCES, exploration_problem
 from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
@@ -90,15 +91,15 @@ def instance_price(experiment: Experiment, machine: MachineFacts) -> float | Non
     return catalog.instances[instance_type].price_per_hour
 
 
-def objective_values(row: dict, objectives: list[str], price_per_hour: float | None) -> list[float | None]:
+def objective_values(row: TrialRow, objectives: list[str], price_per_hour: float | None) -> list[float | None]:
     """Give the row's value for each objective; cost is the price of a million examples at its rate."""
     values = []
     for objective in objectives:
         if objective == "cost_per_million_examples":
-            rate = row.get(_ROW_COLUMNS["examples_per_sec"])
+            rate = getattr(row, _ROW_COLUMNS["examples_per_sec"])
             values.append(price_per_hour / (rate * 3600) * 1e6 if rate and price_per_hour else None)
         else:
-            values.append(row.get(_ROW_COLUMNS[objective]))
+            values.append(getattr(row, _ROW_COLUMNS[objective]))
     return values
 
 

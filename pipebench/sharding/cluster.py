@@ -14,6 +14,7 @@ environment; the figures go to RUN_DIR/sharding.json (pipebench.sharding.record)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import selectors
@@ -222,8 +223,9 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     check_request(where, files, workers, placements)
     cpus = worker_cpus(workers)
     notes = order_notes(spec, placements)
-    sources = {**trial.sources, "file": {**trial.sources.get("file", {}), "cold": False}}
-    job = ShardingJob(os.getpid(), workers, spec.to_dict(), sources, Threads(trial.threads.intra, trial.threads.inter),
+    sources = dataclasses.replace(trial.sources, file=dataclasses.replace(trial.sources.file, cold=False))
+    job = ShardingJob(os.getpid(), workers, spec.to_dict(), to_json(sources),
+                      Threads(trial.threads.intra, trial.threads.inter),
                       tuple(measuring_order(placements, rounds, f"{config.configuration_id}/{workers}")))
     log(f"sharding configuration {config.configuration_id} ({spec.ordering}; {len(files)} file(s)) over {workers} "
         f"workers on 127.0.0.1, {rounds} round(s) of {', '.join(placements)}; "
