@@ -28,7 +28,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.store import read_table
 from pipebench.search.space import Dimension, default_space, pin_inert
-from pipebench.testing import fake_measure, start_pipebench, tiny_experiment, wait_until
+from pipebench.testing import fake_measure, start_pipebench, tiny_experiment, wait_until, yields_no_examples
 
 optuna = pytest.importorskip("optuna")
 from optuna.trial import TrialState  # noqa: E402
@@ -215,10 +215,10 @@ def test_a_slow_trial_is_pruned(tmp_path, cache, fake_trials):
     assert row["batch_size"] == 1 and "pruned after window 1" in row["reason"]
 
 
-@pytest.mark.tf
 def test_failed_trials_are_told_fail_with_the_reason_and_stop_the_study_past_the_budget_with_exit_3(
-        tmp_path, cache, cli):
+        tmp_path, cache, cli, fake_trials):
     """Regression (exit code): a study stopped by budget.max_failure_rate exited 0; now 3, its last line why."""
+    fake_trials(fake_measure(yields_no_examples))
     journal = tmp_path / "failing.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=6, enqueue_reference=False,
                space={"batch_size": [100_000]})  # larger than the data with drop_remainder: no examples
