@@ -33,7 +33,7 @@ def tf_names_its_pool(tf_version: str) -> bool:
     return tuple(int(x) for x in tf_version.split(".")[:2]) >= (2, 15)
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, data):
     """Regression: workers ran wherever the manager could; the affinity is now set between fork and exec."""
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
@@ -47,7 +47,7 @@ def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, dat
         assert 0 < window.cpu_sec <= window.seconds + 0.05
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_an_unpinned_worker_starts_on_every_cpu_its_manager_may_use(tmp_path, data):
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
     record = run_worker(trial, tmp_path / "t", LIMITS).record

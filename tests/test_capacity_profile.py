@@ -149,7 +149,7 @@ def test_capacity_json_keeps_other_profiles_and_replaces_the_same_configuration_
     assert sorted(os.listdir(tmp_path)) == [PROFILE_FILE]  # written through a temp file, none left
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_pipebench_capacity_profiles_the_fastest_configuration(tmp_path, data, cli):
     """End to end, real workers on real data: every prefix of the fastest configuration at one core."""
     stages = [{"batch": {"batch_size": 64}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}}]

@@ -40,7 +40,7 @@ def _job_results(root):
     return job, results.load(out / job["run_dir"])
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 @pytest.mark.parametrize("input_mode, source_mode", [("File", "file"), ("FastFile", "fastfile")])
 def test_file_and_fastfile_channels_run_end_to_end(tmp_path, launch, input_mode, source_mode):
     root = opt_ml(tmp_path / "opt-ml", launch, input_mode, f"tiny-c5-xlarge-{source_mode}")
@@ -61,7 +61,7 @@ def test_file_and_fastfile_channels_run_end_to_end(tmp_path, launch, input_mode,
     assert not (root / "output" / "failure").exists()
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_pipe_channel_reads_sagemakers_fifos_without_emulation(tmp_path, launch):
     root = tmp_path / "opt-ml"
     files = launch.data.files["tfrecord"]
@@ -164,7 +164,7 @@ def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_t
     assert without.files == {"tfrecord": remote} and without.fingerprint != data.fingerprint
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_the_source_tarball_installs_and_runs_in_a_fresh_venv_laid_out_like_the_container(tmp_path, launch):
     """Script mode without SageMaker: sourcedir.tar.gz extracted into <root>/code, a fresh venv, the toolkit's steps.
 

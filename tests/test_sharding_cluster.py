@@ -24,7 +24,7 @@ def _run(tmp_path: Path, files: list[str]) -> Path:
     return make_run(tmp_path / "run", rows, machine())
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     """FILE: each worker its own file's rows and about half the bytes; DATA and shard-after-read: half the rows
     each but every byte; OFF: every row on every worker. The workers are gone afterwards."""
@@ -57,7 +57,7 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     assert not [n for n in os.listdir(run) if n.startswith(".")]  # no temp left beside sharding.json
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     """A file that is not TFRecord fails every worker's epoch: one TrialError naming the worker, all workers gone."""
     from pipebench.errors import TrialError
@@ -75,7 +75,7 @@ def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     assert not (run / SHARDING_FILE).exists()
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 @pytest.mark.parametrize("stop", ["SIGKILL", "SIGINT"])
 def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
     """kill -9 of the process running the cluster (no cleanup runs in it) or Ctrl-C (SIGINT): it ends, and its
@@ -106,7 +106,7 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
     assert not [n for n in set(os.listdir(tempfile.gettempdir())) - temps if "sharding" in n]  # no scratch left
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, data):
     """The guide's order (interleave over the file list first): FILE shards the file list inside it, and
     shard-after-read goes after the interleave, which reads; each worker still gets half the rows."""

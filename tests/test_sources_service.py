@@ -77,7 +77,7 @@ def _one_epoch(spec: PipelineSpec, service: dict) -> collections.Counter:
     return seen
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("policy", SHARDING_POLICIES)
 def test_each_policy_visits_examples_as_its_label_says(tfrecords, clusters, policy, workers):
@@ -103,6 +103,7 @@ def test_each_policy_visits_examples_as_its_label_says(tfrecords, clusters, poli
         assert seen == local and label.name == "service-exactly-once", f"{policy}: every row exactly once"
 
 
+@pytest.mark.tf
 def test_the_split_part_runs_on_the_workers_and_the_rest_here(tfrecords, clusters):
     """Split before decode: the workers send undecoded batches; decode and prefetch run in the trial."""
     spec = _spec(tfrecords)
@@ -112,7 +113,7 @@ def test_the_split_part_runs_on_the_workers_and_the_rest_here(tfrecords, cluster
     assert sum(seen.values()) == ROWS and set(seen.values()) == {1}
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_a_server_that_does_not_start_is_named_on_one_line_with_its_last_stderr_line(tmp_path):
     """Its port taken, a real dispatcher exits: the error names it and what it said last. A server still starting
     when the wait ends (a timeout of 0) is named too; neither is left running."""
@@ -153,7 +154,7 @@ def _service_trial(files: str, **changes):
     return trial_spec(pipeline=spec, sources={"service": {"workers": 2, "sharding_policy": "DYNAMIC"}}, **changes)
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 def test_no_server_outlives_a_trial_that_succeeds_or_fails(tfrecords, tmp_path):
     ok = run_worker(_service_trial(tfrecords), tmp_path / "ok", Limits(600, 8 << 30))
     assert ok.record.status is TrialStatus.OK, ok.record.reason
@@ -183,7 +184,7 @@ run_worker(TrialSpec.load(Path(sys.argv[1])), Path(sys.argv[2]), Limits(600, 8 <
 """
 
 
-@pytest.mark.slow
+@pytest.mark.tf
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_no_server_outlives_its_manager_stopped_by_ctrl_c_or_kill_9(tfrecords, tmp_path, how):
     trial = _service_trial(tfrecords, measurement={**trial_spec().measurement, "windows": 1000, "max_windows": 1000,
