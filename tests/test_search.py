@@ -146,7 +146,7 @@ def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     resumed = start_pipebench("run", "--resume", str(run_dir))
-    out, _ = resumed.communicate(timeout=300)
+    out, _ = resumed.communicate(timeout=600)  # a busy machine (load 10 on 2 vCPUs) took over 300 s
     assert resumed.returncode == 0, out
     study = optuna.load_study(study_name="tiny", storage=_journal(run_dir / "study.journal"))
     _assert_every_slot_once(study, 4)
@@ -261,7 +261,7 @@ def _two_workers_finish_with_one_killed(tmp_path: Path, cache: Path, storage: st
     first.wait()
     restarted = start_pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"))
     for proc in (second, restarted):
-        out, _ = proc.communicate(timeout=300)
+        out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out
     from pipebench.search.optuna_driver import open_storage
 
