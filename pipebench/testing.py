@@ -104,6 +104,13 @@ def fake_measure(result: Callable[[TrialSpec], float | TrialRecord]) -> Callable
     return measure
 
 
+def yields_no_examples(spec: TrialSpec) -> TrialRecord:
+    """Give the record a real worker makes of a batch larger than the data (aws-sample drops the remainder):
+    a fake_measure result for failure-budget tests (tests/test_manager.py checks a real worker says so)."""
+    return TrialRecord(TrialStatus.INVALID, "the pipeline yields no examples (batch larger than the data with "
+                                            "drop_remainder)")
+
+
 def three_formats(root: Path, rows: int, files: int, seed: int, rows_per_record: int) -> dict[str, str]:
     """Give {format: glob of its part files} of the same synthetic rows as libsvm, TFRecord and packed, made under `root`."""
     from converters.convert import ConvertRequest, convert

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.tf
 CTR_INPUT = Path(__file__).parents[1] / "experiments" / "functions" / "ctr_input.py"
 ROWS, BATCH = 3000, 256
 
+pytestmark = pytest.mark.tf
+
 
 def _pipebench(*args: object, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pipebench", *map(str, args)], cwd=cwd, capture_output=True,

@@ -52,15 +52,31 @@ def test_invalid_setting_is_a_record_with_the_reason(tmp_path, tfrecords):
 
 
 @pytest.mark.tf
-def test_env_and_threads_reach_the_worker_before_tensorflow(tmp_path, tfrecords):
-    trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"}, threads=Threads(1, 2))
-    record = run_worker(trial, tmp_path / "t", LIMITS).record
+def test_settings_reach_the_worker_before_tensorflow_and_each_window_is_heard_and_sampled(tmp_path, tfrecords):
+    """One real worker for what a successful trial gives back (one TF start, not three): the trial's variables
+    and thread pools are set before TensorFlow is imported; each window is heard while the worker runs; and
+    the usage figures cover the measured windows only.
+
+    Usage: CPU medians used to cover the whole worker (TF import, build, warm-up); they must cover the
+    windows the figures describe. The peak RSS is the largest of every reading, never a coarser one."""
+    heard: list[tuple[int, float]] = []
+    trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"}, threads=Threads(1, 2),
+                   measurement={**MEASURE, "warmup_max_sec": 3.0, "windows": 8})
+    outcome = run_worker(trial, tmp_path / "t", LIMITS, sampler_factory=lambda pid: Sampler(pid, 0.1),
+                         on_progress=lambda w, r: heard.append((w, r)) or False)
+    record, usage = outcome.record, outcome.usage
     assert record.status is TrialStatus.OK, record
     assert record.tensorflow_imported_before_settings is False
     assert record.env_seen == {"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled",
                                "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "2"}
     assert (record.worker_intra_op_threads, record.worker_inter_op_threads) == (1, 2)
-    assert record.examples_per_sec_median > 0 and len(record.window_rates) == 2
+    assert record.examples_per_sec_median > 0 and len(record.window_rates) == 8
+    assert heard == list(enumerate(record.window_rates))
+    assert record.windows_started_sec < record.windows_ended_sec
+    inside = [s for s in outcome.samples if record.windows_started_sec <= s["t_sec"] <= record.windows_ended_sec]
+    assert usage.samples == len(inside) > 0 and len(outcome.samples) > len(inside), "windows are a part of the trial"
+    assert outcome.process.rss_peak_bytes >= max(s["rss_bytes"] for s in outcome.samples)
+    assert outcome.process.rss_peak_bytes >= max(s["root_rss_peak_bytes"] or 0 for s in outcome.samples)
 
 
 def test_null_env_values_unset_inherited_variables(monkeypatch):
@@ -77,34 +93,11 @@ def test_trial_files_are_kept_for_inspection(tmp_path):
 
 
 @pytest.mark.tf
-def test_each_window_is_heard_while_the_worker_runs(tmp_path, tfrecords):
-    heard: list[tuple[int, float]] = []
-    trial = _trial(tfrecords, measurement={**MEASURE, "windows": 3})
-    record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: heard.append((w, r)) or False).record
-    assert record.status is TrialStatus.OK, record
-    assert heard == list(enumerate(record.window_rates))
-
-
-@pytest.mark.tf
 def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     trial = _trial(tfrecords, measurement={**MEASURE, "windows": 50})
     outcome = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True)
     assert outcome.record.status is TrialStatus.PRUNED and outcome.record.reason.startswith("pruned after window 1:")
     assert outcome.process.signal == 9
-
-
-@pytest.mark.tf
-def test_usage_covers_the_measured_windows_and_the_peak_is_the_finest_seen(tmp_path, tfrecords):
-    """CPU medians used to cover the whole worker (TF import, build, warm-up); they must cover the
-    windows the figures describe. The peak RSS is the largest of every reading, never a coarser one."""
-    trial = _trial(tfrecords, measurement={**MEASURE, "warmup_max_sec": 3.0, "windows": 8})
-    outcome = run_worker(trial, tmp_path / "t", LIMITS, sampler_factory=lambda pid: Sampler(pid, 0.1))
-    record, usage = outcome.record, outcome.usage
-    assert record.status is TrialStatus.OK and record.windows_started_sec < record.windows_ended_sec
-    inside = [s for s in outcome.samples if record.windows_started_sec <= s["t_sec"] <= record.windows_ended_sec]
-    assert usage.samples == len(inside) > 0 and len(outcome.samples) > len(inside), "windows are a part of the trial"
-    assert outcome.process.rss_peak_bytes >= max(s["rss_bytes"] for s in outcome.samples)
-    assert outcome.process.rss_peak_bytes >= max(s["root_rss_peak_bytes"] or 0 for s in outcome.samples)
 
 
 @pytest.mark.tf

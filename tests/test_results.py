@@ -213,18 +213,26 @@ def test_resume_checks_every_part_it_reads_and_allows_a_run_killed_before_its_fi
 def test_an_old_table_is_one_error_line_and_exit_1_every_time(tmp_path):
     """Regression: exiting right after the version error aborted (exit 134, "terminate called without
     an active exception") about one time in ten, when the table had been read through a Python file
-    object. Each command runs the real CLI 20 times in a fresh process."""
+    object. Each command runs the real CLI 20 times in a fresh process, as many at once as this process has
+    CPUs (each run is its own process: the abort was at its exit, whatever ran beside it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     run = passing_run(tmp_path)
     table = pq.read_table(run / "trials.parquet")
     pq.write_table(table.replace_schema_metadata({VERSION_KEY: b"1"}), run / "trials.parquet")
     env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
-    for command in (["report"], ["checklist"], ["run", "--resume"]):
-        for attempt in range(20):
-            done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
-                                  text=True, env=env, timeout=120)
-            assert (done.returncode, done.stderr) == (1, f"pipebench: error: {run / 'trials.parquet'}: results schema "
-                                                         f"v1 is older than v{SCHEMA_VERSION}: upgrade the results "
-                                                         "with the pipebench version that wrote them\n"), (command, attempt)
+    expected = (1, f"pipebench: error: {run / 'trials.parquet'}: results schema v1 is older than v{SCHEMA_VERSION}: "
+                   "upgrade the results with the pipebench version that wrote them\n")
+
+    def attempt(command: list[str]) -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
+                              text=True, env=env, timeout=120)
+        return done.returncode, done.stderr
+
+    attempts = [(command, index) for command in (["report"], ["checklist"], ["run", "--resume"]) for index in range(20)]
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
+        found = list(pool.map(lambda item: attempt(item[0]), attempts))
+    assert [(item, ran) for item, ran in zip(attempts, found) if ran != expected] == []
 
 
 # --- the run folder's lock ---

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 import pipebench.results as results
-from pipebench.measure.trial import TrialRecord, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.store import read_table
-from pipebench.testing import ALL_MODES, all_gone, fake_measure, start_pipebench, tiny_experiment, wait_until
+from pipebench.testing import (ALL_MODES, all_gone, fake_measure, start_pipebench, tiny_experiment, wait_until,
+                               yields_no_examples)
 
 
 def _experiment(tmp_path, **changes) -> str:
@@ -69,8 +69,11 @@ def _trial_ids(run_dir) -> list[str]:
 def test_kill_minus_nine_then_two_resumes_at_once_lose_and_repeat_nothing(tmp_path):
     """kill -9 mid-run leaves no worker and no trial half-counted; then, regression, two `run --resume RUN_DIR` at
     once both ran the missing trials (7 rows for 4 trials): now the second is refused by the folder's lock with
-    one line naming the first, and the first completes the run."""
-    proc = start_pipebench("run", _experiment(tmp_path), start_new_session=True)
+    one line naming the first, and the first completes the run. Four input trials of one pipeline (what trials
+    measure is not what this checks: test_run_writes_results_with_all_modes_and_a_verdict's run covers it)."""
+    experiment = _experiment(tmp_path, data={"formats": ["tfrecord"]}, pipelines={"presets": ["aws-sample"]},
+                             modes=["input"], grid={"batch_size": [64, 128, 256, 512]})
+    proc = start_pipebench("run", experiment, start_new_session=True)
 
     def two_rows():
         dirs = list((tmp_path / "results" / "tiny").glob("*")) if (tmp_path / "results" / "tiny").exists() else []
@@ -98,15 +101,9 @@ def test_kill_minus_nine_then_two_resumes_at_once_lose_and_repeat_nothing(tmp_pa
     assert not (run_dir / ".lock").exists()
 
 
-def _too_large(spec) -> TrialRecord:
-    """What the worker records of a batch larger than the data (aws-sample drops the remainder)."""
-    return TrialRecord(TrialStatus.INVALID, "the pipeline yields no examples (batch larger than the data with "
-                                            "drop_remainder)")
-
-
 def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_summary(tmp_path, cli, fake_trials):
     """Regression: a run stopped by budget.max_failure_rate exited 0, so CI and scripts could not see it."""
-    fake_trials(fake_measure(_too_large))
+    fake_trials(fake_measure(yields_no_examples))
     experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
                              grid={"batch_size": [100_000, 200_000, 300_000, 400_000, 500_000]},
                              budget={"trial_timeout_sec": 120, "max_failure_rate": 0.5})
@@ -123,7 +120,7 @@ def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_su
 def test_a_run_in_which_no_trial_succeeded_exits_3_whatever_its_size(tmp_path, cli, fake_trials):
     """Regression (issue 28): a run whose every trial failed exited 0 when it had fewer than 4 trials (the failure
     budget's minimum) and ended advising to export "the fastest configuration"."""
-    fake_trials(fake_measure(_too_large))
+    fake_trials(fake_measure(yields_no_examples))
     experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
                              grid={"batch_size": [100_000, 200_000]})
     code, out, err = cli("run", experiment)
