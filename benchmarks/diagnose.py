@@ -34,7 +34,7 @@ from diagnose_fixtures import CORPUS, PIPELINES, kwargs_of  # noqa: E402
 
 from pipebench.diagnose.export import module_name, rewritten_module  # noqa: E402
 from pipebench.diagnose.run import diagnose  # noqa: E402
-from pipebench.diagnose.target import parse_function_ref  # noqa: E402
+from pipebench.pipeline.function import parse_function_ref  # noqa: E402
 from pipebench.measure.intervals import Interval  # noqa: E402
 
 
@@ -44,7 +44,7 @@ def _data(folder: Path, rows: int) -> dict[str, list[str]]:
     found = {}
     for fmt, files in (("libsvm", 4), ("tfrecord", 32)):
         described = synthesize(SynthSpec(rows=rows, out=folder / fmt, files=files, format=fmt, seed=7))
-        found[fmt] = [str(folder / fmt / f["name"]) for f in described["files"]]
+        found[fmt] = [str(folder / fmt / f.name) for f in described.files]
     return found
 
 
@@ -59,7 +59,7 @@ def remeasure(original: str, rewritten: str, kwargs: dict, rounds: int) -> Inter
 
 def _remeasure_here(original: str, rewritten: str, kwargs: dict, rounds: int) -> None:
     """Measure two input_fns in this process in paired interleaved rounds; print the ratio as JSON."""
-    from pipebench.diagnose.load import import_user_module
+    from pipebench.pipeline.user_code import import_user_module
     from pipebench.diagnose.rounds import calibrate, interleaved_rounds, rates
     from pipebench.measure.intervals import ratio_interval
     from pipebench.measure.windows import Arm
@@ -118,9 +118,9 @@ def main() -> None:
         started = time.monotonic()
         progress = open(work / f"progress-{name}.txt", "w")
 
-        def log(text: str) -> None:
-            progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")
-            progress.flush()
+        def log(text: str) -> None:  # called within this iteration only (by diagnose below)
+            progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")  # noqa: B023
+            progress.flush()  # noqa: B023
 
         found, out = diagnose(parse_function_ref(f"{CORPUS / name}.py:input_fn"), kwargs, None,
                               work / f"out-{name}", args.rounds, log=log)

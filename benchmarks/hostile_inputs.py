@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.measure.intervals import ratio_interval
+from pipebench.measure.round_order import round_order
 from pipebench.yamlfile import MAX_FILE_BYTES
 
 MIB = 1 << 20
@@ -173,7 +174,6 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{dt.date.today()}; cpus: {len(os.sched_getaffinity(0))}; load average at start: "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.rounds} paired rounds")
-    rng = random.Random(11)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
         cases = _cases(work, args.big)
@@ -183,10 +183,8 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|")
         for case in cases:
             hostile, valid = [], []
-            for _ in range(args.rounds):
-                arms = [("h", case.hostile), ("v", case.valid)]
-                rng.shuffle(arms)
-                for kind, command in arms:
+            for r in range(args.rounds):
+                for kind, command in round_order([("h", case.hostile), ("v", case.valid)], r, f"{case.name}"):
                     (hostile if kind == "h" else valid).append(_run(command, work))
             bad = [d for d in valid if d.code != 0] + [d for d in hostile if d.code == 0]
             if bad:

@@ -77,7 +77,7 @@ def _data(rows: int, work: Path) -> dict[str, tuple[str, int]]:
     manifest = convert(ConvertRequest(inputs=libsvm, out=work / "packed", format="packed", shards=FILES))
     return {"libsvm": (str(work / "libsvm" / "part-*.libsvm"), 0),
             "tfrecord": (str(work / "tfrecord" / "part-*.tfrecord"), 0),
-            "packed": (str(work / "packed" / "part-*.packed.tfrecord"), manifest["packed_layout"]["rows_per_record"])}
+            "packed": (str(work / "packed" / "part-*.packed.tfrecord"), manifest.packed_layout.rows_per_record)}
 
 
 def _measure(spec: PipelineSpec, rows: int) -> dict:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import random
 import tempfile
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from converters.convert import ConvertRequest, convert
 from pipebench.measure.figures import figures
 from pipebench.measure.intervals import mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
+from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.presets import preset
 from pipebench.synth import SynthSpec, synthesize
@@ -54,7 +54,6 @@ def main() -> None:
     convert(ConvertRequest(inputs=tuple(sorted((work / "libsvm").glob("part-*"))), out=work / "tfrecord", shards=4))
     measurement = {"warmup_max_sec": 8.0, "window_sec": args.window_sec, "windows": 5, "max_windows": 5,
                    "steady_cv_pct": 5.0, "busy_other_cpu_pct": 25.0}
-    rng = random.Random(0)
     print(f"{args.rows:,} rows, batch 1024, DeepFM {MODEL['deep_layers']}, {args.rounds} rounds, "
           f"{len(os.sched_getaffinity(0))} vCPUs; load average {os.getloadavg()[0]:.2f}")
     for name, fmt in PIPELINES:
@@ -63,13 +62,13 @@ def main() -> None:
         base = trial_spec(pipeline=spec, mode="train", model=MODEL, measurement=measurement)
         variants = {
             "paired": base,
-            "paired, no settle": dataclasses.replace(base, measurement={**measurement, "settle": False}),
-            "separate: train": dataclasses.replace(base, measurement={**measurement, "paired": False}),
+            "paired, no settle": dataclasses.replace(base, settle=False),
+            "separate: train": dataclasses.replace(base, paired=False),
             "separate: synthetic": dataclasses.replace(base, mode="synthetic"),
         }
         results: dict[str, list] = {key: [] for key in variants}
         for r in range(args.rounds):
-            for key in rng.sample(list(variants), len(variants)):
+            for key in round_order(list(variants), r, name):
                 trial = dataclasses.replace(variants[key], trial_id=f"{name}-{key}-{r}".replace(" ", "").replace(",", "").replace(":", ""))
                 results[key].append(figures(_windows(trial, work / trial.trial_id)))
         print(f"\n{name} / {fmt}")

@@ -35,7 +35,6 @@ import itertools
 import json
 import math
 import platform
-import random
 import statistics
 import tempfile
 from pathlib import Path
@@ -46,6 +45,7 @@ from pipebench.datasets import materialise
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.intervals import ratio_interval
 from pipebench.measure.machine import machine_facts
+from pipebench.measure.round_order import round_order
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.sampler import Sampler
 from pipebench.measure.trial import TrialSpec
@@ -122,9 +122,8 @@ class Bench:
     def rounds(self, configs: list[dict], times: int, seed: object) -> list[list[float]]:
         """Give each configuration's rates over `times` rounds, each round in its own random order (RMIT)."""
         rates: list[list[float]] = [[] for _ in configs]
-        rng = random.Random(str(seed))
-        for _ in range(times):
-            for j in rng.sample(range(len(configs)), len(configs)):
+        for r in range(times):
+            for j in round_order(range(len(configs)), r, seed):
                 rates[j].append(self.rate(configs[j]))
         # the replay pairs a race's rounds by these (search_replay.py): only the last set measured side by side
         self.round_values = {_key(worker_trial(self.plan, params), self.plan.space): times for params in configs}
@@ -194,9 +193,8 @@ def main() -> None:
 
     if not args.grid_from:
         grid = [dict(zip(names, values)) for values in itertools.product(*(plan.space[n].choices for n in names))]
-        rng = random.Random("grid")
         for p in range(args.grid_passes):
-            for i, params in enumerate(rng.sample(grid, len(grid))):
+            for i, params in enumerate(round_order(grid, p, "grid")):
                 rate = bench.rate(params)
                 print(f"grid pass {p + 1}, {i + 1}/{grid_size}: {params}: {rate:,.0f} ex/s", flush=True)
         if not args.enrich_top:

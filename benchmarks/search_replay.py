@@ -46,6 +46,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.measure.machine import machine_facts
 from pipebench.measure.trial import TrialSpec
 from pipebench.results.run_folder import RunFolder
+from pipebench.results.trial_row import TrialRow
 from pipebench.search.confirm import decide
 from pipebench.search.loop import run_trials
 from pipebench.search.optuna_driver import OptunaPlanner, open_study
@@ -114,10 +115,10 @@ class _InMemory(RunFolder):
         super().__init__(path, machine, data.facts())
         object.__setattr__(self, "kept", [])
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[TrialRow]:
         return list(self.kept)
 
-    def append(self, row: dict, samples: list[dict]) -> None:
+    def append(self, row: TrialRow, samples: list[dict]) -> None:
         self.kept.append(row)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import random
 import tempfile
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from converters.convert import ConvertRequest, convert
 from pipebench.measure.figures import figures
 from pipebench.measure.intervals import Interval, geometric_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
+from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import TrialRecord, TrialStatus
 from pipebench.pipeline.presets import preset
 from pipebench.report.service_sizing import FORMULA, worker_count
@@ -119,9 +119,8 @@ def main() -> None:
         ceiling: list[float] = []
         bytes_per_example: dict[str, float] = {}
         failed: dict[str, str] = {}
-        order = random.Random(SEED)
         for round_ in range(args.rounds):
-            for name in order.sample(list(configurations), len(configurations)):
+            for name in round_order(list(configurations), round_, SEED):
                 mode, source_mode, service = configurations[name]
                 record = _measure(name, round_, files, mode, source_mode, service, work, args.window_sec)
                 if record.status is not TrialStatus.OK:
@@ -139,7 +138,7 @@ def main() -> None:
     print(f"\n{'configuration':<26} {'examples/s (95% interval)':>30} {'local / this':>24} {'epoch: seen (label)':>26}"
           f" {'client MB/s':>12}")
     local = rates[LOCAL]
-    for name, (mode, source_mode, service) in configurations.items():
+    for name, (mode, _source_mode, service) in configurations.items():
         if name in failed or not rates[name]:
             print(f"{name:<26} {failed.get(name, 'no rounds')}")
             continue

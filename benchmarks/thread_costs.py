@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from pipebench.measure.intervals import geometric_interval, mean_interval, ratio_interval
+from pipebench.measure.round_order import round_order
 
 CASES = ("lambdaji-libsvm/libsvm", "aws-sample/tfrecord", "aws-sample/libsvm", "aws-sample/packed",
          "guide/tfrecord", "guide/packed")
@@ -111,11 +111,10 @@ def main() -> None:
           f"{len(os.sched_getaffinity(0))} vCPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
     print("case                     regime                  ex/s (95%)                         CPU µs/example (95%)    "
           "× CPU of 1 CPU (paired)   tf.data / inter-op pool / main µs", flush=True)
-    rng = random.Random(15)
     for case in args.cases:
         found: dict[str, list[dict]] = {r: [] for r in REGIMES}
-        for _ in range(args.repeats):
-            for regime in rng.sample(REGIMES, len(REGIMES)):
+        for repeat in range(args.repeats):
+            for regime in round_order(REGIMES, repeat, case):
                 out = subprocess.run([sys.executable, __file__, "--seconds", str(args.seconds), "--child", case,
                                       regime, json.dumps(files)], capture_output=True, text=True, check=True)
                 found[regime].append(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import pipebench.results as results
 from pipebench.report.configurations import configurations
-from pipebench.report.tables import records
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIDENT = ("not input-bound", "moderately input-bound", "highly input-bound")
@@ -58,12 +57,12 @@ def _verdicts(run_dir: Path) -> dict[str, tuple[str, str, float, float, float, b
     """Give each train configuration's (label, basis, % of the figure it read, low, high, busy)."""
     run = results.load(run_dir)
     out = {}
-    for config in configurations(records(run.trials)):
+    for config in configurations(run.rows):
         read = config.pooled.input_cost
         if config.mode != "train" or read is None or not read.decided:  # one round: no interval, no row to judge
             continue
         row = config.rows[0]
-        out[f"{row['pipeline']} / {row['format']}"] = (config.verdict, config.basis, 100 * read.mean, 100 * read.low,
+        out[f"{row.pipeline} / {row.format}"] = (config.verdict, config.basis, 100 * read.mean, 100 * read.low,
                                                        100 * read.high, config.busy)
     return out
 

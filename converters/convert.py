@@ -34,6 +34,15 @@ from converters import MANIFEST, criteo, libsvm, packed, tfrecord
 from converters.example import SCHEMA, encode_examples
 from converters.inputs import InputFile, refuse_unusable, sniff_compression
 from converters.inverse import ExampleBatch, example_batches, format_libsvm
+from converters.manifest import (
+    MANIFEST_VERSION,
+    FeatureMapUsed,
+    Made,
+    Manifest,
+    Rejected,
+    Shard,
+    Source,
+)
 from converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import DataError, UsageError
@@ -166,9 +175,8 @@ class _Source:
             raise DataError(f"{self.path}: changed while it was being converted (its size or modification "
                             "time differ from the first pass over it); convert it again")
 
-    def describe(self) -> dict:
-        return {"path": str(self.path), "bytes": self.bytes, "sha256": self.sha256,
-                "compression": self.compression, "lines": self.lines}
+    def describe(self) -> Source:
+        return Source(str(self.path), self.bytes, self.sha256, self.compression, self.lines)
 
 
 def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:
@@ -296,7 +304,7 @@ class _Converter:
                 if quarantine is not None:
                     quarantine.close()
             manifest = self._manifest(shards, time.perf_counter() - started)
-            atomic_write_json(tmp / MANIFEST, manifest, allow_nan=False)
+            atomic_write_json(tmp / MANIFEST, manifest.to_json(), allow_nan=False)
         return manifest
 
     def _load_or_build_map(self, pool: ThreadPoolExecutor) -> criteo.FeatureMap:
@@ -330,7 +338,7 @@ class _Converter:
                         collect(*window.popleft())
             while window:
                 collect(*window.popleft())
-            fmap = counter.feature_map(req.cutoff or criteo.DEFAULT_CUTOFF, [s.describe() for s in self.sources])
+            fmap = counter.feature_map(req.cutoff or criteo.DEFAULT_CUTOFF, tuple(s.describe() for s in self.sources))
             self.counted = sum(s.bytes for s in self.sources)
             if self.display is not None:
                 self.display.unit_done(f"convert: pass 1/2 done: feature map of {fmap.rows:,} rows, feature_size "
@@ -435,38 +443,23 @@ class _Converter:
         framed, framed_ends = tfrecord.frame(payload, ends)
         return framed, framed_ends, counts
 
-    def _manifest(self, shards, seconds: float) -> dict:
+    def _manifest(self, shards: list[Shard], seconds: float) -> Manifest:
         req = self.req
-        manifest = {
-            "manifest_version": 1,
-            "converter": {"name": "pipebench convert", "version": pipebench.__version__},
-            "format": req.format,
-            "compression": req.compression,
-            "tf_compression_type": tfrecord.TF_COMPRESSION[req.compression],
-            "field_size": req.field_size,
-            "feature_size": self.feature_map.feature_size if self.feature_map else req.feature_size,
-            "feature_size_seen": self.max_id + 1,
-            "rows": self.rows,
-            "positive_rate": self.label_sum / self.rows if self.rows else None,
-            "schema": None if req.format == "libsvm" else {
+        return Manifest(
+            MANIFEST_VERSION, Made("pipebench convert", pipebench.__version__), req.format, req.compression,
+            tfrecord.TF_COMPRESSION[req.compression], req.field_size,
+            self.feature_map.feature_size if self.feature_map else req.feature_size, self.max_id + 1, self.rows,
+            self.label_sum / self.rows if self.rows else None,
+            None if req.format == "libsvm" else {
                 name: {"dtype": dtype, "shape": [req.field_size if d == "F" else d for d in shape]}
-                for name, (dtype, shape) in SCHEMA.items()
-            },
-            "shards": [s.to_dict() for s in shards],
-            "sources": [s.describe() for s in self.sources],
-            "input_format": "tfrecord" if self.tf_input else "criteo" if self.raw_criteo else "libsvm",
-            "on_error": req.on_error,
-            "rejected": {"total": sum(self.rejected.values()), "by_reason": dict(sorted(self.rejected.items()))},
-            "seconds": round(seconds, 3),
-        }
-        if req.format == "packed":
-            manifest["packed_layout"] = packed.layout(req.field_size, req.rows_per_record)
-        if req.on_error == "quarantine":
-            manifest["quarantine_file"] = QUARANTINE_FILE
-        if self.feature_map is not None:
-            manifest["feature_map"] = {"file": criteo.FEATURE_MAP_FILE, "cutoff": self.feature_map.cutoff,
-                                       "given": None if req.feature_map is None else str(req.feature_map)}
-        return manifest
+                for name, (dtype, shape) in SCHEMA.items()},
+            tuple(shards), tuple(s.describe() for s in self.sources),
+            "tfrecord" if self.tf_input else "criteo" if self.raw_criteo else "libsvm", req.on_error,
+            Rejected(sum(self.rejected.values()), dict(sorted(self.rejected.items()))), round(seconds, 3),
+            packed.layout(req.field_size, req.rows_per_record) if req.format == "packed" else None,
+            QUARANTINE_FILE if req.on_error == "quarantine" else None,
+            None if self.feature_map is None else FeatureMapUsed(
+                criteo.FEATURE_MAP_FILE, self.feature_map.cutoff, None if req.feature_map is None else str(req.feature_map)))
 
 
 def _told(bad: np.ndarray, req: ConvertRequest) -> np.ndarray:

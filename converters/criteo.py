@@ -46,8 +46,10 @@ import numpy as np
 import pipebench
 from converters.inputs import InputFile
 from converters.libsvm import _shown
+from converters.manifest import Made, Source
 from pipebench.errors import DataError
-from pipebench.versioned import read_versioned
+from pipebench.typed import to_json
+from pipebench.versioned import WAS, load_versioned
 
 INTEGER_FIELDS = 13
 CATEGORICAL_FIELDS = 26
@@ -336,7 +338,7 @@ class Counter:
         self._counts = np.bincount(inverse, weights=counts, minlength=len(self._keys)).astype(np.int64)
         self._pending, self._pending_size = [], 0
 
-    def feature_map(self, cutoff: int, sources: list[dict]) -> FeatureMap:
+    def feature_map(self, cutoff: int, sources: tuple[Source, ...]) -> FeatureMap:
         """Give the feature map of everything counted."""
         self._merge()
         fields = (self._keys >> np.uint64(32)).astype(np.int64)
@@ -406,6 +408,37 @@ def _encode(status, raw_labels, ints, int_seen, cats, cat_seen, bits, base, slot
         out += 1
 
 
+@dataclass(frozen=True)
+class IntegerField:
+    name: str  # I1..I13
+    id: int
+    clip: int  # values above it count as it
+    min: int | None  # over the rows counted; None: never seen
+    max: int | None
+
+
+@dataclass(frozen=True)
+class CategoricalField:
+    name: str  # C1..C26
+    other_id: int  # the id of every value not kept
+    values: tuple[str, ...]  # the kept values (8 hex digits), in id order after other_id
+
+
+@dataclass(frozen=True)
+class FeatureMapFile:
+    """What feature_map.json holds."""
+
+    schema_version: int  # the layout version (pipebench.versioned)
+    made_by: Made
+    layout: str
+    cutoff: int  # a categorical value seen fewer times than this maps to its field's other_id
+    rows: int  # the rows counted
+    feature_size: int
+    integer_fields: tuple[IntegerField, ...]
+    categorical_fields: tuple[CategoricalField, ...]
+    sources: tuple[Source, ...]  # the files counted
+
+
 @dataclass(frozen=True, eq=False)
 class FeatureMap:
     """Raw values → ids and values: integer ranges and, per categorical field, the kept values in id order."""
@@ -415,7 +448,7 @@ class FeatureMap:
     int_max: tuple[int | None, ...]
     kept: tuple[np.ndarray, ...]  # per categorical field: int64 hex values, id order
     rows: int
-    sources: list[dict]
+    sources: tuple[Source, ...]
 
     def __post_init__(self) -> None:
         # For the compiled lookup: per field, a hash table of its kept values (at most half full) and their ids.
@@ -460,19 +493,15 @@ class FeatureMap:
 
     def to_json(self) -> dict:
         """Give the map as the versioned JSON saved beside the output."""
-        return {
-            "feature_map_version": FEATURE_MAP_VERSION,
-            "made_by": {"name": "pipebench convert --from criteo", "version": pipebench.__version__},
-            "layout": "lambdaji get_criteo_feature.py; categorical ids are its libsvm ids + 1 (no clash with I13)",
-            "cutoff": self.cutoff,
-            "rows": self.rows,
-            "feature_size": self.feature_size,
-            "integer_fields": [{"name": f"I{k + 1}", "id": k + 1, "clip": CLIP[k], "min": self.int_min[k],
-                                "max": self.int_max[k]} for k in range(INTEGER_FIELDS)],
-            "categorical_fields": [{"name": f"C{j + 1}", "other_id": offset, "values": [f"{v:08x}" for v in kept]}
-                                   for j, (offset, kept) in enumerate(zip(self.offsets, self.kept))],
-            "sources": self.sources,
-        }
+        return to_json(FeatureMapFile(
+            FEATURE_MAP_VERSION, Made("pipebench convert --from criteo", pipebench.__version__),
+            "lambdaji get_criteo_feature.py; categorical ids are its libsvm ids + 1 (no clash with I13)",
+            self.cutoff, self.rows, self.feature_size,
+            tuple(IntegerField(f"I{k + 1}", k + 1, CLIP[k], self.int_min[k], self.int_max[k])
+                  for k in range(INTEGER_FIELDS)),
+            tuple(CategoricalField(f"C{j + 1}", offset, tuple(f"{v:08x}" for v in kept))
+                  for j, (offset, kept) in enumerate(zip(self.offsets, self.kept))),
+            self.sources))
 
     def save(self, path: Path) -> None:
         from pipebench.atomic import atomic_write_json
@@ -483,19 +512,18 @@ class FeatureMap:
     def load(cls, path: Path) -> FeatureMap:
         """Read a saved map; a file that is not one (or of another version) is one DataError naming it."""
         path = Path(path)
-        doc = read_versioned(path, "feature_map_version", FEATURE_MAP_VERSION, "a feature map",
-                             "make it again with pipebench convert --from criteo")
+        doc = load_versioned(FeatureMapFile, path, FEATURE_MAP_VERSION, "a feature map",
+                             "make it again with pipebench convert --from criteo", WAS[FEATURE_MAP_FILE])
         try:
-            ints = doc["integer_fields"]
-            cats = doc["categorical_fields"]
-            if len(ints) != INTEGER_FIELDS or len(cats) != CATEGORICAL_FIELDS:
-                raise ValueError(f"{len(ints)} integer and {len(cats)} categorical fields")
-            kept = tuple(np.array([int(v, 16) for v in c["values"]], dtype=np.int64) for c in cats)
-            fmap = cls(int(doc["cutoff"]), tuple(f["min"] for f in ints), tuple(f["max"] for f in ints), kept,
-                       int(doc["rows"]), doc.get("sources", []))
-        except (KeyError, TypeError, ValueError) as err:
+            if len(doc.integer_fields) != INTEGER_FIELDS or len(doc.categorical_fields) != CATEGORICAL_FIELDS:
+                raise ValueError(f"{len(doc.integer_fields)} integer and {len(doc.categorical_fields)} categorical "
+                                 "fields")
+            kept = tuple(np.array([int(v, 16) for v in c.values], dtype=np.int64) for c in doc.categorical_fields)
+        except ValueError as err:
             raise DataError(f"{path}: a damaged feature map ({type(err).__name__}: {err})"[:280]) from None
-        if fmap.feature_size != doc.get("feature_size"):
+        fmap = cls(doc.cutoff, tuple(f.min for f in doc.integer_fields), tuple(f.max for f in doc.integer_fields),
+                   kept, doc.rows, doc.sources)
+        if fmap.feature_size != doc.feature_size:
             raise DataError(f"{path}: a damaged feature map (its ids add up to {fmap.feature_size}, "
-                            f"not its feature_size {doc.get('feature_size')!r})")
+                            f"not its feature_size {doc.feature_size!r})")
         return fmap

@@ -1,38 +1,122 @@
-"""The one reader of a converter's manifest.json (datasets, data-file sniffing and the pipeline builder read it).
+"""A converter's manifest.json, typed: the converter writes a `Manifest`, and `read_manifest` is its one reader
+(datasets, data-file sniffing, the pipeline builder and the CLI read it through here).
 
 It is the user's file as much as ours (a data folder is copied, edited, damaged): a manifest that is
-not JSON, or whose keys pipebench reads have the wrong types, is one DataError naming the file.
-Import-light: no numpy, no numba.
+not JSON, lacks a key, has one it should not or a value of the wrong type is one DataError naming the
+file and the key path; one of a newer version says to update pipebench. Import-light: no numpy, no numba.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from pipebench.errors import DataError
-from pipebench.typed import read_json
+from pipebench.typed import from_json, read_json, to_json
+from pipebench.versioned import VERSION_KEY, WAS, check_version
 
-#: The keys pipebench reads, with the types they must have when present.
-_KEYS = {"format": str, "compression": str, "field_size": int, "feature_size": (int, type(None)),
-         "packed_layout": dict}
-_SHARD_KEYS = {"name": str, "sha256": str, "rows": int}
-
-
-def _wrong(found: dict, kinds: dict) -> str | None:
-    return next((key for key, kind in kinds.items()
-                 if key in found and (isinstance(found[key], bool) or not isinstance(found[key], kind))), None)
+#: manifest.json layout (its version key was spelt `manifest_version` before 2026-11-26).
+MANIFEST_VERSION = 1
+#: Keys a manifest of layout 1 leaves out when they do not apply; a manifest written since has them, null.
+_OPTIONAL = ("packed_layout", "quarantine_file", "feature_map")
 
 
-def read_manifest(path: Path) -> dict:
+@dataclass(frozen=True)
+class Made:
+    """The program that wrote the file, and its version."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One part file the converter wrote."""
+
+    name: str
+    rows: int
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file, as the converter read it."""
+
+    path: str
+    bytes: int
+    sha256: str | None  # None for an input TensorFlow read (TFRecord) before pipebench hashed those
+    compression: str
+    lines: int  # lines (libsvm, raw Criteo) or records (TFRecord) read
+
+
+@dataclass(frozen=True)
+class Rejected:
+    total: int
+    by_reason: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PackedColumn:
+    name: str
+    dtype: str
+    word_offset: int
+    words: int
+
+
+@dataclass(frozen=True)
+class PackedLayout:
+    """How the packed format lays rows out in a record (`converters.packed`)."""
+
+    word_bytes: int
+    byte_order: str
+    row_words: int
+    row_bytes: int
+    rows_per_record: int
+    last_record: str
+    columns: tuple[PackedColumn, ...]
+    decode: str
+
+
+@dataclass(frozen=True)
+class FeatureMapUsed:
+    """The raw Criteo feature map the ids come from."""
+
+    file: str  # beside the manifest
+    cutoff: int
+    given: str | None  # the --feature-map it was read from; None when this conversion built it
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What manifest.json beside a converter's output says about it."""
+
+    schema_version: int  # the layout version (pipebench.versioned)
+    converter: Made
+    format: str  # libsvm, tfrecord or packed
+    compression: str
+    tf_compression_type: str  # tf.data's compression_type for the shards
+    field_size: int
+    feature_size: int | None  # as given (or the feature map's); None when not given
+    feature_size_seen: int  # the largest id seen, plus one
+    rows: int
+    positive_rate: float | None  # None with no rows
+    schema: dict[str, Any] | None  # TFRecord / packed features: name → {dtype, shape}; None for libsvm
+    shards: tuple[Shard, ...]
+    sources: tuple[Source, ...]
+    input_format: str  # libsvm, tfrecord or criteo
+    on_error: str
+    rejected: Rejected
+    seconds: float
+    packed_layout: PackedLayout | None  # the packed format's only
+    quarantine_file: str | None  # with --on-error quarantine only
+    feature_map: FeatureMapUsed | None  # with --from criteo only
+
+    def to_json(self) -> dict:
+        return to_json(self)
+
+
+def read_manifest(path: Path) -> Manifest:
     """Give the converter manifest at `path`; DataError `FILE: reason` if it is not one pipebench can read."""
-    found = read_json(path)
-    shards = found.get("shards") if isinstance(found, dict) else None
-    if not isinstance(shards, list) or not all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in shards):
-        raise DataError(f"{path}: not a converter manifest (no list of shards, each with its name)")
-    key = _wrong(found, _KEYS)
-    if key is not None:
-        raise DataError(f"{path}: {key}: must be {getattr(_KEYS[key], '__name__', 'int or null')}")
-    for i, shard in enumerate(shards):
-        key = _wrong(shard, _SHARD_KEYS)
-        if key is not None:
-            raise DataError(f"{path}: shards[{i}].{key}: must be {_SHARD_KEYS[key].__name__}")
-    return found
+    found = check_version(read_json(path), str(path), VERSION_KEY, MANIFEST_VERSION, "a converter manifest",
+                          "convert the data again", WAS["manifest.json"])
+    return from_json(Manifest, {**dict.fromkeys(_OPTIONAL), **found}, str(path))

@@ -9,27 +9,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from converters.manifest import PackedColumn, PackedLayout
+
 DEFAULT_ROWS_PER_RECORD = 256
 _ID_LIMIT = 2**31
 
 
-def layout(field_size: int, rows_per_record: int) -> dict:
+def layout(field_size: int, rows_per_record: int) -> PackedLayout:
     """Give the manifest's description of the packed row layout."""
-    return {
-        "word_bytes": 4,
-        "byte_order": "little",
-        "row_words": 1 + 2 * field_size,
-        "row_bytes": 4 * (1 + 2 * field_size),
-        "rows_per_record": rows_per_record,
-        "last_record": "may hold fewer rows",
-        "columns": [
-            {"name": "label", "dtype": "float32", "word_offset": 0, "words": 1},
-            {"name": "ids", "dtype": "int32", "word_offset": 1, "words": field_size},
-            {"name": "values", "dtype": "float32", "word_offset": 1 + field_size, "words": field_size},
-        ],
-        "decode": "tf.io.decode_raw(records, tf.int32) -> reshape [-1, row_words]; "
-                  "bitcast words 0 and F+1.. to float32; cast words 1..F to int64",
-    }
+    return PackedLayout(
+        word_bytes=4, byte_order="little", row_words=1 + 2 * field_size, row_bytes=4 * (1 + 2 * field_size),
+        rows_per_record=rows_per_record, last_record="may hold fewer rows",
+        columns=(PackedColumn("label", "float32", 0, 1), PackedColumn("ids", "int32", 1, field_size),
+                 PackedColumn("values", "float32", 1 + field_size, field_size)),
+        decode="tf.io.decode_raw(records, tf.int32) -> reshape [-1, row_words]; "
+               "bitcast words 0 and F+1.. to float32; cast words 1..F to int64")
 
 
 def pack_rows(labels: np.ndarray, ids: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -3,25 +3,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
+from converters.manifest import Shard
 from converters.tfrecord import compressor
-
-
-@dataclass
-class Shard:
-    """One finished part file, as the manifest lists it."""
-
-    name: str
-    rows: int
-    bytes: int
-    sha256: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class ShardWriter:
@@ -112,11 +100,12 @@ class ShardWriter:
         while len(self._shards) < (self._shard_count or 1):
             self._open()
             self._finish()
-        total = len(self._shards)
+        total, named = len(self._shards), []
         for shard in self._shards:
             final = shard.name.replace(self._suffix, f"-of-{total:05d}{self._suffix}", 1)
             (self._folder / shard.name).rename(self._folder / final)
-            shard.name = final
+            named.append(replace(shard, name=final))
+        self._shards = named
         return self._shards
 
     def abort(self) -> None:

@@ -62,9 +62,9 @@ def _cmd_synth(args: argparse.Namespace) -> int:
                      compression=args.compression, force=args.force, stream=args.stream)
     with Progress("data synth", args.rows, "rows") as display:
         described = synthesize(spec, display)
-    auc = described["oracle_auc"]  # None when every label came out the same
-    print(f"wrote {described['rows']} rows in {len(described['files'])} file(s) to {args.out} "
-          f"(positive rate {described['positive_rate']:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
+    auc = described.oracle_auc  # None when every label came out the same
+    print(f"wrote {described.rows} rows in {len(described.files)} file(s) to {args.out} "
+          f"(positive rate {described.positive_rate:.3f}, oracle AUC {'n/a' if auc is None else f'{auc:.4f}'})")
     return 0
 
 
@@ -80,15 +80,14 @@ def _cmd_convert(args: argparse.Namespace) -> int:
                          cutoff=args.cutoff)
     with Progress("convert", None, "MiB", count=lambda n: f"{n / 2**20:,.1f}") as display:
         manifest = convert(req, display)
-    rejected = manifest["rejected"]["total"]
-    seconds = manifest["seconds"]
-    rate = f" ({manifest['rows'] / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
-    print(f"wrote {manifest['rows']} rows as {manifest['format']} in {len(manifest['shards'])} shard(s) to "
+    rejected, seconds = manifest.rejected.total, manifest.seconds
+    rate = f" ({manifest.rows / seconds:,.0f} rows/s)" if seconds else ""  # too quick to time: no rate
+    print(f"wrote {manifest.rows} rows as {manifest.format} in {len(manifest.shards)} shard(s) to "
           f"{args.out} in {seconds:.1f} s{rate}"
-          + (f"; rejected {rejected} {'record' if manifest['input_format'] == 'tfrecord' else 'line'}(s): "
-             f"{json.dumps(manifest['rejected']['by_reason'])}" if rejected else ""))
-    if "feature_map" in manifest:
-        print(f"feature map: {args.out / manifest['feature_map']['file']} (feature_size {manifest['feature_size']}; "
+          + (f"; rejected {rejected} {'record' if manifest.input_format == 'tfrecord' else 'line'}(s): "
+             f"{json.dumps(manifest.rejected.by_reason)}" if rejected else ""))
+    if manifest.feature_map is not None:
+        print(f"feature map: {args.out / manifest.feature_map.file} (feature_size {manifest.feature_size}; "
               "give it to --feature-map when converting validation and test files)")
     return 0
 
@@ -118,7 +117,8 @@ def _cmd_pipelines_list(args: argparse.Namespace) -> int:
 
 def _cmd_pipelines_export(args: argparse.Namespace) -> int:
     from pipebench.atomic import atomic_write_bytes
-    from pipebench.pipeline.export import export
+    from pipebench.pipeline.export import export, export_function
+    from pipebench.pipeline.function import FunctionPipeline, is_function
     from pipebench.pipeline.presets import PRESETS, resolve
 
     source = Path(args.spec)
@@ -131,7 +131,10 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
             raise UsageError(f"pipelines export: {source}: --format changes a spec or preset, not a run folder (its "
                              "trials ran on their own formats)")
         chosen = chosen_trial(load(source), args.trial)
-        spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
+        if is_function(chosen.pipeline):
+            spec = FunctionPipeline.from_dict(chosen.pipeline)
+        else:
+            spec = PipelineSpec.from_dict(chosen.pipeline, f"{source}: trial {chosen.trial_id}: pipeline")
         settings = ("" if chosen.row is None else
                     f"; it ran with intra / inter-op threads {threads_text(chosen.row)}, env {env_text(chosen.row)}: "
                     "set those in training too")
@@ -147,11 +150,13 @@ def _cmd_pipelines_export(args: argparse.Namespace) -> int:
         raise UsageError(f"{out}: already exists (use --force to replace it)")
     if out.exists() and args.spec not in PRESETS and os.path.samefile(out, args.spec):  # the input stays as it is
         raise UsageError(f"{out}: is the spec being exported; write the module elsewhere")
+    function = isinstance(spec, FunctionPipeline)
     try:
-        atomic_write_bytes(out, export(spec).encode(), replace=args.force)
+        atomic_write_bytes(out, (export_function(spec) if function else export(spec)).encode(), replace=args.force)
     except OSError as err:
         raise UsageError(f"{out}: cannot write: {err.strerror}") from None
-    print(f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode){what} to {out}")
+    print(f"wrote input_fn calling your {spec.function} ({Path(spec.path).name}, pipeline {spec.name})" if function else
+          f"wrote input_fn for {spec.ordering} ({spec.source.format}, {spec.source.mode} mode)", f"{what} to {out}", sep="")
     return 0
 
 
@@ -263,14 +268,15 @@ def _cmd_checklist(args: argparse.Namespace) -> int:
     if not epoch_examples:
         raise UsageError("checklist: the runs do not record their data set's rows; pass --epoch-examples")
     result = checklist(runs, load_catalog(args.catalog), epoch_examples)
-    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     from pipebench.diagnose.report import summary_lines
     from pipebench.diagnose.run import diagnose
-    from pipebench.diagnose.target import parse_function_ref, parse_settings
+    from pipebench.diagnose.target import parse_settings
+    from pipebench.pipeline.function import parse_function_ref
 
     target = parse_function_ref(args.function)
     model = parse_function_ref(args.model, "--model") if args.model else None
@@ -294,7 +300,7 @@ def _cmd_whatif(args: argparse.Namespace) -> int:
     rates = accelerator_rates(args.accelerator_rate, catalog)
     result = whatif(load(args.run_dir), catalog, args.instance_type, rates, feed=args.feed,
                     train_cores=args.train_cores, epoch_examples=args.epoch_examples)
-    print(json.dumps(result, indent=2) if args.json else to_text(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.json else to_text(result).rstrip())
     return 0
 
 
@@ -302,7 +308,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from pipebench.report.compare import compare_dirs, to_markdown
 
     result = compare_dirs(args.run_a, args.run_b)
-    print(json.dumps(result, indent=2) if args.format == "json" else to_markdown(result).rstrip())
+    print(json.dumps(result.to_json(), indent=2, allow_nan=False) if args.format == "json" else to_markdown(result).rstrip())
     return 0
 
 

@@ -12,31 +12,37 @@ from __future__ import annotations
 import copy
 import functools
 import glob
-import json
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from pipebench.errors import ConfigError
+from pipebench.fingerprint import fingerprint
 from pipebench.model import OPTIMIZERS
 from pipebench.pipeline.orderings import Enumeration
+from pipebench.pipeline.function import check_entry, data_formats, resolve_entry
+from pipebench.pipeline.presets import NATIVE_FORMAT, PRESETS
 from pipebench.measure.figures import TRAINERS
 from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES, STAGE_KINDS
 from pipebench.search.budget import exploration_problem, race_problem
 from pipebench.sources import service
-from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PROBABILITY, Range, check_number, echo,
+from pipebench.typed import from_json
+from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PLAIN_NAME, PLAIN_NAME_RULE, PROBABILITY, Range,
+                              check_number, echo,
                               name_text, refuse_non_finite)
 from pipebench.yamlfile import RefusedYAMLError, load_yaml, read_yaml
 
 #: What the Optuna driver can optimise: examples/sec up, peak RSS down, held-out AUC up, and the
 #: instance's price per million examples down (from the checklist's catalog).
 OBJECTIVES = ("examples_per_sec", "rss_peak_bytes", "auc", "cost_per_million_examples")
+
+T = TypeVar("T")
 
 
 class _Any:
@@ -66,21 +72,25 @@ def _list(kind: Any, default: Any = None, choices: tuple | None = None, allowed:
     return Field(("list", kind), default, choices, True, allowed, doc=doc)
 
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', the first a letter or digit"
-
-
 def _folder_name(value: str, where: str) -> str:
     """Give `value` if it can name a folder under results/ (no path, no hidden or dot folder); ConfigError otherwise."""
-    if _NAME.fullmatch(value):
+    if PLAIN_NAME.fullmatch(value):
         return value
-    raise ConfigError(f"{where}: must be a plain folder name ({NAME_RULE}), not {echo(value)}")
+    raise ConfigError(f"{where}: must be a plain folder name ({PLAIN_NAME_RULE}), not {echo(value)}")
 
 
 def _orderings(block: Any, where: str) -> Any:
     """Give the `pipelines.orderings` block as given, once it parses as an Enumeration."""
     Enumeration.from_dict(block, where)
     return block
+
+
+def _functions(block: Any, where: str) -> list[dict]:
+    """Give the `pipelines.functions` entries, each checked as far as it can be without reading its file."""
+    if not isinstance(block, list):
+        raise ConfigError(f"{where}: must be a list of {{function: PATH.py:FUNCTION, kwargs: {{...}}, name: ...}}, "
+                          f"not {type(block).__name__}")
+    return [check_entry(entry, f"{where}[{i}]") for i, entry in enumerate(block)]
 
 
 def _space(block: Any, where: str) -> Any:
@@ -140,7 +150,7 @@ SECTIONS: dict[str, str] = {
 SCHEMA: dict[str, Any] = {
     "name": Field(str, None, nullable=False, check=_folder_name,
                   doc="The experiment's name; its runs go to `results/<name>/<run-id>`. A plain folder name: "
-                      f"{NAME_RULE}."),
+                      f"{PLAIN_NAME_RULE}."),
     "quick": _list(str, [], doc="`KEY=VALUE` overrides that `pipebench run --quick` applies (before any `--set`), "
                                 "e.g. `data.synth.rows=100000`."),
     "data": {
@@ -188,6 +198,11 @@ SCHEMA: dict[str, Any] = {
         "presets": _list(str, ["lambdaji-libsvm", "aws-sample"],
                          doc="Presets to measure: `aws-sample`, `lambdaji-libsvm`, `guide` (`pipebench pipelines "
                              "list PRESET`)."),
+        "functions": Field(_Any, [], check=_functions,
+                           doc="Your own tf.data functions, measured beside the presets: a list of `{function: "
+                               "PATH.py:FUNCTION, kwargs: {...}, name: ...}` (PATH relative to the experiment file; a "
+                               "kwargs value `${data.tfrecord}` is the run's TFRecord files). config.yaml records "
+                               "each file's sha256 (docs/guides/your-own-pipeline.md)."),
         "formats": _list(str, None, choices=("libsvm", "tfrecord", "packed"),
                          doc="Each preset is measured on each of these formats; null: each preset on its own "
                              "format."),
@@ -200,9 +215,10 @@ SCHEMA: dict[str, Any] = {
                               doc="Every pipeline is measured reading its data each of these ways. `pipe` drops "
                                   "`interleave`, parallel reads and the read buffer (one FIFO stream per channel)."),
         "baseline": Field(str, None, doc="What the run's closing sentence measures the fastest configuration "
-                                         "against: a pipeline of this experiment (a preset name, or `enumerated` "
-                                         "for the orderings' reference) or a configuration id (`configuration_id` "
-                                         "in trials.parquet); null: the first preset. `run --baseline NAME` sets "
+                                         "against: a pipeline of this experiment (a preset or function name, or "
+                                         "`enumerated` for the orderings' reference) or a configuration id "
+                                         "(`configuration_id` in trials.parquet); null: the first function (your "
+                                         "own pipeline), else the first preset. `run --baseline NAME` sets "
                                          "it."),
     },
     "grid": {
@@ -433,6 +449,12 @@ def resolve_block(name: str, obj: Any) -> dict:
     return _resolve(obj, SCHEMA[name], name)
 
 
+def typed_block(cls: type[T], name: str, given: Mapping) -> T:
+    """Give the top-level block `name` as the typed record `cls` (a TrialSpec's Measurement, Model, Quality,
+    Sources): the keys given, checked, the others at their defaults; ConfigError for a key or value it cannot take."""
+    return from_json(cls, resolve_block(name, dict(given)), name)
+
+
 def _apply_override(raw: dict, assignment: str, label: str) -> str:
     """Apply `a.b.c=value` (value parsed as YAML, else kept as text) to the raw document; give the key."""
     key, sep, text = assignment.partition("=")
@@ -499,7 +521,8 @@ def _plain_file_list(raw: dict) -> None:
 def baseline_problem(pipelines: Mapping) -> str | None:
     """Give why `pipelines.baseline` names nothing this experiment measures (None when it does, or is unset)."""
     baseline = pipelines["baseline"]
-    names = [*pipelines["presets"], *(["enumerated"] if pipelines["orderings"] is not None else [])]
+    names = [*pipelines["presets"], *(f["name"] for f in pipelines["functions"] or ()),
+             *(["enumerated"] if pipelines["orderings"] is not None else [])]
     if baseline is None or baseline in names or CONFIGURATION_ID.fullmatch(baseline):
         return None
     return (f"{echo(baseline)} names no pipeline of this experiment ({', '.join(names) or 'none'}) and is not a "
@@ -522,12 +545,20 @@ def _whole(resolved: dict) -> None:
         if not given and not data["holdout_rows"]:
             raise _Invalid("data.holdout_rows", "data.holdout_rows: 0 leaves quality.enabled without held-out rows; "
                                                 "set it above 0 or disable quality")
-    from pipebench.pipeline.presets import PRESETS
-
     for index, name in enumerate(resolved["pipelines"]["presets"]):
         if name not in PRESETS:  # refused here, not after the data is made
             raise _Invalid("pipelines.presets", f"pipelines.presets[{index}]: unknown preset {echo(name)} (known: "
                                                 f"{', '.join(PRESETS)})")
+    functions = resolved["pipelines"]["functions"]
+    names = [entry["name"] for entry in functions]
+    for i, (name, entry) in enumerate(zip(names, functions)):
+        if name in names[:i] or name in (*PRESETS, "enumerated", "synthetic"):
+            raise _Invalid(f"pipelines.functions[{i}].name", f"pipelines.functions[{i}].name: {name} names another "
+                                                             "pipeline too; give this function its own name")
+        missing = [fmt for fmt in data_formats(entry["kwargs"]) if fmt not in data["formats"]]
+        if missing and not given:  # synthetic data is made in data.formats only
+            raise _Invalid(f"pipelines.functions[{i}].kwargs", f"pipelines.functions[{i}].kwargs: ${{data.{missing[0]}}} "
+                                                               f"reads {missing[0]} files, and data.formats makes none")
     problem = baseline_problem(resolved["pipelines"])
     if problem:
         raise _Invalid("pipelines.baseline", f"pipelines.baseline: {problem}")
@@ -615,11 +646,11 @@ class Experiment:
         return doc
 
     def read_formats(self) -> set[str]:
-        """Give the formats the pipelines read: each preset's formats and the orderings' source format."""
-        from pipebench.pipeline.presets import NATIVE_FORMAT
-
+        """Give the formats the pipelines read: each preset's formats, the orderings' source format, and those the
+        functions' ${data.FORMAT} placeholders read."""
         pipelines = self.resolved["pipelines"]
         formats = set(pipelines["formats"] or [NATIVE_FORMAT.get(name, "tfrecord") for name in pipelines["presets"]])
+        formats.update(fmt for entry in pipelines["functions"] for fmt in data_formats(entry["kwargs"]))
         if pipelines["orderings"] is not None:
             formats.add((pipelines["orderings"].get("source") or {}).get("format", "tfrecord"))
         return formats
@@ -630,18 +661,31 @@ class Experiment:
 
     def fingerprint(self) -> str:
         """Give a hash of the stored document (what a resumed run must match; a password never counts)."""
-        import hashlib
+        return fingerprint(self.public())
 
-        return hashlib.sha256(json.dumps(self.public(), sort_keys=True).encode()).hexdigest()[:16]
+
+def _resolve_functions(resolved: dict, base: Path | None) -> None:
+    """Resolve each `pipelines.functions` entry against its file (pipebench.pipeline.function.resolve_entry)."""
+    functions = resolved["pipelines"]["functions"]
+    for i, entry in enumerate(functions):
+        where = f"pipelines.functions[{i}]"
+        try:
+            functions[i] = resolve_entry(entry, where, base)
+        except ConfigError as err:
+            message = str(err)
+            raise _Invalid(message.partition(": ")[0] if message.startswith(where) else where, message) from None
 
 
 def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
                      overrides: tuple[str, ...] = (), quick: bool = False,
-                     options: tuple[tuple[str, str], ...] = ()) -> Experiment:
+                     options: tuple[tuple[str, str], ...] = (), user_code: bool = True) -> Experiment:
     """Validate a raw document (after its `quick:` list when asked, then `--set`, then `options`: a command's
     own flags as (flag, KEY=VALUE)) into an Experiment.
 
-    An error names what gave the bad value: `--set KEY`, `--flag KEY`, `FILE: quick[i]: KEY`, or `FILE: yaml.path`.
+    With `user_code`, each of `pipelines.functions` is resolved against its file (read from the experiment file's
+    folder), whose sha256 the Experiment then holds; without (reading a run folder's config.yaml for its results),
+    no user file is read. An error names what gave the bad value: `--set KEY`, `--flag KEY`, `FILE: quick[i]: KEY`,
+    or `FILE: yaml.path`.
     """
     raw = copy.deepcopy(raw) if raw is not None else {}
     if not isinstance(raw, dict):
@@ -663,17 +707,21 @@ def parse_experiment(raw: Any, where: str = "", source: Path | None = None,
     try:
         _plain_file_list(raw)
         resolved = _resolve(raw, SCHEMA, "")
+        resolved["pipelines"]["functions"] = resolved["pipelines"]["functions"] or []
         _whole(resolved)
+        if user_code:
+            _resolve_functions(resolved, source.parent if source is not None else None)
     except _Invalid as err:
         raise ConfigError(_blame(err, where, applied)) from None
     return Experiment(resolved, source)
 
 
 def load_experiment(path: Path, overrides: tuple[str, ...] = (), quick: bool = False,
-                    options: tuple[tuple[str, str], ...] = ()) -> Experiment:
-    """Read and validate an experiment file; errors read `FILE:LINE: reason` or `FILE: yaml.path: reason`."""
+                    options: tuple[tuple[str, str], ...] = (), user_code: bool = True) -> Experiment:
+    """Read and validate an experiment file (`user_code` as parse_experiment's); errors read `FILE:LINE: reason` or
+    `FILE: yaml.path: reason`."""
     path = Path(path)
     raw = read_yaml(path)
     if raw is None:
         raise ConfigError(f"{path}: empty: an experiment needs at least `name: ...`")
-    return parse_experiment(raw, str(path), path, overrides, quick, options)
+    return parse_experiment(raw, str(path), path, overrides, quick, options, user_code)

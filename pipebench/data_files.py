@@ -72,11 +72,11 @@ def format_of(path: str) -> str:
 
     manifest = Path(path).parent / MANIFEST
     try:
-        described = read_manifest(manifest) if manifest.exists() else {"shards": []}
+        described = read_manifest(manifest) if manifest.exists() else None
     except DataError:
-        described = {"shards": []}  # not a converter's manifest after all: the bytes decide
-    if described.get("format") in FORMATS and Path(path).name in {s["name"] for s in described["shards"]}:
-        return described["format"]
+        described = None  # not a converter's manifest pipebench reads: the bytes decide
+    if described is not None and described.format in FORMATS and Path(path).name in {s.name for s in described.shards}:
+        return described.format
     if tfrecord.looks_like_tfrecord(Path(path)):
         with InputFile(Path(path), hash=False) as stream:
             first = next(tfrecord.record_batches(stream, batch=1), (1, [b""]))[1][0]

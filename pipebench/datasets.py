@@ -11,8 +11,6 @@ what the trials read.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,16 +19,22 @@ from converters.manifest import read_manifest
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
 from pipebench.data_files import REMOTE_PREFIX, by_format, matches
-from pipebench.errors import ConfigError, DataError, OutputFolderError
-from pipebench.typed import load_json, read_json, to_json
+from pipebench.errors import ConfigError, OutputFolderError
+from pipebench.fingerprint import fingerprint
+from pipebench.synth_facts import SYNTH_FILE, SynthFacts
+from pipebench.typed import to_json
+from pipebench.versioned import load_versioned
 
 _LAYOUT_VERSION = 1
+#: data.json layout.
+DATA_VERSION = 1
 
 
 @dataclass(frozen=True)
 class DataFacts:
     """What a run folder's data.json says about the data its trials read (the summary and checklist read it)."""
 
+    schema_version: int  # the layout version (pipebench.versioned); absent before 2026-11-26: layout 1
     source: str  # "synthetic" (made from data.synth) or "files" (data.files)
     fingerprint: str
     rows: int | None  # training rows in one epoch; None when nothing could count them
@@ -44,7 +48,8 @@ class DataFacts:
 
     @classmethod
     def load(cls, path: Path) -> DataFacts:
-        return load_json(cls, path)
+        return load_versioned(cls, path, DATA_VERSION, "a data description",
+                              f"run `pipebench upgrade {Path(path).parent}`", absent=1)
 
 
 @dataclass(frozen=True)
@@ -63,12 +68,12 @@ class DataSet:
 
     def facts(self) -> DataFacts:
         """Give what a run folder records about this data."""
-        return DataFacts("files" if self.folder is None else "synthetic", self.fingerprint, self.rows, self.rows_from,
+        return DataFacts(DATA_VERSION, "files" if self.folder is None else "synthetic", self.fingerprint, self.rows, self.rows_from,
                          tuple(self.files), {fmt: len(files) for fmt, files in self.files.items()}, self.oracle_auc)
 
 
 def _digest(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:16]
+    return fingerprint(obj)
 
 
 def _synth_key(experiment: Experiment) -> str:
@@ -114,7 +119,7 @@ def _content_fingerprint(files: dict[str, list[str]], manifests: dict[str, str] 
         for name in files[fmt]:
             manifest = Path((manifests or {}).get(fmt) or Path(name).parent / MANIFEST)
             if manifest not in read:
-                read[manifest] = ({s["name"]: s.get("sha256") for s in read_manifest(manifest)["shards"]}
+                read[manifest] = ({s.name: s.sha256 for s in read_manifest(manifest).shards}
                                   if manifest.exists() else None)
             shards = read[manifest]
             if shards is not None:
@@ -130,7 +135,7 @@ def _manifest_rows(names: list[str], manifest: Path) -> int | None:
     """Give the rows the converter's manifest lists for exactly these files, or None if it does not list them all."""
     if not manifest.exists():
         return None
-    shards = {s["name"]: s.get("rows") for s in read_manifest(manifest)["shards"]}
+    shards = {s.name: s.rows for s in read_manifest(manifest).shards}
     found = [shards.get(Path(name).name) for name in names]
     return None if None in found else sum(found)
 
@@ -233,19 +238,14 @@ def _described(files: dict[str, list[str]], manifests: dict[str, str]) -> dict:
         if names[0].startswith(REMOTE_PREFIX) or not manifest.exists():
             continue
         described = read_manifest(manifest)
-        if described.get("feature_size"):
-            return {"field_size": described.get("field_size"), "feature_size": described["feature_size"]}
+        if described.feature_size:
+            return {"field_size": described.field_size, "feature_size": described.feature_size}
     return {}
 
 
-def _synth_description(folder: Path) -> dict:
+def _synth_description(folder: Path) -> SynthFacts:
     """Give what the synthesizer recorded about a cached data folder (rows, oracle AUC); DataError if damaged."""
-    path = folder / "libsvm" / "synth.json"
-    described = read_json(path)
-    if not isinstance(described, dict) or not {"rows", "oracle_auc"} <= set(described):
-        raise DataError(f"{path}: not a synthetic data description (rows, oracle_auc); remove {folder} to make "
-                        "the data again")
-    return described
+    return SynthFacts.load(folder / "libsvm" / SYNTH_FILE, f"remove {folder} to make the data again")
 
 
 def materialise(experiment: Experiment, log=print) -> DataSet:
@@ -254,7 +254,7 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     if any(data["files"].values()):
         return _given(experiment, log)
     folder = Path(data["cache_dir"]) / _synth_key(experiment)
-    if not (folder / "libsvm" / "synth.json").exists():
+    if not (folder / "libsvm" / SYNTH_FILE).exists():
         log(f"making synthetic data ({data['synth']['rows']:,} rows) in {folder} (cached for later runs)")
         try:
             with atomic_dir(folder, force=True) as tmp:
@@ -265,5 +265,5 @@ def materialise(experiment: Experiment, log=print) -> DataSet:
     files = {fmt: _folder_files(folder / fmt) for fmt in ("libsvm", *sorted(set(data["formats"]) - {"libsvm"}))}
     holdout = {"tfrecord": _folder_files(folder / "holdout-tfrecord")} if (folder / "holdout-tfrecord").exists() else {}
     synth = data["synth"]
-    return DataSet(files, holdout, synth["field_size"], synth["feature_size"], described["rows"],
-                   described["oracle_auc"], _content_fingerprint(files), folder)
+    return DataSet(files, holdout, synth["field_size"], synth["feature_size"], described.rows,
+                   described.oracle_auc, _content_fingerprint(files), folder)

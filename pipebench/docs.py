@@ -342,19 +342,23 @@ RECORDS = (
     ("machine.json", "pipebench.measure.facts:MachineFacts", "In every run folder (`pipebench env --json` prints it)"),
     ("data.json", "pipebench.datasets:DataFacts", "In every run folder"),
     ("capacity.json", "pipebench.capacity.costs:CapacityProfiles", "In a run folder `pipebench capacity` profiled"),
+    ("importances.json", "pipebench.results.study:StudyRecord", "In the run folder of an Optuna study (written when "
+                                                                "the study ends)"),
     ("job.json", "pipebench.sagemaker.job:JobFacts", "Beside each SageMaker host's run folder (the entry point "
                                                      "writes it)"),
     ("pipebench-launch.json", "pipebench.sagemaker.launch:LaunchManifest", "In the S3 launch folder "
                                                                           "(`pipebench sagemaker launch`)"),
     ("diagnosis.json", "pipebench.diagnose.records:Diagnosis", "In `pipebench diagnose`'s output folder"),
-)
-#: Records whose shape the module that writes them documents in its docstring.
-SHAPES = (
-    ("sharding.json", "pipebench.sharding.record", "In a run folder `pipebench sharding` measured"),
-    ("checklist --format json", "pipebench.report.checklist",
+    ("sharding.json", "pipebench.sharding.record:ShardingRecord", "In a run folder `pipebench sharding` measured"),
+    ("manifest.json", "converters.manifest:Manifest", "Beside the files `pipebench convert` wrote"),
+    ("synth.json", "pipebench.synth:SynthFacts", "Beside the libsvm files `pipebench data synth` wrote"),
+    ("checklist --format json", "pipebench.report.checklist_records:Checklist",
      "Printed by `pipebench checklist RUN_DIR... --format json`"),
-    ("whatif --json", "pipebench.report.whatif", "Printed by `pipebench whatif RUN_DIR --json`"),
+    ("whatif --json", "pipebench.report.whatif:WhatIf", "Printed by `pipebench whatif RUN_DIR --json`"),
+    ("compare --format json", "pipebench.report.compare:Comparison",
+     "Printed by `pipebench compare RUN_A RUN_B --format json`"),
 )
+
 
 
 def _resolve(ref: str) -> Any:
@@ -371,6 +375,8 @@ def _type_text(hint: Any) -> str:
         options = [a for a in args if a is not type(None)]
         text = " or ".join(_type_text(a) for a in options)
         return text + (" or null" if len(options) < len(args) else "")
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        return f"list [{', '.join(_type_text(a) for a in args)}]"
     if origin in (tuple, list):
         return f"list of {_type_text(args[0]) if args else 'any'}"
     if origin is dict:
@@ -437,15 +443,10 @@ def _record_lines(file: str, cls: type, where: str) -> list[str]:
 
 
 def records_reference() -> str:
-    """Give each typed JSON record's keys (from its dataclasses), then the documented shapes of the others."""
+    """Give each typed JSON record's keys, from its dataclasses."""
     out = []
     for file, ref, where in RECORDS:
         out += _record_lines(file, _resolve(ref), where)
-    for file, module, where in SHAPES:
-        doc = inspect.getdoc(importlib.import_module(module)) or ""
-        shape = doc.split("\n\n", 1)[1] if "\n\n" in doc else doc
-        out += [f"### `{file}`", "", f"{where}. From the docstring of `{module}`:", "", "```text",
-                shape.strip(), "```", ""]
     return "\n".join(out).rstrip()
 
 

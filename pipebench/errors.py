@@ -73,8 +73,31 @@ class ResultsVersionError(DataError):
     """A results table or versioned file was written by another version; the message says which way and what to do."""
 
 
+class UserCodeError(UsageError):
+    """The user's own code that pipebench imported or called raised; the message names the user's file and line.
+
+    A trial worker records it as a failed trial (its reason this one line), not as a setting it cannot take.
+    """
+
+
 class FailureBudgetError(PipebenchError):
     """A run failed as a whole: more trials failed than `budget.max_failure_rate` allows, or none succeeded;
     its rows are kept."""
 
     exit_code = 3
+
+
+def failure_reason(err: BaseException, limit: int = 500) -> str:
+    """Give one line saying why a trial (or a user's code) failed: the error's type and the text that names the cause.
+
+    TensorFlow's errors from compiled functions open with "Graph execution error:" and the Python
+    stack of the op that failed; the cause comes after that stack, before the `[[node]]` markers,
+    so the first line alone says nothing a user can act on.
+    """
+    text = getattr(err, "message", None) or str(err)
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("Graph execution error"):
+        lines = [line.strip() for line in lines[1:]
+                 if not line.startswith((" ", "\t", "Detected at node", "<stack traces unavailable>"))]
+    reason = f"{type(err).__name__}: {' '.join(lines)}"
+    return reason if len(reason) <= limit else reason[: limit - 1] + "…"

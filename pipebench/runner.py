@@ -70,7 +70,7 @@ def _folder(experiment: Experiment, run_dir: Path | None, instance_type: str | N
         if not optuna:
             from pipebench.search.grid import GridPlanner
 
-            done = {r["trial_id"] for r in run.rows()}
+            done = {r.trial_id for r in run.rows()}
             planner = GridPlanner(planned, done)
             log(f"run {run.path}: {planner.total()} trials planned, {len(done)} done before, "
                 f"{planner.total() - len(done)} to run")

@@ -31,10 +31,12 @@ import pipebench
 from converters import criteo, tfrecord
 from converters.convert import COMPRESSED_SUFFIX, SUFFIX
 from converters.example import encode_examples
+from converters.manifest import Made
 from converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import UsageError
 from pipebench.progress import Progress
+from pipebench.synth_facts import SYNTH_FILE, SYNTH_VERSION, SynthFacts
 
 BLOCK_ROWS = 8192
 VALUE_SCALE = 100_000  # numeric values are k / VALUE_SCALE, written with 5 decimals
@@ -45,7 +47,6 @@ NUMERIC_WEIGHT_SCALE = 1.0
 INTERACTION_SCALE = 0.35
 INTERACTION_PAIRS = 6
 _AUC_BINS = 1 << 16
-SYNTH_FILE = "synth.json"
 FORMATS = ("libsvm", "tfrecord", "criteo")
 CRITEO_SUFFIX = ".txt"
 _HASH_MULTIPLIER = 2654435761  # odd, so rank → hash is one-to-one modulo 2**32
@@ -297,7 +298,7 @@ class _AucHistogram:
         return float((self.pos * below + 0.5 * self.pos * self.neg).sum() / (positives * negatives))
 
 
-def synthesize(spec: SynthSpec, display: Progress | None = None) -> dict:
+def synthesize(spec: SynthSpec, display: Progress | None = None) -> SynthFacts:
     """Write the data set to spec.out (atomically); give the synth.json description.
 
     `display` (pipebench.progress, counting rows) hears each block written and each output file filled.
@@ -336,18 +337,12 @@ def synthesize(spec: SynthSpec, display: Progress | None = None) -> dict:
         except BaseException:
             writer.abort()
             raise
-        description = {
-            "generator": {"name": "pipebench data synth", "version": pipebench.__version__},
-            "spec": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items()
-                     if k not in ("out", "force")},
-            "rows": spec.rows,
-            "numeric_fields": model.numeric,
-            "categorical_id_ranges": [[int(s), int(s + n)] for s, n in zip(model.cat_starts, model.cat_sizes)],
-            "interaction_field_pairs": [list(p) for p in model.pairs],
-            "bias": model.bias,
-            "positive_rate": positives / spec.rows,
-            "oracle_auc": auc.auc(),
-            "files": [s.to_dict() for s in shards],
-        }
-        atomic_write_json(tmp / SYNTH_FILE, description, allow_nan=False)
+        description = SynthFacts(
+            SYNTH_VERSION, Made("pipebench data synth", pipebench.__version__),
+            {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(spec).items() if k not in ("out", "force")},
+            spec.rows, model.numeric,
+            tuple((int(s), int(s + n)) for s, n in zip(model.cat_starts, model.cat_sizes)),
+            tuple(tuple(int(i) for i in p) for p in model.pairs), float(model.bias), positives / spec.rows, auc.auc(),
+            tuple(shards))
+        atomic_write_json(tmp / SYNTH_FILE, description.to_json(), allow_nan=False)
     return description

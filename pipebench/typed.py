@@ -2,9 +2,12 @@
 
 A missing key, an unknown key or a value of the wrong type is an error naming the file and the key
 path, so a reader can never guess a path and print `?` or `None` instead of a fact (pyperf's `Run`,
-asv's `Results`: one load, one save, a missing key is an error). Supported field types: bool, int,
-float, str, `X | None`, `tuple[X, ...]`, `list[X]`, `dict[str, X]`, Enum subclasses, nested
-dataclasses and `Any` (handed on as is).
+asv's `Results`: one load, one save, a missing key is an error). A record that checks its own invariants
+raises ValueError in its `__post_init__`; read from a file, that is the same one-line error. Supported field
+types: bool, int, float, str, `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`, Enum
+subclasses, nested dataclasses and `Any` (handed on as is). A class with a JSON shape of its own (an Interval:
+its open upper end is null) says so with `__json__` and `__from_json__`, and is written and read only through
+them.
 """
 from __future__ import annotations
 
@@ -59,6 +62,8 @@ def _convert(kind: Any, value: Any, where: tuple[str, str]) -> Any:
                 continue
         raise _fail(where, f"must be one of {', '.join(getattr(o, '__name__', str(o)) for o in options)}, "
                            f"not {_describe(value)}")
+    if hasattr(kind, "__from_json__"):
+        return kind.__from_json__(_from_json(kind, value, where))
     if dataclasses.is_dataclass(kind):
         return _from_json(kind, value, where)
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
@@ -70,6 +75,10 @@ def _convert(kind: Any, value: Any, where: tuple[str, str]) -> Any:
     if origin in (tuple, list):
         if not isinstance(value, (list, tuple)):
             raise _fail(where, f"must be a list, not {_describe(value)}")
+        if origin is tuple and args and args[-1] is not Ellipsis:  # tuple[int, str]: that many, each its own type
+            if len(value) != len(args):
+                raise _fail(where, f"must be a list of {len(args)}, not {_describe(value)}")
+            return tuple(_convert(kind, v, _at(where, i)) for i, (kind, v) in enumerate(zip(args, value)))
         item = args[0] if args else Any
         items = [_convert(item, v, _at(where, i)) for i, v in enumerate(value)]
         return tuple(items) if origin is tuple else items
@@ -101,12 +110,16 @@ def _from_json(cls: type[T], obj: Any, where: tuple[str, str]) -> T:
     if missing:
         raise _fail(_at(where, missing[0]), "missing")
     hints = _hints(cls)
-    return cls(**{name: _convert(hints[name], obj[name], _at(where, name)) for name in names})
+    values = {name: _convert(hints[name], obj[name], _at(where, name)) for name in names}
+    try:
+        return cls(**values)
+    except ValueError as err:  # the record's own invariants (its __post_init__), e.g. TrialRecord's
+        raise _fail(where, str(err)) from None
 
 
 def from_json(cls: type[T], obj: Any, file: str) -> T:
     """Give `cls` built from a parsed JSON mapping; DataError `FILE: key.path: reason` otherwise."""
-    return _from_json(cls, obj, (str(file), ""))
+    return _convert(cls, obj, (str(file), ""))
 
 
 def read_json(path: Path) -> Any:
@@ -139,6 +152,8 @@ def load_json(cls: type[T], path: Path) -> T:
 
 def to_json(obj: Any) -> Any:
     """Give a dataclass (or any value made of them) as plain JSON values: enums by value, tuples as lists."""
+    if hasattr(obj, "__json__") and not isinstance(obj, type):
+        return obj.__json__()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, enum.Enum):

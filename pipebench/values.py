@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,9 @@ from pipebench.errors import ConfigError
 
 INT64_MAX = 2**63 - 1
 ECHO_CHARS = 60
+#: A name that may be a folder name and a pipeline's name in tables and search spaces (no path, no dot folder).
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+PLAIN_NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', the first a letter or digit"
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up both environments and run the whole test suite in each: latest TensorFlow, then TF 2.14; build the docs.
+# Set up both environments; lint, then run every test with the latest TensorFlow and build the docs, then the
+# TensorFlow tests (`-m tf`) with TF 2.14 too: a test that touches no TensorFlow gives the same answer in both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -7,6 +8,7 @@ export TF_CPP_MIN_LOG_LEVEL=2
 ./scripts/ensure-postgres.sh || echo "test: postgresql could not be installed; the storage test says why" >&2
 ./scripts/ensure-tmux.sh || echo "test: tmux could not be installed; the progress display's terminal test says why" >&2
 ./scripts/setup.sh latest
+.venv/bin/python -m ruff check .
 .venv/bin/python -m pytest "$@"
 # A stale generated page, a broken link or a missing page fails here (site/ is ignored by git). Not --quiet: it
 # hides the warnings --strict counts. NO_MKDOCS_2_WARNING silences Material's end-of-life banner.
@@ -19,5 +21,5 @@ if [ "$status" = 3 ]; then
 elif [ "$status" != 0 ]; then
   exit "$status"
 else
-  .venv-tf214/bin/python -m pytest "$@"
+  .venv-tf214/bin/python -m pytest -m tf "$@"
 fi

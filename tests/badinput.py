@@ -1,7 +1,7 @@
 """The bad-input corpus's one check: what a user sees when pipebench refuses what they gave it.
 
-Each case runs `python -m pipebench.cli ARGS` in a fresh process inside its own folder (so a default
-output such as `results/` lands there too, and a crash at exit shows as a signal), then asserts:
+Each case runs `pipebench ARGS` inside its own folder (so a default output such as `results/` lands
+there too), then asserts:
 
 - a non-zero exit code (the exact one when the case names it), never a signal;
 - stderr is exactly one line, `pipebench: error: ...`, under 300 characters, matching the case's
@@ -11,7 +11,16 @@ output such as `results/` lands there too, and a crash at exit shows as a signal
 - for a hostile input (`memory_mb`), that all this holds with the process's address space capped
   (RLIMIT_AS): refusing it must not cost memory that grows with the input.
 
-Cases are data: corpus modules (tests/test_bad_*.py) list `Bad(...)` values and parametrize over them.
+Most cases call pipebench.cli.main in the test process (its stderr read at the file descriptor, the
+case's environment set and everything put back after): the same checks, no interpreter to start. A case
+runs `python -m pipebench.cli ARGS` in a fresh process when it needs one (a capped address space, its
+own stdin) or when it is one of the sample (`process=True`, a few cases from each corpus module): there
+the exit code, the absence of a traceback and a clean exit (no signal) are checked on a real process,
+and the command runs a second time with PIPEBENCH_DEBUG=1, which must give the traceback (or, for a
+usage error, the same line).
+
+Cases are data: corpus modules (tests/test_bad_*.py) list `Bad(...)` values and parametrize over
+`cases(...)` of them, which marks each for its tier (tests/conftest.py); the `run_case` fixture runs one.
 """
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +41,15 @@ import pytest
 
 MAX_LINE = 300
 PREFIX = "pipebench: error: "
+
+#: The start of the corpus's experiment files: a name, results in out/, a small synthetic data set in cache/.
+EXPERIMENT_HEAD = """\
+name: tiny
+results: out
+data:
+  cache_dir: cache
+  synth: {rows: 200, files: 1}
+"""
 
 
 def _nothing(folder: Path) -> None:
@@ -57,9 +76,24 @@ class Bad:
     timeout_sec: float = 240.0
     after: Callable[[Path], None] = _nothing
     memory_mb: int | None = None
+    process: bool = False
+    tf: bool = False
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def in_process(self) -> bool:
+        """True when the case can run through pipebench.cli.main in the test process (see the module docstring)."""
+        return not (self.process or self.stdin is not None or self.memory_mb is not None)
+
+
+def cases(corpus: list[Bad]) -> list:
+    """Give the cases as pytest parameters, each marked for its tier: `tf` when the command imports TensorFlow
+    (in the test process or in one it starts), `slow` when it runs as a process."""
+    def marks(case: Bad) -> list:
+        return [pytest.mark.tf] if case.tf else [] if case.in_process else [pytest.mark.slow]
+    return [pytest.param(case, id=case.name, marks=marks(case)) for case in corpus]
 
 
 def snapshot(folder: Path) -> dict[str, tuple]:
@@ -86,36 +120,93 @@ def _address_space(megabytes: int) -> Callable[[], None]:
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def run_case(case: Bad, folder: Path) -> subprocess.CompletedProcess:
-    """Make the case in `folder`, run it, check everything the module docstring promises; give the result."""
+def run_case(case: Bad, folder: Path, capfd: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the case in `folder`, run it, check everything the module docstring promises."""
     folder.mkdir(parents=True, exist_ok=True)
     case.make(folder)
     before = snapshot(folder)
-    env = {k: v for k, v in os.environ.items() if k not in ("PIPEBENCH_DEBUG", "TF_CPP_MIN_LOG_LEVEL")}
-    env.update({k: v.format(tmp=folder) for k, v in case.env.items()})
     args = [a.format(tmp=folder) for a in case.args]
-    result = subprocess.run([sys.executable, "-m", "pipebench.cli", *args], cwd=folder, env=env,
-                            input=case.stdin, capture_output=True, timeout=case.timeout_sec,
-                            preexec_fn=None if case.memory_mb is None else _address_space(case.memory_mb))
+    if case.in_process:
+        code, stderr = _in_process(case, folder, args, capfd, monkeypatch)
+    else:
+        code, stderr = _as_process(case, folder, args)
+    debugged = _as_process(case, folder, args, debug=True) if case.process else None
     case.after(folder)
-    stderr = result.stderr.decode("utf-8", "replace")
-    shown = f"exit {result.returncode}; stderr:\n{stderr[-3000:]}"
-    assert result.returncode > 0, f"{case.name}: expected a failure exit code; {shown}"
+    shown = f"exit {code}; stderr:\n{stderr[-3000:]}"
+    assert code > 0, f"{case.name}: expected a failure exit code; {shown}"
     if case.code is not None:
-        assert result.returncode == case.code, f"{case.name}: expected exit {case.code}; {shown}"
+        assert code == case.code, f"{case.name}: expected exit {case.code}; {shown}"
     assert "Traceback" not in stderr, f"{case.name}: traceback; {shown}"
     lines = stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(PREFIX), f"{case.name}: not one error line; {shown}"
     assert len(lines[0]) < MAX_LINE, f"{case.name}: error line of {len(lines[0])} characters; {shown}"
     pattern = case.says.replace("{tmp}", re.escape(str(folder)))
     assert re.search(pattern, lines[0][len(PREFIX):]), f"{case.name}: {lines[0]!r} does not match {pattern!r}"
+    if debugged is not None:
+        _check_debug(case, lines[0], pattern, *debugged)
     if case.out is not None:
         assert not os.path.lexists(folder / case.out) or (case.out in before), \
             f"{case.name}: {case.out} was written"
     after = snapshot(folder)
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     assert not changed, f"{case.name}: the command changed {changed[:10]}"
-    return result
+
+
+def _check_debug(case: Bad, line: str, pattern: str, code: int, stderr: str) -> None:
+    """Check what PIPEBENCH_DEBUG=1 gave: a usage error is the same line (argparse's, no traceback to give); any
+    other refusal is the traceback, ending in the exception (ours saying what the line said, `pattern`), exit 1
+    (Python's for an uncaught exception)."""
+    shown = f"with PIPEBENCH_DEBUG=1: exit {code}; stderr:\n{stderr[-3000:]}"
+    if line.endswith(" --help)"):  # the usage errors' form (pipebench.cli._Parser.error)
+        assert (code, stderr.splitlines()) == (2, [line]), f"{case.name}: {shown}"
+        return
+    assert code == 1 and "Traceback (most recent call last):" in stderr, f"{case.name}: no traceback; {shown}"
+    last = stderr.rstrip().splitlines()[-1]
+    assert re.match(r"^[\w.]+(Error|Exception): ", last), f"{case.name}: the traceback ends in {last!r}; {shown}"
+    if last.startswith("pipebench."):  # our own error says what the one line said (a run folder's name may differ)
+        said = last.split(": ", 1)[1]
+        assert re.search(pattern, said), f"{case.name}: {said!r} does not match {pattern!r}; {shown}"
+
+
+#: Variables a user's shell would not set: a case sees pipebench as it runs by default.
+_UNSET = ("PIPEBENCH_DEBUG", "TF_CPP_MIN_LOG_LEVEL")
+
+
+def _as_process(case: Bad, folder: Path, args: list[str], debug: bool = False) -> tuple[int, str]:
+    """Give (exit code, stderr) of `python -m pipebench.cli ARGS` run in `folder` (with PIPEBENCH_DEBUG=1: `debug`)."""
+    env = {k: v for k, v in os.environ.items() if k not in _UNSET}
+    env.update({k: v.format(tmp=folder) for k, v in case.env.items()})
+    if debug:
+        env["PIPEBENCH_DEBUG"] = "1"
+    result = subprocess.run([sys.executable, "-m", "pipebench.cli", *args], cwd=folder, env=env,
+                            input=case.stdin, capture_output=True, timeout=case.timeout_sec,
+                            preexec_fn=None if case.memory_mb is None else _address_space(case.memory_mb))
+    return result.returncode, result.stderr.decode("utf-8", "replace")
+
+
+def _in_process(case: Bad, folder: Path, args: list[str], capfd: pytest.CaptureFixture,
+                monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    """Give (exit code, stderr) of pipebench.cli.main(ARGS) called here, with `folder` the working directory; an
+    exception that escapes main fails the case as the traceback it would print."""
+    from pipebench.cli import main
+
+    monkeypatch.chdir(folder)
+    for name in _UNSET:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value.format(tmp=folder))
+    environ = dict(os.environ)
+    capfd.readouterr()
+    try:
+        code = main(args)
+    except SystemExit as exit:  # argparse's usage errors
+        code = exit.code if isinstance(exit.code, int) else 0 if exit.code is None else 1
+    except Exception:
+        pytest.fail(f"{case.name}: traceback:\n{traceback.format_exc()[-3000:]}")
+    finally:
+        os.environ.clear()  # what the command set for itself (a library's defaults) goes with it
+        os.environ.update(environ)
+    return code, capfd.readouterr().err
 
 
 def mount(args: list[str], point: Path) -> None:

@@ -43,7 +43,7 @@ def profile(stages: Sequence[tuple[str, float, bool]], *, spread: float = 0.0, r
 
 def profiles(*found: CapacityProfile) -> CapacityProfiles:
     """Give capacity.json's record holding `found`."""
-    return CapacityProfiles(profile_version=PROFILE_VERSION, profiles=tuple(found))
+    return CapacityProfiles(schema_version=PROFILE_VERSION, profiles=tuple(found))
 
 
 def write_capacity(run_dir: Path, *found: CapacityProfile) -> Path:

@@ -21,6 +21,7 @@ from report_fixtures import VECTORIZED, machine, make_run, trial
 from sagemaker_fixtures import TINY
 
 from pipebench.config import parse_experiment
+from pipebench.results.trial_row import TrialRow
 from pipebench.sagemaker.launch import plan
 from pipebench.typed import to_json
 
@@ -51,17 +52,21 @@ def put_manifest(manifest: dict) -> None:
                                   Body=json.dumps(manifest).encode())
 
 
-def run_rows(run_id: str = "20261126-101010-abcd") -> list[dict]:
-    """Give a run's rows: a trial on a busy machine and its re-measure (`remeasure_of` names it)."""
+def run_rows(run_id: str = "20261126-101010-abcd", job: dict | None = None) -> list[TrialRow]:
+    """Give a run's rows: a trial on a busy machine and its re-measure (`remeasure_of` names it); on `job`'s
+    instance type and source mode, as its entry point's run writes them."""
     files = ["/opt/ml/input/data/train/part-0.tfrecord"]
     common = dict(mode="input", pipeline="aws-sample", fmt="tfrecord", stages=VECTORIZED, files=files, run_id=run_id)
+    if job is not None:
+        common.update(source_mode=SOURCE_MODES[job["input_mode"]], instance_type=job["instance_type"])
     return [trial("t1", examples_per_sec=1000.0, busy=True, **common),
             trial("t1-again", examples_per_sec=1100.0, remeasure_of="t1", **common)]
 
 
-def run_folder(path: Path) -> Path:
-    """Write a whole run folder at `path` (tables, machine.json, data.json, config.yaml); give it."""
-    return make_run(path, run_rows(path.name), machine())
+def run_folder(path: Path, job: dict | None = None) -> Path:
+    """Write a whole run folder at `path` (tables, machine.json, data.json, config.yaml), measured in `job` if
+    given; give it."""
+    return make_run(path, run_rows(path.name, job), machine(instance_type=job and job["instance_type"]))
 
 
 def job_json(job: dict, host: str, run_dir: str, **changes) -> dict:
@@ -86,7 +91,7 @@ def host(name: str = "algo-1", run_dir: str = RUN_DIR, job_text: str | None = No
     def write(root: Path, case: Path, job: dict) -> None:
         folder = root / name
         if run:
-            run_folder(folder / RUN_DIR)
+            run_folder(folder / RUN_DIR, job)
             for file_name, data in (files or {}).items():
                 (folder / RUN_DIR / file_name).unlink()
                 if data is not None:

@@ -20,7 +20,7 @@ def make_data(folder: Path) -> dict[str, list[str]]:
     for fmt, files in (("libsvm", 3), ("tfrecord", 12)):
         described = synthesize(SynthSpec(rows=ROWS, out=folder / fmt, files=files, format=fmt, feature_size=5000,
                                          seed=7))
-        found[fmt] = [str(folder / fmt / f["name"]) for f in described["files"]]
+        found[fmt] = [str(folder / fmt / f.name) for f in described.files]
     return found
 
 

@@ -1,32 +1,19 @@
-"""Small data sets in every format, and row helpers, for the tests/test_pipeline_*.py files.
+"""Row helpers for the data of the `data` fixture (tests/conftest.py), used by the pipeline, source and capacity tests.
 
 The same 600 synthetic rows are written as libsvm (2 files), converted to TFRecord and to packed
 (16 rows per record, so the last record is short), so every format must yield identical rows.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
-import pytest
-
-from pipebench.testing import three_formats
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ROWS = 600
 ROWS_PER_RECORD = 16
 FORMATS = ("libsvm", "tfrecord", "packed")
 
 Row = tuple  # (label, ids tuple, values tuple), exact floats: hashable and comparable across formats
-
-
-@pytest.fixture(scope="session")
-def data(tmp_path_factory) -> dict[str, str]:
-    """Give {format: glob of its part files} for the same ROWS rows."""
-    return three_formats(tmp_path_factory.mktemp("pipeline-data"), ROWS, files=2, seed=11,
-                         rows_per_record=ROWS_PER_RECORD)
 
 
 def source(data: dict[str, str], fmt: str, **extra) -> dict:

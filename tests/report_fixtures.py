@@ -10,11 +10,12 @@ import copy
 import dataclasses
 import json
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 
-from pipebench.datasets import DataFacts
+from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.manager import Outcome, ProcessFacts
 from pipebench.measure.sampler import Usage
@@ -25,7 +26,10 @@ from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE
 from pipebench.results.rows import PROCESS_COLUMNS, RECORD_COLUMNS, USAGE_COLUMNS, RowContext, trial_row
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows
+from pipebench.results.study import StudyRecord, Winner, WinnerRate
+from pipebench.results.trial_row import TrialRow
 from pipebench.testing import trial_spec, windows_at
+from pipebench.typed import from_json
 
 VECTORIZED = [{"cache": "memory"}, {"shuffle": {"buffer_size": 100, "seed": 7}},
               {"batch": {"batch_size": 1024, "drop_remainder": True}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}},
@@ -54,6 +58,17 @@ def machine(vcpus: int = 4, physical_cores: int = 2, memory_bytes: int = 16 * 2*
 
 FACTS = MachineFacts.from_json(machine(), "machine.json")
 
+#: A small instance catalog (catalog.yaml): its header and three c5 sizes; a test adds the instances it needs.
+CATALOG_C5 = """
+region: us-east-1
+prices_as_of: "2024-06"
+currency: USD
+instances:
+  ml.c5.xlarge:   {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, price_per_hour: 0.2}
+  ml.c5.2xlarge:  {family: c5, vcpus: 8, physical_cores: 4, memory_gib: 16, gpus: 0, price_per_hour: 0.4}
+  ml.c5.4xlarge:  {family: c5, vcpus: 16, physical_cores: 8, memory_gib: 32, gpus: 0, price_per_hour: 0.8}
+"""
+
 
 def _pipeline(mode: str, fmt: str, stages: list[dict], files: list[str], source_mode: str,
               num_parallel_reads: int | None, batch_size: int) -> PipelineSpec:
@@ -72,7 +87,7 @@ def _pipeline(mode: str, fmt: str, stages: list[dict], files: list[str], source_
 def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict], examples_per_sec: float,
           files: list[str], source_mode: str = "file", num_parallel_reads: int | None = 4, *, repeat: int = 0,
           configuration_id: str | None = None, rates: list[float] | None = None, waiting: float = 0.01,
-          synthetic: float | None = None, busy: bool = False, run_id: str = "run", **extra) -> dict:
+          synthetic: float | None = None, busy: bool = False, run_id: str = "run", **extra) -> TrialRow:
     """Give the trials.parquet row the row builder makes of one trial timed at about `examples_per_sec`.
 
     Three rounds (`rates` sets them exactly); a train trial's steps wait `waiting` of their time, ±10% between
@@ -113,7 +128,7 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
                   "windows": len(rates), "stable": True, "warmup_steady": True, "window_rates": tuple(rates),
                   "windows_measured": windows, "rounds": len(rates), "rounds_cap_hit": False}
     else:
-        record = {}
+        record = {"reason": f"{status.value} (a test row)"}
     record |= {name: extra.pop(name) for name in RECORD_COLUMNS if name in extra}
     usage = {f.name: None for f in dataclasses.fields(Usage)} | {"samples": 6, "other_cpu_pct_median": 80.0 if busy
                                                                  else 2.0}
@@ -128,12 +143,27 @@ def trial(trial_id: str, mode: str, pipeline: str, fmt: str, stages: list[dict],
     unknown = set(extra) - set(TRIAL_SCHEMA.names)
     if unknown:
         raise TypeError(f"no column for {sorted(unknown)}")
-    row.update(extra)  # facts of the machine (host_fingerprint, instance_type): MachineFacts holds them
-    return row
+    return dataclasses.replace(row, **extra)  # facts of the machine (host_fingerprint, instance_type): MachineFacts holds them
+
+
+def row_of(columns: dict) -> TrialRow:
+    """Give a row with these columns and every other one null, read as the reader reads a stored row (types checked)."""
+    return from_json(TrialRow, {name: None for name in TRIAL_SCHEMA.names} | columns, "a test row")
+
+
+def study_record(study: str = "s", importances: dict | None = None,
+                 trial_ids: tuple[str, ...] | None = None) -> StudyRecord:
+    """Give an importances.json record with these importances and a winner whose confirmation trials are
+    `trial_ids` (None: no winner, withheld)."""
+    winner = None if trial_ids is None else Winner("candidate 1", tuple(trial_ids), "c", (0,),
+                                                   {"batch_size": "1024 examples"},
+                                                   WinnerRate(1000.0, 990.0, 1010.0, 3), {}, {})
+    return StudyRecord(study, importances or {}, (), winner,
+                       None if winner else "the run stopped before the confirmation phase")
 
 
 def configuration(name: str, mode: str, pipeline: str, fmt: str, stages: list[dict], examples_per_sec: float,
-                  files: list[str], repeats: int = 3, spread: float = 0.02, **kwargs) -> list[dict]:
+                  files: list[str], repeats: int = 3, spread: float = 0.02, **kwargs) -> list[TrialRow]:
     """Give the rows of one configuration measured in `repeats` rounds of the run (trial ids NAME-r0, NAME-r1...).
 
     Repeat means differ by a factor of 1 ± `spread` in an order that depends on the name, so two
@@ -172,12 +202,12 @@ def passing_configurations(files: list[str]) -> dict[str, dict]:
     }
 
 
-def rows_of(configurations: dict[str, dict], files: list[str]) -> list[dict]:
+def rows_of(configurations: dict[str, dict], files: list[str]) -> list[TrialRow]:
     """Give the rows of these configurations (by name, as passing_configurations gives them)."""
     return [row for name, kwargs in configurations.items() for row in configuration(name, files=files, **kwargs)]
 
 
-def passing_rows(files: list[str]) -> list[dict]:
+def passing_rows(files: list[str]) -> list[TrialRow]:
     """Give a run on which every checklist rule passes (the FAIL cases change one thing each)."""
     return rows_of(passing_configurations(files), files)
 
@@ -193,18 +223,30 @@ def data_files(root: Path, count: int = 4) -> list[str]:
     return paths
 
 
-def make_run(run_dir: Path, rows: list[dict], facts: dict, rows_per_epoch: int = 100000,
+def make_run(run_dir: Path, rows: list[TrialRow], facts: dict, rows_per_epoch: int = 100000,
              data_fingerprint: str = "datatest") -> Path:
     """Write a run folder (trials, a few samples per trial, machine.json, config.yaml); give its path."""
     run_dir.mkdir(parents=True)
-    append_rows(run_dir / TRIALS_FILE, TRIAL_SCHEMA, rows)
-    samples = [{"run_id": r["run_id"], "trial_id": r["trial_id"], "t_sec": 100.0 + i * 0.25, "cpu_pct": 100.0 + i,
+    append_rows(run_dir / TRIALS_FILE, TRIAL_SCHEMA, [r.to_dict() for r in rows])
+    samples = [{"run_id": r.run_id, "trial_id": r.trial_id, "t_sec": 100.0 + i * 0.25, "cpu_pct": 100.0 + i,
                 "cpu_pct_of_vcpus": 40.0 + 5 * i, "cpu_pct_of_physical_cores": 80.0, "rss_bytes": 10**8}
                for r in rows for i in range(6)]
     append_rows(run_dir / SAMPLES_FILE, SAMPLE_SCHEMA, samples)
     (run_dir / MACHINE_FILE).write_text(json.dumps(facts))
     (run_dir / CONFIG_FILE).write_text(yaml.safe_dump({"name": "handmade", "data": {"synth": {"rows": rows_per_epoch}}}))
-    data = DataFacts("synthetic", data_fingerprint, rows_per_epoch, "the synthesizer", ("tfrecord",), {"tfrecord": 4},
+    data = DataFacts(DATA_VERSION, "synthetic", data_fingerprint, rows_per_epoch, "the synthesizer", ("tfrecord",), {"tfrecord": 4},
                      None)
     (run_dir / DATA_FILE).write_text(json.dumps(data.to_json()))
     return run_dir
+
+
+def passing_run(folder: Path) -> Path:
+    """Write a run folder of passing rows at folder/run, its data files under folder/data; give the run folder."""
+    return make_run(folder / "run", passing_rows(data_files(folder / "data")), machine())
+
+
+def run_holding(name: str, text: str) -> Callable[[Path], None]:
+    """Give a bad-input case's make(): a passing run folder at folder/run with `text` written as its file `name`."""
+    def make(folder: Path) -> None:
+        (passing_run(folder) / name).write_text(text)
+    return make

@@ -14,21 +14,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipebench import testing
 from pipebench.config import Experiment, parse_experiment
 from pipebench.datasets import DataSet, materialise
 from pipebench.sagemaker.launch import job_experiment
 
-TINY = {
-    "name": "tiny",
-    "data": {"synth": {"rows": 3000, "files": 2}, "formats": ["tfrecord"], "holdout_rows": 0},
-    "model": {"embedding_size": 4, "deep_layers": [8]},
-    "pipelines": {"presets": ["aws-sample"], "orderings": None},
-    "grid": {"batch_size": [256]},
-    "modes": ["input"],
-    "measurement": {"warmup_max_sec": 0.5, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50, "remeasure_busy": False, "sample_hz": 2,
-                    "repeats": 1},
-    "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
-}
+#: The tiny experiment as a launch uploads it: no orderings block, samples at 2 Hz.
+TINY = testing.merged(testing.TINY, {"pipelines": {"orderings": None},
+                                     "measurement": {"warmup_max_sec": 0.5, "sample_hz": 2}})
 
 
 @dataclass(frozen=True)
@@ -47,7 +40,7 @@ class TinyLaunch:
 
 def tiny_launch(cache_dir: Path) -> TinyLaunch:
     """Give the tiny experiment (narrowed to TFRecord, as launch does) and its data, made in `cache_dir`."""
-    doc = {**TINY, "data": {**TINY["data"], "cache_dir": str(cache_dir)}}
+    doc = testing.merged(TINY, {"data": {"cache_dir": str(cache_dir)}})
     experiment = job_experiment(parse_experiment(doc, "tiny"), "tfrecord")
     return TinyLaunch(experiment, materialise(experiment, log=lambda _: None))
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipebench.sharding.placements import PLACEMENTS
-from pipebench.sharding.record import SHARDING_VERSION, write_sharding
+from pipebench.sharding.record import SHARDING_VERSION, ShardingRecord, write_sharding
+from pipebench.typed import from_json
 
 EXAMPLES = 50_000
 
@@ -28,12 +29,17 @@ def sharding_record(files: list[str], data_bytes: int, rates: dict[str, float], 
                 measurements.append({"placement": name, "round": r, "worker": w, "examples": examples,
                                      "batches": examples // 64, "seconds": examples / speed, "rchar_bytes": read,
                                      "read_bytes": 0})
-    return {"sharding_version": SHARDING_VERSION, "configuration_id": "t-train-tfr", "pipeline": {},
-            "batch_size": 1024, "workers": workers, "rounds": rounds, "changes": [], "files": files,
+    return {"schema_version": SHARDING_VERSION, "configuration_id": "t-train-tfr", "pipeline": {},
+            "batch_size": 1024, "workers": workers, "rounds": rounds, "changes": [], "notes": [], "files": files,
             "data_bytes": data_bytes, "cpus": [[0], [1]], "bytes_measure": "rchar", "measurements": measurements}
+
+
+def typed(record: dict) -> ShardingRecord:
+    """Give a hand-made record as pipebench reads it."""
+    return from_json(ShardingRecord, record, "a hand-made sharding record")
 
 
 def write_record(run_dir: Path, record: dict) -> Path:
     """Write `record` as the run's sharding.json; give the run folder."""
-    write_sharding(run_dir, record)
+    write_sharding(run_dir, typed(record))
     return Path(run_dir)

@@ -11,20 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from badinput import Bad, run_case
-from report_fixtures import configuration, data_files, machine, make_run, passing_rows
+from badinput import Bad, cases
+from report_fixtures import configuration, data_files, machine, make_run, passing_rows, passing_run, run_holding
 
 RUN = "{tmp}/run"
 
 
-def _run(folder: Path) -> Path:
-    return make_run(folder / "run", passing_rows(data_files(folder / "data")), machine())
-
-
 def _with_capacity(text: str):
-    def make(folder: Path) -> None:
-        (_run(folder) / "capacity.json").write_text(text)
-    return make
+    return run_holding("capacity.json", text)
 
 
 def _with_synthetic(folder: Path) -> None:
@@ -37,46 +31,41 @@ CASES = [
     Bad("no-run-folder", ("capacity", "{tmp}/nothing"), r"^{tmp}/nothing: no such run folder$", code=2),
     Bad("unknown-configuration", ("capacity", RUN, "--configuration", "nope"),
         r"^{tmp}/run: no measured configuration 'nope' \(known: t-input-svm, t-input-tfr, t-input-tfr-svm, t-train-big, "
-        r"t-train-svm, t-train-tfr, t-train-tfr-svm\)$", make=_run, code=2, out="run/capacity.json"),
+        r"t-train-svm, t-train-tfr, t-train-tfr-svm\)$", make=passing_run, code=2, out="run/capacity.json"),
     Bad("more-cores-than-cpus", ("capacity", RUN, "--cores", "1", "999"),
-        r"^999 cores asked, but this process may use \d+ CPU\(s\) \([\d,]+\)$", make=_run, code=2,
+        r"^999 cores asked, but this process may use \d+ CPU\(s\) \([\d,]+\)$", make=passing_run, code=2,
         out="run/capacity.json"),
     Bad("synthetic-configuration", ("capacity", RUN, "--configuration", "t-synthetic"),
         r"^{tmp}/run: configuration t-synthetic is a synthetic trial .*no pipeline to profile$", make=_with_synthetic,
         code=2, out="run/capacity.json"),
     Bad("capacity-json-not-json", ("capacity", RUN), r"^{tmp}/run/capacity.json:1: not valid JSON: ",
-        make=_with_capacity("{profiles"), code=1),
+        make=_with_capacity("{profiles"), code=1, process=True),
     Bad("capacity-json-other-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: profile_version 9 was written by a newer pipebench \(this one reads 2\): "
+        r"^{tmp}/run/capacity.json: schema_version 9 was written by a newer pipebench \(this one reads 2\): "
         r"update pipebench$",
-        make=_with_capacity(json.dumps({"profile_version": 9, "profiles": []})), code=1),
+        make=_with_capacity(json.dumps({"schema_version": 9, "profiles": []})), code=1),
     Bad("capacity-json-older-version", ("capacity", RUN),
         r"^{tmp}/run/capacity.json: profile_version 1 is older than the 2 this pipebench reads: run `pipebench "
         r"capacity {tmp}/run` again$",
         make=_with_capacity(json.dumps({"profile_version": 1, "profiles": []})), code=1),
     Bad("capacity-json-no-version", ("capacity", RUN),
-        r"^{tmp}/run/capacity.json: not a capacity profile \(no profile_version\)$",
+        r"^{tmp}/run/capacity.json: not a capacity profile \(no schema_version\)$",
         make=_with_capacity(json.dumps({"profiles": []})), code=1),
     Bad("capacity-json-version-not-a-number", ("capacity", RUN),
         r"^{tmp}/run/capacity.json: not a capacity profile \(profile_version '2' is not a whole number\)$",
         make=_with_capacity(json.dumps({"profile_version": "2", "profiles": []})), code=1),
     Bad("rounds-zero", ("capacity", RUN, "--rounds", "0"), r"^capacity: argument --rounds: must be at least 1, not 0",
-        make=_run, code=2, out="run/capacity.json"),
+        make=passing_run, code=2, out="run/capacity.json"),
 ]
 
 #: Runs workers (TensorFlow): the data files of the hand-made run are not TFRecords.
 WORKER_CASES = [
     Bad("data-not-readable", ("capacity", RUN, "--cores", "1", "--rounds", "1"),
         r"^{tmp}/run: configuration t-train-tfr: prefix 'source[^']*' on CPU \d: failed: DataLossError: ",
-        make=_run, code=1, out="run/capacity.json"),
+        make=passing_run, code=1, out="run/capacity.json", tf=True),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
-    run_case(case, tmp_path)
-
-
-@pytest.mark.parametrize("case", WORKER_CASES, ids=str)
-def test_refused_after_a_worker_ran(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES + WORKER_CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -6,18 +6,14 @@ proves validation refuses the file before anything is made or written.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from badinput import Bad, run_case
+from badinput import EXPERIMENT_HEAD, Bad, cases
 
 # A valid experiment; cases append to it or replace a line.
-EXPERIMENT = """\
-name: tiny
-results: out
-data:
-  cache_dir: cache
-  synth: {rows: 200, files: 1}
+EXPERIMENT = EXPERIMENT_HEAD + """\
 model:
   dropout: 0.5
   learning_rate: 0.001
@@ -72,6 +68,13 @@ def _files(extra: str, **content: bytes) -> callable:
 LIBSVM_ROWS = b"1 1:1 2:0.5\n0 1:0 2:1\n"
 
 
+def _manifest(**changed) -> bytes:
+    """Give a converter manifest pipebench wrote (tests/golden), in today's spelling, with `changed` keys replaced."""
+    found = json.loads((Path(__file__).parent / "golden" / "formats-before-2026-11-26" / "manifest-quarantine.json")
+                       .read_text())
+    return json.dumps({"schema_version": found.pop("manifest_version"), **found, **changed}).encode()
+
+
 def _with_manifest(manifest: bytes) -> callable:
     """Give a maker of the experiment reading d/a.libsvm, with `manifest` as the converter manifest beside it."""
     def make(folder: Path) -> None:
@@ -113,10 +116,13 @@ CASES = [
         _files("  files: {csv: [a.csv]}\n"), out="out", code=1),
     Bad("files-manifest-not-json", _run(), r"^d/manifest\.json:1: not valid JSON: ", _with_manifest(b"{oops"),
         out="out", code=1),
-    Bad("files-manifest-shards-not-a-list", _run(), r"^d/manifest\.json: not a converter manifest \(no list of "
-        r"shards, each with its name\)$", _with_manifest(b'{"shards": 5}'), out="out", code=1),
-    Bad("files-manifest-rows-not-a-number", _run(), r"^d/manifest\.json: shards\[0\]\.rows: must be int$",
-        _with_manifest(b'{"shards": [{"name": "a.libsvm", "rows": "ten"}]}'), out="out", code=1),
+    Bad("files-manifest-no-version", _run(), r"^d/manifest\.json: not a converter manifest \(no schema_version\)$",
+        _with_manifest(b'{"shards": 5}'), out="out", code=1),
+    Bad("files-manifest-newer", _run(), r"^d/manifest\.json: schema_version 2 was written by a newer pipebench "
+        r"\(this one reads 1\): update pipebench$", _with_manifest(_manifest(schema_version=2)), out="out", code=1),
+    Bad("files-manifest-rows-not-a-number", _run(), r"^d/manifest\.json: shards\[0\]\.rows: must be int, not str "
+        r"'ten'$", _with_manifest(_manifest(shards=[{"name": "a.libsvm", "rows": "ten", "bytes": 22, "sha256": "0"}])),
+        out="out", code=1),
     Bad("files-list-by-set", _run("--set", "data.files=5"), r"^--set data\.files: must be a list of files or globs",
         _experiment(), out="out", code=1),
     Bad("quality-without-holdout-files", _run("--set", "quality.enabled=true"),
@@ -177,7 +183,7 @@ CASES = [
         r"'tag:yaml\.org,2002:python/object/apply:os\.system'", _file(
             "exp.yaml", "name: !!python/object/apply:os.system ['mkdir pwned']\nresults: out\n"), out="pwned", code=1),
     Bad("unknown-key", _run(), r"^exp\.yaml: measurement\.window_secs: unknown key \(expected one of warmup_max_sec, ",
-        _experiment("window_sec: 0.2", "window_secs: 0.2"), out="out", code=1),
+        _experiment("window_sec: 0.2", "window_secs: 0.2"), out="out", code=1, process=True),
     Bad("wrong-type", _run(), r"^exp\.yaml: budget\.max_failure_rate: must be float, not str 'half'$",
         _experiment("max_failure_rate: 0.5", "max_failure_rate: half"), out="out", code=1),
     Bad("missing-file", _run(), r"^exp\.yaml: cannot read: No such file or directory$", code=1),
@@ -266,6 +272,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import Bad, bind_mount, run_case, unmount_under
+from badinput import Bad, bind_mount, cases, unmount_under
 from tfdata import write_sample_tfrecord
 
 from converters import tfrecord
@@ -150,7 +150,7 @@ HOSTILE_MB = 1536
 CASES = [
     # libsvm lines, one of each reason (the FILE:LINE: reason format)
     Bad("libsvm_empty_line", convert("in.libsvm", "--out", "o"), r"^in\.libsvm:4: empty line$",
-        files(in_libsvm=libsvm_with(b"")), out="o", code=1),
+        files(in_libsvm=libsvm_with(b"")), out="o", code=1, process=True),
     Bad("libsvm_pair_count", convert("in.libsvm", "--out", "o"), r"^in\.libsvm:4: expected 4 id:value pairs, found 2$",
         files(in_libsvm=libsvm_with(b"1 1:1 2:1")), out="o", code=1),
     Bad("libsvm_bad_label", convert("in.libsvm", "--out", "o"), r"^in\.libsvm:4: label 'yes' is not a number$",
@@ -200,37 +200,37 @@ CASES = [
     # item 2: TFRecord rows by the same rules, any output format
     Bad("tfrecord_label_outside_0_1", convert("in.tfrecord", "--out", "o", "--format", "libsvm"),
         r"^in\.tfrecord:2: label '2' is outside \[0, 1\]",
-        files(in_tfrecord=examples([1.0, 2.0], [[1, 2, 3, 4]] * 2, [[1.0] * 4] * 2)), out="o", code=1),
+        files(in_tfrecord=examples([1.0, 2.0], [[1, 2, 3, 4]] * 2, [[1.0] * 4] * 2)), out="o", code=1, tf=True),
     Bad("tfrecord_nan_label", convert("in.tfrecord", "--out", "o", "--format", "packed"),
         r"^in\.tfrecord:1: label 'nan' is not a number$",
-        files(in_tfrecord=examples([float("nan")], [[1, 2, 3, 4]], [[1.0] * 4])), out="o", code=1),
+        files(in_tfrecord=examples([float("nan")], [[1, 2, 3, 4]], [[1.0] * 4])), out="o", code=1, tf=True),
     Bad("tfrecord_negative_id_to_tfrecord", convert("in.tfrecord", "--out", "o", "--format", "tfrecord"),
         r"^in\.tfrecord:3: pair 2 '-7:1': id is negative$",
-        files(in_tfrecord=examples([1.0] * 3, [[1, 2, 3, 4]] * 2 + [[1, -7, 3, 4]], [[1.0] * 4] * 3)), out="o", code=1),
+        files(in_tfrecord=examples([1.0] * 3, [[1, 2, 3, 4]] * 2 + [[1, -7, 3, 4]], [[1.0] * 4] * 3)), out="o", code=1, tf=True),
     Bad("tfrecord_infinite_value", convert("in.tfrecord", "--out", "o", "--format", "packed"),
         r"^in\.tfrecord:1: pair 3 '3:inf': value 'inf' is not a number$",
-        files(in_tfrecord=examples([1.0], [[1, 2, 3, 4]], [[1.0, 1.0, float("inf"), 1.0]])), out="o", code=1),
+        files(in_tfrecord=examples([1.0], [[1, 2, 3, 4]], [[1.0, 1.0, float("inf"), 1.0]])), out="o", code=1, tf=True),
     Bad("tfrecord_id_beyond_feature_size", convert("in.tfrecord", "--out", "o", "--feature-size", "4"),
         r"^in\.tfrecord:1: pair 4 '4:1': id 4 is not below feature_size 4$",
-        files(in_tfrecord=examples([1.0], [[1, 2, 3, 4]], [[1.0] * 4])), out="o", code=1),
+        files(in_tfrecord=examples([1.0], [[1, 2, 3, 4]], [[1.0] * 4])), out="o", code=1, tf=True),
     Bad("tfrecord_record_not_an_example", convert("in.tfrecord", "--out", "o", "--format", "libsvm"),
         r"^in\.tfrecord:4: (not a tf\.train\.Example|a tf\.train\.Example not of the schema)",
-        files(in_tfrecord=not_an_example), out="o", code=1),
+        files(in_tfrecord=not_an_example), out="o", code=1, tf=True),
     Bad("tfrecord_of_another_schema", convert("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord:1: a tf\.train\.Example not of the schema label float\[1\], ids int64\[4\]",
-        files(in_tfrecord=examples([1.0], [[1, 2, 3]], [[1.0] * 3])), out="o", code=1),
+        files(in_tfrecord=examples([1.0], [[1, 2, 3]], [[1.0] * 3])), out="o", code=1, tf=True),
     Bad("tfrecord_crc_error_is_one_line_without_tf_logs", convert("in.tfrecord", "--out", "o", "--format", "libsvm"),
         r"^in\.tfrecord:1: corrupt record: the data's checksum does not match",
-        files(in_tfrecord=damaged(good_examples, flip(20))), out="o", code=1),
+        files(in_tfrecord=damaged(good_examples, flip(20))), out="o", code=1, process=True, tf=True),
     Bad("tfrecord_length_crc_error", convert("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord:2: corrupt record framing: the length's checksum does not match",
-        files(in_tfrecord=damaged(good_examples, lambda data: flip(len(data) // 3 + 9)(data))), out="o", code=1),
+        files(in_tfrecord=damaged(good_examples, lambda data: flip(len(data) // 3 + 9)(data))), out="o", code=1, tf=True),
     Bad("tfrecord_impossible_length", convert("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord:1: corrupt record framing: a length over 2,147,483,648 bytes",
-        files(in_tfrecord=impossible_length()), out="o", code=1),
+        files(in_tfrecord=impossible_length()), out="o", code=1, tf=True),
     Bad("tfrecord_truncated", convert("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord:3: the file ends inside this record \(a truncated file\)$",
-        files(in_tfrecord=damaged(good_examples, lambda data: data[:-5])), out="o", code=1),
+        files(in_tfrecord=damaged(good_examples, lambda data: data[:-5])), out="o", code=1, tf=True),
     # compressed-file damage
     Bad("gzip_truncated", convert("in.libsvm.gz", "--out", "o"), r"^in\.libsvm\.gz: the gzip data ends early",
         files(in_libsvm_gz=gzip.compress(ROWS)[:-30]), out="o", code=1),
@@ -241,7 +241,7 @@ CASES = [
         files(in_libsvm_gz=flip(12)(gzip.compress(ROWS))), out="o", code=1),
     Bad("zlib_truncated_tfrecord", convert("in.tfrecord.zz", "--out", "o"),
         r"^in\.tfrecord\.zz: the zlib data ends early",
-        files(in_tfrecord_zz=damaged(good_examples, lambda data: zlib.compress(data)[:-8])), out="o", code=1),
+        files(in_tfrecord_zz=damaged(good_examples, lambda data: zlib.compress(data)[:-8])), out="o", code=1, tf=True),
     # bad option values (refused by the request's own check: one line already)
     Bad("shard_mb_huge", convert("in.libsvm", "--out", "o", "--shard-mb", "1e308"),
         r"^--shard-mb must be a number above 0 and at most 1048576", files(in_libsvm=ROWS), out="o", code=2),
@@ -252,7 +252,7 @@ CASES = [
         r"the inputs are not TFRecord files", files(in_libsvm=ROWS), out="o", code=2),
     Bad("mixed_tfrecord_and_libsvm_inputs", convert("a.tfrecord", "b.libsvm", "--out", "o"),
         r"^a\.tfrecord is TFRecord but b\.libsvm is not", files(a_tfrecord=good_examples, b_libsvm=ROWS),
-        out="o", code=2),
+        out="o", code=2, tf=True),
     Bad("shard_mb_inf", convert("in.libsvm", "--out", "o", "--shard-mb", "inf"),
         r"--shard-mb.*finite", files(in_libsvm=ROWS), out="o", code=2),
     Bad("shard_mb_nan", convert("in.libsvm", "--out", "o", "--shard-mb", "nan"),
@@ -291,7 +291,7 @@ CASES = [
         files(in_libsvm=b"x\n\ny 1:1\n"), out="o", code=1),
     Bad("every_row_rejected_with_quarantine", convert("in.tfrecord", "--out", "o", "--on-error", "quarantine"),
         r"^in\.tfrecord: all 2 rows were rejected \(2 label_range\)",
-        files(in_tfrecord=examples([3.0, -1.0], [[1, 2, 3, 4]] * 2, [[1.0] * 4] * 2)), out="o", code=1),
+        files(in_tfrecord=examples([3.0, -1.0], [[1, 2, 3, 4]] * 2, [[1.0] * 4] * 2)), out="o", code=1, tf=True),
     # item 4: inputs that are not regular files say what they are
     Bad("input_is_a_directory", convert("d", "--out", "o"), r"^d: is a directory, not a file",
         files(d__x_libsvm=ROWS), out="o", code=2),
@@ -342,13 +342,16 @@ CASES = [
         r"^map\.json: feature_map_version 0 is older than the 1 this pipebench reads: make it again with pipebench "
         r"convert --from criteo$", files(in_txt=RAW_GOOD, map_json=b'{"feature_map_version": 0}'), out="o", code=1),
     Bad("criteo_feature_map_without_version", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
-        r"^map\.json: not a feature map \(no feature_map_version\)$",
+        r"^map\.json: not a feature map \(no schema_version\)$",
         files(in_txt=RAW_GOOD, map_json=b'{"cutoff": 3}'), out="o", code=1),
+    Bad("criteo_feature_map_a_key_short", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
+        r"^map\.json: made_by: missing$",
+        files(in_txt=RAW_GOOD, map_json=b'{"schema_version": 1, "cutoff": 3}'), out="o", code=1),
     Bad("criteo_feature_map_missing", criteo("in.txt", "--out", "o", "--feature-map", "map.json"),
         r"^map\.json: no such file$", files(in_txt=RAW_GOOD), out="o", code=2),
     Bad("criteo_tfrecord_input", criteo("in.tfrecord", "--out", "o"),
         r"^in\.tfrecord is TFRecord, not raw Criteo text; drop --from criteo$", files(in_tfrecord=good_examples),
-        out="o", code=2),
+        out="o", code=2, tf=True),
     Bad("feature_map_without_from_criteo", convert("in.libsvm", "--out", "o", "--feature-map", "in.libsvm"),
         r"--feature-map and --cutoff apply to raw Criteo input: add --from criteo", files(in_libsvm=ROWS), out="o",
         code=2),
@@ -379,8 +382,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case: Bad, tmp_path: Path) -> None:
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case: Bad, tmp_path: Path, run_case) -> None:
     run_case(case, tmp_path)
 
 
@@ -406,8 +409,9 @@ MOUNTED = [
 ]
 
 
-@pytest.mark.parametrize("case", MOUNTED, ids=str)
-def test_refused_through_a_bind_mount(case: Bad, tmp_path: Path) -> None:
+@pytest.mark.slow  # mount and umount are processes
+@pytest.mark.parametrize("case", cases(MOUNTED))
+def test_refused_through_a_bind_mount(case: Bad, tmp_path: Path, run_case) -> None:
     """Needs root for `mount --bind` (skipped, saying so, elsewhere); the mounts are undone whatever happens."""
     try:
         run_case(case, tmp_path)

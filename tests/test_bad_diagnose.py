@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from badinput import Bad, run_case
+from badinput import Bad, cases
 
 OUT = ("--out", "{tmp}/out")
 
@@ -23,7 +23,7 @@ def _write(text: str, name: str = "user.py"):
 
 CASES = [
     Bad("diagnose-no-such-file", ("diagnose", "{tmp}/nope.py:input_fn", *OUT), r"^{tmp}/nope\.py: no such file$",
-        out="out", code=2),
+        out="out", code=2, process=True),
     Bad("diagnose-no-function-name", ("diagnose", "{tmp}/user.py", *OUT), r"is not PATH\.py:FUNCTION", out="out",
         make=_write("def input_fn():\n    pass\n"), code=2),
     Bad("diagnose-not-python", ("diagnose", "{tmp}/user.txt:input_fn", *OUT), r"^{tmp}/user\.txt: not a \.py file",
@@ -40,43 +40,43 @@ CASES = [
     # the worker's: TensorFlow imported there, never in the CLI
     Bad("diagnose-no-such-function", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py: no function input_fn \(its functions: make_dataset\)$", out="out",
-        make=_write("def make_dataset():\n    pass\n"), code=2),
+        make=_write("def make_dataset():\n    pass\n"), code=2, tf=True),
     Bad("diagnose-wrong-signature", ("diagnose", "{tmp}/user.py:input_fn", "--set", "batch_size=4", *OUT),
         r"^{tmp}/user\.py:1: input_fn\(files, batch_size\): missing a required argument: 'files' "
         r"\(give it with --set files=VALUE\)$", out="out", make=_write("def input_fn(files, batch_size):\n    pass\n"),
-        code=2),
+        code=2, tf=True),
     Bad("diagnose-unknown-argument", ("diagnose", "{tmp}/user.py:input_fn", "--set", "shuffle=true", *OUT),
         r"^{tmp}/user\.py:1: input_fn\(\): got an unexpected keyword argument 'shuffle'$", out="out",
-        make=_write("def input_fn():\n    pass\n"), code=2),
+        make=_write("def input_fn():\n    pass\n"), code=2, tf=True),
     Bad("diagnose-raises", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py:3: input_fn raised ValueError: no files under /data$", out="out",
         make=_write("def helper():\n    folder = '/data'\n    raise ValueError(f'no files under {folder}')\n\n\n"
-                    "def input_fn():\n    return helper()\n"), code=2),
+                    "def input_fn():\n    return helper()\n"), code=2, process=True, tf=True),
     Bad("diagnose-import-error", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py:2: importing user\.py failed: ModuleNotFoundError: No module named 'horovod'$", out="out",
         make=_write("import tensorflow as tf\nimport horovod.tensorflow as hvd\n\n\ndef input_fn():\n    pass\n"),
-        code=2),
+        code=2, tf=True),
     Bad("diagnose-syntax-error", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
-        r"^{tmp}/user\.py:2: SyntaxError: ", out="out", make=_write("def input_fn():\n    return (\n"), code=2),
+        r"^{tmp}/user\.py:2: SyntaxError: ", out="out", make=_write("def input_fn():\n    return (\n"), code=2, tf=True),
     Bad("diagnose-returns-a-generator", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py:1: input_fn returned a generator, not a tf\.data\.Dataset: return tf\.data\.Dataset\."
-        r"from_generator", out="out", make=_write("def input_fn():\n    yield 1\n"), code=2),
+        r"from_generator", out="out", make=_write("def input_fn():\n    yield 1\n"), code=2, tf=True),
     Bad("diagnose-returns-tf1-tensors", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py:4: input_fn returned tensors \(a Tensor\), as a TF1 iterator's get_next\(\) gives, not a "
         r"tf\.data\.Dataset: return the dataset itself", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    dataset = tf.data.Dataset.range(10).batch(2)\n"
-                    "    return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"), code=2),
+                    "    return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"), code=2, tf=True),
     Bad("diagnose-zip", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^unsupported dataset structure: ZipDataset combines 2 datasets", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    a = tf.data.Dataset.range(8)\n"
-                    "    return tf.data.Dataset.zip((a, a)).batch(2)\n"), code=2),
+                    "    return tf.data.Dataset.zip((a, a)).batch(2)\n"), code=2, tf=True),
     Bad("diagnose-sparse-elements", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^unsupported dataset structure: element component element is a SparseTensorSpec", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    s = tf.sparse.from_dense(tf.eye(4))\n"
-                    "    return tf.data.Dataset.from_tensors(s).repeat(3)\n"), code=2),
+                    "    return tf.data.Dataset.from_tensors(s).repeat(3)\n"), code=2, tf=True),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_bad_diagnose_input_is_one_line(case: Bad, tmp_path: Path) -> None:
+@pytest.mark.parametrize("case", cases(CASES))
+def test_bad_diagnose_input_is_one_line(case: Bad, tmp_path: Path, run_case) -> None:
     run_case(case, tmp_path / case.name)

@@ -21,22 +21,19 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from badinput import Bad, mount, run_case, unmount_under
+from badinput import Bad, cases, mount, unmount_under
 from pipebench.catalog import DEFAULT_CATALOG
 from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
-from report_fixtures import data_files, machine, make_run, passing_rows
+from pipebench.testing import tiny_experiment
+from report_fixtures import passing_run
 
 RUN = "{tmp}/run"
-
-
-def _run(folder: Path) -> Path:
-    return make_run(folder / "run", passing_rows(data_files(folder / "data")), machine())
 
 
 def _damaged(name: str, damage: Callable[[Path], None]) -> Callable[[Path], None]:
     """Give a make() that writes a hand-made run folder and then damages `name` in it with `damage(path)`."""
     def make(folder: Path) -> None:
-        damage(_run(folder) / name)
+        damage(passing_run(folder) / name)
     return make
 
 
@@ -77,7 +74,7 @@ def _file_not_folder(folder: Path) -> None:
 
 
 def _no_trials(folder: Path) -> None:
-    (_run(folder) / "trials.parquet").unlink()
+    (passing_run(folder) / "trials.parquet").unlink()
 
 
 _HELD: dict[Path, int] = {}
@@ -85,7 +82,7 @@ _HELD: dict[Path, int] = {}
 
 def _held(folder: Path) -> None:
     """Write a run folder and hold its lock from this (the test) process, as a running pipebench would."""
-    run = _run(folder)
+    run = passing_run(folder)
     fd = os.open(run / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": "2030-01-02T03:04:05+00:00"})
@@ -105,7 +102,7 @@ def _held_with_experiment(folder: Path) -> None:
 def _catalog(text: str | bytes) -> Callable[[Path], None]:
     """Give a make() writing a run folder and {tmp}/cat.yaml holding `text`."""
     def make(folder: Path) -> None:
-        _run(folder)
+        passing_run(folder)
         (folder / "cat.yaml").write_bytes(text.encode() if isinstance(text, str) else text)
     return make
 
@@ -117,7 +114,7 @@ _RANDOM = bytes((i * 37 + 11) % 256 for i in range(3000))
 def _of_0_1_0(config: str | bytes) -> Callable[[Path], None]:
     """Give a make() writing a run folder as pipebench 0.1.0 left it (no data.json) with this config.yaml."""
     def make(folder: Path) -> None:
-        run = _run(folder)
+        run = passing_run(folder)
         (run / "data.json").unlink()
         (run / "config.yaml").write_bytes(config.encode() if isinstance(config, str) else config)
     return make
@@ -134,10 +131,8 @@ def _experiment(folder: Path, **extra) -> None:
     from pipebench.config import load_experiment
     from pipebench.datasets import materialise
 
-    doc = {"name": "tiny", "data": {"synth": {"rows": 500, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,
-                                    "cache_dir": str(folder / "cache")},
-           "pipelines": {"presets": ["lambdaji-libsvm"]}, "grid": {"batch_size": [64]}, "modes": ["input"],
-           "results": str(folder / "results"), **extra}
+    doc = tiny_experiment(folder, data={"synth": {"rows": 500, "files": 1}, "formats": ["libsvm"]},
+                          pipelines={"presets": ["lambdaji-libsvm"]}, grid={"batch_size": [64]}, **extra)
     (folder / "exp.yaml").write_text(yaml.safe_dump(doc))
     materialise(load_experiment(folder / "exp.yaml"), log=lambda _: None)
 
@@ -189,7 +184,7 @@ CASES = [
     # report: each damaged part of a run folder
     Bad("report-trials-truncated", ("report", RUN, "--out", "{tmp}/out"),
         r"^{tmp}/run/trials\.parquet: not a readable Parquet table \(Parquet magic bytes not found in footer\)$",
-        make=_damaged("trials.parquet", _truncate), out="out", code=1),
+        make=_damaged("trials.parquet", _truncate), out="out", code=1, process=True),
     Bad("report-trials-empty", ("report", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet table "
         r"\(Parquet file size is 0 bytes\)$", make=_damaged("trials.parquet", _text("")), code=1),
     Bad("report-trials-random-bytes", ("report", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet table",
@@ -205,9 +200,9 @@ CASES = [
     Bad("report-machine-wrong-shape", ("report", RUN), r"^{tmp}/run/machine\.json: tensorflow\.openmp: must be a "
         r"mapping, not str 'no'$", make=_damaged("machine.json", _json(lambda m: m["tensorflow"].update(openmp="no"))),
         code=1),
-    Bad("report-machine-old-layout", ("report", RUN), r"^{tmp}/run/machine\.json: machine facts layout v1 is older "
-        r"than v2: run `pipebench upgrade {tmp}/run`$", make=_damaged("machine.json", _json(lambda m: m.pop(
-            "facts_version"))), code=1),
+    Bad("report-machine-old-layout", ("report", RUN), r"^{tmp}/run/machine\.json: layout 1 \(no schema_version\) is "
+        r"older than the 2 this pipebench reads: run `pipebench upgrade {tmp}/run`$", make=_damaged("machine.json", _json(lambda m: m.pop(
+            "schema_version"))), code=1),
     Bad("report-data-facts-missing", ("report", RUN), r"^{tmp}/run/data\.json: missing \(a run folder of pipebench "
         r"0\.1\.0\): run `pipebench upgrade {tmp}/run`$", make=_damaged("data.json", _remove), code=1),
     Bad("report-config-missing", ("report", RUN), r"^{tmp}/run/config\.yaml: missing",
@@ -225,23 +220,23 @@ CASES = [
         r"folder", make=_no_trials, code=2),
     # report refuses an existing output folder as every output command does (issue 28: it wrote over a user's files)
     Bad("report-out-holds-a-users-report", ("report", RUN, "--out", "{tmp}/mine"), r"^{tmp}/mine: already exists "
-        r"\(use --force to replace it\)$", make=lambda folder: (_run(folder), (folder / "mine").mkdir(),
+        r"\(use --force to replace it\)$", make=lambda folder: (passing_run(folder), (folder / "mine").mkdir(),
                                                                 (folder / "mine" / "report.md").write_text("mine\n")),
         code=2),
     Bad("report-default-out-exists", ("report", RUN), r"^{tmp}/run/report: already exists \(use --force",
-        make=lambda folder: (_run(folder) / "report").mkdir(), code=2),
+        make=lambda folder: (passing_run(folder) / "report").mkdir(), code=2),
     Bad("report-out-is-the-run-folder-with-force", ("report", RUN, "--out", RUN, "--force"),
-        r"^output {tmp}/run is the input {tmp}/run; choose an --out apart from the inputs$", make=_run, code=2),
+        r"^output {tmp}/run is the input {tmp}/run; choose an --out apart from the inputs$", make=passing_run, code=2),
     Bad("report-out-holds-the-run-folder-with-force", ("report", RUN, "--out", "{tmp}", "--force"),
-        r"^output {tmp} contains the input {tmp}/run", make=_run, code=2),
+        r"^output {tmp} contains the input {tmp}/run", make=passing_run, code=2),
     # checklist reads through the same reader
     Bad("checklist-trials-random-bytes", ("checklist", RUN), r"^{tmp}/run/trials\.parquet: not a readable Parquet",
         make=_damaged("trials.parquet", _random_bytes), code=1),
     Bad("checklist-trials-newer-schema", ("checklist", RUN), rf"^{{tmp}}/run/trials\.parquet: results schema "
         rf"v{SCHEMA_VERSION + 1} is newer than this pipebench's v{SCHEMA_VERSION}: update pipebench",
         make=_damaged("trials.parquet", _version(SCHEMA_VERSION + 1)), code=1),
-    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: the document: must be a "
-        r"mapping, not list \[\]$", make=_damaged("machine.json", _text("[]")), code=1),
+    Bad("checklist-machine-a-list", ("checklist", RUN), r"^{tmp}/run/machine\.json: not machine facts \(a JSON "
+        r"list, not an object\)$", make=_damaged("machine.json", _text("[]")), code=1),
     Bad("checklist-config-not-yaml", ("checklist", RUN), r"^{tmp}/run/config\.yaml:2: not valid YAML",
         make=_damaged("config.yaml", _text("name: [x\n")), code=1),
     Bad("checklist-run-folder-missing", ("checklist", RUN, "--format", "json"), r"^{tmp}/run: no such run folder$",
@@ -258,7 +253,7 @@ CASES = [
         r"^cat\.yaml: larger than 1,048,576 bytes, the most a YAML file pipebench reads may hold",
         make=_catalog(_SHIPPED + "#" * (2 << 20) + "\n"), code=1),
     Bad("checklist-catalog-endless", ("checklist", RUN, "--catalog", "/dev/zero"),
-        r"^/dev/zero: larger than 1,048,576 bytes", make=_run, code=1, memory_mb=3072),
+        r"^/dev/zero: larger than 1,048,576 bytes", make=passing_run, code=1, memory_mb=3072),
     Bad("checklist-catalog-type-not-a-name", ("checklist", RUN, "--catalog", "cat.yaml"),
         r"^cat\.yaml: instances\.7: an instance type is a name such as ml\.c5\.xlarge, not int$",
         make=_catalog(_SHIPPED + "  7: {family: c5}\n"), code=1),
@@ -309,7 +304,7 @@ CASES = [
     Bad("usage-unknown-command", ("runn",), r"^argument COMMAND: invalid choice: 'runn' .* \(see pipebench --help\)$",
         code=2),
     Bad("usage-run-unknown-option", ("run", "x.yaml", "--bogus", "r"), r"^run: unrecognized arguments: --bogus r "
-        r"\(see pipebench run --help\)$", code=2),
+        r"\(see pipebench run --help\)$", code=2, process=True),
     Bad("usage-run-unknown-trainer", ("run", "x.yaml", "--trainer", "gpu"), r"^run: argument --trainer: invalid "
         r"choice: 'gpu' \(choose from 'auto', 'cpu', 'accelerator'\) \(see pipebench run --help\)$", code=2),
     Bad("usage-report-no-run-folder", ("report",), r"^report: the following arguments are required: RUN_DIR "
@@ -327,18 +322,18 @@ CASES = [
     # faults of the system
     Bad("run-read-only-results", ("run", "{tmp}/exp.yaml"), r"^results: {tmp}/results/tiny/[\d-]+[0-9a-f]{4}: "
         r"cannot create the run folder \((Read-only file system|Permission denied)\)$", make=_read_only_results,
-        after=_unmount("results"), code=1),
+        after=_unmount("results"), code=1, process=True, tf=True),
     Bad("run-read-only-data-cache", ("run", "{tmp}/exp.yaml"), r"^data\.cache_dir: {tmp}/cache/\S+: cannot create "
         r"the data folder \((Read-only file system|Permission denied)\)$", make=_read_only_cache,
-        after=_unmount("cache"), out="results", code=1),
+        after=_unmount("cache"), out="results", code=1, process=True),  # mount (as root) is a process
     Bad("run-unreachable-storage", ("run", "{tmp}/exp.yaml"), r"^(?!.*s3cret)search\.storage: cannot reach "
         r"postgresql://nobody@127\.0\.0\.1:1/x \(.*(refused|could not connect).*\)$",
-        make=_unreachable_storage, out="results", code=1),
+        make=_unreachable_storage, out="results", code=1, process=True, tf=True),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)
 
 
@@ -351,12 +346,13 @@ def _small_results_disk(folder: Path) -> None:
 MOUNTED = [
     # issue 28: the line said `[Errno 28] No space left on device` and named no file
     Bad("run-disk-full", ("run", "{tmp}/exp.yaml"), r"^{tmp}/results/tiny/[\d-]+[0-9a-f]{4}/\S+: No space left on "
-        r"device$", make=_small_results_disk, code=1),
+        r"device$", make=_small_results_disk, code=1, process=True, tf=True),
 ]
 
 
-@pytest.mark.parametrize("case", MOUNTED, ids=str)
-def test_refused_on_a_mount(case, tmp_path):
+@pytest.mark.slow  # mount and umount are processes
+@pytest.mark.parametrize("case", cases(MOUNTED))
+def test_refused_on_a_mount(case, tmp_path, run_case):
     """Needs root for `mount` (skipped, saying so, elsewhere); the mounts are undone whatever happens."""
     try:
         run_case(case, tmp_path)

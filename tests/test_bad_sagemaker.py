@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from badinput import Bad, run_case
+from badinput import Bad, cases
 from collect_fixtures import IMAGE, LAUNCH_URI, MISSING, ROLE, RUN_DIR, Archive, collect_case, host, member
 from sagemaker_fixtures import TINY
 
@@ -46,7 +46,7 @@ LAUNCH_CASES = [
     _bucket("underscore", "s3://my_bucket/p", r"only lowercase letters, digits, '\.' and '-' \(not '_'\)"),
     _bucket("too-short", "s3://ab/p", r"2 characters \(3 to 63\)"),
     Bad("launch-bucket-too-long", _launch(f"s3://{'a' * 64}/p"), r"^'s3://a+… \(71 characters\): bucket 'a+… "
-        r"\(64 characters\): 64 characters \(3 to 63\) \(S3's bucket naming rules\)$", make=_experiment, code=2),
+        r"\(64 characters\): 64 characters \(3 to 63\) \(S3's bucket naming rules\)$", make=_experiment, code=2, process=True),
     _bucket("hyphen-end", "s3://bucket-/p", "must begin and end with a letter or digit"),
     _bucket("dot-start", "s3://.bucket/p", "must begin and end with a letter or digit"),
     _bucket("adjacent-dots", "s3://my..bucket/p", "two adjacent dots"),
@@ -67,7 +67,7 @@ LAUNCH_CASES = [
         r"a control character$", make=_experiment, code=2),
     Bad("collect-bucket-upper-case", ("sagemaker", "collect", "s3://My_Bucket/p", "--out", "{tmp}/merged"),
         r"^s3://My_Bucket/p: bucket 'My_Bucket': only lowercase letters, digits, '\.' and '-' \(not 'B', 'M', '_'\) "
-        r"\(S3's bucket naming rules\)$", out="merged", code=2),
+        r"\(S3's bucket naming rules\)$", out="merged", code=2, process=True),
 ]
 
 
@@ -161,11 +161,11 @@ ARCHIVE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", LAUNCH_CASES, ids=str)
-def test_launch_refuses(case, tmp_path):
+@pytest.mark.parametrize("case", cases(LAUNCH_CASES))
+def test_launch_refuses(case, tmp_path, run_case):
     run_case(case, tmp_path)
 
 
-@pytest.mark.parametrize("case", ARCHIVE_CASES, ids=str)
-def test_collect_refuses(case, tmp_path, aws):
+@pytest.mark.parametrize("case", cases(ARCHIVE_CASES))
+def test_collect_refuses(case, tmp_path, aws, run_case):
     run_case(case, tmp_path)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from badinput import Bad, run_case
+from badinput import Bad, cases
 
 EXPERIMENT = """\
 name: tiny
@@ -41,7 +41,7 @@ CASES = [
     # --- at load time: the settings alone cannot work ---
     Bad("file-without-worker-addresses", _run(), r"^exp\.yaml: sources\.service\.fixed_worker_list: false, but "
         r"sharding_policy FILE needs the dispatcher to know the workers' addresses",
-        _experiment("sharding_policy: FILE, fixed_worker_list: false"), out="out", code=1),
+        _experiment("sharding_policy: FILE, fixed_worker_list: false"), out="out", code=1, process=True),
     Bad("data-without-worker-addresses", _run(), r"^exp\.yaml: sources\.service\.fixed_worker_list: false, but "
         r"sharding_policy DATA needs", _experiment("sharding_policy: DATA, fixed_worker_list: false"),
         out="out", code=1),
@@ -63,16 +63,16 @@ CASES = [
     # --- at planning: the pipeline or its files cannot be split or sharded so ---
     Bad("split-before-a-missing-stage", _run(), r"^sources\.service\.split_before: shuffle, but the pipeline "
         r"\(batch > decode > repeat > prefetch\) has no shuffle stage to split before \(pipeline aws-sample, libsvm\)$",
-        _experiment("split_before: shuffle"), out="out", code=1),
+        _experiment("split_before: shuffle"), out="out", code=1, tf=True),
     Bad("file-with-fewer-files-than-workers", _run(), r"^sources\.service\.sharding_policy: FILE gives each worker "
         r"its own files, but there are 2 file\(s\) for 3 workers; use FILE_OR_DATA or DATA",
-        _experiment("sharding_policy: FILE, workers: 3"), out="out", code=1),
+        _experiment("sharding_policy: FILE, workers: 3"), out="out", code=1, tf=True),
     Bad("file-over-file-names", _run(), r"^sources\.service\.sharding_policy: FILE over a source that is not a file "
         r"reader: split before interleave", _experiment("sharding_policy: FILE, split_before: interleave",
-                                                         preset="guide"), out="out", code=1),
+                                                         preset="guide"), out="out", code=1, tf=True),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

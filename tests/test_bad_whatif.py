@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from badinput import Bad, run_case
+from badinput import Bad, cases
 from capacity_fixtures import profile, write_capacity
 from report_fixtures import machine, make_run, passing_rows
 
@@ -36,16 +36,16 @@ def _capacity(change: Callable[[dict], object]) -> Callable[[Path], None]:
 
 CASES = [
     Bad("whatif-no-capacity-json", ("whatif", RUN), r"^{tmp}/run/capacity\.json: missing: run `pipebench capacity "
-        r"{tmp}/run` first$", make=lambda f: _run(f, capacity=False), code=2),
+        r"{tmp}/run` first$", make=lambda f: _run(f, capacity=False), code=2, process=True),
     Bad("whatif-not-a-run-folder", ("whatif", "{tmp}/nowhere"), r"^{tmp}/nowhere: no such run folder$", code=2),
     Bad("whatif-capacity-not-json", ("whatif", RUN), r"^{tmp}/run/capacity\.json:1: not valid JSON",
         make=_capacity(lambda doc: "{profiles"), code=1),
     Bad("whatif-capacity-missing-key", ("whatif", RUN),
         r"^{tmp}/run/capacity\.json: profiles\[0\]\.stages\[1\]\.cpu_sec_per_example: missing$",
         make=_capacity(lambda doc: doc["profiles"][0]["stages"][1].pop("cpu_sec_per_example")), code=1),
-    Bad("whatif-capacity-newer", ("whatif", RUN), r"^{tmp}/run/capacity\.json: profile_version 3 was written by a "
+    Bad("whatif-capacity-newer", ("whatif", RUN), r"^{tmp}/run/capacity\.json: schema_version 3 was written by a "
         r"newer pipebench \(this one reads 2\): update pipebench$",
-        make=_capacity(lambda doc: doc.update(profile_version=3, more=1)), code=1),
+        make=_capacity(lambda doc: doc.update(schema_version=3, more=1)), code=1),
     Bad("whatif-unknown-instance-type", ("whatif", RUN, "--instance-type", "ml.z9.large"),
         r"^--instance-type: ml\.z9\.large is not in the catalog \(it has ml\.c5\.xlarge", make=_run, code=2),
     Bad("whatif-rate-unknown-type", ("whatif", RUN, "--accelerator-rate", "ml.p9.2xlarge=2e6"),
@@ -63,6 +63,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

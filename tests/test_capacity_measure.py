@@ -16,7 +16,7 @@ from pipebench.measure.pinning import CPU_CGROUP, Pinning, placed, pinning_for, 
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.testing import trial_spec
-from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, data  # noqa: F401
+from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD
 
 MEASURE = {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50.0}
 LIMITS = Limits(timeout_sec=120, memory_cap_bytes=4 << 30)
@@ -33,6 +33,7 @@ def tf_names_its_pool(tf_version: str) -> bool:
     return tuple(int(x) for x in tf_version.split(".")[:2]) >= (2, 15)
 
 
+@pytest.mark.tf
 def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, data):
     """Regression: workers ran wherever the manager could; the affinity is now set between fork and exec."""
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
@@ -46,6 +47,7 @@ def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, dat
         assert 0 < window.cpu_sec <= window.seconds + 0.05
 
 
+@pytest.mark.tf
 def test_an_unpinned_worker_starts_on_every_cpu_its_manager_may_use(tmp_path, data):
     trial = trial_spec(pipeline=_spec("aws-sample", "tfrecord", data, epochs=None), measurement=MEASURE)
     record = run_worker(trial, tmp_path / "t", LIMITS).record
@@ -61,6 +63,7 @@ def test_more_cores_than_this_machine_has_are_refused():
         pinning_for(len(usable_cpus()) + 1)
 
 
+@pytest.mark.slow
 def test_a_fractional_pinning_puts_the_child_in_a_quota_group_removed_after():
     why = quota_unavailable()
     if why:
@@ -78,6 +81,7 @@ def test_a_fractional_pinning_puts_the_child_in_a_quota_group_removed_after():
     assert not group.exists()
 
 
+@pytest.mark.slow
 def test_process_tree_cpu_counts_this_process_and_its_children():
     burn = ("import os, sys, time\nstart = time.process_time()\nwhile time.process_time() - start < 0.3: pass\n"
             "t = os.times(); print(t.user + t.system, flush=True)\n")
@@ -94,6 +98,7 @@ def test_process_tree_cpu_counts_this_process_and_its_children():
         live.communicate("")
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
@@ -112,6 +117,7 @@ def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
         assert counted == (ROWS // BATCH * BATCH if whole_batches else ROWS), prefix.label
 
 
+@pytest.mark.tf
 def test_a_single_example_prefix_is_consumed_through_the_sink(data):
     import tensorflow as tf
 
@@ -120,6 +126,6 @@ def test_a_single_example_prefix_is_consumed_through_the_sink(data):
 
     spec = _spec("aws-sample", "tfrecord", data)
     for stages, per_step in ((0, SINK_EXAMPLES), (len(spec.stages), BATCH)):
-        arm = _input_arm(tf, spec, build(spec, stages=stages), {"prefix_stages": stages})
+        arm = _input_arm(tf, spec, build(spec, stages=stages), stages)
         arm.steps = 3
         assert arm.call() == (3 * per_step, 0.0)  # 3 loop steps: 3 sunk groups of 1024 records, or 3 batches

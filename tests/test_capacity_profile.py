@@ -18,7 +18,6 @@ from pipebench.measure.pinning import Pinning
 from pipebench.measure.trial import TrialRecord, TrialStatus, Window
 from pipebench.pipeline.presets import preset
 from pipebench.testing import trial_spec
-from pipeline_fixtures import data  # noqa: F401
 from report_fixtures import configuration, machine, make_run
 
 SPEC = preset("aws-sample", files=("data/part-*.tfrecord",), batch_size=64, epochs=None)
@@ -50,7 +49,8 @@ def test_stage_costs_are_what_each_prefix_adds_and_sum_to_the_whole_pipelines():
 
 def _outcome(trial, cpus=(0,), status=TrialStatus.OK, cpu_sec: float | None = 0.001) -> Outcome:
     windows = (Window("input", 0, 1000, 0.5, None, cpu_sec=cpu_sec), Window("input", 1, 1000, 0.5, None, cpu_sec=cpu_sec))
-    record = TrialRecord(status, None if status is TrialStatus.OK else "ValueError: broken", windows_measured=windows,
+    ok = status is TrialStatus.OK
+    record = TrialRecord(status, None if ok else "ValueError: broken", windows_measured=windows if ok else (),
                          cpus_at_start=cpus)
     return Outcome(record, ProcessFacts(1.0, 0, None, None, 0))
 
@@ -61,7 +61,7 @@ def test_rounds_measure_every_prefix_once_each_in_a_seeded_order():
     seen: list[tuple[int, int, dict]] = []
 
     def measure(trial, folder, limits, pinning):
-        seen.append((trial.repeat, trial.measurement["prefix_stages"], pinning))
+        seen.append((trial.repeat, trial.prefix_stages, pinning))
         return _outcome(trial)
 
     values = measure_rounds(BASE, pinned, 3, LIMITS, "here", log=lambda text: None, measure=measure)
@@ -72,7 +72,7 @@ def test_rounds_measure_every_prefix_once_each_in_a_seeded_order():
     assert len({tuple(o) for o in orders}) > 1  # shuffled per round
     again: list = []
     measure_rounds(BASE, pinned, 3, LIMITS, "here", log=lambda text: None,
-                   measure=lambda t, f, l, pinning: again.append(t.measurement["prefix_stages"]) or _outcome(t))
+                   measure=lambda t, f, limits, pinning: again.append(t.prefix_stages) or _outcome(t))
     assert again == [s for _, s, _ in seen]  # the same seed, the same order
 
 
@@ -112,7 +112,7 @@ def test_a_prefix_measured_on_a_busy_machine_is_measured_again_once_or_kept_flag
 def test_a_worker_that_did_not_measure_or_ran_elsewhere_is_one_line_naming_the_prefix():
     item = PinnedPrefix(Pinning((0,)), prefixes(SPEC)[1])
     trial = prefix_trial(BASE, item, 0)
-    assert trial.mode == "input" and trial.measurement["prefix_stages"] == 1 and trial.trial_id == "cfg-1c-p1-r0"
+    assert trial.mode == "input" and trial.prefix_stages == 1 and trial.trial_id == "cfg-1c-p1-r0"
     with pytest.raises(TrialError, match=r"^RUN: prefix 'source > batch' on CPU 0: failed: ValueError: broken$"):
         _one_round(_outcome(trial, status=TrialStatus.FAILED), item, "RUN")
     with pytest.raises(TrialError, match=r"started on CPUs \(0, 1\), not the ones asked"):
@@ -149,6 +149,7 @@ def test_capacity_json_keeps_other_profiles_and_replaces_the_same_configuration_
     assert sorted(os.listdir(tmp_path)) == [PROFILE_FILE]  # written through a temp file, none left
 
 
+@pytest.mark.tf
 def test_pipebench_capacity_profiles_the_fastest_configuration(tmp_path, data, cli):
     """End to end, real workers on real data: every prefix of the fastest configuration at one core."""
     stages = [{"batch": {"batch_size": 64}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}}]
@@ -170,15 +171,17 @@ def test_pipebench_capacity_profiles_the_fastest_configuration(tmp_path, data, c
 
 def test_rows_of_runs_before_cpu_accounting_still_read_as_configurations():
     """windows_json gained cpu_sec; readers take the keys they know, so older rows read as before (no schema change)."""
+    import dataclasses
     import json
 
     from pipebench.report.configurations import configurations
     from report_fixtures import trial
 
     new = trial("t", "input", "aws-sample", "tfrecord", [{"batch": 64}, "decode"], 1000.0, ["data/x"])
-    assert all("cpu_sec" in w for w in json.loads(new["windows_json"]))
-    old = dict(new, windows_json=json.dumps([{k: v for k, v in w.items() if k not in ("cpu_sec", "idle_before_sec")}
-                                             for w in json.loads(new["windows_json"])]))
+    assert all("cpu_sec" in w for w in json.loads(new.windows_json))
+    old = dataclasses.replace(new, windows_json=json.dumps([{k: v for k, v in w.items()
+                                                             if k not in ("cpu_sec", "idle_before_sec")}
+                                                            for w in json.loads(new.windows_json)]))
     (from_new,), (from_old,) = configurations([new]), configurations([old])
     assert from_new.throughput == from_old.throughput
 

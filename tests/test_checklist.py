@@ -2,22 +2,35 @@
 ranking's arithmetic, projections kept apart from measurements, catalog validation, the CLI."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
 import pytest
-
-from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
-                             passing_configurations, passing_rows, rows_of, trial)
+from report_fixtures import (
+    CATALOG_C5,
+    SCALAR,
+    VECTORIZED,
+    configuration,
+    data_files,
+    machine,
+    make_run,
+    passing_configurations,
+    passing_rows,
+    rows_of,
+    trial,
+)
+from sharding_fixtures import sharding_record, write_record
 
 import pipebench.results as results
 from pipebench.catalog import DEFAULT_CATALOG, load_catalog
-from pipebench.datasets import DataFacts
+from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.errors import ConfigError
 from pipebench.measure.machine import sagemaker_facts
 from pipebench.report.checklist import RULES, checklist, epoch_examples_of, ranking
-from sharding_fixtures import sharding_record, write_record
+from pipebench.report.checklist_records import Checklist
+from pipebench.typed import from_json, to_json
 
 GOLDEN = Path(__file__).parent / "golden" / "checklist_rules.json"
 
@@ -69,7 +82,7 @@ def _run(tmp_path, fail: str | None = None, **facts):
 
 def _item(run, rule_id):
     (item,) = [rule(run) for rule in RULES if rule.__name__ == rule_id]
-    return item
+    return json.loads(json.dumps(to_json(item), allow_nan=False))  # as `checklist --format json` prints it
 
 
 def test_every_rule_has_a_failing_case():
@@ -90,7 +103,7 @@ def test_rule_fires_as_golden(tmp_path, rule_id, status):
 
 
 def test_passing_run_passes_every_item(tmp_path):
-    result = checklist([_run(tmp_path)], load_catalog(), 100000)
+    result = to_json(checklist([_run(tmp_path)], load_catalog(), 100000))
     assert [(i["id"], i["status"]) for i in result["items"]] == [(r.__name__, "PASS") for r in RULES]
     for item in result["items"]:
         assert set(item) == {"id", "title", "status", "evidence", "advice"} and item["advice"]
@@ -99,19 +112,12 @@ def test_passing_run_passes_every_item(tmp_path):
 def test_rules_without_evidence_say_not_applicable(tmp_path):
     rows = configuration("t-synth", "synthetic", "synthetic", "libsvm", [], 41000, [])
     run = results.load(make_run(tmp_path / "run", rows, machine(vcpus=2, physical_cores=2)))
-    statuses = {rule.__name__: rule([run])["status"] for rule in RULES}
+    statuses = {rule.__name__: rule([run]).status for rule in RULES}
     assert statuses.pop("openmp_knobs") == "PASS"  # a build fact, true with or without trials
     assert set(statuses.values()) == {"N/A"}, statuses
 
 
-CATALOG = """
-region: us-east-1
-prices_as_of: "2024-06"
-currency: USD
-instances:
-  ml.c5.xlarge:   {family: c5, vcpus: 4, physical_cores: 2, memory_gib: 8, gpus: 0, price_per_hour: 0.2}
-  ml.c5.2xlarge:  {family: c5, vcpus: 8, physical_cores: 4, memory_gib: 16, gpus: 0, price_per_hour: 0.4}
-  ml.c5.4xlarge:  {family: c5, vcpus: 16, physical_cores: 8, memory_gib: 32, gpus: 0, price_per_hour: 0.8}
+CATALOG = CATALOG_C5 + """\
   ml.m5.xlarge:   {family: m5, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 0, price_per_hour: 0.25}
   ml.g4dn.xlarge: {family: g4dn, vcpus: 4, physical_cores: 2, memory_gib: 16, gpus: 1, price_per_hour: 0.75}
 """
@@ -122,20 +128,21 @@ def _instance_runs(tmp_path):
     for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0), ("ml.g4dn.xlarge", 50000.0)):
         configs = passing_configurations([])
         _change(configs, "t-train-tfr", examples_per_sec=speed)
-        rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
+        rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
         runs.append(results.load(make_run(tmp_path / name, rows, machine(instance_type=name))))
     return runs
 
 
 def test_ranking_arithmetic_and_order(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
-    rank = ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000)
+    rank = to_json(ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000))
     by_name = {e["instance_type"]: e for e in rank["measured"]}
     assert by_name["ml.c5.xlarge"]["epoch_sec"] == pytest.approx(25.0, rel=1e-4)  # 1e6 examples / 40k ex/s
     assert by_name["ml.c5.xlarge"]["cost_per_epoch"] == pytest.approx(25.0 / 3600 * 0.2, rel=1e-4)
     assert by_name["ml.c5.2xlarge"]["cost_per_epoch"] == pytest.approx(10.0 / 3600 * 0.4, rel=1e-4)
     assert by_name["ml.g4dn.xlarge"]["cost_per_epoch"] == pytest.approx(20.0 / 3600 * 0.75, rel=1e-4)
-    assert by_name["ml.c5.xlarge"]["examples_per_sec_low"] < 40000 < by_name["ml.c5.xlarge"]["examples_per_sec_high"]
+    speed = by_name["ml.c5.xlarge"]["examples_per_sec"]
+    assert set(speed) == {"mean", "low", "high", "n"} and speed["low"] < 40000 < speed["high"]
     assert not any(e["busy_machine"] or e["note"] for e in rank["measured"])
     costs = [e["cost_per_epoch"] for e in rank["measured"]]
     assert costs == sorted(costs)
@@ -144,31 +151,32 @@ def test_ranking_arithmetic_and_order(tmp_path):
 
 def test_projections_are_never_mixed_with_measured_rows(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
-    rank = ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000)
+    rank = to_json(ranking(_instance_runs(tmp_path), load_catalog(tmp_path / "catalog.yaml"), 1_000_000))
     measured = {e["instance_type"] for e in rank["measured"]}
     projected = {e["instance_type"] for e in rank["projected"]}
     assert measured == {"ml.c5.xlarge", "ml.c5.2xlarge", "ml.g4dn.xlarge"}
     assert projected == {"ml.c5.4xlarge", "ml.m5.xlarge"}  # CPU types only; GPUs are not projected from cores
-    assert all(e["basis"] == "measured" and "assumption" not in e for e in rank["measured"])
-    assert all(e["basis"] == "projected" and "linear" in e["assumption"] for e in rank["projected"])
+    assert all("assumption" not in e for e in rank["measured"])
+    assert all(e["model"] == "linear" and "linear" in e["assumption"] for e in rank["projected"])
     c5_4x = next(e for e in rank["projected"] if e["instance_type"] == "ml.c5.4xlarge")
-    assert c5_4x["examples_per_sec"] == pytest.approx(100000.0 / 4 * 8, rel=1e-4)  # nearest c5 size, per core
+    assert c5_4x["examples_per_sec"]["mean"] == pytest.approx(100000.0 / 4 * 8, rel=1e-4)  # nearest c5 size, per core
     m5 = next(e for e in rank["projected"] if e["instance_type"] == "ml.m5.xlarge")
-    assert m5["examples_per_sec"] == pytest.approx(40000.0, rel=1e-4) and "ml.c5.xlarge" in m5["assumption"]
+    assert m5["examples_per_sec"]["mean"] == pytest.approx(40000.0, rel=1e-4) and "ml.c5.xlarge" in m5["assumption"]
 
 
 def test_runs_on_different_data_are_refused(tmp_path, cli):
     first = make_run(tmp_path / "a", passing_rows([]), machine())
-    second = make_run(tmp_path / "b", [r | {"data_fingerprint": "other"} for r in passing_rows([])], machine())
+    second = make_run(tmp_path / "b", [dataclasses.replace(r, data_fingerprint="other") for r in passing_rows([])],
+                      machine())
     code, _, err = cli("checklist", first, second)
     assert code == 1 and "different data sets" in err
 
 
 def test_measured_type_missing_from_catalog_has_no_cost(tmp_path):
     (tmp_path / "catalog.yaml").write_text(CATALOG)
-    rows = [r | {"instance_type": "ml.x9.huge"} for r in passing_rows([])]
+    rows = [dataclasses.replace(r, instance_type="ml.x9.huge") for r in passing_rows([])]
     run = results.load(make_run(tmp_path / "run", rows, machine(instance_type="ml.x9.huge")))
-    rank = ranking([run], load_catalog(tmp_path / "catalog.yaml"), 1000)
+    rank = to_json(ranking([run], load_catalog(tmp_path / "catalog.yaml"), 1000))
     assert rank["measured"][0]["cost_per_epoch"] is None and rank["projected"] == []
 
 
@@ -204,7 +212,10 @@ def test_cli_json_is_the_documented_shape(tmp_path, cli):
     code, out, _ = cli("checklist", run.run_dir, "--format", "json")
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"version", "items", "ranking", "service", "migration"}
+    assert set(doc) == {"schema_version", "items", "ranking", "service", "migration"} and doc["schema_version"] == 2
+    made = checklist([run], load_catalog(), 100000)
+    assert to_json(made) == doc  # evidence is each rule's own, so it reads back as plain JSON; the rest typed:
+    assert from_json(Checklist, doc, "checklist --format json").ranking == made.ranking
     assert set(doc["ranking"]) >= {"measured", "projected", "epoch_examples", "region", "prices_as_of"}
     assert doc["ranking"]["epoch_examples"] == 100000
     assert {m["id"] for m in doc["migration"]} >= {"tf_config_chief", "shared_checkpoints", "estimator_removed",
@@ -228,7 +239,7 @@ def test_every_migration_item_names_a_helper_that_exists():
 
     root = Path(__file__).resolve().parents[1]
     for item in MIGRATION:
-        target = item["helper"].split()[0]
+        target = item.helper.split()[0]
         if target == "pipebench" or "/" in target:  # a command (`pipebench pipelines export`) or a file
             assert target == "pipebench" or (root / target).exists(), item
             continue
@@ -253,7 +264,7 @@ def test_each_row_is_judged_against_its_own_runs_machine(tmp_path):
                     for n, c in passing_configurations([]).items()}, [])
     runs = [results.load(make_run(tmp_path / "small", slow, machine(vcpus=2, physical_cores=1))),
             results.load(make_run(tmp_path / "big", fast, machine(vcpus=96, physical_cores=48)))]
-    item = next(rule(runs) for rule in RULES if rule.__name__ == "cpu_utilization")
+    item = _item(runs, "cpu_utilization")
     assert (item["evidence"]["vcpus"], item["evidence"]["physical_cores"]) == (96, 48)
 
 
@@ -265,12 +276,12 @@ def test_a_collected_folder_is_priced_per_instance_type(tmp_path):
     for name, speed in (("ml.c5.xlarge", 40000.0), ("ml.c5.2xlarge", 100000.0)):
         configs = {n: c | {"run_id": name} for n, c in passing_configurations([]).items()}
         _change(configs, "t-train-tfr", examples_per_sec=speed)
-        rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
+        rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
         make_run(collected / name / "File" / "algo-1", rows, machine(instance_type=name))
         jobs.append({"instance_type": name, "run_dir": f"{name}/File/algo-1"})
     (collected / "jobs.json").write_text(json.dumps(jobs))
-    rank = ranking(results.load_many([collected], allow_mixed=True), load_catalog(tmp_path / "catalog.yaml"), 10**6)
-    assert {e["instance_type"]: e["examples_per_sec"] for e in rank["measured"]} == pytest.approx({
+    rank = to_json(ranking(results.load_many([collected], allow_mixed=True), load_catalog(tmp_path / "catalog.yaml"), 10**6))
+    assert {e["instance_type"]: e["examples_per_sec"]["mean"] for e in rank["measured"]} == pytest.approx({
         "ml.c5.xlarge": 40000.0, "ml.c5.2xlarge": 100000.0}, rel=1e-4)
 
 
@@ -279,19 +290,19 @@ def test_a_knob_pipebench_pinned_itself_is_not_blamed_on_the_best_trial(tmp_path
     configs = passing_configurations([])
     _change(configs, "t-train-tfr", env_KMP_AFFINITY="disabled", pinned_knobs=["env.KMP_AFFINITY"])
     run = results.load(make_run(tmp_path / "run", rows_of(configs, []), machine()))
-    item = next(rule([run]) for rule in RULES if rule.__name__ == "openmp_knobs")
+    item = _item([run], "openmp_knobs")
     assert item["status"] == "PASS" and item["evidence"]["best_trial_knobs"] == {}
 
 
 def test_real_data_is_priced_at_its_own_rows_never_the_synthetic_default(tmp_path, cli):
     """A run over data.files was priced at data.synth.rows (always 200,000 after defaults)."""
     run = make_run(tmp_path / "run", passing_rows([]), machine())
-    (run / "data.json").write_text(json.dumps(DataFacts("files", "datatest", 1234, "counted (libsvm lines)",
+    (run / "data.json").write_text(json.dumps(DataFacts(DATA_VERSION, "files", "datatest", 1234, "counted (libsvm lines)",
                                                         ("libsvm",), {"libsvm": 2}, None).to_json()))
     assert epoch_examples_of([results.load(run)]) == 1234
     code, out, _ = cli("checklist", run, "--format", "json")
     assert code == 0 and json.loads(out)["ranking"]["epoch_examples"] == 1234
-    (run / "data.json").write_text(json.dumps(DataFacts("files", "datatest", None, "unknown", ("libsvm",),
+    (run / "data.json").write_text(json.dumps(DataFacts(DATA_VERSION, "files", "datatest", None, "unknown", ("libsvm",),
                                                         {"libsvm": 2}, None).to_json()))
     code, _, err = cli("checklist", run)
     assert code == 2 and "pass --epoch-examples" in err
@@ -319,12 +330,12 @@ def test_decode_style_is_judged_by_input_mode_cost_never_by_one_lucky_train_tria
             + configuration("vector-train", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files)
             + configuration("vector-input", "input", "aws-sample", "libsvm", VECTORIZED, 180000, files)
             + configuration("scalar-input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 20000, files))
-    train = [r for r in rows if r["mode"] == "train"]
-    assert max(train, key=lambda r: r["examples_per_sec_median"])["configuration_id"] == "scalar-train"
+    train = [r for r in rows if r.mode == "train"]
+    assert max(train, key=lambda r: r.examples_per_sec_median).configuration_id == "scalar-train"
     item = _item(_load(tmp_path, rows), "vectorized_map")
     assert item["status"] == "PASS", item
-    assert item["evidence"]["mode"] == "input" and item["evidence"]["gain"] == pytest.approx(9.0, rel=0.01)
-    assert item["evidence"]["gain_low"] > 1 and item["evidence"]["best_decode_style"] == "vectorized"
+    assert item["evidence"]["mode"] == "input" and item["evidence"]["gain"]["mean"] == pytest.approx(9.0, rel=0.01)
+    assert item["evidence"]["gain"]["low"] > 1 and item["evidence"]["best_decode_style"] == "vectorized"
 
 
 def test_a_scalar_best_configuration_is_named_but_decode_cost_decides(tmp_path):
@@ -343,7 +354,7 @@ def test_decode_styles_within_noise_are_inconclusive_never_pass_or_fail(tmp_path
             + configuration("scalar-input", "input", "lambdaji-libsvm", "libsvm", SCALAR, 99000, files))
     item = _item(_load(tmp_path, rows), "vectorized_map")
     assert item["status"] == "WARN" and item["evidence"]["comparison"] == "inconclusive", item
-    assert item["evidence"]["gain_low"] < 1 < item["evidence"]["gain_high"]
+    assert item["evidence"]["gain"]["low"] < 1 < item["evidence"]["gain"]["high"]
     assert "add repeats (measurement.repeats)" in item["advice"]
 
 
@@ -368,7 +379,7 @@ def test_tfrecord_gain_is_paired_on_the_same_pipeline_batch_and_threads(tmp_path
     item = _item(_load(tmp_path, rows), "tfrecord_gain")
     assert item["status"] == "PASS", item
     assert (item["evidence"]["configuration_id"], item["evidence"]["libsvm_configuration_id"]) == ("tfr-aws", "svm-aws")
-    assert item["evidence"]["gain"] == pytest.approx(2.0, rel=0.01) and item["evidence"]["gain_low"] > 1
+    assert item["evidence"]["gain"]["mean"] == pytest.approx(2.0, rel=0.01) and item["evidence"]["gain"]["low"] > 1
 
 
 def test_a_format_gain_the_interval_cannot_decide_is_inconclusive(tmp_path):
@@ -377,9 +388,9 @@ def test_a_format_gain_the_interval_cannot_decide_is_inconclusive(tmp_path):
             + configuration("tfr-a", "train", "aws-sample", "tfrecord", VECTORIZED, 40000, files))
     item = _item(_load(tmp_path, rows), "tfrecord_gain")
     assert item["status"] == "WARN" and item["evidence"]["comparison"] == "inconclusive", item
-    alone = [r for r in rows if r["repeat"] == 0]  # one shared round: no interval at all
+    alone = [r for r in rows if r.repeat == 0]  # one shared round: no interval at all
     item = _item(_load(tmp_path / "one", alone), "tfrecord_gain")
-    assert item["status"] == "WARN" and item["evidence"]["gain_low"] is None and "fewer than two" in item["advice"]
+    assert item["status"] == "WARN" and item["evidence"]["gain"]["low"] is None and "fewer than two" in item["advice"]
 
 
 def test_input_bound_reads_the_pooled_interval_of_its_basis_and_an_undecided_one_is_a_warning(tmp_path):
@@ -388,9 +399,9 @@ def test_input_bound_reads_the_pooled_interval_of_its_basis_and_an_undecided_one
     item = _item(_load(tmp_path, rows), "input_bound")
     assert item["status"] == "WARN", item
     assert item["evidence"]["input_bound_basis"] == "slowdown"  # the fixture's step ran on the CPUs
-    low, high = item["evidence"]["input_slowdown_low_pct"], item["evidence"]["input_slowdown_high_pct"]
-    assert low < 5 < high and item["evidence"]["rounds"] == 9  # three repeats' rounds, pooled
-    mean = item["evidence"]["input_slowdown_pct"]
+    slowdown = item["evidence"]["input_slowdown_pct"]
+    mean, low, high = slowdown["mean"], slowdown["low"], slowdown["high"]
+    assert low < 5 < high and slowdown["n"] == 9  # three repeats' rounds, pooled
     assert item["evidence"]["verdict"] == f"inconclusive: slowdown {mean:.1f}% ({low:.1f}–{high:.1f}%)"  # Interval.text
     assert "add repeats" in item["advice"]
 
@@ -423,9 +434,9 @@ def test_cost_rows_built_on_a_busy_machines_throughput_say_so(tmp_path, cli):
     """A throughput measured while other processes used the machine priced an instance type as if quiet."""
     (tmp_path / "catalog.yaml").write_text(CATALOG)
     configs = {n: c | {"busy": True} for n, c in passing_configurations([]).items()}
-    rows = [r | {"instance_type": "ml.c5.xlarge"} for r in rows_of(configs, [])]
+    rows = [dataclasses.replace(r, instance_type="ml.c5.xlarge") for r in rows_of(configs, [])]
     run = make_run(tmp_path / "run", rows, machine(instance_type="ml.c5.xlarge"))
-    rank = ranking([results.load(run)], load_catalog(tmp_path / "catalog.yaml"), 10**6)
+    rank = to_json(ranking([results.load(run)], load_catalog(tmp_path / "catalog.yaml"), 10**6))
     (entry,) = rank["measured"]
     assert entry["busy_machine"] is True and "busy machine" in entry["note"]
     assert all(e["busy_machine"] and "busy machine" in e["assumption"] for e in rank["projected"])

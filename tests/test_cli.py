@@ -3,37 +3,29 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 
-import pipebench.cli as cli
+import pytest
 
-
-def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120)
+from pipebench.cli import build_parser
+from pipebench.testing import run_pipebench
 
 
-def test_help_does_not_import_tensorflow_or_numba():
-    code = ("import sys\nfrom pipebench.cli import main\n"
-            "for argv in (['--help'], ['convert', '--help'], ['data', 'synth', '--help']):\n"
-            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-            "heavy = sorted(m for m in ('tensorflow', 'numba', 'numpy') if m in sys.modules)\n"
-            "print('HEAVY', heavy)")
-    result = run("-c", code)
-    assert result.returncode == 0, result.stderr
-    assert "usage: pipebench" in result.stdout
-    assert result.stdout.strip().splitlines()[-1] == "HEAVY []"
+def test_help_is_argparses_usage(cli):
+    """tests/test_imports.py checks what --help imports."""
+    for argv in (["--help"], ["convert", "--help"], ["data", "synth", "--help"]):
+        code, out, _ = cli(*argv)
+        assert code == 0 and out.startswith("usage: pipebench"), argv
 
 
+@pytest.mark.slow
 def test_bad_data_exits_non_zero_with_one_line_and_no_traceback(tmp_path):
     src = tmp_path / "in.libsvm"
     src.write_text("1 1:1 2:1\n1 1:x 2:1\n")
-    result = run("-m", "pipebench.cli", "convert", str(src), "--out", str(tmp_path / "o"), "--field-size", "2")
+    result = run_pipebench("convert", src, "--out", tmp_path / "o", "--field-size", "2", timeout_sec=120)
     assert result.returncode == 1
     assert result.stderr == f"pipebench: error: {src}:2: pair 1 '1:x': value 'x' is not a number\n"
-    debug = run("-m", "pipebench.cli", "convert", str(src), "--out", str(tmp_path / "o"), "--field-size", "2",
-                env={"PIPEBENCH_DEBUG": "1"})
+    debug = run_pipebench("convert", src, "--out", tmp_path / "o", "--field-size", "2", timeout_sec=120,
+                          env={**os.environ, "PIPEBENCH_DEBUG": "1"})
     assert debug.returncode != 0 and "Traceback" in debug.stderr and "DataError" in debug.stderr
     assert not (tmp_path / "o").exists()
 
@@ -50,8 +42,8 @@ def test_pipebench_debug_is_read_as_a_boolean(monkeypatch):
     assert debug() is False
 
 
-def test_missing_input_is_a_usage_error(tmp_path):
-    result = run("-m", "pipebench.cli", "convert", str(tmp_path / "nope.libsvm"), "--out", str(tmp_path / "o"))
+def test_missing_input_is_a_usage_error(tmp_path, cli):
+    result = cli("convert", tmp_path / "nope.libsvm", "--out", tmp_path / "o")
     assert result.returncode == 2
     assert result.stderr == f"pipebench: error: {tmp_path / 'nope.libsvm'}: no such file\n"
 
@@ -128,13 +120,13 @@ def _helps(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[
     return found
 
 
-def test_usage_errors_are_one_line_naming_the_subcommand_and_help_is_argparses(monkeypatch):
+def test_usage_errors_are_one_line_naming_the_subcommand_and_help_is_argparses(monkeypatch, cli):
     """Regression: argparse printed usage lines before its error (10 lines for `convert`); the corpus
     (tests/test_bad_runs.py) checks more subcommands."""
-    result = run("-m", "pipebench.cli", "convert")
+    result = cli("convert")
     assert result.returncode == 2
     assert result.stderr == ("pipebench: error: convert: the following arguments are required: INPUT, --out "
                              "(see pipebench convert --help)\n")
-    ours = _helps(cli.build_parser())
-    monkeypatch.setattr(cli, "_Parser", argparse.ArgumentParser)
-    assert ours == _helps(cli.build_parser()) and len(ours) > 10
+    ours = _helps(build_parser())
+    monkeypatch.setattr("pipebench.cli._Parser", argparse.ArgumentParser)
+    assert ours == _helps(build_parser()) and len(ours) > 10

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from badinput import Bad, run_case
+from badinput import Bad, cases
 from pipebench.measure.intervals import t_quantile
 from pipebench.report.compare import unpaired_ratio
 from pipebench.report.configurations import configurations, paired_ratio
@@ -116,7 +116,7 @@ CASES = [
         r"compares only on the same data$",
         make=lambda folder: (make_run(folder / "a", _rows("a", 1000.0), machine()),
                              make_run(folder / "b", _rows("b", 1000.0), machine(), data_fingerprint="otherdata")),
-        code=1),
+        code=1, process=True),
     Bad("compare-not-a-run-folder", ("compare", "{tmp}", "{tmp}/b"),
         r"^{tmp}: no trials.parquet: not a pipebench run folder",
         make=lambda folder: make_run(folder / "b", _rows("b", 1000.0), machine()), code=2),
@@ -125,6 +125,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(CASES))
+def test_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -94,12 +94,12 @@ def test_a_study_of_ordinal_knobs_keeps_values_in_rows_and_settings(tmp_path):
     planner, run, _ = _study(experiment, data, tmp_path)
     result = run_trials(planner, run, experiment, fake_measure(lambda spec: float(spec.batch_size)),
                         stream=io.StringIO())
-    rows = {r["optuna_trial_number"]: r for r in result.rows}
-    assert rows and all(r["batch_size"] in (128, 512, 2048) for r in rows.values())
+    rows = {r.optuna_trial_number: r for r in result.rows}
+    assert rows and all(r.batch_size in (128, 512, 2048) for r in rows.values())
     for trial in planner.study.trials:  # the study holds indices; rows and settings hold values
         value = (128, 512, 2048)[trial.params["batch_size"]]
         assert trial.user_attrs["settings"]["batch_size"] == value
-        assert trial.number not in rows or rows[trial.number]["batch_size"] == value
+        assert trial.number not in rows or rows[trial.number].batch_size == value
 
 
 # --- the confirmation phase ---
@@ -127,10 +127,10 @@ def test_confirmation_picks_the_better_configuration_when_single_draws_point_the
     result = run_trials(planner, run, experiment, fake_measure(_misleading({256: 950.0, 512: 850.0},
                                                                            {256: 900.0, 512: 1000.0})),
                         stream=io.StringIO())
-    explored = [r for r in result.rows if r["repeat"] == 0]
-    assert max(explored, key=lambda r: r["examples_per_sec_median"])["batch_size"] == 256
-    confirming = [r for r in result.rows if r["repeat"] > 0]
-    assert sorted((r["batch_size"], r["repeat"]) for r in confirming) == [(b, k) for b in (256, 512) for k in (1, 2, 3)]
+    explored = [r for r in result.rows if r.repeat == 0]
+    assert max(explored, key=lambda r: r.examples_per_sec_median).batch_size == 256
+    confirming = [r for r in result.rows if r.repeat > 0]
+    assert sorted((r.batch_size, r.repeat) for r in confirming) == [(b, k) for b in (256, 512) for k in (1, 2, 3)]
     saved = json.loads((run.path / IMPORTANCES_FILE).read_text())
     winner = saved["winner"]
     assert winner["settings"]["batch_size"] == "512 examples"
@@ -138,7 +138,7 @@ def test_confirmation_picks_the_better_configuration_when_single_draws_point_the
     assert winner["examples_per_sec"]["low"] < winner["examples_per_sec"]["mean"] < winner["examples_per_sec"]["high"]
     assert len(winner["trial_ids"]) == 3 and all(t.startswith("confirm-") for t in winner["trial_ids"])
     # the rounds pair like the grid's repeats: the report sees batch 512 faster than 256 with an interval
-    by_batch = {c.rows[0]["batch_size"]: c for c in configurations(result.rows)}
+    by_batch = {c.rows[0].batch_size: c for c in configurations(result.rows)}
     ratio = paired_ratio(by_batch[512], by_batch[256])
     assert ratio.n == 3 and ratio.decided  # the three rounds; the exploration trials ran alone, in no round
     assert any(line.startswith("Winner: **candidate 2**") for line in logged), logged
@@ -206,15 +206,15 @@ def test_references_run_on_the_format_of_the_candidates_they_are_compared_with(t
     raced = [t for t in study.trials if t.user_attrs.get("confirm_round")]
     references = {t.user_attrs["contender"] for t in raced} - {"candidate 1"}
     assert references == {"reference deck", "TF defaults", "AUTOTUNE everywhere"}
-    rows = {r["optuna_trial_number"]: r for r in result.rows}
+    rows = {r.optuna_trial_number: r for r in result.rows}
     for trial in raced:
         row = rows[trial.number]
-        assert row["format"] == "tfrecord", (trial.user_attrs["contender"], row["format"])
-        assert row["batch_size"] == (512 if trial.user_attrs["contender"] == "candidate 1" else 256)
+        assert row.format == "tfrecord", (trial.user_attrs["contender"], row.format)
+        assert row.batch_size == (512 if trial.user_attrs["contender"] == "candidate 1" else 256)
     deck = [rows[t.number] for t in raced if t.user_attrs["contender"] == "reference deck"]
-    assert {(r["intra_op_threads"], r["inter_op_threads"]) for r in deck} == {(2, 2)}
+    assert {(r.intra_op_threads, r.inter_op_threads) for r in deck} == {(2, 2)}
     autotune = [rows[t.number] for t in raced if t.user_attrs["contender"] == "AUTOTUNE everywhere"]
-    assert all(specs[r["trial_id"]].pipeline_spec["source"]["num_parallel_reads"] == "AUTOTUNE" for r in autotune)
+    assert all(specs[r.trial_id].pipeline_spec["source"]["num_parallel_reads"] == "AUTOTUNE" for r in autotune)
     gains = json.loads((run.path / IMPORTANCES_FILE).read_text())["winner"]["gains"]
     assert list(gains) == ["reference deck", "TF defaults", "AUTOTUNE everywhere"]
     for gain in gains.values():  # batch 512 against the references' 256, all on TFRecord
@@ -228,7 +228,7 @@ def test_the_budget_counts_confirmation_trials(tmp_path):
     planner, run, logged = _study(experiment, data, tmp_path)
     stream = io.StringIO()
     result = run_trials(planner, run, experiment, fake_measure(lambda spec: float(spec.batch_size)), stream=stream)
-    confirming = [r for r in result.rows if r["repeat"] > 0]
+    confirming = [r for r in result.rows if r.repeat > 0]
     assert confirming and len(result.rows) <= 16
     assert len(result.rows) - len(confirming) == 4, "16 trials less the phase's 2 × 3 + 2 × 3 references"
     lines = stream.getvalue().splitlines()
@@ -250,7 +250,7 @@ def test_the_budget_counts_confirmation_trials(tmp_path):
     study = open_study(resumed, planner.plan, open_storage(None, run.path), log=lambda _: None)
     result = run_trials(OptunaPlanner(study, planner.plan, log=lambda _: None), run, resumed,
                         fake_measure(lambda spec: float(spec.batch_size)), stream=io.StringIO())
-    assert len(result.rows) <= 16 and [r["repeat"] for r in result.rows].count(1) == 5
+    assert len(result.rows) <= 16 and [r.repeat for r in result.rows].count(1) == 5
     assert json.loads((run.path / IMPORTANCES_FILE).read_text())["winner"]["contender"] == "candidate 1"
 
 
@@ -294,8 +294,8 @@ def test_a_round_enqueued_twice_measures_each_seat_once(tmp_path):
                             stream=io.StringIO())
     finally:
         slots.enqueue_round = real
-    confirming = [r for r in result.rows if r["repeat"] > 0]
-    assert sorted((r["batch_size"], r["repeat"]) for r in confirming) == [(b, k) for b in (256, 512) for k in (1, 2, 3)]
+    confirming = [r for r in result.rows if r.repeat > 0]
+    assert sorted((r.batch_size, r.repeat) for r in confirming) == [(b, k) for b in (256, 512) for k in (1, 2, 3)]
     surplus = [t for t in planner.study.trials if t.user_attrs.get("surplus")]
     assert len(surplus) == 2 and all(t.state.name == "FAIL" for t in surplus)
 
@@ -369,8 +369,8 @@ def test_a_search_does_not_measure_busy_trials_again_outside_its_budget(tmp_path
         usage = Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 3, "other_cpu_pct_median": 95.0})
         return dataclasses.replace(outcome, usage=usage)
     result = run_trials(planner, run, experiment, busy, stream=io.StringIO(), busy_now=lambda: 0.0)
-    assert 1 <= len(result.rows) <= 3 and all(r["busy_machine"] for r in result.rows)  # duplicates are told, not run
-    assert not any(r.get("remeasure_of") for r in result.rows)
+    assert 1 <= len(result.rows) <= 3 and all(r.busy_machine for r in result.rows)  # duplicates are told, not run
+    assert not any(r.remeasure_of for r in result.rows)
 
 
 def test_a_round_the_budget_cannot_hold_whole_races_the_leader_and_its_nearest_challenger():

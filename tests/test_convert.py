@@ -22,6 +22,7 @@ from tfdata import read_examples, read_packed, write_sample_tfrecord
 from converters import tfrecord
 from converters.convert import CHUNK_LINES, MAX_LINE_BYTES, ConvertRequest, convert
 from converters.inputs import InputFile
+from converters.manifest import Rejected, read_manifest
 from pipebench.atomic import atomic_write_json
 from pipebench.cli import main
 from pipebench.errors import DataError, UsageError
@@ -30,8 +31,8 @@ F = 4
 
 
 def libsvm_text(labels, ids, values) -> str:
-    return "".join(f"{l} " + " ".join(f"{i}:{v}" for i, v in zip(r, vs)) + "\n"
-                   for l, r, vs in zip(labels, ids, values))
+    return "".join(f"{label} " + " ".join(f"{i}:{v}" for i, v in zip(r, vs)) + "\n"
+                   for label, r, vs in zip(labels, ids, values))
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -40,7 +41,7 @@ def write(path: Path, text: str | bytes) -> Path:
 
 
 def expected(labels, ids, values):
-    return (np.array([np.float32(float(l)) for l in labels], np.float32), np.array(ids, np.int64),
+    return (np.array([np.float32(float(label)) for label in labels], np.float32), np.array(ids, np.int64),
             np.array([[np.float32(float(v)) for v in row] for row in values], np.float32).reshape(len(ids), -1))
 
 
@@ -59,6 +60,7 @@ rows = st.integers(1, 40).flatmap(lambda n: st.tuples(
     st.lists(st.lists(value_text, min_size=F, max_size=F), min_size=n, max_size=n)))
 
 
+@pytest.mark.tf
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=rows, fmt=st.sampled_from(["tfrecord", "packed"]), rows_per_record=st.sampled_from([1, 3, 16]))
 def test_libsvm_to_tensors_is_exact(tmp_path_factory, rows, fmt, rows_per_record):
@@ -73,6 +75,7 @@ def test_libsvm_to_tensors_is_exact(tmp_path_factory, rows, fmt, rows_per_record
 float32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.tf
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.integers(1, 30).flatmap(lambda n: st.tuples(
     st.lists(st.floats(0, 1, width=32), min_size=n, max_size=n),
@@ -148,7 +151,7 @@ def test_the_line_limit_holds_wherever_reads_split_the_line_and_whatever_on_erro
     at_limit = write(tmp_path / "a.libsvm", good * 3 + b"x" * MAX_LINE_BYTES + b"\n" + good)
     found = convert(ConvertRequest(inputs=(at_limit,), out=tmp_path / "a", field_size=F, on_error="skip",
                                    chunk_bytes=chunk_bytes))
-    assert found["rows"] == 4 and found["rejected"]["by_reason"] == {"bad_label": 1}
+    assert found.rows == 4 and found.rejected.by_reason == {"bad_label": 1}
     over = write(tmp_path / "b.libsvm", good * 3 + b"x" * (MAX_LINE_BYTES + 1) + b"\n" + good)
     with pytest.raises(DataError, match=rf"^{over}:4: line longer than {MAX_LINE_BYTES:,} bytes"):
         convert(ConvertRequest(inputs=(over,), out=tmp_path / "b", field_size=F, on_error="skip",
@@ -161,40 +164,42 @@ def test_files_of_many_short_lines_count_and_number_every_line(tmp_path):
     blank = 3 * CHUNK_LINES + 5
     src = write(tmp_path / "in.libsvm", good + b"\n" * blank + good + b"bad\n")
     found = convert(ConvertRequest(inputs=(src,), out=tmp_path / "q", field_size=F, on_error="quarantine"))
-    assert found["rows"] == 2 and found["rejected"]["by_reason"] == {"bad_label": 1, "empty_line": blank}
+    assert found.rows == 2 and found.rejected.by_reason == {"bad_label": 1, "empty_line": blank}
     last = (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()[-1]
-    assert json.loads(last)["line"] == blank + 3 and found["sources"][0]["lines"] == blank + 3
+    assert json.loads(last)["line"] == blank + 3 and found.sources[0].lines == blank + 3
 
 
+@pytest.mark.tf
 def test_skip_and_quarantine_count_rejected_lines(tmp_path):
     good = "1 1:1 2:0.5 3:1 4:1\n"
     lines = [good] * 4 + ["1 1:1\n", good, "\n", "2 1:1 2:1 3:1 4:1\n", good]
     src = write(tmp_path / "in.libsvm", "".join(lines))
     skip = convert(ConvertRequest(inputs=(src,), out=tmp_path / "skip", field_size=F, on_error="skip"))
-    assert skip["rows"] == 6
-    assert skip["rejected"] == {"total": 3, "by_reason": {"empty_line": 1, "label_range": 1, "pair_count": 1}}
+    assert skip.rows == 6
+    assert skip.rejected == Rejected(3, {"empty_line": 1, "label_range": 1, "pair_count": 1})
     assert not (tmp_path / "skip" / "quarantine.jsonl").exists()
     quarantine = convert(ConvertRequest(inputs=(src,), out=tmp_path / "q", field_size=F, on_error="quarantine"))
-    assert quarantine["rejected"] == skip["rejected"]
-    entries = [json.loads(l) for l in (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()]
+    assert quarantine.rejected == skip.rejected
+    entries = [json.loads(line) for line in (tmp_path / "q" / "quarantine.jsonl").read_text().splitlines()]
     assert [(e["line"], e["code"], e["text"]) for e in entries] == [
         (5, "pair_count", "1 1:1"), (7, "empty_line", ""), (8, "label_range", "2 1:1 2:1 3:1 4:1")]
     assert all(e["file"] == str(src) and e["reason"] for e in entries)
     assert len(read_examples(tmp_path / "q")[0]) == 6
 
 
+@pytest.mark.tf
 def test_gzip_and_crlf_input(tmp_path):
     text = "1 1:1 2:0.5 3:1 4:1\r\n0 5:1 6:0.25 7:1 8:2\r\n"
     plain = convert(ConvertRequest(inputs=(write(tmp_path / "a.libsvm", text),), out=tmp_path / "a", field_size=F))
     gz = write(tmp_path / "b.data", gzip.compress(text.encode()))
     zipped = convert(ConvertRequest(inputs=(gz,), out=tmp_path / "b", field_size=F))
-    assert zipped["sources"][0]["compression"] == "gzip"
-    assert zipped["sources"][0]["sha256"] == hashlib.sha256(gz.read_bytes()).hexdigest()
-    assert plain["rows"] == zipped["rows"] == 2
+    assert zipped.sources[0].compression == "gzip"
+    assert zipped.sources[0].sha256 == hashlib.sha256(gz.read_bytes()).hexdigest()
+    assert plain.rows == zipped.rows == 2
     labels, ids, values = read_examples(tmp_path / "b")
     assert ids.tolist() == [[1, 2, 3, 4], [5, 6, 7, 8]] and values[1].tolist() == [1, 0.25, 1, 2]
-    assert (tmp_path / "a" / plain["shards"][0]["name"]).read_bytes() == \
-        (tmp_path / "b" / zipped["shards"][0]["name"]).read_bytes()
+    assert (tmp_path / "a" / plain.shards[0].name).read_bytes() == \
+        (tmp_path / "b" / zipped.shards[0].name).read_bytes()
 
 
 def _rows_text(n: int) -> str:
@@ -204,53 +209,56 @@ def _rows_text(n: int) -> str:
 def test_shard_count_gives_exactly_n_balanced_files(tmp_path):
     src = write(tmp_path / "in.libsvm", _rows_text(1001))
     manifest = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shards=4))
-    assert [s["rows"] for s in manifest["shards"]] == [251, 251, 251, 248]
-    assert [s["name"] for s in manifest["shards"]] == [f"part-{i:05d}-of-00004.tfrecord" for i in range(4)]
+    assert [s.rows for s in manifest.shards] == [251, 251, 251, 248]
+    assert [s.name for s in manifest.shards] == [f"part-{i:05d}-of-00004.tfrecord" for i in range(4)]
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(
-        [s["name"] for s in manifest["shards"]] + ["manifest.json"])
+        [s.name for s in manifest.shards] + ["manifest.json"])
     packed = convert(ConvertRequest(inputs=(src,), out=tmp_path / "p", field_size=F, shards=3, format="packed",
                                     rows_per_record=100))
-    assert [s["rows"] for s in packed["shards"]] == [400, 400, 201]
+    assert [s.rows for s in packed.shards] == [400, 400, 201]
     more = convert(ConvertRequest(inputs=(src,), out=tmp_path / "m", field_size=F, shards=1200))
-    assert len(more["shards"]) == 1200 and sum(s["rows"] for s in more["shards"]) == 1001
+    assert len(more.shards) == 1200 and sum(s.rows for s in more.shards) == 1001
 
 
 def test_shard_mb_bounds_each_file(tmp_path):
     src = write(tmp_path / "in.libsvm", _rows_text(3000))
     budget_mb = 0.02
     manifest = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shard_mb=budget_mb))
-    sizes = [s["bytes"] for s in manifest["shards"]]
-    record_bytes = sizes[0] / manifest["shards"][0]["rows"]
+    sizes = [s.bytes for s in manifest.shards]
+    record_bytes = sizes[0] / manifest.shards[0].rows
     assert len(sizes) > 3
     assert all(size <= budget_mb * 2**20 for size in sizes)
     assert all(size > budget_mb * 2**20 - 2 * record_bytes for size in sizes[:-1])
-    assert sum(s["rows"] for s in manifest["shards"]) == 3000
+    assert sum(s.rows for s in manifest.shards) == 3000
 
 
+@pytest.mark.tf
 def test_manifest_describes_output_and_sources(tmp_path):
     first = write(tmp_path / "a.libsvm", "1 1:1 2:0.5 3:1 4:1\n0 5:1 6:1 7:1 80:1\n")
     second = write(tmp_path / "b.libsvm", "1 9:1 10:1 11:1 12:1\n")
     m = convert(ConvertRequest(inputs=(first, second), out=tmp_path / "o", field_size=F, feature_size=100,
                                compression="gzip"))
-    assert m["rows"] == 3 and m["field_size"] == F and m["feature_size"] == 100
-    assert m["feature_size_seen"] == 81
-    assert m["positive_rate"] == pytest.approx(2 / 3)
-    assert m["schema"] == {"label": {"dtype": "float32", "shape": [1]}, "ids": {"dtype": "int64", "shape": [F]},
+    assert m.rows == 3 and m.field_size == F and m.feature_size == 100
+    assert m.feature_size_seen == 81
+    assert m.positive_rate == pytest.approx(2 / 3)
+    assert m.schema == {"label": {"dtype": "float32", "shape": [1]}, "ids": {"dtype": "int64", "shape": [F]},
                            "values": {"dtype": "float32", "shape": [F]}}
-    assert m["format"] == "tfrecord" and m["compression"] == "gzip" and m["tf_compression_type"] == "GZIP"
-    assert m["rejected"] == {"total": 0, "by_reason": {}}
-    assert m["converter"]["version"]
-    assert [(s["path"], s["bytes"], s["lines"]) for s in m["sources"]] == [(str(first), first.stat().st_size, 2),
+    assert m.format == "tfrecord" and m.compression == "gzip" and m.tf_compression_type == "GZIP"
+    assert m.rejected == Rejected(0, {})
+    assert m.converter.version
+    assert [(s.path, s.bytes, s.lines) for s in m.sources] == [(str(first), first.stat().st_size, 2),
                                                                            (str(second), second.stat().st_size, 1)]
-    for source in m["sources"]:
-        assert source["sha256"] == hashlib.sha256(Path(source["path"]).read_bytes()).hexdigest()
-    for shard in m["shards"]:
-        data = (tmp_path / "o" / shard["name"]).read_bytes()
-        assert shard["bytes"] == len(data) and shard["sha256"] == hashlib.sha256(data).hexdigest()
-    assert json.loads((tmp_path / "o" / "manifest.json").read_text()) == m
+    for source in m.sources:
+        assert source.sha256 == hashlib.sha256(Path(source.path).read_bytes()).hexdigest()
+    for shard in m.shards:
+        data = (tmp_path / "o" / shard.name).read_bytes()
+        assert shard.bytes == len(data) and shard.sha256 == hashlib.sha256(data).hexdigest()
+    assert json.loads((tmp_path / "o" / "manifest.json").read_text()) == m.to_json()
+    assert read_manifest(tmp_path / "o" / "manifest.json") == m
     assert read_examples(tmp_path / "o")[1][:, 3].tolist() == [4, 80, 12]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("compression", ["none", "gzip", "zlib"])
 def test_output_does_not_depend_on_worker_count(tmp_path, compression):
     src = write(tmp_path / "in.libsvm", _rows_text(5000))
@@ -264,6 +272,7 @@ def test_output_does_not_depend_on_worker_count(tmp_path, compression):
     assert len(read_examples(tmp_path / "w3")[0]) == 5000
 
 
+@pytest.mark.tf
 def test_existing_output_needs_force(tmp_path, cli):
     src = write(tmp_path / "in.libsvm", _rows_text(3))
     (tmp_path / "out").mkdir()
@@ -281,6 +290,7 @@ def test_packed_refuses_ids_beyond_int32(tmp_path, cli):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.tf
 def test_sample_tfrecords_convert_to_packed(tmp_path):
     labels = np.array([1, 0, 1], np.float32)
     ids = np.arange(12).reshape(3, F)
@@ -288,10 +298,11 @@ def test_sample_tfrecords_convert_to_packed(tmp_path):
     write_sample_tfrecord(tmp_path / "s.tfrecord", labels, ids, values)
     m = convert(ConvertRequest(inputs=(tmp_path / "s.tfrecord",), out=tmp_path / "p", field_size=F, format="packed",
                                rows_per_record=2))
-    assert m["input_format"] == "tfrecord" and m["rows"] == 3
+    assert m.input_format == "tfrecord" and m.rows == 3
     assert_rows(read_packed(tmp_path / "p"), (labels, ids, values))
 
 
+@pytest.mark.tf
 def test_tfrecord_of_another_schema_is_a_clear_error(tmp_path, cli):
     write_sample_tfrecord(tmp_path / "s.tfrecord", [1.0], [[1, 2, 3]], [[1.0, 2.0, 3.0]])
     code, _, err = cli("convert", tmp_path / "s.tfrecord", "--out", tmp_path / "o", "--format", "libsvm",
@@ -301,12 +312,13 @@ def test_tfrecord_of_another_schema_is_a_clear_error(tmp_path, cli):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.tf
 def test_packed_skips_a_chunk_with_no_good_line(tmp_path):
     """A chunk whose every line is rejected packs no row (it once crashed reshaping an empty array)."""
     src = write(tmp_path / "in.libsvm", _rows_text(50) + "bad\n" * 200 + _rows_text(50))
     m = convert(ConvertRequest(inputs=(src,), out=tmp_path / "p", field_size=F, format="packed", on_error="skip",
                                chunk_bytes=256, workers=2))
-    assert m["rows"] == 100 and m["rejected"]["by_reason"] == {"bad_label": 200}
+    assert m.rows == 100 and m.rejected.by_reason == {"bad_label": 200}
     assert len(read_packed(tmp_path / "p")[0]) == 100
 
 
@@ -318,16 +330,17 @@ def test_gzip_members_and_zlib_input_read_like_plain(tmp_path):
     zlibbed = write(tmp_path / "c.zz", zlib.compress(text))
     for src, out in ((members, "b"), (zlibbed, "c")):
         m = convert(ConvertRequest(inputs=(src,), out=tmp_path / out, field_size=F))
-        assert m["rows"] == 300
-        assert m["sources"][0]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
-        assert (tmp_path / out / m["shards"][0]["name"]).read_bytes() == \
-            (tmp_path / "a" / plain["shards"][0]["name"]).read_bytes()
+        assert m.rows == 300
+        assert m.sources[0].sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
+        assert (tmp_path / out / m.shards[0].name).read_bytes() == \
+            (tmp_path / "a" / plain.shards[0].name).read_bytes()
 
 
 def _nan_means_invalid(text: str) -> None:
     raise ValueError(f"not strict JSON: {text}")
 
 
+@pytest.mark.tf
 def test_tfrecord_rows_obey_the_libsvm_rules_and_quarantine_names_records(tmp_path):
     """Item 2: labels outside [0, 1], NaN/inf and negative ids in TFRecord input are rejected like libsvm lines."""
     nan, inf = float("nan"), float("inf")
@@ -338,12 +351,11 @@ def test_tfrecord_rows_obey_the_libsvm_rules_and_quarantine_names_records(tmp_pa
     for fmt in ("libsvm", "tfrecord", "packed"):
         m = convert(ConvertRequest(inputs=(tmp_path / "s.tfrecord",), out=tmp_path / fmt, field_size=F, format=fmt,
                                    on_error="quarantine"))
-        assert m["rows"] == 2 and m["positive_rate"] == 1.0
-        assert m["rejected"] == {"total": 4, "by_reason": {"bad_label": 1, "bad_value": 1, "label_range": 1,
-                                                           "negative_id": 1}}
+        assert m.rows == 2 and m.positive_rate == 1.0
+        assert m.rejected == Rejected(4, {"bad_label": 1, "bad_value": 1, "label_range": 1, "negative_id": 1})
         manifest_text = (tmp_path / fmt / "manifest.json").read_text()
-        assert json.loads(manifest_text, parse_constant=_nan_means_invalid) == m
-        assert m["sources"][0]["sha256"] == hashlib.sha256((tmp_path / "s.tfrecord").read_bytes()).hexdigest()
+        assert json.loads(manifest_text, parse_constant=_nan_means_invalid) == m.to_json()
+        assert m.sources[0].sha256 == hashlib.sha256((tmp_path / "s.tfrecord").read_bytes()).hexdigest()
         entries = [json.loads(line) for line in (tmp_path / fmt / "quarantine.jsonl").read_text().splitlines()]
         assert [(e["record"], e["code"]) for e in entries] == [
             (2, "label_range"), (3, "bad_label"), (4, "negative_id"), (5, "bad_value")]
@@ -394,6 +406,7 @@ def _refusal(args: list[str], folder: Path) -> tuple[int, str]:
     return result.returncode, lines[0][len("pipebench: error: "):]
 
 
+@pytest.mark.slow
 def test_unreadable_input_is_one_line(tmp_path):
     """Item 3: an input that cannot be opened (chmod 000) is named, with the reason."""
     write(tmp_path / "in.libsvm", _rows_text(3)).chmod(0)
@@ -402,6 +415,7 @@ def test_unreadable_input_is_one_line(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.libsvm"]
 
 
+@pytest.mark.slow
 def test_read_only_output_folder_is_one_line(tmp_path):
     """Item 3: --out in a folder that cannot be written is named, with the reason, and nothing is left."""
     write(tmp_path / "in.libsvm", _rows_text(3))
@@ -430,6 +444,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(folder)], check=True)
 
 
+@pytest.mark.slow
 def test_disk_full_while_writing_is_one_line_and_leaves_nothing(tmp_path, small_disk):
     """Item 3: the disk filling up mid-write (a real 256 KiB tmpfs) is one line; the temp folder is removed."""
     write(tmp_path / "in.libsvm", _rows_text(20000))  # about 4 MB of TFRecord: far more than fits
@@ -450,6 +465,7 @@ with atomic_dir(sys.argv[1]) as tmp:
 """
 
 
+@pytest.mark.slow
 def test_temp_of_a_killed_writer_is_swept_by_the_next_write_beside_it(tmp_path, cli):
     """Item 4: a temp left by kill -9 goes at the next write beside it, and never while its writer lives."""
     src = write(tmp_path / "in.libsvm", _rows_text(3))
@@ -499,6 +515,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow
 def test_two_converts_into_one_out_the_one_finishing_second_fails_and_the_first_output_stays(tmp_path):
     """Regression (issue 28): the check for an existing --out ran only at the start and the final rename
     replaced what appeared meanwhile, so both converts said they wrote it and the later one won silently.
@@ -557,8 +574,8 @@ def test_a_later_pass_does_not_hash_again_but_refuses_a_changed_file(tmp_path):
 def test_sharded_output_names_the_checksum_of_the_first_pass(tmp_path):
     src = write(tmp_path / "a.libsvm", _rows_text(40))
     m = convert(ConvertRequest(inputs=(src,), out=tmp_path / "o", field_size=F, shards=3))
-    assert m["rows"] == 40 and len(m["shards"]) == 3
-    assert m["sources"][0]["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert m.rows == 40 and len(m.shards) == 3
+    assert m.sources[0].sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
 
 
 def test_a_record_longer_than_a_read_is_read_in_one_more_call_not_topped_up_a_read_at_a_time(tmp_path):

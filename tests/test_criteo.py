@@ -116,15 +116,15 @@ def test_hand_written_lines_map_as_the_plain_statement_says(tmp_path, ending, fi
                                       cutoff=3, workers=2, chunk_bytes=700))
     fmap = reference_map(lines, 3)
     assert_same_rows(read_packed_rows(tmp_path / "out"), reference_rows(lines, fmap))
-    assert manifest["feature_size"] == fmap["feature_size"]
-    assert manifest["input_format"] == "criteo"
+    assert manifest.feature_size == fmap["feature_size"]
+    assert manifest.input_format == "criteo"
     saved = json.loads((tmp_path / "out" / criteo.FEATURE_MAP_FILE).read_text())
-    assert saved["feature_map_version"] == criteo.FEATURE_MAP_VERSION and saved["cutoff"] == 3
+    assert saved["schema_version"] == criteo.FEATURE_MAP_VERSION and saved["cutoff"] == 3
 
 
 def test_synthetic_raw_rows_map_as_the_plain_statement_says(tmp_path):
     described = synthesize(SynthSpec(rows=4000, out=tmp_path / "raw", files=2, format="criteo", seed=3))
-    assert described["oracle_auc"] > 0.7
+    assert described.oracle_auc > 0.7
     shards = sorted((tmp_path / "raw").glob("part-*.txt"))
     lines = [line for shard in shards for line in shard.read_text().splitlines()]
     assert len(lines) == 4000 and all(len(line.split("\t")) == 40 for line in lines)
@@ -132,7 +132,7 @@ def test_synthetic_raw_rows_map_as_the_plain_statement_says(tmp_path):
     m = convert(ConvertRequest(inputs=tuple(shards), out=tmp_path / "out", format="packed", from_format="criteo",
                                cutoff=10))
     assert_same_rows(read_packed_rows(tmp_path / "out"), reference_rows(lines, reference_map(lines, 10)))
-    assert [s["sha256"] for s in m["sources"]] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in shards]
+    assert [s.sha256 for s in m.sources] == [hashlib.sha256(p.read_bytes()).hexdigest() for p in shards]
 
 
 def test_a_saved_map_maps_other_files_unknown_values_to_the_other_id(tmp_path):
@@ -166,11 +166,11 @@ def test_libsvm_and_tfrecord_outputs_hold_the_same_rows(tmp_path):
     np.testing.assert_allclose(parsed.values, want[2], rtol=1e-6)
     manifest = convert(ConvertRequest(inputs=(src,), out=tmp_path / "tfr", format="tfrecord", from_format="criteo",
                                       cutoff=3))
-    assert manifest["rows"] == len(lines) and manifest["format"] == "tfrecord"
+    assert manifest.rows == len(lines) and manifest.format == "tfrecord"
 
 
 def test_output_does_not_depend_on_workers_or_chunking(tmp_path):
-    src = synthesize(SynthSpec(rows=3000, out=tmp_path / "raw", format="criteo"))["files"][0]["name"]
+    src = synthesize(SynthSpec(rows=3000, out=tmp_path / "raw", format="criteo")).files[0].name
     outs = []
     for workers, chunk in ((1, 1 << 22), (3, 5000)):
         out = tmp_path / f"out-{workers}"
@@ -187,7 +187,7 @@ def test_skip_leaves_bad_lines_out_of_both_passes(tmp_path):
     src = write_lines(tmp_path / "train.txt", lines[:5] + bad + lines[5:])
     manifest = convert(ConvertRequest(inputs=(src,), out=tmp_path / "out", format="packed", from_format="criteo",
                                       cutoff=3, on_error="skip"))
-    assert manifest["rejected"]["by_reason"] == {"bad_hex": 1, "bad_integer": 1, "bad_label": 1, "column_count": 1}
+    assert manifest.rejected.by_reason == {"bad_hex": 1, "bad_integer": 1, "bad_label": 1, "column_count": 1}
     assert_same_rows(read_packed_rows(tmp_path / "out"), reference_rows(lines, reference_map(lines, 3)))
 
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from lazy import lazy
 
-tf = pytest.importorskip("tensorflow")
+from converters import criteo
+from converters.convert import ConvertRequest, convert
+from pipebench.pipeline.presets import preset
+from pipebench.synth import SynthSpec, synthesize
 
-from converters import criteo  # noqa: E402
-from converters.convert import ConvertRequest, convert  # noqa: E402
-from pipebench.model.deepfm import build_deepfm, evaluate_auc, make_train_step  # noqa: E402
-from pipebench.pipeline.build import build  # noqa: E402
-from pipebench.pipeline.presets import preset  # noqa: E402
-from pipebench.synth import SynthSpec, synthesize  # noqa: E402
+pytestmark = pytest.mark.tf
+tf = lazy("tensorflow")
+build = lazy("pipebench.pipeline.build", "build")
+deepfm = lazy("pipebench.model.deepfm")
 
 ROWS = 20_000
 HELD_OUT = 4_000
@@ -33,12 +35,12 @@ def test_converted_raw_criteo_trains_towards_the_oracle_auc(tmp_path):
         files = tuple(str(p) for p in sorted(folder.glob("part-*")))
         return build(preset("aws-sample", files=files, batch_size=BATCH, epochs=epochs)).dataset
 
-    model = build_deepfm(criteo.FIELD_SIZE, manifest["feature_size"], embedding_size=8, deep_layers=(32, 16))
-    step = make_train_step(model)
-    auc_before = evaluate_auc(model, dataset(tmp_path / "held", 1))
+    model = deepfm.build_deepfm(criteo.FIELD_SIZE, manifest.feature_size, embedding_size=8, deep_layers=(32, 16))
+    step = deepfm.make_train_step(model)
+    auc_before = deepfm.evaluate_auc(model, dataset(tmp_path / "held", 1))
     for features, labels in itertools.islice(iter(dataset(tmp_path / "train", None)), 300):
         loss = step(features, labels)
-    auc_after = evaluate_auc(model, dataset(tmp_path / "held", 1))
+    auc_after = deepfm.evaluate_auc(model, dataset(tmp_path / "held", 1))
     assert tf.math.is_finite(loss)
     assert abs(auc_before - 0.5) < 0.05
-    assert 0.65 < auc_after < described["oracle_auc"] + 0.02
+    assert 0.65 < auc_after < described.oracle_auc + 0.02

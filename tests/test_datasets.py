@@ -38,6 +38,6 @@ def test_a_damaged_cache_description_is_one_line_saying_how_to_remake_it(tmp_pat
                                                          "cache_dir": str(tmp_path)}})
     folder = materialise(experiment, log=lambda _: None).folder
     (folder / "libsvm" / "synth.json").write_text('{"rows": 50}')
-    with pytest.raises(DataError, match=rf"^{folder}/libsvm/synth\.json: not a synthetic data description \(rows, "
-                                        rf"oracle_auc\); remove {folder} to make the data again$"):
+    with pytest.raises(DataError, match=rf"^{folder}/libsvm/synth\.json: generator: missing; remove {folder} to make "
+                                        rf"the data again$"):
         materialise(experiment, log=lambda _: None)

@@ -5,15 +5,18 @@ import itertools
 
 import numpy as np
 import pytest
+from lazy import lazy
 
-tf = pytest.importorskip("tensorflow")
+from converters.libsvm import parse_chunk
+from pipebench.errors import ConfigError, DataError
+from pipebench.model import OPTIMIZERS
+from pipebench.synth import SynthSpec, synthesize
 
-from converters.libsvm import parse_chunk  # noqa: E402
-from pipebench.errors import ConfigError, DataError  # noqa: E402
-from pipebench.model import OPTIMIZERS  # noqa: E402
-from pipebench.model.deepfm import (build_deepfm, evaluate_auc, exact_auc, make_train_loop,  # noqa: E402
-                                    make_train_step)
-from pipebench.synth import SynthSpec, synthesize  # noqa: E402
+pytestmark = pytest.mark.tf
+tf = lazy("tensorflow")
+build_deepfm, evaluate_auc, exact_auc, make_train_loop, make_train_step = (
+    lazy("pipebench.model.deepfm", name) for name in ("build_deepfm", "evaluate_auc", "exact_auc", "make_train_loop",
+                                                      "make_train_step"))
 
 FIELDS = 39
 FEATURES = 2000
@@ -27,12 +30,12 @@ def synth(tmp_path_factory):
     """Give (train rows, held-out rows, oracle AUC) of a 20k-row synth data set, parsed from libsvm."""
     out = tmp_path_factory.mktemp("deepfm") / "synth"
     described = synthesize(SynthSpec(rows=ROWS, out=out, feature_size=FEATURES, seed=1))
-    text = b"".join((out / f["name"]).read_bytes() for f in described["files"])
+    text = b"".join((out / f.name).read_bytes() for f in described.files)
     parsed = parse_chunk(text, FIELDS, FEATURES)
     assert not parsed.status.any()
     split = ROWS - HELD_OUT
     rows = (parsed.ids, parsed.values, parsed.labels)
-    return tuple(r[:split] for r in rows), tuple(r[split:] for r in rows), described["oracle_auc"]
+    return tuple(r[:split] for r in rows), tuple(r[split:] for r in rows), described.oracle_auc
 
 
 def dataset(rows, batch=BATCH):

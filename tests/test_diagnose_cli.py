@@ -3,23 +3,22 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from diagnose_fixtures import CORPUS, make_data
+from pipebench.testing import run_pipebench
 
-pytest.importorskip("tensorflow")
+pytestmark = pytest.mark.tf
 
 
 def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):
     data = make_data(tmp_path / "data")
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
-    result = subprocess.run([sys.executable, "-m", "pipebench.cli", "diagnose", f"{CORPUS}/well_built.py:input_fn",
-                             "--set", f"files={json.dumps(data['tfrecord'])}", "--set", "batch_size=256",
-                             "--rounds", "2", "--out", str(out)], capture_output=True, text=True, env=env, timeout=900)
+    result = run_pipebench("diagnose", f"{CORPUS}/well_built.py:input_fn",
+                           "--set", f"files={json.dumps(data['tfrecord'])}", "--set", "batch_size=256",
+                           "--rounds", "2", "--out", out, env=env, timeout_sec=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "bottleneck: stage" in result.stdout and f"wrote {out}" in result.stdout
     assert "measuring" in result.stdout, "the worker's progress is shown"

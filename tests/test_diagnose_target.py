@@ -1,12 +1,10 @@
-"""What `pipebench diagnose` is pointed at, parsed in the CLI process (no TensorFlow)."""
+"""What `pipebench diagnose` is pointed at, parsed in the CLI process (tests/test_imports.py: no TensorFlow)."""
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
-from pipebench.diagnose.target import parse_function_ref, parse_settings
+from pipebench.diagnose.target import parse_settings
+from pipebench.pipeline.function import parse_function_ref
 from pipebench.errors import ConfigError, UsageError
 
 
@@ -30,10 +28,3 @@ def test_settings_are_yaml_scalars_or_lists():
         with pytest.raises(error):
             parse_settings(bad)
 
-
-def test_the_diagnose_cli_parses_without_tensorflow(tmp_path):
-    code = ("import sys\nfrom pipebench.cli import build_parser\n"
-            "build_parser().parse_args(['diagnose', 'x.py:f', '--set', 'a=1', '--rounds', '3'])\n"
-            "import pipebench.diagnose.run, pipebench.diagnose.report, pipebench.diagnose.export\n"
-            "assert 'tensorflow' not in sys.modules, 'TensorFlow imported'\n")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)

@@ -66,6 +66,7 @@ def test_a_key_without_doc_is_named(monkeypatch):
     assert docs.undocumented_keys() == ["grid.new_knob", "extra"]
 
 
+@pytest.mark.slow
 def test_the_generator_imports_no_tensorflow():
     code = ("import sys; from pipebench import docs; docs.pages(); docs.undocumented(); "
             "assert 'tensorflow' not in sys.modules, 'pipebench.docs imported TensorFlow'")
@@ -80,7 +81,7 @@ def _rule_ids() -> set[str]:
     tree = ast.parse((ROOT / "pipebench" / "report" / "checklist.py").read_text())
     found = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, "id", None) == "_item" and isinstance(node.args[0], ast.Constant)}
-    return found | {note["id"] for note in MIGRATION}
+    return found | {note.id for note in MIGRATION}
 
 
 def test_checklist_rules_page_has_one_entry_per_rule():

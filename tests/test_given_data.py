@@ -75,7 +75,7 @@ def test_raw_criteo_conversions_give_their_feature_size(data):
     exp = parse_experiment({"name": "x", "data": {"files": ["criteo-tf/part-*"]},
                             "pipelines": {"presets": ["aws-sample"]}})
     got = materialise(exp)
-    assert got.feature_size == manifest["feature_size"] and got.field_size == 39 and got.rows == 300
+    assert got.feature_size == manifest.feature_size and got.field_size == 39 and got.rows == 300
 
 
 def test_packed_holdout_files_are_refused_naming_the_key(data):

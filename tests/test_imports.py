@@ -1,4 +1,5 @@
-"""The package's import graph has no cycle, lazy (function-level) imports included.
+"""The package's import graph has no cycle, lazy (function-level) imports included; and what a command
+imports stays light: `pipebench --help` and the spec, export and diagnose front ends import no TensorFlow.
 
 A cycle hidden behind lazy imports (runner ↔ search.study, before the trial loop was one) still
 ties two modules together: each needs the other to be read, tested or replaced.
@@ -6,7 +7,12 @@ ties two modules together: each needs the other to be read, tested or replaced.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).parents[1]
 PACKAGES = ("pipebench", "converters")
@@ -77,3 +83,44 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# --- what a command imports: each row runs in a fresh interpreter, which then lists the heavy modules it holds ---
+
+_HELPS = [[], ["convert"], ["data", "synth"], ["sagemaker"], ["sagemaker", "launch"], ["diagnose"]]
+
+#: name: (what the interpreter runs, the top-level modules it must not have imported)
+LIGHT = {
+    # matplotlib, pandas, boto3 and TensorFlow wait until a command needs them
+    "help": ("from pipebench.cli import main\n"
+             f"for argv in {[[*h, '--help'] for h in _HELPS]!r}:\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n",
+             ("tensorflow", "numba", "numpy", "pandas", "matplotlib", "boto3", "botocore")),
+    "pipeline specs": ("import pipebench.pipeline.spec, pipebench.pipeline.orderings, pipebench.pipeline.presets, "
+                       "pipebench.pipeline.export, pipebench.cli\n", ("tensorflow", "numba")),
+    "pipelines export": ("from pipebench.cli import main\n"
+                         "assert main(['pipelines', 'export', 'lambdaji-libsvm', '--out', 'input_fn.py']) == 0\n",
+                         ("tensorflow",)),
+    "diagnose front end": ("from pipebench.cli import build_parser\n"
+                           "build_parser().parse_args(['diagnose', 'x.py:f', '--set', 'a=1', '--rounds', '3'])\n"
+                           "import pipebench.diagnose.run, pipebench.diagnose.report, pipebench.diagnose.export\n",
+                           ("tensorflow",)),
+    # the facts of TensorFlow come from a child process
+    "machine facts": ("import contextlib, io\nimport pipebench.measure.sampler\nfrom pipebench.cli import main\n"
+                      "with contextlib.redirect_stdout(io.StringIO()):\n"
+                      "    assert main(['env', '--json']) == 0\n", ("tensorflow",)),
+}
+_LISTS = "\nimport json, sys\nprint(json.dumps(sorted({name.split('.')[0] for name in sys.modules})))\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.tf] if name == "machine facts" else [])
+                                  for name in LIGHT])
+def test_a_command_imports_only_what_it_needs(name, tmp_path):
+    code, heavy = LIGHT[name]
+    child = subprocess.run([sys.executable, "-c", code + _LISTS], capture_output=True, text=True, timeout=300,
+                           cwd=tmp_path)
+    assert child.returncode == 0, child.stderr[-3000:]
+    imported = set(json.loads(child.stdout.splitlines()[-1]))
+    assert not imported & set(heavy), f"{name} imported {sorted(imported & set(heavy))}"
+    assert "pipebench" in imported, "the interpreter ran pipebench"

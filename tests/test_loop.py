@@ -71,12 +71,13 @@ def test_grid_and_optuna_give_identical_rows_for_identical_settings(tmp_path):
     by_batch = {}
     for rows in (grid.rows, study.rows):
         for row in rows:
-            by_batch.setdefault(row["batch_size"], []).append({k: v for k, v in row.items() if k not in _PROVENANCE})
+            by_batch.setdefault(row.batch_size, []).append({k: v for k, v in row.to_dict().items()
+                                                            if k not in _PROVENANCE})
     assert sorted(by_batch) == [256, 512]
     for batch_size, (from_grid, from_optuna) in by_batch.items():
         assert from_grid == from_optuna, batch_size
     assert (grid_run.path / SUMMARY_FILE).exists() and (search_run.path / SUMMARY_FILE).exists()
-    assert study.rows[0]["study"] == "loop" and grid.rows[0]["study"] is None
+    assert study.rows[0].study == "loop" and grid.rows[0].study is None
 
 
 @pytest.mark.parametrize("driver", ["grid", "optuna"])

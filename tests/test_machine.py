@@ -17,22 +17,11 @@ import pytest
 from fake_nvml import FakeGPU, FakeNVML
 
 from pipebench.measure import machine
-from pipebench.measure.facts import MachineFacts
+from pipebench.measure.facts import MachineFacts, PipeModeFacts, TensorFlowProbe
+from pipebench.typed import to_json
 
 STOCK_TF_STATEMENT = "no OpenMP runtime linked: KMP_* and OMP_NUM_THREADS cannot affect TF ops on this build"
 
-# Runs the CLI entry point in a fresh interpreter and reports whether TF got imported there.
-FACTS_SCRIPT = """
-import contextlib, io, json, sys
-import pipebench.measure.machine as machine
-import pipebench.measure.sampler
-after_import = "tensorflow" in sys.modules
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    code = machine.main(["--json", "--instance-type", "ml.c5.2xlarge"])
-print(json.dumps({"facts": json.loads(out.getvalue()), "code": code, "tf_after_import": after_import,
-                  "tf_after_facts": "tensorflow" in sys.modules}))
-"""
 
 # Imports TF the way a worker does, runs an op, and prints the files mapped into the process; then
 # loads a library known to need libgomp, as a positive control that the check can see one.
@@ -60,26 +49,20 @@ def child_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def run():
-    """Give what FACTS_SCRIPT printed: the facts, the exit code, and the TF-import checks."""
-    pytest.importorskip("tensorflow")
-    child = subprocess.run([sys.executable, "-c", FACTS_SCRIPT], env=child_env(), capture_output=True, text=True,
-                           timeout=300)
+def collected() -> dict:
+    """Give the facts `pipebench env --json` prints (tests/test_imports.py: it imports no TF)."""
+    child = subprocess.run([sys.executable, "-m", "pipebench.cli", "env", "--json", "--instance-type",
+                            "ml.c5.2xlarge"], env=child_env(), capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr
     return json.loads(child.stdout)
 
 
 @pytest.fixture
-def facts(run):
-    return copy.deepcopy(run["facts"])
+def facts(collected):
+    return copy.deepcopy(collected)
 
 
-def test_neither_import_nor_facts_import_tensorflow(run):
-    assert run["code"] == 0
-    assert not run["tf_after_import"]
-    assert not run["tf_after_facts"]
-
-
+@pytest.mark.tf
 def test_facts_describe_this_host(facts):
     cpu = facts["cpu"]
     assert cpu["vcpus"] == len(os.sched_getaffinity(0))
@@ -96,6 +79,7 @@ def test_facts_describe_this_host(facts):
     assert facts["host_fingerprint"] == machine.host_fingerprint(facts)
 
 
+@pytest.mark.tf
 def test_tensorflow_facts_match_the_installed_tensorflow(facts):
     import tensorflow as tf
 
@@ -113,6 +97,7 @@ def test_tensorflow_facts_match_the_installed_tensorflow(facts):
         assert "not installed" in described["sagemaker_tensorflow"]["reason"]
 
 
+@pytest.mark.tf
 def test_stock_tensorflow_links_no_openmp_and_an_independent_check_agrees(facts):
     openmp = facts["tensorflow"]["openmp"]
     assert openmp["linked"] is False and openmp["runtimes"] == []
@@ -145,6 +130,7 @@ def test_openmp_runtimes_are_recognised_by_file_name():
     assert machine.openmp_facts(None, None)["linked"] is None
 
 
+@pytest.mark.slow
 def test_elf_needed_reads_dynamic_sections(tmp_path):
     import numba.np.ufunc
 
@@ -160,12 +146,13 @@ def test_elf_needed_reads_dynamic_sections(tmp_path):
             assert machine.elf_needed(library) == re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", shown)
 
 
+@pytest.mark.tf
 def test_the_child_sees_the_onednn_variable(facts):
     if {"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile"} & set(facts["cpu"]["isa"]):
         # TF >= 2.9 Linux x86 wheels turn oneDNN on by default on CPUs with these features
         assert facts["tensorflow"]["onednn"]["build_default"] is True
     child = machine._run_tensorflow_child({**child_env(), machine.ONEDNN_ENV: "0"})
-    assert child["onednn_enabled"] is False
+    assert child.onednn_enabled is False
 
 
 def test_onednn_default_and_asked_state_come_from_separate_children(monkeypatch):
@@ -173,8 +160,8 @@ def test_onednn_default_and_asked_state_come_from_separate_children(monkeypatch)
 
     def fake_child(env):
         seen.append(env.get(machine.ONEDNN_ENV))
-        return {"onednn_enabled": env.get(machine.ONEDNN_ENV) != "0", "openmp_needed": {}, "openmp_loaded": [],
-                "sagemaker_tensorflow": {"importable": False, "reason": "x"}, "version": "2.99.0"}
+        return TensorFlowProbe("2.99.0", "v2.99.0", None, "/tf", False, None, None, 0,
+                               env.get(machine.ONEDNN_ENV) != "0", {}, (), PipeModeFacts(False, "x"))
 
     monkeypatch.setattr(machine, "_run_tensorflow_child", fake_child)
     summary = machine.tensorflow_summary({machine.ONEDNN_ENV: "0"})
@@ -184,6 +171,17 @@ def test_onednn_default_and_asked_state_come_from_separate_children(monkeypatch)
     seen.clear()
     assert machine.tensorflow_summary({})["onednn"]["enabled"] is True
     assert seen == [None]
+
+
+def test_the_tf_facts_child_output_is_read_strictly():
+    probe = TensorFlowProbe("2.99.0", "v2.99.0", "3.0", "/tf", False, "12", None, 0, True, {"libx.so": ("libgomp.so.1",)},
+                            ("/lib/libgomp.so.1",), PipeModeFacts(True, None))
+    printed = "a warning TF printed first\n" + json.dumps(to_json(probe)) + "\n"
+    assert machine.read_probe(printed) == probe
+    assert machine.read_probe(json.dumps({**to_json(probe), "onednn": True})) == (
+        "the TensorFlow facts child: onednn: unknown key (expected one of version, git_version, keras_version, "
+        "library_dir, cuda_build, cuda_version, cudnn_version, gpus_visible, …)")
+    assert machine.read_probe("{oops").startswith("the TensorFlow facts child:1: not valid JSON")
 
 
 def test_onednn_statements():
@@ -209,6 +207,7 @@ def test_gpu_facts_through_nvml():
     assert failing["count"] == 0 and failing["reason"] == "NVML unavailable: Driver Not Loaded"
 
 
+@pytest.mark.tf
 def test_no_gpu_here_says_why(facts):
     if Path("/dev/nvidia0").exists():
         pytest.skip("this host has an NVIDIA GPU")
@@ -230,6 +229,7 @@ def test_sagemaker_instance_type_from_env_or_argument():
     assert machine.sagemaker_facts(None, {})["instance_type"] is None
 
 
+@pytest.mark.tf
 def test_fingerprint_ignores_noise_and_sees_what_decides_speed(facts):
     fingerprint = machine.host_fingerprint(facts)
     facts["memory_bytes"] += 3 * 2**20
@@ -243,6 +243,7 @@ def test_fingerprint_ignores_noise_and_sees_what_decides_speed(facts):
         assert machine.host_fingerprint(changed) != fingerprint
 
 
+@pytest.mark.tf
 def test_format_facts_says_what_matters(facts):
     text = machine.format_facts(MachineFacts.from_json(facts, "facts"))
     assert re.search(rf"^OpenMP +{re.escape(STOCK_TF_STATEMENT)}$", text, re.M)

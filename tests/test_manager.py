@@ -30,6 +30,7 @@ def _trial(files, **changes) -> TrialSpec:
     return trial_spec(files=tuple(files), **{"measurement": MEASURE, **changes})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault,status,reason", [
     ("segfault", "failed", "worker killed by SIGSEGV"),
     ("hang", "timeout", "no result after 3 s (killed)"),
@@ -43,21 +44,39 @@ def test_a_broken_worker_becomes_a_record(tmp_path, fault, status, reason):
     assert outcome.usage is None, "no measured windows: no usage figures"
 
 
+@pytest.mark.tf
 def test_invalid_setting_is_a_record_with_the_reason(tmp_path, tfrecords):
     outcome = run_worker(_trial(tfrecords, batch_size=100_000), tmp_path / "t", LIMITS)
     assert outcome.record.status is TrialStatus.INVALID
     assert "yields no examples" in outcome.record.reason
 
 
-def test_env_and_threads_reach_the_worker_before_tensorflow(tmp_path, tfrecords):
-    trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"}, threads=Threads(1, 2))
-    record = run_worker(trial, tmp_path / "t", LIMITS).record
+@pytest.mark.tf
+def test_settings_reach_the_worker_before_tensorflow_and_each_window_is_heard_and_sampled(tmp_path, tfrecords):
+    """One real worker for what a successful trial gives back (one TF start, not three): the trial's variables
+    and thread pools are set before TensorFlow is imported; each window is heard while the worker runs; and
+    the usage figures cover the measured windows only.
+
+    Usage: CPU medians used to cover the whole worker (TF import, build, warm-up); they must cover the
+    windows the figures describe. The peak RSS is the largest of every reading, never a coarser one."""
+    heard: list[tuple[int, float]] = []
+    trial = _trial(tfrecords, env={"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled"}, threads=Threads(1, 2),
+                   measurement={**MEASURE, "warmup_max_sec": 3.0, "windows": 8})
+    outcome = run_worker(trial, tmp_path / "t", LIMITS, sampler_factory=lambda pid: Sampler(pid, 0.1),
+                         on_progress=lambda w, r: heard.append((w, r)) or False)
+    record, usage = outcome.record, outcome.usage
     assert record.status is TrialStatus.OK, record
     assert record.tensorflow_imported_before_settings is False
     assert record.env_seen == {"OMP_NUM_THREADS": "3", "KMP_AFFINITY": "disabled",
                                "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "2"}
     assert (record.worker_intra_op_threads, record.worker_inter_op_threads) == (1, 2)
-    assert record.examples_per_sec_median > 0 and len(record.window_rates) == 2
+    assert record.examples_per_sec_median > 0 and len(record.window_rates) == 8
+    assert heard == list(enumerate(record.window_rates))
+    assert record.windows_started_sec < record.windows_ended_sec
+    inside = [s for s in outcome.samples if record.windows_started_sec <= s["t_sec"] <= record.windows_ended_sec]
+    assert usage.samples == len(inside) > 0 and len(outcome.samples) > len(inside), "windows are a part of the trial"
+    assert outcome.process.rss_peak_bytes >= max(s["rss_bytes"] for s in outcome.samples)
+    assert outcome.process.rss_peak_bytes >= max(s["root_rss_peak_bytes"] or 0 for s in outcome.samples)
 
 
 def test_null_env_values_unset_inherited_variables(monkeypatch):
@@ -66,20 +85,14 @@ def test_null_env_values_unset_inherited_variables(monkeypatch):
     assert "KMP_AFFINITY" not in env and env["OMP_NUM_THREADS"] == "4" and "TF_NUM_INTRAOP_THREADS" not in env
 
 
+@pytest.mark.slow
 def test_trial_files_are_kept_for_inspection(tmp_path):
     run_worker(trial_spec(fault="segfault"), tmp_path / "t", LIMITS)
     assert TrialSpec.load(tmp_path / "t" / "trial.json").fault == "segfault"
     assert (tmp_path / "t" / "stderr.txt").exists()
 
 
-def test_each_window_is_heard_while_the_worker_runs(tmp_path, tfrecords):
-    heard: list[tuple[int, float]] = []
-    trial = _trial(tfrecords, measurement={**MEASURE, "windows": 3})
-    record = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: heard.append((w, r)) or False).record
-    assert record.status is TrialStatus.OK, record
-    assert heard == list(enumerate(record.window_rates))
-
-
+@pytest.mark.tf
 def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     trial = _trial(tfrecords, measurement={**MEASURE, "windows": 50})
     outcome = run_worker(trial, tmp_path / "t", LIMITS, on_progress=lambda w, r: True)
@@ -87,19 +100,7 @@ def test_a_true_from_on_progress_prunes_the_trial(tmp_path, tfrecords):
     assert outcome.process.signal == 9
 
 
-def test_usage_covers_the_measured_windows_and_the_peak_is_the_finest_seen(tmp_path, tfrecords):
-    """CPU medians used to cover the whole worker (TF import, build, warm-up); they must cover the
-    windows the figures describe. The peak RSS is the largest of every reading, never a coarser one."""
-    trial = _trial(tfrecords, measurement={**MEASURE, "warmup_max_sec": 3.0, "windows": 8})
-    outcome = run_worker(trial, tmp_path / "t", LIMITS, sampler_factory=lambda pid: Sampler(pid, 0.1))
-    record, usage = outcome.record, outcome.usage
-    assert record.status is TrialStatus.OK and record.windows_started_sec < record.windows_ended_sec
-    inside = [s for s in outcome.samples if record.windows_started_sec <= s["t_sec"] <= record.windows_ended_sec]
-    assert usage.samples == len(inside) > 0 and len(outcome.samples) > len(inside), "windows are a part of the trial"
-    assert outcome.process.rss_peak_bytes >= max(s["rss_bytes"] for s in outcome.samples)
-    assert outcome.process.rss_peak_bytes >= max(s["root_rss_peak_bytes"] or 0 for s in outcome.samples)
-
-
+@pytest.mark.tf
 def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error(tmp_path, tfrecords):
     """TF's graph errors open with "Graph execution error:"; the cause follows the op's stack.
 
@@ -117,6 +118,7 @@ def test_a_failed_trial_says_what_tensorflow_said_not_only_graph_execution_error
     assert "Values size: 39" in record.reason and len(record.reason) <= 500, record.reason
 
 
+@pytest.mark.slow
 def test_the_last_stderr_line_of_a_dead_child_from_its_path_or_its_open_file(tmp_path):
     """A real child writes to a file it shares with the parent: the last non-blank line comes back, and reading
     the open file leaves its offset where the child left it."""

@@ -6,14 +6,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import tensorflow as tf
-from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, batches, data, expected_rows, flat, source  # noqa: F401
+from lazy import lazy
+from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, batches, expected_rows, flat, source
 
 from converters.convert import ConvertRequest, convert
 from pipebench.errors import ConfigError
-from pipebench.pipeline.build import build
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
+
+pytestmark = pytest.mark.tf
+tf = lazy("tensorflow")
+build = lazy("pipebench.pipeline.build", "build")
 
 FIELDS = 39
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,17 +11,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from badinput import Bad, run_case
-from pipeline_fixtures import FORMATS, ROWS_PER_RECORD, data  # noqa: F401
-from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, trial
+from badinput import Bad, cases
+from lazy import lazy
+from pipeline_fixtures import FORMATS, ROWS_PER_RECORD
+from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, study_record, trial
 
 from pipebench.cli import main
 from pipebench.errors import ConfigError
-from pipebench.pipeline.build import build
 from pipebench.pipeline.export import SPEC_MARK, export
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
+from pipebench.results.study import write_study
+
+build = lazy("pipebench.pipeline.build", "build")
 
 # Runs every exported module in one fresh interpreter and saves each one's batches as .npz.
 _CHILD = r"""
@@ -62,6 +66,7 @@ def _arrays(dataset) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     return [(f["feat_ids"], f["feat_vals"], labels) for f, labels in dataset.as_numpy_iterator()]
 
 
+@pytest.mark.tf
 def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tmp_path):
     sagemaker = tmp_path / "fake" / "sagemaker_tensorflow"
     sagemaker.mkdir(parents=True)
@@ -134,14 +139,11 @@ def test_exported_module_embeds_the_spec_and_its_fingerprint(data):
     assert "ROWS_PER_RECORD = 16" in text
 
 
-def test_cli_export_writes_a_module_without_importing_tensorflow(tmp_path):
+def test_cli_export_writes_a_module(tmp_path, cli):
+    """tests/test_imports.py checks that the export imports no TensorFlow."""
     out = tmp_path / "input_fn.py"
-    code = ("import sys; from pipebench.cli import main; "
-            f"rc = main(['pipelines', 'export', 'lambdaji-libsvm', '--out', {str(out)!r}]); "
-            "print(rc, 'tensorflow' in sys.modules)")
-    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert child.stdout.splitlines()[-1] == "0 False"
-    assert "decode > prefetch > shuffle > repeat > batch" in child.stdout
+    code, said, _ = cli("pipelines", "export", "lambdaji-libsvm", "--out", out)
+    assert code == 0 and "decode > prefetch > shuffle > repeat > batch" in said
     compile(out.read_text(), str(out), "exec")
 
 
@@ -228,6 +230,7 @@ def test_every_string_field_a_spec_accepts_is_exercised_and_the_rest_refuse_host
         Enumeration.from_dict({**good, "enumerate": {"allow": [HOSTILE]}})
 
 
+@pytest.mark.slow
 def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_path):
     """Each payload alone, and all of them with text no file can be named (NUL, odd line ends), only
     ever land in comments and literals: importing the modules runs nothing but their definitions."""
@@ -266,6 +269,7 @@ def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_p
         assert PipelineSpec.from_text(_header(module).split(f"{SPEC_MARK}\n", 1)[1]) == spec, name
 
 
+@pytest.mark.tf
 def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches(data, tmp_path):
     """Issue 12: a spec whose every free-text field holds quotes, backslashes, #, CR and newlines
     exports (through the CLI) to modules that import without running any of it and yield, on real
@@ -303,7 +307,7 @@ def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches
                            capture_output=True, text=True)
     assert child.returncode == 0, child.stderr[-3000:]
     assert list(sandbox.iterdir()) == []  # no payload ran
-    for job, (mode, built, batches) in zip(jobs, expected):
+    for job, (mode, _built, batches) in zip(jobs, expected):
         saved = np.load(job["out"])
         assert len(batches) == json.loads(Path(job["out"] + ".json").read_text())["batches"] == 20, mode
         for n, (ids, vals, labels) in enumerate(batches):
@@ -349,11 +353,11 @@ def test_a_run_without_train_trials_exports_its_fastest_input_configuration(tmp_
 
 def test_a_study_run_exports_the_winner_the_study_recorded(tmp_path, capsys):
     run = _run_folder(tmp_path)
-    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere", "t-train-svm-r1"]}}))
+    write_study(run, study_record(trial_ids=("elsewhere", "t-train-svm-r1")))
     assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "a.py")]) == 0
     assert "the study's confirmed winner, trial t-train-svm-r1" in capsys.readouterr().out
     assert _exported_ordering(tmp_path / "a.py") == "decode > shuffle > batch > repeat > prefetch"
-    (run / "importances.json").write_text(json.dumps({"study": "s", "winner": {"trial_ids": ["elsewhere"]}}))
+    write_study(run, study_record(trial_ids=("elsewhere",)))
     assert main(["pipelines", "export", str(run), "--out", str(tmp_path / "b.py")]) == 0
     assert "the fastest train-mode configuration" in capsys.readouterr().out  # a winner not in this run: the ranking
 
@@ -378,12 +382,12 @@ def _run_in(folder: Path) -> None:
 
 
 def _run_of_failed_trials(folder: Path) -> None:
-    _run_folder(folder, [row | {"status": "failed"} for row in passing_rows([])])
+    _run_folder(folder, [dataclasses.replace(row, status="failed") for row in passing_rows([])])
 
 
 EXPORT_CASES = [
     Bad("export-unknown-trial", ("pipelines", "export", "{tmp}/run", "--trial", "nope", "--out", "{tmp}/x.py"),
-        r"^{tmp}/run: no trial 'nope' \(21 trials in trials.parquet", make=_run_in, out="x.py", code=2),
+        r"^{tmp}/run: no trial 'nope' \(21 trials in trials.parquet", make=_run_in, out="x.py", code=2, process=True),
     Bad("export-path-as-trial", ("pipelines", "export", "{tmp}/run", "--trial", "../run", "--out", "{tmp}/x.py"),
         r"^{tmp}/run: no trial '../run' ", make=_run_in, out="x.py", code=2),
     Bad("export-long-trial", ("pipelines", "export", "{tmp}/run", "--trial", "t" * 5000, "--out", "{tmp}/x.py"),
@@ -403,6 +407,6 @@ EXPORT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", EXPORT_CASES, ids=str)
-def test_export_from_a_run_refused(case, tmp_path):
+@pytest.mark.parametrize("case", cases(EXPORT_CASES))
+def test_export_from_a_run_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)

@@ -7,14 +7,16 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import tensorflow as tf
-from pipeline_fixtures import FORMATS, ROWS, batches, data, expected_rows, flat, source  # noqa: F401
+from lazy import lazy
+from pipeline_fixtures import FORMATS, ROWS, batches, expected_rows, flat, source
 
 from pipebench.cli import main
 from pipebench.errors import ConfigError
-from pipebench.pipeline.build import build
 from pipebench.pipeline.orderings import DIFFERENCES, EQUIVALENT, Enumeration, differences, load
 from pipebench.pipeline.spec import PipelineSpec, order_problem
+
+tf = lazy("tensorflow")
+build = lazy("pipebench.pipeline.build", "build")
 
 STAGES = {
     "interleave": {"interleave": {"cycle_length": 2, "block_length": 4}},
@@ -236,6 +238,7 @@ def _epochs(dataset, batches_per_epoch: int) -> list[list]:
     return [flat(got[i : i + batches_per_epoch]) for i in range(0, len(got), batches_per_epoch)]
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_equivalent_ordering_yields_the_reference_rows_each_epoch(data, fmt):
     # 600 rows, batch 50 with drop_remainder: 12 whole batches an epoch, so the multiset is exact.
@@ -256,6 +259,7 @@ def _rows(data, kinds: str, fmt: str = "tfrecord", **overrides) -> list:
     return flat(batches(build(_spec(kinds, fmt, data, **overrides)).dataset))
 
 
+@pytest.mark.tf
 def test_cache_after_shuffle_replays_one_order(data):
     assert _names("shuffle > cache > batch > decode > repeat", "cache > shuffle > batch > decode > repeat") \
         == ["cache-after-shuffle"]
@@ -266,6 +270,7 @@ def test_cache_after_shuffle_replays_one_order(data):
     assert fresh[:ROWS] != fresh[ROWS:]
 
 
+@pytest.mark.tf
 def test_shuffle_after_batch_keeps_each_batch_together(data):
     assert _names("batch > shuffle > decode > repeat", "shuffle > batch > decode > repeat") == ["shuffle-after-batch"]
     rows = expected_rows(data)
@@ -277,6 +282,7 @@ def test_shuffle_after_batch_keeps_each_batch_together(data):
     assert not {frozenset(b) for b in by_row} & in_file
 
 
+@pytest.mark.tf
 def test_repeat_before_shuffle_mixes_epochs(data):
     assert _names("repeat > shuffle > batch > decode", "shuffle > repeat > batch > decode") == ["repeat-before-shuffle"]
     big_buffer = {"shuffle": {"buffer_size": 2 * ROWS, "seed": 5}}
@@ -288,6 +294,7 @@ def test_repeat_before_shuffle_mixes_epochs(data):
     assert Counter(mixed) == Counter(kept)
 
 
+@pytest.mark.tf
 def test_repeat_before_cache_stores_every_epoch(data, tmp_path):
     assert _names("batch > decode > repeat > cache", "batch > decode > cache > repeat") == ["repeat-before-cache"]
 
@@ -301,6 +308,7 @@ def test_repeat_before_cache_stores_every_epoch(data, tmp_path):
     assert every_epoch > 2.5 * once
 
 
+@pytest.mark.tf
 def test_repeat_before_batch_straddles_epoch_ends(data):
     assert _names("repeat > batch > decode", "batch > decode > repeat") == ["repeat-before-batch"]
     ragged = {"batch": {"batch_size": 64}}  # 600 = 9 × 64 + 24
@@ -315,6 +323,7 @@ def test_repeat_before_batch_straddles_epoch_ends(data):
 SHARD_0_OF_2 = {"shard": {"num_shards": 2, "index": 0}}
 
 
+@pytest.mark.tf
 def test_shard_after_expensive_work_decodes_other_workers_rows(tmp_path):
     assert _names("decode > shard > batch", "shard > decode > batch") == ["shard-after-expensive-work"]
     path = tmp_path / "rows.libsvm"
@@ -332,6 +341,7 @@ def test_shard_after_expensive_work_decodes_other_workers_rows(tmp_path):
         worker_0("decode > shard > batch")
 
 
+@pytest.mark.tf
 def test_batch_before_shard_hands_out_whole_batches(data):
     assert _names("batch > shard > decode", "shard > batch > decode") == ["batch-before-shard"]
     rows = expected_rows(data)
@@ -341,6 +351,7 @@ def test_batch_before_shard_hands_out_whole_batches(data):
     assert every_other_row == rows[::2]
 
 
+@pytest.mark.tf
 def test_shard_by_file_hands_out_whole_files(data):
     assert _names("shard > interleave > batch > decode", "interleave > shard > batch > decode") == ["shard-by-file"]
     first_file = expected_rows(data)[:300]  # the synth wrote 300 rows per file
@@ -355,6 +366,7 @@ def _workers(data, kinds: str, num_shards: int, **overrides) -> list[list]:
             for i in range(num_shards)]
 
 
+@pytest.mark.tf
 def test_shard_after_unseeded_shuffle_overlaps_workers(data):
     unseeded = {"shuffle": {"buffer_size": ROWS}}
     parts = _workers(data, "shuffle > shard > batch > decode", 2, shuffle=unseeded, batch={"batch": 100})
@@ -363,6 +375,7 @@ def test_shard_after_unseeded_shuffle_overlaps_workers(data):
     assert Counter(parts[0] + parts[1]) == Counter(expected_rows(data))
 
 
+@pytest.mark.tf
 def test_shard_after_shuffle_moves_rows_between_workers_each_epoch(data):
     assert _names("shuffle > shard > batch > decode > repeat", "shard > shuffle > batch > decode > repeat") \
         == ["shard-after-shuffle"]
@@ -376,6 +389,7 @@ def test_shard_after_shuffle_moves_rows_between_workers_each_epoch(data):
     assert set(fixed[0][:half]) == set(fixed[0][half:])
 
 
+@pytest.mark.tf
 def test_repeat_before_shard_shifts_a_workers_rows_between_epochs(data):
     one_batch = {"batch": {"batch_size": ROWS}}
     seven = {"shard": {"num_shards": 7, "index": 0}}  # 600 rows: 86 for worker 0 per epoch, 600 % 7 = 5
@@ -385,6 +399,7 @@ def test_repeat_before_shard_shifts_a_workers_rows_between_epochs(data):
     assert set(shifting[:86]) != set(shifting[86:172])
 
 
+@pytest.mark.tf
 def test_packed_shuffle_before_decode_moves_whole_records(data):
     assert _names("shuffle > batch > decode", "decode > shuffle > batch", "packed") == ["shuffle-granularity"]
     successor = {row: nxt for row, nxt in zip(expected_rows(data), expected_rows(data)[1:])}

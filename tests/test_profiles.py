@@ -9,33 +9,36 @@ pipeline's iterator events, which the plugin's input-pipeline analyzer is built 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from report_fixtures import row_of
+
 import pipebench.results as results
 from pipebench.errors import UsageError
 from pipebench.measure.profiles import PROFILES_DIR, chosen_rows, trace_files
-from pipebench.testing import windows_at
+from pipebench.results.trial_row import TrialRow
+from pipebench.testing import run_pipebench, tiny_experiment, windows_at
 from pipebench.typed import to_json
 
 
-def _row(trial_id: str, mode: str, rate: float, configuration: str | None = None, repeat: int = 0) -> dict:
-    return {"run_id": "r", "trial_id": trial_id, "configuration_id": configuration or trial_id, "repeat": repeat,
-            "mode": mode, "status": "ok", "examples_per_sec_mean": rate, "busy_machine": False,
-            "windows_json": json.dumps(to_json(windows_at(mode, [rate, rate * 1.01, rate * 0.99])))}
+def _row(trial_id: str, mode: str, rate: float, configuration: str | None = None, repeat: int = 0,
+         status: str = "ok") -> TrialRow:
+    return row_of({"run_id": "r", "trial_id": trial_id, "configuration_id": configuration or trial_id,
+                   "repeat": repeat, "mode": mode, "status": status, "examples_per_sec_mean": rate,
+                   "busy_machine": False,
+                   "windows_json": json.dumps(to_json(windows_at(mode, [rate, rate * 1.01, rate * 0.99])))})
 
 
 def test_best_is_the_fastest_train_configuration_first_repeat_and_all_train_every_ok_train_trial():
     rows = [_row("in", "input", 9e6), _row("slow", "train", 1e4), _row("fast1", "train", 5e4, "fast", 1),
-            _row("fast0", "train", 5e4, "fast", 0), {**_row("broken", "train", 1e5), "status": "failed"}]
-    assert [r["trial_id"] for r in chosen_rows(rows, "best", Path("run"))] == ["fast0"]
-    assert [r["trial_id"] for r in chosen_rows(rows, "all-train", Path("run"))] == ["slow", "fast1", "fast0"]
-    assert [r["trial_id"] for r in chosen_rows(rows, "slow", Path("run"))] == ["slow"]
-    assert [r["trial_id"] for r in chosen_rows(rows[:1], "best", Path("run"))] == ["in"], "no train: the fastest input"
+            _row("fast0", "train", 5e4, "fast", 0), _row("broken", "train", 1e5, status="failed")]
+    assert [r.trial_id for r in chosen_rows(rows, "best", Path("run"))] == ["fast0"]
+    assert [r.trial_id for r in chosen_rows(rows, "all-train", Path("run"))] == ["slow", "fast1", "fast0"]
+    assert [r.trial_id for r in chosen_rows(rows, "slow", Path("run"))] == ["slow"]
+    assert [r.trial_id for r in chosen_rows(rows[:1], "best", Path("run"))] == ["in"], "no train: the fastest input"
     with pytest.raises(UsageError, match=r"^run: --profile: no trial 'nope' in this run \(its trials: in, slow, "
                                          r"fast1, …; or give best or all-train\)$"):
         chosen_rows(rows, "nope", Path("run"))
@@ -44,27 +47,10 @@ def test_best_is_the_fastest_train_configuration_first_repeat_and_all_train_ever
 
 
 def _experiment(tmp_path: Path) -> Path:
-    doc = {
-        "name": "tiny",
-        "data": {"synth": {"rows": 4000, "files": 2}, "formats": ["tfrecord"], "holdout_rows": 0,
-                 "cache_dir": str(tmp_path / "cache")},
-        "model": {"embedding_size": 4, "deep_layers": [8]},
-        "pipelines": {"presets": ["aws-sample"], "formats": ["tfrecord"]},
-        "grid": {"batch_size": [256, 512]},
-        "modes": ["train"],
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4,
-                        "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1},
-        "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
-        "results": str(tmp_path / "results"),
-    }
     path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(tiny_experiment(tmp_path, pipelines={"formats": ["tfrecord"]},
+                                                   grid={"batch_size": [256, 512]}, modes=["train"])))
     return path
-
-
-def _pipebench(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipebench", *map(str, args)], capture_output=True, text=True,
-                          timeout=600)
 
 
 def _parsed_trace(path: Path):
@@ -76,16 +62,16 @@ def _parsed_trace(path: Path):
     return space
 
 
+@pytest.mark.tf
 def test_profile_best_then_all_train_on_resume(tmp_path):
-    pytest.importorskip("tensorflow")
     experiment = _experiment(tmp_path)
     # a grid's trial ids are known before it runs: an unknown one is refused before any trial, leaving no run folder
-    refused = _pipebench("run", experiment, "--profile", "no-such-trial")
+    refused = run_pipebench("run", experiment, "--profile", "no-such-trial")
     assert refused.returncode != 0 and refused.stderr.count("\n") == 1, refused.stderr
     assert refused.stderr.startswith(f"pipebench: error: {experiment}: --profile: no trial 'no-such-trial' in this run")
     assert not (tmp_path / "results" / "tiny").exists() or not list((tmp_path / "results" / "tiny").iterdir())
 
-    done = _pipebench("run", experiment, "--profile", "best")
+    done = run_pipebench("run", experiment, "--profile", "best")
     assert done.returncode == 0, done.stdout + done.stderr
     (run_dir,) = (tmp_path / "results" / "tiny").iterdir()
     trials = results.load(run_dir).trials
@@ -102,9 +88,10 @@ def test_profile_best_then_all_train_on_resume(tmp_path):
     # the profiled re-run reports no figure: what the row reports was timed without the profiler
     rerun = json.loads((run_dir / best["profile_dir"] / "worker" / "result.json").read_text())
     assert rerun["status"] == "ok" and rerun["examples_per_sec_median"] is None and rerun["windows_measured"] == []
+    assert rerun["profiled"] is True
     assert "tensorboard --logdir" in done.stdout
 
-    again = _pipebench("run", "--resume", run_dir, "--profile", "all-train")
+    again = run_pipebench("run", "--resume", run_dir, "--profile", "all-train")
     assert again.returncode == 0, again.stdout + again.stderr
     after = results.load(run_dir).trials
     assert f"profile: trial {best['trial_id']} was profiled before" in again.stdout
@@ -115,6 +102,6 @@ def test_profile_best_then_all_train_on_resume(tmp_path):
         (trace,) = trace_files(run_dir / PROFILES_DIR / trial_id)
         assert _parsed_trace(trace).planes
 
-    unknown = _pipebench("run", "--resume", run_dir, "--profile", "no-such-trial")
+    unknown = run_pipebench("run", "--resume", run_dir, "--profile", "no-such-trial")
     assert unknown.returncode != 0 and unknown.stderr.count("\n") == 1, unknown.stderr
     assert unknown.stderr.startswith(f"pipebench: error: {run_dir}: --profile: no trial 'no-such-trial' in this run")

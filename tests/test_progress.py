@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pipebench.progress import Progress, eta_text
+from pipebench.testing import pipebench_command
 
 ROOT = Path(__file__).resolve().parent.parent
 BAR = "━"  # rich's bar glyph
@@ -31,14 +32,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _pipebench(*args: object) -> list[str]:
-    return [sys.executable, "-m", "pipebench.cli", *map(str, args)]
-
-
+@pytest.mark.slow
 def test_plain_lines_and_no_escape_codes_when_output_is_not_a_terminal(tmp_path):
     """In a pipe (CI, logs) synth and convert print one plain line per output file / input file on stdout
     before their result line, and nothing on stderr."""
-    synth = subprocess.run(_pipebench("data", "synth", "--rows", 3000, "--files", 2, "--out", tmp_path / "s"),
+    synth = subprocess.run(pipebench_command("data", "synth", "--rows", 3000, "--files", 2, "--out", tmp_path / "s"),
                            capture_output=True, text=True, env=_env(), cwd=tmp_path)
     assert (synth.returncode, synth.stderr) == (0, "")
     lines = synth.stdout.splitlines()
@@ -46,7 +44,7 @@ def test_plain_lines_and_no_escape_codes_when_output_is_not_a_terminal(tmp_path)
                                                        f"wrote 3000 rows in 2 file(s) to {tmp_path / 's'}"]
     assert lines[1].startswith("data synth: file 2/2 written (3,000/3,000 rows) | ") and "rows/s" in lines[1]
     inputs = sorted((tmp_path / "s").glob("part-*.libsvm"))
-    convert = subprocess.run(_pipebench("convert", *inputs, "--out", tmp_path / "c"), capture_output=True, text=True,
+    convert = subprocess.run(pipebench_command("convert", *inputs, "--out", tmp_path / "c"), capture_output=True, text=True,
                              env=_env(), cwd=tmp_path)
     assert (convert.returncode, convert.stderr) == (0, "")
     lines = convert.stdout.splitlines()
@@ -58,12 +56,13 @@ def test_plain_lines_and_no_escape_codes_when_output_is_not_a_terminal(tmp_path)
         assert "\x1b" not in output and "\r" not in output and BAR not in output
 
 
+@pytest.mark.slow
 def test_a_command_failing_after_a_unit_finished_still_prints_one_error_line_on_stderr(tmp_path):
     """The first input converts (its line on stdout), the second has a bad line: stderr holds the error alone."""
     good, bad = tmp_path / "good.libsvm", tmp_path / "bad.libsvm"
     good.write_text("1 1:0.5 2:1\n" * 3)
     bad.write_text("1 1:0.5 2:1\n0 1:x 2:1\n")
-    done = subprocess.run(_pipebench("convert", good, bad, "--field-size", 2, "--out", tmp_path / "c"),
+    done = subprocess.run(pipebench_command("convert", good, bad, "--field-size", 2, "--out", tmp_path / "c"),
                           capture_output=True, text=True, env=_env(), cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"pipebench: error: {bad}:2: ")
@@ -121,6 +120,7 @@ def _tmux_screen(tmp_path: Path, command: str) -> str:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
+@pytest.mark.slow
 def test_live_bar_on_a_terminal_under_tmux(tmp_path):
     """In a terminal both commands draw a bar with done / total, rate and elapsed time, and keep a log above it."""
     py = shlex.quote(sys.executable)

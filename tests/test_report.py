@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import json
@@ -9,14 +10,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pipebench.report.tables import ENV_COLUMNS
-from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run,
-                             passing_configurations, passing_rows, rows_of, trial)
+from report_fixtures import (SCALAR, VECTORIZED, configuration, data_files, machine, make_run, passing_configurations,
+                             passing_rows, passing_run, rows_of, study_record, trial)
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -32,7 +32,7 @@ PROBE = ('<script>window.addEventListener("load", () => document.body.setAttribu
 
 @pytest.fixture
 def report(tmp_path, cli):
-    run = make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
+    run = passing_run(tmp_path)
     code, out, err = cli("report", run, "--out", tmp_path / "report")
     assert code == 0, err
     return tmp_path / "report"
@@ -122,7 +122,7 @@ def test_the_best_configuration_pools_repeats_never_one_lucky_trial(tmp_path, cl
              for r, rate in enumerate([34000, 18000, 19000])]
     steady = configuration("steady", "train", "aws-sample", "libsvm", VECTORIZED, 25000, files, intra_op_threads=2)
     markdown = _markdown(tmp_path, cli, lucky + steady)
-    assert max(lucky + steady, key=lambda r: r["examples_per_sec_median"])["trial_id"] == "lucky-r0"
+    assert max(lucky + steady, key=lambda r: r.examples_per_sec_median).trial_id == "lucky-r0"
     card = _card(markdown)
     assert "| pipeline | aws-sample |" in card and "| examples/sec (95% interval) | 25,000 (" in card
     assert "No measurable difference from 1 other configuration(s)" in card and "lambdaji-libsvm" in card
@@ -180,7 +180,7 @@ def test_a_figure_with_a_single_point_is_left_out(tmp_path, cli):
 
 
 def test_study_figures_appear_only_when_a_study_exists(tmp_path, cli):
-    rows = [r | {"study": "s1", "optuna_trial_number": i, "rss_peak_bytes": (i + 1) * 2**20}
+    rows = [dataclasses.replace(r, study="s1", optuna_trial_number=i, rss_peak_bytes=(i + 1) * 2**20)
             for i, r in enumerate(passing_rows([]))]
     run = make_run(tmp_path / "run", rows, machine())
     code, _, err = cli("report", run, "--out", tmp_path / "out")
@@ -205,15 +205,13 @@ def test_parameter_importance_and_pareto_front():
 
 
 def test_importance_figure_reads_the_importances_the_study_saved(tmp_path):
-    import json
-
     from pipebench.report.figures import optuna_importance
-    from pipebench.results import IMPORTANCES_FILE, load
+    from pipebench.results import load
+    from pipebench.results.study import Unavailable, write_study
 
-    assert optuna_importance([{"study": "s", "importances": {"examples_per_sec": {"unavailable": "one trial"}}}])[1].empty
+    assert optuna_importance([study_record(importances={"examples_per_sec": Unavailable("one trial")})])[1].empty
     run = make_run(tmp_path / "run", passing_rows([]), machine())
-    saved = {"study": "s1", "importances": {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}}
-    (run / IMPORTANCES_FILE).write_text(json.dumps(saved))
+    write_study(run, study_record("s1", {"examples_per_sec": {"batch_size": 0.7, "intra_op_threads": 0.3}}))
     name, importance = optuna_importance([load(run).study])
     assert name == "s1" and importance.to_dict() == {"intra_op_threads": 0.3, "batch_size": 0.7}
 
@@ -228,18 +226,12 @@ def test_chosen_trials_get_the_utilization_plot(tmp_path, cli):
 
 def test_report_refuses_mixed_hosts_unless_asked(tmp_path, cli):
     first = make_run(tmp_path / "a", passing_rows([]), machine())
-    second = make_run(tmp_path / "b", [r | {"host_fingerprint": "other"} for r in passing_rows([])], machine())
+    second = make_run(tmp_path / "b", [dataclasses.replace(r, host_fingerprint="other") for r in passing_rows([])],
+                      machine())
     code, _, err = cli("report", first, second, "--out", tmp_path / "out")
     assert code == 1 and "host_fingerprint" in err
     code, _, err = cli("report", first, second, "--out", tmp_path / "out", "--allow-mixed")
     assert code == 0, err
-
-
-def test_help_imports_neither_matplotlib_nor_tensorflow():
-    code = ("import sys, pipebench.cli as c\ntry: c.main(['--help'])\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'tensorflow', 'pandas')))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == "[]"
 
 
 def _chromium() -> str:
@@ -264,6 +256,7 @@ def _browser(chromium: str, profile: Path, *args: str) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # chromium
 def test_figures_render_visibly_in_headless_chromium(report, tmp_path):
     from PIL import Image
 
@@ -309,16 +302,14 @@ def test_next_steps_name_the_exact_commands_and_the_run_before(tmp_path):
     assert f"pipebench report '{tmp_path}/a run'\"'\"'s folder'" in next_steps(odd)[1]  # pastes into a shell
 
 
-def test_run_ends_by_printing_the_next_steps(tmp_path, monkeypatch):
+def test_run_ends_by_printing_the_next_steps(tmp_path, fake_trials):
     """The trial loop measures with pipebench.testing.fake_measure (no worker, no TensorFlow); the rest is real."""
-    import functools
-
     import pipebench.runner as runner
     from pipebench.config import parse_experiment
     from pipebench.report.next_steps import next_steps
     from pipebench.testing import fake_measure
 
-    monkeypatch.setattr(runner, "run_trials", functools.partial(runner.run_trials, measure=fake_measure(lambda s: 100.0)))
+    fake_trials(fake_measure(lambda s: 100.0))
     experiment = parse_experiment({
         "name": "steps", "modes": ["input"], "grid": {"batch_size": [64]}, "pipelines": {"presets": ["lambdaji-libsvm"]},
         "data": {"synth": {"rows": 200, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,

@@ -2,6 +2,7 @@
 otherwise. Hand-made run folders and profiles, no TensorFlow."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -17,7 +18,7 @@ STAGES = [("source", 1e-6, True), ("decode", 4e-6, False), ("batch", 0.0, False)
 
 def _run(tmp_path, name: str, vcpus: int, capacity: bool):
     configs = {n: c | {"run_id": name} for n, c in passing_configurations([]).items()}
-    rows = [r | {"instance_type": name} for r in rows_of(configs, [])]
+    rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
     run_dir = make_run(tmp_path / name, rows, machine(vcpus=vcpus, physical_cores=vcpus // 2, instance_type=name))
     if capacity:
         write_capacity(run_dir, profile(STAGES, spread=0.05, configuration_id="t-input-tfr"))

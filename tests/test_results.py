@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_fixtures import VECTORIZED, data_files, machine, make_run, passing_rows, trial
+from report_fixtures import VECTORIZED, machine, make_run, passing_rows, passing_run, trial
 
 import pipebench.results as results
 from pipebench.errors import ConfigError, DataError, PipebenchError, ResultsVersionError, UsageError
@@ -60,6 +60,7 @@ def _append_many(path: Path, count: int) -> None:
         append_rows(path, TRIAL_SCHEMA, [{"trial_id": f"t{i:04d}" * 40, "status": "ok"}])
 
 
+@pytest.mark.slow
 def test_reading_while_another_process_appends_gives_whole_tables(tmp_path):
     # A report read during a run: each read must see one whole table, never the footer of one file
     # and the pages of the file renamed over it.
@@ -103,7 +104,7 @@ def test_tables_of_the_last_release_are_read_with_the_columns_added_since_null()
 def test_an_old_machine_json_says_upgrade_and_upgrade_makes_the_folder_readable(tmp_path, cli):
     run = tmp_path / "run"
     shutil.copytree(GOLDEN_RUN, run)
-    with pytest.raises(ResultsVersionError, match=r"machine.json: machine facts layout v1 is older than v2: run "
+    with pytest.raises(ResultsVersionError, match=r"machine.json: layout 1 \(no schema_version\) is older than the 2 this pipebench reads: run "
                                                   r"`pipebench upgrade .*run`"):
         results.load(run)
     code, out, _ = cli("upgrade", run)
@@ -131,10 +132,6 @@ def test_load_gives_dataframes_and_refuses_mixing_hosts(tmp_path):
 
 # --- damaged run folders: each unreadable part is one error naming the file (the CLI's view: test_bad_runs.py) ---
 
-def _run(tmp_path: Path) -> Path:
-    return make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
-
-
 DAMAGED = {  # name → (how to damage the run folder, the error class, what its message says)
     "trials truncated": (lambda run: _truncate(run / "trials.parquet"), DataError,
                          r"trials.parquet: not a readable Parquet table \(Parquet magic bytes not found"),
@@ -149,7 +146,7 @@ DAMAGED = {  # name → (how to damage the run folder, the error class, what its
     "machine not JSON": (lambda run: (run / "machine.json").write_text('{"cpu": {\n  "vcpus": }'), DataError,
                          r"machine.json:2: not valid JSON: Expecting value"),
     "machine a list": (lambda run: (run / "machine.json").write_text("[1, 2]"), DataError,
-                       r"machine.json: the document: must be a mapping, not list"),
+                       r"machine.json: not machine facts \(a JSON list, not an object\)"),
     "machine wrong shape": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].update(vcpus="four")),
                             DataError, r"machine.json: cpu.vcpus: must be int, not str"),
     "machine key missing": (lambda run: _edit_json(run / "machine.json", lambda m: m["cpu"].pop("model")),
@@ -184,7 +181,7 @@ def _truncate(path: Path) -> None:
 @pytest.mark.parametrize("damage", DAMAGED, ids=str)
 def test_a_damaged_run_folder_is_refused_naming_the_part(tmp_path, damage):
     make, error, says = DAMAGED[damage]
-    run = _run(tmp_path)
+    run = passing_run(tmp_path)
     make(run)
     with pytest.raises(error, match=says):
         results.load(run)
@@ -200,7 +197,7 @@ def test_a_collected_folder_is_read_as_its_member_runs(tmp_path):
 
 
 def test_resume_checks_every_part_it_reads_and_allows_a_run_killed_before_its_first_row(tmp_path):
-    run = _run(tmp_path)
+    run = passing_run(tmp_path)
     assert run_folder.load_resumed(run).name == "handmade"
     for name in ("trials.parquet", "samples.parquet"):
         (run / name).unlink()
@@ -212,21 +209,30 @@ def test_resume_checks_every_part_it_reads_and_allows_a_run_killed_before_its_fi
 
 # --- SIGABRT after the old-schema error (Arrow releasing Python-owned buffers at interpreter exit) ---
 
+@pytest.mark.slow
 def test_an_old_table_is_one_error_line_and_exit_1_every_time(tmp_path):
     """Regression: exiting right after the version error aborted (exit 134, "terminate called without
     an active exception") about one time in ten, when the table had been read through a Python file
-    object. Each command runs the real CLI 20 times in a fresh process."""
-    run = _run(tmp_path)
+    object. Each command runs the real CLI 20 times in a fresh process, as many at once as this process has
+    CPUs (each run is its own process: the abort was at its exit, whatever ran beside it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    run = passing_run(tmp_path)
     table = pq.read_table(run / "trials.parquet")
     pq.write_table(table.replace_schema_metadata({VERSION_KEY: b"1"}), run / "trials.parquet")
     env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
-    for command in (["report"], ["checklist"], ["run", "--resume"]):
-        for attempt in range(20):
-            done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
-                                  text=True, env=env, timeout=120)
-            assert (done.returncode, done.stderr) == (1, f"pipebench: error: {run / 'trials.parquet'}: results schema "
-                                                         f"v1 is older than v{SCHEMA_VERSION}: upgrade the results "
-                                                         "with the pipebench version that wrote them\n"), (command, attempt)
+    expected = (1, f"pipebench: error: {run / 'trials.parquet'}: results schema v1 is older than v{SCHEMA_VERSION}: "
+                   "upgrade the results with the pipebench version that wrote them\n")
+
+    def attempt(command: list[str]) -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-m", "pipebench.cli", *command, str(run)], capture_output=True,
+                              text=True, env=env, timeout=120)
+        return done.returncode, done.stderr
+
+    attempts = [(command, index) for command in (["report"], ["checklist"], ["run", "--resume"]) for index in range(20)]
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
+        found = list(pool.map(lambda item: attempt(item[0]), attempts))
+    assert [(item, ran) for item, ran in zip(attempts, found) if ran != expected] == []
 
 
 # --- the run folder's lock ---
@@ -240,8 +246,9 @@ with hold(sys.argv[1]):
 """
 
 
+@pytest.mark.slow
 def test_a_second_holder_is_refused_naming_the_first_until_it_dies_even_by_kill_minus_nine(tmp_path):
-    run = _run(tmp_path)
+    run = passing_run(tmp_path)
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(run)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline() == "held\n"
@@ -261,13 +268,13 @@ def test_a_second_holder_is_refused_naming_the_first_until_it_dies_even_by_kill_
 
 
 def test_a_folder_created_for_a_run_that_fails_before_its_first_row_is_removed(tmp_path):
-    run = _run(tmp_path)
+    run = passing_run(tmp_path)
     (run / "trials.parquet").unlink()
     with pytest.raises(KeyboardInterrupt):
         with run_folder.own(run, created=True):
             raise KeyboardInterrupt
     assert not run.exists()
-    kept = _run(tmp_path / "kept")
+    kept = passing_run(tmp_path / "kept")
     with pytest.raises(KeyboardInterrupt):
         with run_folder.own(kept, created=True):
             raise KeyboardInterrupt

@@ -51,7 +51,7 @@ def test_a_trial_measured_on_a_busy_machine_is_measured_again_once_and_the_summa
     again = [s for s in calls if s.remeasure_of]
     assert len(calls) == 3 and len(again) == 1 and again[0].batch_size == 256
     assert again[0].trial_id == again[0].remeasure_of + "-again"
-    assert [r["busy_machine"] for r in result.rows].count(True) == 2
+    assert [r.busy_machine for r in result.rows].count(True) == 2
     summary = (run.path / SUMMARY_FILE).read_text()
     assert "**Busy machine:** 1 of 3 trials" in summary and "0 quiet the second time" in summary
 
@@ -79,7 +79,7 @@ def test_busy_trials_are_not_measured_again_while_the_machine_is_still_busy_and_
                         stream=io.StringIO(), busy_now=busy_now)
     assert len(calls) == 2 and not any(s.remeasure_of for s in calls), "a busy machine is not measured again"
     assert len(readings) == 1, "the machine is read once, then the rest stay flagged"
-    assert [r["busy_machine"] for r in result.rows] == [True, True]
+    assert [r.busy_machine for r in result.rows] == [True, True]
     summary = (run.path / SUMMARY_FILE).read_text()
     assert ("not measured again: 2 (left flagged: the machine was still busy when the run would measure them "
             "again (other processes used 95% of a vCPU))") in summary

@@ -1,5 +1,5 @@
-"""`pipebench run` end to end on a tiny experiment: results folder, verdicts, kill -9 and --resume, two
-resumes at once, the failure budget's exit code."""
+"""`pipebench run` end to end on a tiny experiment: results folder, verdicts, kill -9, --resume and two resumes
+at once (real workers); the failure budget's exit code (the trial loop measuring with fake_measure)."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,9 +8,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
-import time
 
 import psutil
 import pytest
@@ -19,31 +16,14 @@ import yaml
 import pipebench.results as results
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.store import read_table
+from pipebench.testing import (ALL_MODES, all_gone, fake_measure, start_pipebench, tiny_experiment, wait_until,
+                               yields_no_examples)
 
 
-def _experiment(tmp_path, **extra) -> str:
-    doc = {
-        "name": "tiny",
-        "data": {"synth": {"rows": 4000, "files": 2}, "formats": ["libsvm", "tfrecord"], "holdout_rows": 0,
-                 "cache_dir": str(tmp_path / "cache")},
-        "model": {"embedding_size": 4, "deep_layers": [8]},
-        "pipelines": {"presets": ["lambdaji-libsvm", "aws-sample"]},
-        "grid": {"batch_size": [256]},
-        "modes": ["input", "train", "synthetic"],
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 4, "steady_cv_pct": 50,
-                        "remeasure_busy": False, "repeats": 1},
-        "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
-        "results": str(tmp_path / "results"),
-        **extra,
-    }
+def _experiment(tmp_path, **changes) -> str:
     path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(yaml.safe_dump(tiny_experiment(tmp_path, **{**ALL_MODES, **changes})))
     return str(path)
-
-
-def _pipebench(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pipebench", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kwargs)
 
 
 def _run_dir(tmp_path):
@@ -51,11 +31,9 @@ def _run_dir(tmp_path):
     return found
 
 
-def test_run_writes_results_with_all_modes_and_a_verdict(tmp_path):
-    proc = _pipebench("run", _experiment(tmp_path))
-    out, _ = proc.communicate(timeout=600)
-    assert proc.returncode == 0, out
-    run_dir = _run_dir(tmp_path)
+@pytest.mark.tf
+def test_run_writes_results_with_all_modes_and_a_verdict(tiny_run):
+    run_dir, out = tiny_run
     for name in ("config.yaml", "machine.json", "trials.parquet", "samples.parquet", "summary.md"):
         assert (run_dir / name).exists(), name
     loaded = results.load(run_dir)
@@ -83,98 +61,80 @@ def test_run_writes_results_with_all_modes_and_a_verdict(tmp_path):
     assert any(" for a CPU trainer " in line for line in lines[:lines.index(action)])
 
 
-def _killed_after(tmp_path, rows: int):
-    """Start the tiny run, kill -9 it once `rows` rows are written; give its run folder."""
-    proc = _pipebench("run", _experiment(tmp_path), start_new_session=True)
-    deadline = time.monotonic() + 300
-    run_dir = None
-    while time.monotonic() < deadline:
-        dirs = list((tmp_path / "results" / "tiny").glob("*")) if (tmp_path / "results" / "tiny").exists() else []
-        if dirs and read_table(dirs[0] / "trials.parquet", TRIAL_SCHEMA).num_rows >= rows:
-            run_dir = dirs[0]
-            break
-        assert proc.poll() is None, proc.stdout.read()
-        time.sleep(0.2)
-    assert run_dir is not None, f"the run never wrote {rows} rows"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    return run_dir
-
-
 def _trial_ids(run_dir) -> list[str]:
     return read_table(run_dir / "trials.parquet", TRIAL_SCHEMA).column("trial_id").to_pylist()
 
 
-def test_kill_minus_nine_then_resume_loses_and_repeats_nothing(tmp_path):
-    run_dir = _killed_after(tmp_path, 2)
-    time.sleep(1.0)
-    orphans = [p for p in psutil.process_iter(["cmdline"]) if "pipebench.measure.worker" in " ".join(p.info["cmdline"] or [])
-               and str(run_dir) in " ".join(p.info["cmdline"] or [])]
-    assert not orphans, "a worker outlived its manager"
+@pytest.mark.tf
+def test_kill_minus_nine_then_two_resumes_at_once_lose_and_repeat_nothing(tmp_path):
+    """kill -9 mid-run leaves no worker and no trial half-counted; then, regression, two `run --resume RUN_DIR` at
+    once both ran the missing trials (7 rows for 4 trials): now the second is refused by the folder's lock with
+    one line naming the first, and the first completes the run. Four input trials of one pipeline (what trials
+    measure is not what this checks: test_run_writes_results_with_all_modes_and_a_verdict's run covers it)."""
+    experiment = _experiment(tmp_path, data={"formats": ["tfrecord"]}, pipelines={"presets": ["aws-sample"]},
+                             modes=["input"], grid={"batch_size": [64, 128, 256, 512]})
+    proc = start_pipebench("run", experiment, start_new_session=True)
+
+    def two_rows():
+        dirs = list((tmp_path / "results" / "tiny").glob("*")) if (tmp_path / "results" / "tiny").exists() else []
+        return dirs[0] if dirs and read_table(dirs[0] / "trials.parquet", TRIAL_SCHEMA).num_rows >= 2 else None
+
+    run_dir = wait_until(two_rows, "the run's first two rows", 300, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    workers = [p for p in psutil.process_iter(["cmdline"]) if "pipebench.measure.worker" in " ".join(
+        p.info["cmdline"] or []) and str(run_dir) in " ".join(p.info["cmdline"] or [])]
+    assert all_gone([p.pid for p in workers], within_sec=1.0), "a worker outlived its manager"
     before = _trial_ids(run_dir)
     assert 2 <= len(before) < 4
-    resumed = _pipebench("run", "--resume", str(run_dir))
-    out, _ = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, out
-    after = _trial_ids(run_dir)
-    assert after[: len(before)] == before and len(after) == 4 and len(set(after)) == 4
-    assert f"{len(before)} done before" in out
-
-
-def test_two_resumes_of_one_folder_run_each_trial_once(tmp_path):
-    """Regression: two `run --resume RUN_DIR` at once both ran the missing trials (7 rows for 4 trials).
-    Now the second is refused by the folder's lock with one line naming the first."""
-    run_dir = _killed_after(tmp_path, 1)
-    before = _trial_ids(run_dir)
-    both = [_pipebench("run", "--resume", str(run_dir)) for _ in range(2)]
+    both = [start_pipebench("run", "--resume", str(run_dir)) for _ in range(2)]
     outs = [proc.communicate(timeout=600)[0] for proc in both]
     assert sorted(proc.returncode for proc in both) == [0, 2], outs
     winner = next(proc for proc in both if proc.returncode == 0)
     refused = outs[[proc.returncode for proc in both].index(2)]
     assert re.fullmatch(rf"pipebench: error: {re.escape(str(run_dir))}: already running \(pid {winner.pid} on "
                         rf"{re.escape(socket.gethostname())} since [\d:T+-]+\)\n", refused), refused
+    assert f"{len(before)} done before" in outs[both.index(winner)]
     after = _trial_ids(run_dir)
     assert after[: len(before)] == before and len(after) == 4 and len(set(after)) == 4, after
     assert sorted(p.name for p in (run_dir / "trials").iterdir()) == sorted(after), "a trial ran twice or not at all"
     assert not (run_dir / ".lock").exists()
 
 
-def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_summary(tmp_path):
+def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_summary(tmp_path, cli, fake_trials):
     """Regression: a run stopped by budget.max_failure_rate exited 0, so CI and scripts could not see it."""
-    # aws-sample drops the remainder: batches larger than the data yield nothing, an `invalid` row each
+    fake_trials(fake_measure(yields_no_examples))
     experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
                              grid={"batch_size": [100_000, 200_000, 300_000, 400_000, 500_000]},
                              budget={"trial_timeout_sec": 120, "max_failure_rate": 0.5})
-    done = subprocess.run([sys.executable, "-m", "pipebench", "run", experiment], capture_output=True, text=True,
-                          timeout=600)
+    code, _, err = cli("run", experiment)
     run_dir = _run_dir(tmp_path)
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert done.stderr.splitlines()[-1] == (f"pipebench: error: {run_dir}: stopped early: 4 of 4 trials failed, past "
-                                            "budget.max_failure_rate 0.5; the rows so far are written")
+    assert code == 3, err
+    assert err.splitlines()[-1] == (f"pipebench: error: {run_dir}: stopped early: 4 of 4 trials failed, past "
+                                    "budget.max_failure_rate 0.5; the rows so far are written")
     rows = results.load(run_dir).trials
     assert len(rows) == 4 and set(rows["status"]) == {"invalid"}, rows[["status", "reason"]]
     assert "4 of 4 trials failed" in (run_dir / "summary.md").read_text()
 
 
-def test_a_run_in_which_no_trial_succeeded_exits_3_whatever_its_size(tmp_path):
+def test_a_run_in_which_no_trial_succeeded_exits_3_whatever_its_size(tmp_path, cli, fake_trials):
     """Regression (issue 28): a run whose every trial failed exited 0 when it had fewer than 4 trials (the failure
     budget's minimum) and ended advising to export "the fastest configuration"."""
+    fake_trials(fake_measure(yields_no_examples))
     experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
-                             grid={"batch_size": [100_000, 200_000]})  # both larger than the data: `invalid`
-    done = subprocess.run([sys.executable, "-m", "pipebench", "run", experiment], capture_output=True, text=True,
-                          timeout=600)
+                             grid={"batch_size": [100_000, 200_000]})
+    code, out, err = cli("run", experiment)
     run_dir = _run_dir(tmp_path)
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert done.stderr.splitlines()[-1] == (f"pipebench: error: {run_dir}: no trial succeeded (2 trials: 2 invalid); "
-                                            "the rows so far are written")
-    assert "pipelines export" not in done.stdout and "Next steps" not in done.stdout, done.stdout
+    assert code == 3, err
+    assert err.splitlines()[-1] == (f"pipebench: error: {run_dir}: no trial succeeded (2 trials: 2 invalid); "
+                                    "the rows so far are written")
+    assert "pipelines export" not in out and "Next steps" not in out, out
     assert len(results.load(run_dir).trials) == 2
 
 
-def test_unknown_key_fails_before_any_work(tmp_path):
-    proc = _pipebench("run", _experiment(tmp_path, budgte={}))
-    out, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "budgte: unknown key" in out and "Traceback" not in out
+def test_unknown_key_fails_before_any_work(tmp_path, cli):
+    code, out, err = cli("run", _experiment(tmp_path, budgte={}))
+    assert code == 1 and "budgte: unknown key" in err and "Traceback" not in out + err
     assert not (tmp_path / "results").exists()
 
 
@@ -186,9 +146,8 @@ def _source_modes_run(tmp_path):
     experiment = _experiment(
         tmp_path, pipelines={"presets": ["aws-sample"], "formats": ["tfrecord"],
                              "source_modes": ["file", "fastfile", "pipe"]},
-        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1, "windows": 2, "max_windows": 4,
-                                      "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1})
-    proc = _pipebench("run", experiment)
+        modes=["input"], measurement={"warmup_max_sec": 0.5, "window_sec": 0.1})
+    proc = start_pipebench("run", experiment)
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out
     run_dir = _run_dir(tmp_path)
@@ -200,6 +159,7 @@ def _source_modes_run(tmp_path):
     return trials
 
 
+@pytest.mark.tf
 @pytest.mark.skipif(HAVE_PIPE, reason="checks an environment without sagemaker_tensorflow (the latest TF)")
 def test_pipe_trial_is_an_unavailable_row_where_sagemaker_tensorflow_is_missing(tmp_path):
     pipe = _source_modes_run(tmp_path).loc["pipe"]
@@ -207,6 +167,7 @@ def test_pipe_trial_is_an_unavailable_row_where_sagemaker_tensorflow_is_missing(
     assert pipe["reason"].startswith("unavailable: sagemaker_tensorflow is not importable in this environment")
 
 
+@pytest.mark.tf
 @pytest.mark.skipif(not HAVE_PIPE, reason="sagemaker_tensorflow exists only in the TF 2.14 env "
                                           "(scripts/setup.sh tf214)")
 def test_pipe_trial_through_the_emulator_is_a_row_beside_file_and_fastfile(tmp_path):

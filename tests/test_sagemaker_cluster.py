@@ -100,6 +100,7 @@ print(sorted(int(x) for x in dataset.as_numpy_iterator()))
 """
 
 
+@pytest.mark.tf
 def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
     """The entry on the first data host starts dispatcher + worker (service_server processes), which a tf.data
     client reads through; a connection to the shutdown port ends it, and nothing is left running or listening."""
@@ -147,6 +148,7 @@ def test_the_data_role_serves_through_the_entry_and_is_gone_after(tmp_path):
     assert not any(listening(f"127.0.0.1:{p}") for p in (dispatcher_port, worker_port, shutdown_port))
 
 
+@pytest.mark.tf
 def test_a_server_that_cannot_start_fails_the_data_role_on_one_line(tmp_path):
     """The dispatcher's port is taken: the entry says so on one line, writes SageMaker's failure file, and the
     worker is never started (nothing listens on its port)."""

@@ -26,14 +26,10 @@ from pipebench.errors import PipebenchError
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import read_table
 from pipebench.sources.service_cluster import ServiceCluster
+from pipebench.testing import merged
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
-
-
-def _pipebench(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipebench", *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **env})
 
 
 def _download_prefix(s3, uri: str, into: Path) -> None:
@@ -81,12 +77,13 @@ def _upload_output(job: dict, root: Path) -> None:
                                   Body=buffer.getvalue())
 
 
-def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws):
+@pytest.mark.tf
+def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws, cli):
     experiment = tmp_path / "tiny.yaml"
-    experiment.write_text(yaml.safe_dump({**TINY, "data": {**TINY["data"], "cache_dir": str(tmp_path / "cache")}}))
-    launched = _pipebench("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge",
-                          "--input-mode", "File", "--input-mode", "FastFile", "--sharded", "--role", ROLE,
-                          "--s3", "s3://bench/launch", "--image-uri", IMAGE, env=aws)
+    experiment.write_text(yaml.safe_dump(merged(TINY, {"data": {"cache_dir": str(tmp_path / "cache")}})))
+    launched = cli("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge", "--input-mode", "File",
+                   "--input-mode", "FastFile", "--sharded", "--role", ROLE, "--s3", "s3://bench/launch",
+                   "--image-uri", IMAGE)
     assert launched.returncode == 0, launched.stdout + launched.stderr
     assert "pipebench sagemaker collect s3://bench/launch --out DIR" in launched.stdout
 
@@ -111,7 +108,7 @@ def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws)
         assert job["AlgorithmSpecification"]["TrainingInputMode"] == mode
         assert job["ResourceConfig"]["InstanceType"] == "ml.c5.xlarge"
 
-    not_yet = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "early"), env=aws)
+    not_yet = cli("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "early"))
     assert not_yet.returncode == 1 and "output.tar.gz: missing, though job" in not_yet.stderr
     assert not (tmp_path / "early").exists()
 
@@ -123,7 +120,7 @@ def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws)
     for job, root in zip(jobs, roots):
         _upload_output(job, root)
 
-    collected = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"), env=aws)
+    collected = cli("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"))
     assert collected.returncode == 0, collected.stdout + collected.stderr
     trials = read_table(tmp_path / "merged" / "trials.parquet", TRIAL_SCHEMA).to_pandas()
     assert sorted(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
@@ -143,20 +140,22 @@ def test_launch_creates_the_jobs_and_collect_merges_their_results(tmp_path, aws)
         assert len(results.load(tmp_path / "merged" / "ml.c5.xlarge" / mode / "algo-1").trials) == 1
 
 
-def test_collect_errors_are_one_line(tmp_path, aws):
-    missing = _pipebench("sagemaker", "collect", "s3://bench/nothing", "--out", str(tmp_path / "o"), env=aws)
+def test_collect_errors_are_one_line(tmp_path, aws, cli):
+    missing = cli("sagemaker", "collect", "s3://bench/nothing", "--out", str(tmp_path / "o"))
     assert missing.returncode == 1
     assert missing.stderr == ("pipebench: error: s3://bench/nothing/pipebench-launch.json: missing; not a folder "
                               "`pipebench sagemaker launch` wrote to\n")
-    bad = _pipebench("sagemaker", "collect", "bench/nothing", "--out", str(tmp_path / "o"), env=aws)
+    bad = cli("sagemaker", "collect", "bench/nothing", "--out", str(tmp_path / "o"))
     assert bad.returncode == 2
     assert bad.stderr == "pipebench: error: bench/nothing: not an S3 URI (expected s3://bucket/prefix)\n"
-    no_bucket = _pipebench("sagemaker", "collect", "s3://no-such-bucket/x", "--out", str(tmp_path / "o"), env=aws)
+    no_bucket = cli("sagemaker", "collect", "s3://no-such-bucket/x", "--out", str(tmp_path / "o"))
     assert no_bucket.returncode == 1 and "NoSuchBucket" in no_bucket.stderr and "Traceback" not in no_bucket.stderr
     assert not (tmp_path / "o").exists()
 
 
-def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_what_fed_it(tmp_path, aws):
+@pytest.mark.tf
+def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_what_fed_it(tmp_path, aws, cli,
+                                                                                        monkeypatch):
     """Without --image-uri: the source tarball is uploaded, and the trainer host of a job with a data-worker group,
     played from the uploaded tarball as the toolkit runs it, records its group and feeders and stops the data host.
 
@@ -164,10 +163,10 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
     hyperparameters.json): the data role's servers are tested on their own in test_sagemaker_cluster.py.
     """
     experiment = tmp_path / "tiny.yaml"
-    experiment.write_text(yaml.safe_dump({**TINY, "data": {**TINY["data"], "cache_dir": str(tmp_path / "cache")}}))
-    launched = _pipebench("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge",
-                          "--input-mode", "File", "--data-workers", "ml.c5.2xlarge:1", "--role", ROLE,
-                          "--s3", "s3://bench/launch", env={**aws, "PIPEBENCH_IMAGE_URI": ""})
+    experiment.write_text(yaml.safe_dump(merged(TINY, {"data": {"cache_dir": str(tmp_path / "cache")}})))
+    monkeypatch.setenv("PIPEBENCH_IMAGE_URI", "")
+    launched = cli("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge", "--input-mode", "File",
+                   "--data-workers", "ml.c5.2xlarge:1", "--role", ROLE, "--s3", "s3://bench/launch")
     assert launched.returncode == 0, launched.stdout + launched.stderr
     assert "uploading pipebench's source to s3://bench/launch/source/sourcedir.tar.gz" in launched.stdout
 
@@ -218,7 +217,7 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
     assert "fed by data-1" in result.stdout
     _upload_output(job, root)
 
-    collected = _pipebench("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"), env=aws)
+    collected = cli("sagemaker", "collect", "s3://bench/launch", "--out", str(tmp_path / "merged"))
     assert collected.returncode == 0, collected.stdout + collected.stderr
     (listed,) = json.loads((tmp_path / "merged" / "jobs.json").read_text())
     assert (listed["role"], listed["instance_group"], listed["service_dispatcher"], listed["fed_by"]) == (
@@ -226,14 +225,14 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
                                                   "hosts": ["localhost"]}])
     trials = read_table(tmp_path / "merged" / "trials.parquet", TRIAL_SCHEMA).to_pandas()
     # the trainer measured its channel and the job's service (one worker per data host)
-    # (a service row's source_mode is the mode its workers read in; service_json says it went through the service)
-    assert list(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
-        ("ml.c5.xlarge", "file", "ok")] * 2
+    # collected as the row builder wrote them on the host: the service trial's source_mode is `service`
+    assert sorted(zip(trials["instance_type"], trials["source_mode"], trials["status"])) == [
+        ("ml.c5.xlarge", "file", "ok"), ("ml.c5.xlarge", "service", "ok")]
     served = trials[trials["service_json"].notna()]
     assert len(served) == 1 and json.loads(served["service_json"].iloc[0])["workers"] == 1
 
 
-def test_launch_copies_data_already_on_s3_instead_of_reading_it_as_a_local_file(tmp_path, aws):
+def test_launch_copies_data_already_on_s3_instead_of_reading_it_as_a_local_file(tmp_path, aws, cli):
     """data.files may name s3:// objects (their bytes are not read here): launch copies them into its folder."""
     s3 = boto3.client("s3")
     s3.create_bucket(Bucket="mine")
@@ -242,9 +241,8 @@ def test_launch_copies_data_already_on_s3_instead_of_reading_it_as_a_local_file(
     experiment = tmp_path / "remote.yaml"
     files = ["s3://mine/criteo/train-0.tfrecord", "s3://mine/criteo/train-1.tfrecord"]
     experiment.write_text(yaml.safe_dump({**TINY, "data": {"files": {"tfrecord": files}}}))
-    launched = _pipebench("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge",
-                          "--input-mode", "File", "--role", ROLE, "--s3", "s3://bench/launch", "--image-uri", IMAGE,
-                          env=aws)
+    launched = cli("sagemaker", "launch", str(experiment), "--instance-type", "ml.c5.xlarge", "--input-mode", "File",
+                   "--role", ROLE, "--s3", "s3://bench/launch", "--image-uri", IMAGE)
     assert launched.returncode == 0, launched.stdout + launched.stderr
     assert [s3.get_object(Bucket="bench", Key=f"launch/data/tfrecord/train-{i}.tfrecord")["Body"].read()
             for i in (0, 1)] == [b"first", b"second"]

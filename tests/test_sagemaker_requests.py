@@ -4,8 +4,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
-import sys
 
 import botocore.loaders
 import botocore.regions
@@ -27,10 +25,18 @@ IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/pipebench:latest"
 NO_REGION = {"AWS_DEFAULT_REGION": "", "AWS_REGION": "", "AWS_CONFIG_FILE": os.devnull}
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if k != "AWS_PROFILE"}
-    return subprocess.run([sys.executable, "-m", "pipebench", *args], capture_output=True, text=True, timeout=120,
-                          env={**base, **NO_REGION, **(env or {})})
+@pytest.fixture
+def launch(cli, monkeypatch):
+    """Give run(*args, env=None): `pipebench ARGS` in-process, with no AWS profile, no region (NO_REGION) and `env`."""
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+    def run(*args: str, env: dict | None = None):
+        with monkeypatch.context() as patch:
+            for name, value in {**NO_REGION, **(env or {})}.items():
+                patch.setenv(name, value)
+            return cli(*args)
+
+    return run
 
 
 def _input_shape():
@@ -44,8 +50,8 @@ def _request(**changes) -> dict:
     return training_job_request(**{**base, **changes})
 
 
-def test_dry_run_prints_one_request_per_instance_type_and_input_mode_and_each_validates():
-    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge",
+def test_dry_run_prints_one_request_per_instance_type_and_input_mode_and_each_validates(launch):
+    result = launch("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge",
                   "--instance-type", "ml.c5.18xlarge", "--input-mode", "Pipe", "--input-mode", "FastFile",
                   "--role", ROLE, "--s3", "s3://bucket/prefix", "--image-uri", IMAGE, "--sharded", "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -110,52 +116,44 @@ def test_types_ranges_and_unknown_members_are_caught():
         validate({**_request(), "HyperParameters": {"x": "v" * 2501}})
 
 
-def test_launch_errors_are_one_line():
+def test_launch_errors_are_one_line(launch):
     common = ["sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge",
               "--input-mode", "File", "--dry-run"]
-    bad_uri = _cli(*common, "--role", ROLE, "--s3", "bucket/prefix", "--image-uri", IMAGE)
+    bad_uri = launch(*common, "--role", ROLE, "--s3", "bucket/prefix", "--image-uri", IMAGE)
     assert bad_uri.returncode == 2
     assert bad_uri.stderr == "pipebench: error: bucket/prefix: not an S3 URI (expected s3://bucket/prefix)\n"
-    no_region = _cli(*common, "--role", ROLE, "--s3", "s3://bucket/p", env={"PIPEBENCH_IMAGE_URI": ""})
+    no_region = launch(*common, "--role", ROLE, "--s3", "s3://bucket/p", env={"PIPEBENCH_IMAGE_URI": ""})
     assert no_region.returncode == 2 and no_region.stderr == (
         "pipebench: error: sagemaker launch: no AWS region for the official image; give --region or set "
         "AWS_DEFAULT_REGION\n")
-    bad_role = _cli(*common, "--role", "not-an-arn", "--s3", "s3://bench/p", "--image-uri", IMAGE)
+    bad_role = launch(*common, "--role", "not-an-arn", "--s3", "s3://bench/p", "--image-uri", IMAGE)
     assert bad_role.returncode == 2 and bad_role.stderr.startswith("pipebench: error: CreateTrainingJob.RoleArn: ")
-    bad_format = _cli(*common, "--role", ROLE, "--s3", "s3://bench/p", "--image-uri", IMAGE, "--format", "packed", "--set",
+    bad_format = launch(*common, "--role", ROLE, "--s3", "s3://bench/p", "--image-uri", IMAGE, "--format", "packed", "--set",
                       "data.formats=[libsvm]")
     assert bad_format.returncode == 2 and "--format packed: not in the experiment's data.formats" in bad_format.stderr
 
 
-def test_the_region_is_looked_up_only_for_the_official_image():
+def test_the_region_is_looked_up_only_for_the_official_image(cli, monkeypatch):
     # no region in the environment and a profile that does not exist: any lookup of the region fails
-    env = {k: v for k, v in os.environ.items() if k not in ("AWS_DEFAULT_REGION", "AWS_REGION")}
-    env.update(AWS_PROFILE="no-such-profile", AWS_CONFIG_FILE=os.devnull, PIPEBENCH_IMAGE_URI="")
-    common = [sys.executable, "-m", "pipebench", "sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type",
-              "ml.c5.9xlarge", "--input-mode", "File", "--role", ROLE, "--s3", "s3://bucket/p", "--dry-run"]
-    custom = subprocess.run([*common, "--image-uri", IMAGE], capture_output=True, text=True, timeout=120, env=env)
+    for name in ("AWS_DEFAULT_REGION", "AWS_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {"AWS_PROFILE": "no-such-profile", "AWS_CONFIG_FILE": os.devnull, "PIPEBENCH_IMAGE_URI": ""}.items():
+        monkeypatch.setenv(name, value)
+    common = ["sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge", "--input-mode",
+              "File", "--role", ROLE, "--s3", "s3://bucket/p", "--dry-run"]
+    custom = cli(*common, "--image-uri", IMAGE)
     assert custom.returncode == 0, custom.stderr
-    official = subprocess.run(common, capture_output=True, text=True, timeout=120, env=env)
+    official = cli(*common)
     assert official.returncode == 2 and official.stderr == ("pipebench: error: AWS configuration: The config profile "
                                                             "(no-such-profile) could not be found\n")
-
-
-def test_help_does_not_import_boto3_or_tensorflow():
-    code = ("import sys\nfrom pipebench.cli import main\n"
-            "for argv in (['--help'], ['sagemaker', '--help'], ['sagemaker', 'launch', '--help']):\n"
-            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-            "print('HEAVY', sorted(m for m in ('boto3', 'botocore', 'tensorflow', 'numpy') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1] == "HEAVY []"
 
 
 @pytest.mark.parametrize("region, account, host", [
     ("us-east-1", "763104351884", "ecr.us-east-1.amazonaws.com"),
     ("eu-west-1", "763104351884", "ecr.eu-west-1.amazonaws.com"),
     ("cn-north-1", "727897471807", "ecr.cn-north-1.amazonaws.com.cn")])
-def test_dry_run_without_an_image_runs_the_official_tensorflow_image_in_script_mode(region, account, host):
-    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge",
+def test_dry_run_without_an_image_runs_the_official_tensorflow_image_in_script_mode(region, account, host, launch):
+    result = launch("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge",
                   "--instance-type", "ml.g5.xlarge", "--input-mode", "Pipe", "--input-mode", "File", "--role", ROLE,
                   "--s3", "s3://bucket/prefix", "--region", region, "--dry-run", env={"PIPEBENCH_IMAGE_URI": ""})
     assert result.returncode == 0, result.stderr
@@ -196,7 +194,7 @@ def test_the_image_table_follows_the_sdks_rules():
         assert images.ecr_host(region) == resolver.construct_endpoint("ecr", region)["hostname"], region
 
 
-def test_unknown_versions_regions_and_pipe_without_its_dataset_are_one_line_errors():
+def test_unknown_versions_regions_and_pipe_without_its_dataset_are_one_line_errors(launch):
     common = ["sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.9xlarge", "--role", ROLE,
               "--s3", "s3://bucket/p", "--dry-run"]
     cases = [
@@ -213,12 +211,12 @@ def test_unknown_versions_regions_and_pipe_without_its_dataset_are_one_line_erro
          "--input-mode Pipe: the TensorFlow 2.18.0 training image has no sagemaker-tensorflow (PipeModeDataset; "
          "only 2.14.1 has it): use --tf-version 2.14 or an --image-uri with it")]
     for args, says in cases:
-        result = _cli(*common, *args, env={"PIPEBENCH_IMAGE_URI": ""})
+        result = launch(*common, *args, env={"PIPEBENCH_IMAGE_URI": ""})
         assert (result.returncode, result.stderr) == (2, f"pipebench: error: {says}\n"), args
 
 
-def test_data_workers_make_a_heterogeneous_cluster_whose_channels_reach_every_group():
-    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.p3.2xlarge",
+def test_data_workers_make_a_heterogeneous_cluster_whose_channels_reach_every_group(launch):
+    result = launch("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.p3.2xlarge",
                   "--input-mode", "FastFile", "--role", ROLE, "--s3", "s3://bucket/prefix", "--region", "us-east-1",
                   "--data-workers", "ml.c5.18xlarge:2", "--data-workers", "ml.c5.9xlarge:1", "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -237,7 +235,7 @@ def test_data_workers_make_a_heterogeneous_cluster_whose_channels_reach_every_gr
     assert request["AlgorithmSpecification"]["TrainingImage"].endswith("tensorflow-training:2.14.1-gpu-py310")
 
 
-def test_cluster_limits_and_routing_are_checked():
+def test_cluster_limits_and_routing_are_checked(launch):
     with pytest.raises(UsageError, match="SageMaker allows 5 instance groups, the trainer's included, so at most 4"):
         _request(input_mode="File", data_workers=(DataWorkers("ml.c5.xlarge", 1),) * 5)
     request = _request(input_mode="File", data_workers=(DataWorkers("ml.c5.xlarge", 1),))
@@ -249,20 +247,20 @@ def test_cluster_limits_and_routing_are_checked():
                               "'data-9' is not an instance group of the job (trainer, data-1)")
     common = ["sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.p3.2xlarge", "--role", ROLE,
               "--s3", "s3://bucket/p", "--region", "us-east-1", "--dry-run"]
-    bad = _cli(*common, "--input-mode", "File", "--data-workers", "ml.c5.xlarge")
+    bad = launch(*common, "--input-mode", "File", "--data-workers", "ml.c5.xlarge")
     assert bad.returncode == 2 and bad.stderr == ("pipebench: error: --data-workers 'ml.c5.xlarge': expected "
                                                   "TYPE:COUNT, e.g. ml.c5.18xlarge:2 (count >= 1)\n")
-    pipe = _cli(*common, "--input-mode", "Pipe", "--data-workers", "ml.c5.xlarge:1")
+    pipe = launch(*common, "--input-mode", "Pipe", "--data-workers", "ml.c5.xlarge:1")
     assert pipe.returncode == 2 and "a tf.data service worker cannot run it" in pipe.stderr
-    unknown = _cli(*common, "--input-mode", "File", "--data-workers", "ml.c5.huge:1")
+    unknown = launch(*common, "--input-mode", "File", "--data-workers", "ml.c5.huge:1")
     assert unknown.returncode == 2 and unknown.stderr.startswith("pipebench: error: CreateTrainingJob.ResourceConfig."
                                                                  "InstanceGroups[1].InstanceType: 'ml.c5.huge' is not allowed")
 
 
-def test_the_dry_run_lists_given_data_files_and_their_manifest_where_submit_puts_them(tmp_path):
+def test_the_dry_run_lists_given_data_files_and_their_manifest_where_submit_puts_them(tmp_path, launch):
     for name in ("part-0.tfrecord", "part-1.tfrecord", "manifest.json"):
         (tmp_path / name).write_bytes(b"x")
-    result = _cli("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.xlarge",
+    result = launch("sagemaker", "launch", "experiments/deepfm.yaml", "--instance-type", "ml.c5.xlarge",
                   "--input-mode", "File", "--role", ROLE, "--s3", "s3://bucket/p", "--image-uri", IMAGE,
                   "--set", f'data.files={{"tfrecord": ["{tmp_path}/part-*"]}}', "--dry-run")
     assert result.returncode == 0, result.stderr

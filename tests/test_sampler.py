@@ -62,6 +62,7 @@ def tree(tmp_path_factory):
     return samples, summarize(samples), sampler
 
 
+@pytest.mark.slow
 def test_cpu_of_a_burning_grandchild_is_counted(tree):
     samples, summary, _ = tree
     assert len(samples) >= 5
@@ -69,6 +70,7 @@ def test_cpu_of_a_burning_grandchild_is_counted(tree):
     assert summary.cpu_pct_median > 50
 
 
+@pytest.mark.slow  # the `tree` fixture starts processes
 def test_rss_of_the_tree_includes_the_grandchilds_200_mib(tree):
     samples, summary, _ = tree
     assert max(s.rss_bytes for s in samples) > 200 * MiB
@@ -76,6 +78,7 @@ def test_rss_of_the_tree_includes_the_grandchilds_200_mib(tree):
     assert max(s.root_rss_peak_bytes for s in samples) < 100 * MiB  # the root's own peak: it only sleeps
 
 
+@pytest.mark.slow  # the `tree` fixture starts processes
 def test_cpu_shares_use_the_roots_cpus_and_their_physical_cores(tree):
     samples, _, sampler = tree
     assert sampler.vcpus == len(os.sched_getaffinity(0))
@@ -87,6 +90,7 @@ def test_cpu_shares_use_the_roots_cpus_and_their_physical_cores(tree):
     assert samples == sorted(samples, key=lambda s: s.t_sec)
 
 
+@pytest.mark.slow  # the `tree` fixture starts processes
 def test_samples_become_parquet_rows(tree):
     samples, _, _ = tree
     rows = [s.as_row() for s in samples]
@@ -97,6 +101,7 @@ def test_samples_become_parquet_rows(tree):
     assert str(table.schema.field("per_core_pct").type) == "list<item: double>"
 
 
+@pytest.mark.slow
 def test_samples_take_their_time_from_the_injected_clock():
     child = sleeper()
     try:
@@ -110,6 +115,7 @@ def test_samples_take_their_time_from_the_injected_clock():
     assert all(s.cpu_pct < 5 and s.processes == 1 for s in samples)  # a sleeping process over half a "second"
 
 
+@pytest.mark.slow
 def test_sampling_ends_with_the_root():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     sampler = Sampler(child.pid, interval_sec=3600).start()
@@ -119,6 +125,7 @@ def test_sampling_ends_with_the_root():
     assert Sampler(child.pid).start().stop() == []  # started after the process was gone
 
 
+@pytest.mark.slow
 def test_on_sample_sees_every_sample_and_its_errors_reach_stop():
     child = sleeper()
     seen, enough = [], threading.Event()
@@ -144,6 +151,7 @@ def test_on_sample_sees_every_sample_and_its_errors_reach_stop():
         child.wait()
 
 
+@pytest.mark.slow
 def test_gpu_fields_come_from_nvml():
     nvml = FakeNVML([FakeGPU(util_pct=40, mem_used_bytes=1 * 2**30), FakeGPU(util_pct=80, mem_used_bytes=3 * 2**30)])
     child = sleeper()
@@ -169,6 +177,7 @@ def test_gpu_fields_come_from_nvml():
     assert samples[0].as_row()["gpu_util_pct_per_device"] == [40.0, 80.0]
 
 
+@pytest.mark.slow
 def test_without_nvml_gpu_fields_are_empty_and_the_reason_is_kept():
     child = sleeper()
     try:
@@ -245,6 +254,7 @@ def test_evicted_pages_leave_the_page_cache_and_reading_brings_them_back(tmp_pat
     assert resident_fraction(data) > 0.99
 
 
+@pytest.mark.slow
 def test_sampler_reports_residency_of_the_data_files(tmp_path):
     files = [tmp_path / "a", tmp_path / "b", tmp_path / "empty"]
     files[0].write_bytes(os.urandom(MiB))
@@ -267,6 +277,7 @@ def test_sampler_reports_residency_of_the_data_files(tmp_path):
     assert resident_pages(files[2]) == (0, 0) and resident_fraction(files[2]) == 1.0
 
 
+@pytest.mark.slow
 def test_others_busy_pct_sees_another_process_using_a_core_and_not_this_one():
     from pipebench.measure.sampler import others_busy_pct
 

@@ -1,6 +1,12 @@
-"""The Optuna driver: reference trials first, resume, shared workers (journal file, PostgreSQL), pruning, pinning."""
+"""The Optuna driver: reference trials first, resume, shared workers (journal file, PostgreSQL), pruning, pinning.
+
+Studies that check what the planner does (pruning, duplicates, objectives, a silent worker's slot) run
+`pipebench.runner.run` with pipebench.testing.fake_measure (the `fake_trials` fixture: no worker, no
+TensorFlow); those that check processes (kill -9, resume, two workers) run real ones.
+"""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -22,6 +28,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.store import read_table
 from pipebench.search.space import Dimension, default_space, pin_inert
+from pipebench.testing import fake_measure, start_pipebench, tiny_experiment, wait_until, yields_no_examples
 
 optuna = pytest.importorskip("optuna")
 from optuna.trial import TrialState  # noqa: E402
@@ -30,23 +37,13 @@ NO_OPENMP = MachineFacts.from_json(machine(vcpus=2, physical_cores=2), "machine.
 
 
 def _doc(tmp_path: Path, cache: Path, **search) -> dict:
-    return {
-        "name": "tiny",
-        "data": {"synth": {"rows": 3000, "files": 2}, "formats": ["tfrecord"], "holdout_rows": 0,
-                 "cache_dir": str(cache)},
-        "model": {"embedding_size": 4, "deep_layers": [8]},
-        "pipelines": {"presets": ["aws-sample"]},
-        "grid": {"batch_size": [256]},
-        # a busy machine's trials measured again would add rows no study trial owns (test_loop covers them)
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "steady_cv_pct": 50,
-                        "remeasure_busy": False},
-        "budget": {"trial_timeout_sec": 120, "max_failure_rate": 1.0},
-        "search": {"driver": "optuna", "n_trials": 4, "seed": 1, "confirm_top": 0,  # tests/test_confirm.py races
-                   "space": {"batch_size": [128, 256], "intra_op_threads": [0, 1, 2],
-                             "inter_op_threads": [0, 1, 2, 4], "env.KMP_AFFINITY": ["disabled", "compact", None]},
-                   **search},
-        "results": str(tmp_path / "results"),
-    }
+    # the tiny experiment does not measure a busy machine's trials again: that would add rows no study trial owns
+    # (test_loop covers them)
+    return tiny_experiment(tmp_path, data={"cache_dir": str(cache)}, search={
+        "driver": "optuna", "n_trials": 4, "seed": 1, "confirm_top": 0,  # tests/test_confirm.py races
+        "space": {"batch_size": [128, 256], "intra_op_threads": [0, 1, 2], "inter_op_threads": [0, 1, 2, 4],
+                  "env.KMP_AFFINITY": ["disabled", "compact", None]},
+        **search})
 
 
 def _write(tmp_path: Path, doc: dict) -> str:
@@ -60,9 +57,9 @@ def cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def _pipebench(*args: str, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pipebench", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, **kwargs)
+def _rate(spec) -> float:
+    """A fake trial's examples/s: 10 per example of its batch (batch 1 is hopeless beside 256 and 512)."""
+    return 10.0 * spec.batch_size
 
 
 def _rows(results: Path) -> list[dict]:
@@ -101,33 +98,30 @@ def test_an_inert_knob_with_unset_among_its_choices_is_left_unset():
     assert pinned["env.KMP_AFFINITY"].choices == (None,) and "pinned to unset" in notes["env.KMP_AFFINITY"]
 
 
-def test_this_build_links_no_openmp_so_a_search_pins_kmp_affinity(tmp_path, cache):
+def test_a_search_on_a_build_without_openmp_pins_kmp_affinity_unless_told_not_to(tmp_path, cache):
+    """NO_OPENMP is this machine's build (test_machine checks that stock TF links no OpenMP)."""
     from pipebench.datasets import materialise
-    from pipebench.measure.machine import machine_facts
     from pipebench.search.plan import make_plan
 
-    machine = machine_facts()
-    assert machine.tensorflow.openmp.linked is False, "this test expects a TF build without OpenMP"
     experiment = parse_experiment(_doc(tmp_path, cache))
-    plan = make_plan(experiment, materialise(experiment, log=lambda _: None), machine)
+    plan = make_plan(experiment, materialise(experiment, log=lambda _: None), NO_OPENMP)
     assert plan.space["env.KMP_AFFINITY"].pinned and "KMP_AFFINITY pinned" in plan.pinned["env.KMP_AFFINITY"]
     assert "env.KMP_AFFINITY" in plan.pinned_knobs
     kept = make_plan(parse_experiment(_doc(tmp_path, cache, pin_inert=False)),
-                     materialise(experiment, log=lambda _: None), machine)
+                     materialise(experiment, log=lambda _: None), NO_OPENMP)
     assert not kept.space["env.KMP_AFFINITY"].pinned and not kept.pinned
 
 
 def test_a_space_pipeline_naming_none_is_one_short_line(tmp_path, cache):
     from pipebench.datasets import materialise
     from pipebench.errors import ConfigError
-    from pipebench.measure.machine import machine_facts
     from pipebench.search.plan import make_plan
 
     doc = _doc(tmp_path, cache)
     doc["search"]["space"]["pipeline"] = ["z" * 5000]
     experiment = parse_experiment(doc)
     with pytest.raises(ConfigError) as err:
-        make_plan(experiment, materialise(experiment, log=lambda _: None), machine_facts())
+        make_plan(experiment, materialise(experiment, log=lambda _: None), NO_OPENMP)
     assert str(err.value).startswith("search.space.pipeline: 'zzz") and len(str(err.value)) < 200
 
 
@@ -139,21 +133,20 @@ def test_default_space_covers_the_issue_knobs():
 
 # --- studies ---
 
+@pytest.mark.tf
 def test_reference_settings_run_first_and_resume_after_kill_completes_the_study(tmp_path, cache):
     experiment = _write(tmp_path, _doc(tmp_path, cache, pruner="none"))  # pruning has its own test
-    proc = _pipebench("run", experiment, start_new_session=True)
-    deadline, run_dir = time.monotonic() + 240, None
-    while time.monotonic() < deadline and run_dir is None:
+    proc = start_pipebench("run", experiment, start_new_session=True)
+
+    def two_rows() -> Path | None:
         found = list((tmp_path / "results" / "tiny").glob("*/trials.parquet"))
-        if found and read_table(found[0], TRIAL_SCHEMA).num_rows >= 2:
-            run_dir = found[0].parent
-        assert proc.poll() is None, proc.stdout.read()
-        time.sleep(0.2)
-    assert run_dir is not None, "the study never finished two trials"
+        return found[0].parent if found and read_table(found[0], TRIAL_SCHEMA).num_rows >= 2 else None
+
+    run_dir = wait_until(two_rows, "the study's first two trials", 240, proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    resumed = _pipebench("run", "--resume", str(run_dir))
-    out, _ = resumed.communicate(timeout=300)
+    resumed = start_pipebench("run", "--resume", str(run_dir))
+    out, _ = resumed.communicate(timeout=600)  # a busy machine (load 10 on 2 vCPUs) took over 300 s
     assert resumed.returncode == 0, out
     study = optuna.load_study(study_name="tiny", storage=_journal(run_dir / "study.journal"))
     _assert_every_slot_once(study, 4)
@@ -202,9 +195,10 @@ def _dashboard_study(journal: Path) -> dict:
         dashboard.wait(timeout=30)
 
 
-def test_a_slow_trial_is_pruned(tmp_path, cache):
+def test_a_slow_trial_is_pruned(tmp_path, cache, fake_trials):
     from pipebench.runner import run as search
 
+    fake_trials(fake_measure(_rate))
     journal = tmp_path / "pruning.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="median",
                space={"batch_size": [1, 256, 512]})
@@ -222,8 +216,9 @@ def test_a_slow_trial_is_pruned(tmp_path, cache):
 
 
 def test_failed_trials_are_told_fail_with_the_reason_and_stop_the_study_past_the_budget_with_exit_3(
-        tmp_path, cache, cli):
+        tmp_path, cache, cli, fake_trials):
     """Regression (exit code): a study stopped by budget.max_failure_rate exited 0; now 3, its last line why."""
+    fake_trials(fake_measure(yields_no_examples))
     journal = tmp_path / "failing.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=6, enqueue_reference=False,
                space={"batch_size": [100_000]})  # larger than the data with drop_remainder: no examples
@@ -257,18 +252,16 @@ def test_an_unreachable_storage_is_one_line_without_its_password(tmp_path):
 def _two_workers_finish_with_one_killed(tmp_path: Path, cache: Path, storage: str) -> None:
     experiment = _write(tmp_path, _doc(tmp_path, cache, n_trials=4, pruner="none"))
     args = ("worker", experiment, "--storage", storage, "--study", "shared")
-    first = _pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"), start_new_session=True)
+    first = start_pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"), start_new_session=True)
     (tmp_path / "results").mkdir(exist_ok=True)
-    deadline = time.monotonic() + 180
-    while not list((tmp_path / "results" / "a").glob("trials/*/trial.json")):  # a trial is running: kill it
-        assert time.monotonic() < deadline and first.poll() is None, first.stdout.read()
-        time.sleep(0.1)
-    second = _pipebench(*args, "--run-dir", str(tmp_path / "results" / "b"))
+    wait_until(lambda: list((tmp_path / "results" / "a").glob("trials/*/trial.json")), "a running trial to kill",
+               180, first)
+    second = start_pipebench(*args, "--run-dir", str(tmp_path / "results" / "b"))
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
-    restarted = _pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"))
+    restarted = start_pipebench(*args, "--run-dir", str(tmp_path / "results" / "a"))
     for proc in (second, restarted):
-        out, _ = proc.communicate(timeout=300)
+        out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, out
     from pipebench.search.optuna_driver import open_storage
 
@@ -281,6 +274,7 @@ def _two_workers_finish_with_one_killed(tmp_path: Path, cache: Path, storage: st
     assert {r["run_id"] for r in ok} <= {"a", "b"}
 
 
+@pytest.mark.tf
 def test_two_workers_share_a_journal_study_and_survive_a_kill(tmp_path, cache):
     _two_workers_finish_with_one_killed(tmp_path, cache, str(tmp_path / "shared.journal"))
 
@@ -332,6 +326,7 @@ def postgres_url():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.tf
 def test_two_workers_share_a_postgresql_study_and_survive_a_kill(tmp_path, cache, postgres_url):
     _two_workers_finish_with_one_killed(tmp_path, cache, postgres_url)
 
@@ -380,14 +375,13 @@ from pipebench.search.optuna_driver import open_storage, open_study
 from pipebench.search.plan import Plan
 from pathlib import Path
 experiment = parse_experiment({"name": "race", "search": {"driver": "optuna", "n_trials": 6, "confirm_top": 0}})
-start = float(sys.argv[2])
-while time.time() < start:
-    pass
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
 study = open_study(experiment, Plan(experiment, None, {}, {}, {}, []), open_storage(sys.argv[1], Path(".")))
 print(study.user_attrs["pipebench_slots"])
 """
 
 
+@pytest.mark.slow
 def test_two_processes_creating_one_study_at_once_enqueue_its_slots_once(tmp_path):
     journal = tmp_path / "race.journal"
     start = time.time() + 3  # both processes have imported Optuna by then and call open_study together
@@ -400,9 +394,10 @@ def test_two_processes_creating_one_study_at_once_enqueue_its_slots_once(tmp_pat
     assert sorted(t.user_attrs["slot"] for t in study.get_trials(states=(TrialState.WAITING,))) == list(range(6))
 
 
-def test_settings_measured_before_are_told_not_measured_again(tmp_path, cache):
+def test_settings_measured_before_are_told_not_measured_again(tmp_path, cache, fake_trials):
     from pipebench.runner import run as search
 
+    fake_trials(fake_measure(_rate))
     journal = tmp_path / "dups.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=5, pruner="none", seed=3,
                space={"batch_size": [128, 256]})  # two settings, three sampled slots: duplicates are certain
@@ -419,11 +414,20 @@ def test_settings_measured_before_are_told_not_measured_again(tmp_path, cache):
     assert len(keys) == len(set(keys)), f"a setting was measured twice: {keys}"
 
 
-def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_catalog(tmp_path, cache, monkeypatch):
-    from pipebench.errors import ConfigError
+def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_catalog(tmp_path, cache, monkeypatch,
+                                                                                      fake_trials):
     from pipebench.catalog import load_catalog
+    from pipebench.errors import ConfigError
     from pipebench.runner import run as search
 
+    rated = fake_measure(_rate)
+
+    def measure(spec, *args, **kwargs):  # a peak memory of its own for each setting
+        outcome = rated(spec, *args, **kwargs)
+        outcome.process = dataclasses.replace(outcome.process, rss_peak_bytes=spec.batch_size << 20)
+        return outcome
+
+    fake_trials(measure)
     objectives = ["examples_per_sec", "rss_peak_bytes", "cost_per_million_examples"]
     doc = _doc(tmp_path, cache, storage=str(tmp_path / "multi.journal"), n_trials=3, objectives=objectives,
                space={"batch_size": [128, 256]})
@@ -447,9 +451,11 @@ def test_multi_objective_study_tells_throughput_peak_memory_and_cost_from_the_ca
         assert row["instance_type"] == "ml.c5.xlarge"
 
 
-def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker(tmp_path, cache):
+def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker(tmp_path, cache, fake_trials):
+    """The last worker waits for the silent one's slot until its heartbeat is 4 intervals (4 s) old."""
     from pipebench.runner import run as search
 
+    fake_trials(fake_measure(_rate))
     journal = tmp_path / "remote.journal"
     doc = _doc(tmp_path, cache, storage=str(journal), n_trials=3, pruner="none", heartbeat_sec=1,
                space={"batch_size": [128, 256, 512]})

@@ -53,6 +53,7 @@ def test_a_service_row_records_its_settings_and_other_rows_none():
     assert COLUMNS["service_json"](Context(found["file"])) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,says", [
     (["worker", "--port", "1"], "a worker needs --dispatcher HOST:PORT"),
     (["worker", "--port", "1", "--dispatcher", "h:2", "--worker-addresses", "h:1"], "--worker-addresses is the "

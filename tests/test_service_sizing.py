@@ -6,20 +6,23 @@ import json
 
 import pytest
 
+from report_fixtures import row_of
+
 from pipebench.report.service_sizing import client_ceiling, fastflow_workers, sizing_lines, sizings
+from pipebench.results.trial_row import TrialRow
 from pipebench.testing import windows_at
 from pipebench.typed import to_json
 
 
 def _row(configuration: str, mode: str, source_mode: str, rates: list[float], synthetic: list[float] | None = None,
-         service: dict | None = None, bytes_per_example: float | None = None) -> dict:
+         service: dict | None = None, bytes_per_example: float | None = None) -> TrialRow:
     windows = windows_at(mode, rates, synthetic)
-    return {"run_id": "r", "configuration_id": configuration, "trial_id": configuration, "repeat": 0,
+    return row_of({"run_id": "r", "configuration_id": configuration, "trial_id": configuration, "repeat": 0,
             "status": "ok", "mode": mode, "source_mode": source_mode, "pipeline": "aws-sample", "format": "tfrecord",
             "ordering": "batch > decode > repeat > prefetch", "batch_size": 256, "intra_op_threads": None,
             "inter_op_threads": None, "windows_json": json.dumps(to_json(windows)),
             "examples_per_sec_mean": sum(rates) / len(rates), "busy_machine": False,
-            "service_json": json.dumps(service) if service else None, "service_bytes_per_example": bytes_per_example}
+            "service_json": json.dumps(service) if service else None, "service_bytes_per_example": bytes_per_example})
 
 
 ROWS = [
@@ -65,13 +68,13 @@ def test_everything_through_the_service_needs_at_least_one_worker():
 
 
 def test_summary_lines_say_unavailable_without_a_ceiling_or_a_one_worker_trial():
-    without_train = [r for r in ROWS if r["mode"] != "train"]
+    without_train = [r for r in ROWS if r.mode != "train"]
     assert "unavailable: no train trial at this batch size and threads measured the compute ceiling" in \
         "\n".join(sizing_lines(without_train))
-    without_one = [r for r in ROWS if r["configuration_id"] != "one"]
+    without_one = [r for r in ROWS if r.configuration_id != "one"]
     assert "unavailable: no input trial through the service with `sources.service.workers: 1`" in \
         "\n".join(sizing_lines(without_one))
-    assert sizing_lines([r for r in ROWS if r["source_mode"] == "file"]) == []
+    assert sizing_lines([r for r in ROWS if r.source_mode == "file"]) == []
     text = "\n".join(sizing_lines(ROWS))
     assert "FastFlow" in text and "→ 4 (" in text and "MB/s" in text
 
@@ -86,7 +89,7 @@ def test_the_best_table_tells_service_rows_from_file_rows():
 
 @pytest.mark.parametrize("rows,status,says", [
     # no file-mode input trial: L unknown, so nothing can be said beside the local pipeline (was a PASS)
-    ([r for r in ROWS if r["configuration_id"] != "local"], "N/A", "unavailable: no file-mode trial measured"),
+    ([r for r in ROWS if r.configuration_id != "local"], "N/A", "unavailable: no file-mode trial measured"),
     # L ≈ C at the means, but the worst corner of the intervals needs workers: inconclusive (was a PASS)
     ([_row("local", "input", "file", [1500, 2600, 2000]), *ROWS[1:3],
       _row("train", "train", "file", [900, 950, 925], synthetic=[1500, 2600, 2000])], "WARN", "Inconclusive"),
@@ -97,9 +100,8 @@ def test_the_checklist_item_passes_only_when_the_worst_corner_needs_no_worker(ro
     ceiling" when no trial measured the local pipeline, and on the mean count alone."""
     from types import SimpleNamespace
 
-    import pandas as pd
-
     from pipebench.report.checklist import service_workers
+    from pipebench.typed import to_json
 
-    item = service_workers([SimpleNamespace(trials=pd.DataFrame(rows))])
+    item = to_json(service_workers([SimpleNamespace(rows=rows)]))
     assert item["status"] == status and says in item["advice"], item["advice"]

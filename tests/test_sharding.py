@@ -3,17 +3,24 @@ and the checklist's advice from recorded results (tests/sharding_fixtures.py).""
 from __future__ import annotations
 
 import pytest
+from report_fixtures import data_files, machine, make_run, passing_rows, passing_run
+from sharding_fixtures import EXAMPLES, sharding_record, typed, write_record
 
 import pipebench.results as results
 from pipebench.errors import UsageError
 from pipebench.pipeline.presets import preset
 from pipebench.report.checklist import input_sharding
-from pipebench.sharding.cluster import round_order, worker_cpus
-from pipebench.sources.service_cluster import free_ports
-from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes, placement_spec
+from pipebench.sharding.cluster import measuring_order, worker_cpus
+from pipebench.sharding.placements import (
+    PLACEMENTS,
+    check_request,
+    measured_spec,
+    order_notes,
+    placement_spec,
+)
 from pipebench.sharding.record import figures, lines, paired
-from report_fixtures import data_files, machine, make_run, passing_rows
-from sharding_fixtures import EXAMPLES, sharding_record, write_record
+from pipebench.sources.service_cluster import free_ports
+from pipebench.typed import to_json
 
 
 def test_shard_after_read_shards_right_after_the_reader_and_the_policies_leave_the_pipeline_alone():
@@ -39,11 +46,11 @@ def test_requests_that_cannot_be_measured_are_refused_in_one_line():
 
 
 def test_every_round_measures_every_placement_once_in_a_seeded_order():
-    order = round_order(list(PLACEMENTS), 3, "cfg/2/3")
-    assert order == round_order(list(PLACEMENTS), 3, "cfg/2/3")
+    order = measuring_order(list(PLACEMENTS), 3, "cfg/2")
+    assert order == measuring_order(list(PLACEMENTS), 3, "cfg/2")
     for r in range(3):
         assert sorted(p for i, p in order if i == r) == sorted(PLACEMENTS)
-    assert round_order(list(PLACEMENTS), 3, "other") != order  # the seed is the configuration's
+    assert measuring_order(list(PLACEMENTS), 3, "other") != order  # the seed is the configuration's
 
 
 def test_workers_get_cpus_of_their_own_only_when_there_are_enough():
@@ -55,12 +62,12 @@ def test_workers_get_cpus_of_their_own_only_when_there_are_enough():
 
 def test_figures_are_per_worker_means_with_intervals_over_rounds():
     record = sharding_record(["a", "b"], 4000, {"file": 20000, "data": 10000, "off": 9000})
-    found = {f.placement: f for f in figures(record)}
+    found = {f.placement: f for f in figures(typed(record))}
     assert found["file"].examples_per_sec.mean == pytest.approx(20000, rel=0.01) and found["file"].examples_per_sec.n == 3
     assert found["file"].bytes_share.mean == pytest.approx(0.5) and found["data"].bytes_share.mean == pytest.approx(1.0)
     assert found["off"].examples_per_worker == (2 * EXAMPLES, 2 * EXAMPLES)
     assert paired(found["file"], found["data"]).mean == pytest.approx(2.0, rel=0.03)
-    text = "\n".join(lines(record))
+    text = "\n".join(lines(typed(record)))
     assert "file             (FILE): 19,997 (19,028–21,016) examples/s per worker; read 50% (50–50%) of the bytes" in text
 
 
@@ -68,7 +75,7 @@ def _checklist(tmp_path, files: int, rates: dict[str, float]) -> dict:
     paths = data_files(tmp_path / "data")
     run = make_run(tmp_path / "run", passing_rows(paths), machine())
     write_record(run, sharding_record(paths[:files], 1000 * files, rates))
-    return input_sharding([results.load(run)])
+    return to_json(input_sharding([results.load(run)]))
 
 
 def test_checklist_recommends_file_and_explains_sharded_by_s3_key(tmp_path):
@@ -94,7 +101,7 @@ def test_checklist_takes_what_file_read_from_the_record_not_from_1_over_n(tmp_pa
     for m in record["measurements"]:  # uneven files: FILE's workers read as much as DATA's
         m["rchar_bytes"] = 4000
     write_record(run, record)
-    item = input_sharding([results.load(run)])
+    item = to_json(input_sharding([results.load(run)]))
     assert "FILE workers read 100% (100–100%) of the bytes each" in item["advice"]
     assert "Nor did FILE measurably read fewer bytes per worker than data" in item["advice"]
 
@@ -111,8 +118,8 @@ def test_checklist_warns_when_file_is_slower_or_not_measured(tmp_path):
 
 
 def test_checklist_without_a_sharding_record_says_how_to_make_one(tmp_path):
-    run = make_run(tmp_path / "run", passing_rows(data_files(tmp_path / "data")), machine())
-    item = input_sharding([results.load(run)])
+    run = passing_run(tmp_path)
+    item = to_json(input_sharding([results.load(run)]))
     assert item["status"] == "N/A" and "pipebench sharding RUN_DIR" in item["advice"]
 
 

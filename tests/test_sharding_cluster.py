@@ -11,7 +11,8 @@ import pytest
 
 from pipebench.sharding.cluster import shard_run
 from pipebench.sharding.record import SHARDING_FILE, figures, read_sharding
-from pipeline_fixtures import ROWS, data  # noqa: F401
+from pipebench.testing import all_gone, wait_until
+from pipeline_fixtures import ROWS
 from report_fixtures import configuration, machine, make_run
 
 STAGES = [{"batch": {"batch_size": 64}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}}]
@@ -23,6 +24,7 @@ def _run(tmp_path: Path, files: list[str]) -> Path:
     return make_run(tmp_path / "run", rows, machine())
 
 
+@pytest.mark.tf
 def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     """FILE: each worker its own file's rows and about half the bytes; DATA and shard-after-read: half the rows
     each but every byte; OFF: every row on every worker. The workers are gone afterwards."""
@@ -30,8 +32,9 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
     files = sorted(Path(data["tfrecord"]).parent.glob("part-*.tfrecord"))
     assert len(files) == 2
     started: list[list[int]] = []
-    path, found = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
-    assert path == run / SHARDING_FILE and read_sharding(run) == json.loads(path.read_text())
+    path, record = shard_run(run, workers=2, rounds=2, log=lambda text: None, on_start=started.append)
+    found = record.to_json()
+    assert path == run / SHARDING_FILE and read_sharding(run) == record and found == json.loads(path.read_text())
     assert found["configuration_id"] == "fast" and found["data_bytes"] == sum(f.stat().st_size for f in files)
     (pids,) = started
     assert len(pids) == 2 and not any(psutil.pid_exists(pid) for pid in pids)
@@ -48,13 +51,14 @@ def test_two_workers_see_and_read_what_each_placement_promises(tmp_path, data):
             assert 0.4 * total < by["file", r, w]["rchar_bytes"] < 0.65 * total
             for name in ("data", "off", "shard-after-read"):
                 assert total <= by[name, r, w]["rchar_bytes"] < 1.15 * total
-    shares = {f.placement: f for f in figures(found)}
+    shares = {f.placement: f for f in figures(record)}
     assert shares["file"].bytes_share.mean < 0.65 < 1.0 <= shares["data"].bytes_share.mean
     assert shares["off"].examples_per_worker == (ROWS, ROWS) and not shares["off"].examples_vary
     assert all(f.examples_per_sec.n == 2 for f in shares.values())
     assert not [n for n in os.listdir(run) if n.startswith(".")]  # no temp left beside sharding.json
 
 
+@pytest.mark.tf
 def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     """A file that is not TFRecord fails every worker's epoch: one TrialError naming the worker, all workers gone."""
     from pipebench.errors import TrialError
@@ -72,6 +76,7 @@ def test_a_worker_that_fails_stops_the_cluster_in_one_line(tmp_path, data):
     assert not (run / SHARDING_FILE).exists()
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("stop", ["SIGKILL", "SIGINT"])
 def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
     """kill -9 of the process running the cluster (no cleanup runs in it) or Ctrl-C (SIGINT): it ends, and its
@@ -91,24 +96,18 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
               f"on_start=lambda pids: Path({str(pids_file)!r}).write_text(json.dumps(pids)))")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while not pids_file.exists() and parent.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert pids_file.exists(), f"the cluster did not start (exit {parent.poll()})"
+        wait_until(pids_file.exists, "the cluster to start its workers", 120, parent)
         pids = json.loads(pids_file.read_text())
         time.sleep(2)  # let the workers get into TensorFlow: they must die from there, not just at startup
     finally:
         parent.send_signal(getattr(signal, stop))
         parent.wait(timeout=60)
-    deadline = time.monotonic() + 30
-    while any(psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids) \
-            and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert all_gone(pids, within_sec=30), "a worker outlived the command running the cluster"
     assert not (run / SHARDING_FILE).exists()
     assert not [n for n in set(os.listdir(tempfile.gettempdir())) - temps if "sharding" in n]  # no scratch left
 
 
+@pytest.mark.tf
 def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, data):
     """The guide's order (interleave over the file list first): FILE shards the file list inside it, and
     shard-after-read goes after the interleave, which reads; each worker still gets half the rows."""
@@ -117,7 +116,7 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
     rows = configuration("guide", "input", "guide", "tfrecord", stages, 9000, [data["tfrecord"]], repeats=2,
                          batch_size=64, num_parallel_reads=None)
     run = make_run(tmp_path / "run", rows, machine())
-    _, found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)
+    found = shard_run(run, workers=2, rounds=1, placements=["file", "shard-after-read"], log=lambda text: None)[1].to_json()
     assert found["changes"] == ["cache dropped"]
     for name in ("file", "shard-after-read"):
         assert sorted(m["examples"] for m in found["measurements"] if m["placement"] == name) == [ROWS // 2] * 2
@@ -125,13 +124,16 @@ def test_an_interleaved_pipeline_shards_by_file_and_after_its_reads(tmp_path, da
     assert all(0.4 * found["data_bytes"] < read < 0.65 * found["data_bytes"] for read in file_reads)
 
 
+@pytest.mark.slow
 def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
-    """A real worker given a job without its parent's pid exits as soon as it reads it (a traceback on stderr);
-    sending `go` then names that worker and its last stderr line on one line, not a BrokenPipeError."""
+    """A real worker given a job it cannot read (a parent pid that is no number) exits as soon as it reads it (a
+    traceback on stderr); sending `go` then names that worker and its last stderr line on one line, not a
+    BrokenPipeError."""
     from pipebench.errors import TrialError
     from pipebench.sharding.cluster import Cluster
+    from pipebench.sharding.record import ShardingJob, Threads
 
-    running = Cluster({"workers": 1}, dict(os.environ), None, timeout_sec=60)
+    running = Cluster(ShardingJob("nope", 1, {}, {}, Threads(None, None), ()), dict(os.environ), None, timeout_sec=60)
     try:
         (worker,) = running.procs
         assert worker.wait(timeout=60) == 1
@@ -139,9 +141,12 @@ def test_a_worker_dead_before_go_is_named_with_its_last_stderr_line():
             running.send("go", "go")
     finally:
         running.close(grace_sec=0.0)
-    assert str(err.value) == "sharding cluster: worker 0 exited (code 1) before it received go: KeyError: 'parent_pid'"
+    said = str(err.value)
+    assert said.startswith("sharding cluster: worker 0 exited (code 1) before it received go: ")
+    assert said.endswith("DataError: the sharding job: parent_pid: must be int, not str 'nope'")
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_is_named_with_its_last_stderr_line():
     """A worker whose interpreter refuses its environment exits before reading a line; the job, longer than a
     pipe holds, is still being written then: one TrialError naming the worker and the interpreter's last line."""
@@ -150,11 +155,12 @@ def test_a_worker_that_cannot_start_is_named_with_its_last_stderr_line():
 
     from pipebench.errors import TrialError
     from pipebench.sharding.cluster import cluster
+    from pipebench.sharding.record import ShardingJob, Threads
 
     env = {**os.environ, "PYTHONHASHSEED": "not-a-number"}
     said = subprocess.run([sys.executable, "-c", ""], env=env, capture_output=True, text=True)
     assert said.returncode == 1 and said.stderr.strip()
-    job = {"parent_pid": os.getpid(), "workers": 1, "padding": "x" * (4 << 20)}
+    job = ShardingJob(os.getpid(), 1, {"padding": "x" * (4 << 20)}, {}, Threads(None, None), ())
     with pytest.raises(TrialError) as err, cluster(job, env, None, timeout_sec=60):
         pass
     assert str(err.value) == ("sharding cluster: worker 0 exited (code 1) before it received its job: "

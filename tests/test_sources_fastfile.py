@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import pytest
-from pipeline_fixtures import batches, data, flat  # noqa: F401
+from lazy import lazy
+from pipeline_fixtures import batches, flat
 
 from pipebench.config import parse_experiment
 from pipebench.errors import ConfigError
-from pipebench.pipeline.build import build
 from pipebench.pipeline.presets import preset
 from pipebench.sources.fastfile import FetchLink
+
+build = lazy("pipebench.pipeline.build", "build")
 
 
 def test_link_overlaps_request_latencies_and_queues_transfers():
@@ -30,6 +32,7 @@ def _overlapping(fetches) -> bool:
     return any(b.asked_sec < a.arrived_sec - 1e-3 for a, b in zip(ordered, ordered[1:]))  # sleeps round to µs
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("fmt", ["tfrecord", "libsvm"])
 def test_fastfile_yields_the_file_rows_fetching_each_file_per_epoch_one_at_a_time(data, fmt):
     spec = preset("aws-sample", format=fmt, files=(data[fmt],), batch_size=100, epochs=2)
@@ -43,6 +46,7 @@ def test_fastfile_yields_the_file_rows_fetching_each_file_per_epoch_one_at_a_tim
     assert built.source_note == "EMULATED FastFile: 100 ms first-read latency per file, unlimited bandwidth"
 
 
+@pytest.mark.tf
 def test_parallel_reads_and_interleave_overlap_the_fetches(data):
     spec = preset("aws-sample", format="tfrecord", files=(data["tfrecord"],), batch_size=100, epochs=1)
     expected = flat(batches(build(spec.with_source(num_parallel_reads=2)).dataset))
@@ -55,6 +59,7 @@ def test_parallel_reads_and_interleave_overlap_the_fetches(data):
     assert len(built.open_hook.fetches) == 2 and _overlapping(built.open_hook.fetches)
 
 
+@pytest.mark.tf
 def test_fastfile_without_emulation_and_cold_file_reads_give_the_same_rows(data):
     spec = preset("aws-sample", format="libsvm", files=(data["libsvm"],), batch_size=100, epochs=1)
     expected = flat(batches(build(spec).dataset))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from pipeline_fixtures import ROWS, batches, data, flat  # noqa: F401
+from pipeline_fixtures import ROWS, batches, flat
 
 from pipebench.errors import TrialError, UnavailableError
 from pipebench.pipeline.presets import preset
@@ -28,7 +28,8 @@ from pipebench.sources.modes import in_source_mode
 from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator, channel_feed
 from pipebench.sources.pipe_fallback import FifoChannel
 from pipebench.sources.session import trial_sources
-from pipebench.testing import trial_spec
+from pipebench.testing import alive, all_gone, trial_spec
+from pipebench.typed import to_json
 
 HAVE_PIPE = importlib.util.find_spec("sagemaker_tensorflow") is not None
 needs_pipe = pytest.mark.skipif(not HAVE_PIPE, reason="sagemaker_tensorflow exists only in the TF 2.14 env "
@@ -53,23 +54,12 @@ def _open_fifo(path: Path, timeout: float = 10.0):
     return open(path, "rb")
 
 
-def _running(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+def _gone(pids: list[int], root: Path | None) -> bool:
+    """Give whether every pid has exited within 10 s and `root` (if given) is removed by then."""
+    return all_gone(pids, within_sec=10) and (root is None or not root.exists())
 
 
-def _gone(pids: list[int], root: Path | None, timeout: float = 10.0) -> bool:
-    """Give whether every pid has exited within `timeout` and `root` (if given) no longer exists."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not any(map(_running, pids)) and (root is None or not root.exists()):
-            return True
-        time.sleep(0.05)
-    return False
-
-
+@pytest.mark.slow
 def test_emulator_writes_sagemakers_config_and_streams_each_epoch_in_order(tmp_path):
     files = _text_files(tmp_path / "in", 3)
     whole = b"".join(Path(f).read_bytes() for f in files)
@@ -85,6 +75,7 @@ def test_emulator_writes_sagemakers_config_and_streams_each_epoch_in_order(tmp_p
     assert _gone(pids, root)
 
 
+@pytest.mark.slow
 def test_emulator_shuffles_files_per_epoch_decompresses_gzip_and_caps_bandwidth(tmp_path):
     plain = _text_files(tmp_path / "in", 6)
     files = []
@@ -105,6 +96,7 @@ def test_emulator_shuffles_files_per_epoch_decompresses_gzip_and_caps_bandwidth(
             assert got == b"".join(gzip.open(f).read() for f in orders[epoch])
 
 
+@pytest.mark.slow
 def test_emulator_cleans_up_after_an_error_and_reports_a_failed_writer(tmp_path):
     files = _text_files(tmp_path / "in", 1)
     root = tmp_path / "emu"
@@ -131,6 +123,7 @@ _HOLDER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
 def test_no_writer_or_fifo_outlives_a_process_stopped_by_ctrl_c_or_kill_9(tmp_path, how):
     (path,) = _text_files(tmp_path / "in", 1)
@@ -138,7 +131,7 @@ def test_no_writer_or_fifo_outlives_a_process_stopped_by_ctrl_c_or_kill_9(tmp_pa
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(root), path], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     pids = json.loads(holder.stdout.readline())
-    assert len(pids) == 2 and all(map(_running, pids))
+    assert len(pids) == 2 and all(map(alive, pids))
     holder.send_signal(how)
     holder.wait(timeout=30)
     assert _gone(pids, None), "a writer outlived the process that started it"
@@ -148,6 +141,7 @@ def test_no_writer_or_fifo_outlives_a_process_stopped_by_ctrl_c_or_kill_9(tmp_pa
         assert sorted(p.name for p in (root / "data").iterdir()) == ["train_0", "train_1"]
 
 
+@pytest.mark.slow
 def test_python_fallback_refuses_what_the_op_refuses(tmp_path):
     (path,) = _text_files(tmp_path / "in", 1)  # text, not TFRecord: its first 12 bytes are no valid header
     with PipeEmulator(tmp_path / "emu", {"train": ChannelFeed((path,))}, epochs=1) as emulator:
@@ -171,7 +165,7 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
     from pipebench.datasets import DataSet
     from pipebench.search.grid import candidates, trials
 
-    experiment = parse_experiment({"name": "x", "modes": ["input"], "pipelines": {
+    experiment = parse_experiment({"name": "x", "modes": ["input"], "measurement": {"repeats": 1}, "pipelines": {
         "presets": ["guide"], "formats": ["tfrecord"], "source_modes": ["pipe", "file"]}})
     data = DataSet({"tfrecord": ["part-0.tfrecord"]})
     found = candidates(experiment, data)
@@ -181,9 +175,10 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
     repeats = experiment["measurement"]["repeats"]
     assert sorted(t.label.source_mode for t in planned) == ["file"] * repeats + ["pipe"] * repeats  # seeded shuffle
     assert len({t.trial_id for t in planned}) == 2 * repeats
-    assert all(t.sources == experiment["sources"] for t in planned if t.label.source_mode == "pipe")
+    assert all(to_json(t.sources) == experiment["sources"] for t in planned if t.label.source_mode == "pipe")
 
 
+@pytest.mark.tf
 @pytest.mark.skipif(HAVE_PIPE, reason="checks the environments without sagemaker_tensorflow")
 def test_pipe_is_unavailable_without_sagemaker_tensorflow_and_starts_no_writer(data, tmp_path):
     from pipebench.pipeline.build import build
@@ -197,6 +192,7 @@ def test_pipe_is_unavailable_without_sagemaker_tensorflow_and_starts_no_writer(d
         build(spec, {"pipe": {"emulate": False}})
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("reader", [pytest.param("op", marks=needs_pipe), "python"])
 @pytest.mark.parametrize("fmt", ["tfrecord", "libsvm", "packed"])
 def test_pipe_mode_through_the_emulator_yields_exactly_the_file_mode_rows_over_two_epochs(data, tmp_path, fmt,
@@ -240,6 +236,7 @@ _READER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.tf
 @needs_pipe
 def test_two_readers_sharing_a_channel_take_alternate_epochs_as_on_sagemaker(tmp_path):
     files = _text_files(tmp_path / "in", 6, lines=20)
@@ -295,6 +292,7 @@ class _WriterSpotter:
         return []
 
 
+@pytest.mark.tf
 @needs_pipe
 def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, tmp_path):
     from pipebench.measure.manager import Limits, run_worker
@@ -316,6 +314,7 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
     assert _gone(writers, trial_dir / "scratch"), "the killed trial left a writer or its FIFOs"
 
 
+@pytest.mark.tf
 def test_a_pipe_trial_rerun_after_its_manager_was_killed_finds_no_stale_fifo_folder(data, tmp_path):
     """kill -9 of `pipebench run` skips the manager's cleanup: the resumed trial must not trip over
     the scratch/pipe folder (with its FIFOs) the killed one left (it failed with FileExistsError)."""

@@ -16,10 +16,8 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
 import pytest
 from pipeline_fixtures import batch_rows
 from ports import listening
@@ -31,7 +29,7 @@ from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch, semantics
 from pipebench.sources.service_cluster import ServiceCluster
 from pipebench.sources.session import trial_sources
-from pipebench.testing import three_formats, trial_spec
+from pipebench.testing import SHORT_MEASUREMENT, alive, three_formats, trial_spec, wait_until
 
 ROWS = 60
 FILES = 3
@@ -79,6 +77,7 @@ def _one_epoch(spec: PipelineSpec, service: dict) -> collections.Counter:
     return seen
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("policy", SHARDING_POLICIES)
 def test_each_policy_visits_examples_as_its_label_says(tfrecords, clusters, policy, workers):
@@ -104,6 +103,7 @@ def test_each_policy_visits_examples_as_its_label_says(tfrecords, clusters, poli
         assert seen == local and label.name == "service-exactly-once", f"{policy}: every row exactly once"
 
 
+@pytest.mark.tf
 def test_the_split_part_runs_on_the_workers_and_the_rest_here(tfrecords, clusters):
     """Split before decode: the workers send undecoded batches; decode and prefetch run in the trial."""
     spec = _spec(tfrecords)
@@ -113,6 +113,7 @@ def test_the_split_part_runs_on_the_workers_and_the_rest_here(tfrecords, cluster
     assert sum(seen.values()) == ROWS and set(seen.values()) == {1}
 
 
+@pytest.mark.tf
 def test_a_server_that_does_not_start_is_named_on_one_line_with_its_last_stderr_line(tmp_path):
     """Its port taken, a real dispatcher exits: the error names it and what it said last. A server still starting
     when the wait ends (a timeout of 0) is named too; neither is left running."""
@@ -133,7 +134,7 @@ def test_a_server_that_does_not_start_is_named_on_one_line_with_its_last_stderr_
             finally:
                 pids = [s.process.pid for s in servers]
                 stop_servers(servers)
-        assert "\n" not in str(err.value) and not any(_alive(pid) for pid in pids)
+        assert "\n" not in str(err.value) and not any(alive(pid) for pid in pids)
 
 
 def _servers(trial_dir: Path) -> list[tuple[str, int, str]]:
@@ -143,21 +144,9 @@ def _servers(trial_dir: Path) -> list[tuple[str, int, str]]:
     return [(role, int(pid), address) for role, pid, address in _SERVER_LINE.findall(line)]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE  # a zombie holds no port; init reaps it
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _all_gone(servers: list[tuple[str, int, str]], within_sec: float = 60.0) -> bool:
-    """Give whether every server's process and port are gone (death by PDEATHSIG is asynchronous: wait a little)."""
-    deadline = time.monotonic() + within_sec
-    while time.monotonic() < deadline:
-        if not any(_alive(pid) or listening(address) for _, pid, address in servers):
-            return True
-        time.sleep(0.5)
-    return False
+def _gone(servers: list[tuple[str, int, str]], what: str) -> None:
+    """Wait until every server's process and port are gone (death by PDEATHSIG is asynchronous: up to 60 s)."""
+    wait_until(lambda: not any(alive(pid) or listening(address) for _, pid, address in servers), what, 60)
 
 
 def _service_trial(files: str, **changes):
@@ -165,6 +154,7 @@ def _service_trial(files: str, **changes):
     return trial_spec(pipeline=spec, sources={"service": {"workers": 2, "sharding_policy": "DYNAMIC"}}, **changes)
 
 
+@pytest.mark.tf
 def test_no_server_outlives_a_trial_that_succeeds_or_fails(tfrecords, tmp_path):
     ok = run_worker(_service_trial(tfrecords), tmp_path / "ok", Limits(600, 8 << 30))
     assert ok.record.status is TrialStatus.OK, ok.record.reason
@@ -173,14 +163,15 @@ def test_no_server_outlives_a_trial_that_succeeds_or_fails(tfrecords, tmp_path):
     assert ok.record.service_bytes_per_example == pytest.approx(8 * field_size + 4 * field_size + 4)
     started = _servers(tmp_path / "ok")
     assert [role for role, _, _ in started] == ["dispatcher", "worker", "worker"]
-    assert _all_gone(started), "a server outlived its successful trial"
+    _gone(started, "the servers of a successful trial to end")
 
     # the worker raises inside the sources block: a prefix is measured in input mode only
-    bad = _service_trial(tfrecords, mode="train", measurement={**trial_spec().measurement, "prefix_stages": 1})
+    bad = _service_trial(tfrecords, mode="train", prefix_stages=1)
     failed = run_worker(bad, tmp_path / "failed", Limits(600, 8 << 30))
     assert failed.record.status is TrialStatus.INVALID and "prefix_stages" in failed.record.reason
     started = _servers(tmp_path / "failed")
-    assert len(started) == 3 and _all_gone(started), "a server outlived its failed trial"
+    assert len(started) == 3
+    _gone(started, "the servers of a failed trial to end")
 
 
 _MANAGER = """
@@ -193,9 +184,10 @@ run_worker(TrialSpec.load(Path(sys.argv[1])), Path(sys.argv[2]), Limits(600, 8 <
 """
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_no_server_outlives_its_manager_stopped_by_ctrl_c_or_kill_9(tfrecords, tmp_path, how):
-    trial = _service_trial(tfrecords, measurement={**trial_spec().measurement, "windows": 1000, "max_windows": 1000,
+    trial = _service_trial(tfrecords, measurement={**SHORT_MEASUREMENT, "windows": 1000, "max_windows": 1000,
                                                    "window_sec": 1.0})
     (tmp_path / "trial.json").write_text(json.dumps(trial.to_json()))
     trial_dir = tmp_path / "t"
@@ -203,14 +195,11 @@ def test_no_server_outlives_its_manager_stopped_by_ctrl_c_or_kill_9(tfrecords, t
                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 300
-        while len(_servers(trial_dir)) < 3 and manager.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.5)
-        started = _servers(trial_dir)
-        assert len(started) == 3, "the trial never said its servers were up"
+        started = wait_until(lambda: len(_servers(trial_dir)) == 3 and _servers(trial_dir),
+                             "the trial to say its three servers are up", 300, manager)
         manager.send_signal(how)
         manager.wait(60)
     finally:
         manager.kill()
         manager.wait()
-    assert _all_gone(started), f"a server outlived its manager stopped by {how.name}"
+    _gone(started, f"the servers of a manager stopped by {how.name} to end")

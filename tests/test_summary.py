@@ -12,6 +12,7 @@ from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import TrialRecord, TrialStatus
 from pipebench.report.summary import best_table, busy_lines, verdicts
 from pipebench.results.rows import RowContext, trial_row
+from pipebench.results.trial_row import TrialRow
 from pipebench.testing import trial_spec, windows_at
 
 FACTS = MachineFacts.from_json(machine(), "machine.json")
@@ -19,7 +20,7 @@ FACTS = MachineFacts.from_json(machine(), "machine.json")
 
 def _row(mode: str, rates: list[float], synthetic: list[float] | None = None, waited: list[float] | None = None,
          run_id: str = "r", repeat: int = 0, configuration: str = "c", other_cpu: float = 0.0,
-         train_device: str | None = None, **spec) -> dict:
+         train_device: str | None = None, **spec) -> TrialRow:
     record = TrialRecord(TrialStatus.OK, windows_measured=windows_at(mode, rates, synthetic, waited),
                          rounds=len(rates), rounds_cap_hit=False, train_device=train_device)
     usage = Usage(**{f.name: None for f in dataclasses.fields(Usage)} | {"samples": 1, "other_cpu_pct_median": other_cpu})
@@ -85,8 +86,8 @@ def test_the_best_table_names_the_run_of_each_row_when_runs_are_pooled():
 
 def test_busy_trials_are_said_with_what_was_done_about_them():
     busy = _row("input", [5.0, 5.0], other_cpu=97.0, configuration="a")
-    again = dict(_row("input", [9.0, 9.0], configuration="a"), trial_id=busy["trial_id"] + "-again",
-                 remeasure_of=busy["trial_id"])
+    again = dataclasses.replace(_row("input", [9.0, 9.0], configuration="a"), trial_id=busy.trial_id + "-again",
+                                remeasure_of=busy.trial_id)
     left = _row("input", [5.0, 5.0], other_cpu=80.0, configuration="b")
     (line, _) = busy_lines([busy, again, left], 25.0)
     assert line.startswith("**Busy machine:** 2 of 3 trials") and "1 quiet the second time" in line
@@ -101,9 +102,9 @@ def test_a_busy_machine_gives_no_confident_label_and_says_what_its_rounds_read()
     busy = _row("train", rates, synthetic, [0.010, 0.012, 0.011, 0.013], other_cpu=97.0)
     (line,) = verdicts([busy])
     assert "**inconclusive (slowdown 46.1% (45.9–46.4%); highly input-bound on a busy machine)**" in line
-    assert busy["input_bound"] == "inconclusive" and busy["busy_machine"] is True
+    assert busy.input_bound == "inconclusive" and busy.busy_machine is True
     quiet = _row("train", rates, synthetic, waited)
-    assert quiet["input_bound"] == "highly input-bound" and "**highly input-bound** for" in verdicts([quiet])[0]
+    assert quiet.input_bound == "highly input-bound" and "**highly input-bound** for" in verdicts([quiet])[0]
 
 
 def test_a_run_of_schema_v6_reads_with_its_verdicts_on_the_waiting_share_and_says_so(tmp_path):
@@ -114,14 +115,15 @@ def test_a_run_of_schema_v6_reads_with_its_verdicts_on_the_waiting_share_and_say
 
     from pipebench.results.schema import TRIAL_SCHEMA, VERSION_KEY
     from pipebench.results.store import read_table
+    from pipebench.results.trial_row import rows_of
 
     row = _row("train", [14_000, 14_200, 13_900, 14_100], [26_000, 26_300, 25_900, 26_100], [0.010, 0.012, 0.011, 0.013])
-    assert row["input_bound"] == "highly input-bound"  # on the slowdown, as written today
+    assert row.input_bound == "highly input-bound"  # on the slowdown, as written today
     v6 = pa.schema([f for f in TRIAL_SCHEMA if f.name not in ("input_bound_basis", "train_device")])
-    table = pa.Table.from_pylist([{name: row[name] for name in v6.names}], schema=v6)
+    table = pa.Table.from_pylist([{name: row.to_dict()[name] for name in v6.names}], schema=v6)
     pq.write_table(table.replace_schema_metadata({VERSION_KEY: b"6"}), tmp_path / "trials.parquet")
-    (old,) = read_table(tmp_path / "trials.parquet", TRIAL_SCHEMA).to_pylist()
-    assert old["input_bound_basis"] is None and old["train_device"] is None
+    (old,) = rows_of(read_table(tmp_path / "trials.parquet", TRIAL_SCHEMA), "trials.parquet")
+    assert old.input_bound_basis is None and old.train_device is None
     (line,) = verdicts([old])
     assert "**not input-bound** for an accelerator trainer (assumed: runs made before the verdict followed the " \
            "trainer read the waiting share for every trainer): the step waits for input 1.1% (0.9–1.4%)" in line
@@ -134,8 +136,8 @@ def test_a_re_measured_busy_trial_pairs_with_no_round_it_did_not_run_in():
 
     rows = [_row("input", [10.0, 10.0], repeat=r, configuration="a") for r in range(3)]
     rows += [_row("input", [20.0, 20.0], repeat=r, configuration="b") for r in range(3)]
-    again = dict(_row("input", [20.0, 20.0], repeat=2, configuration="a"), trial_id="r-a-2-again",
-                 remeasure_of="r-a-2")
+    again = dataclasses.replace(_row("input", [20.0, 20.0], repeat=2, configuration="a"), trial_id="r-a-2-again",
+                                remeasure_of="r-a-2")
     found = {c.configuration_id: c for c in configurations(rows + [again])}
     assert sorted(found["a"].by_round()) == [0, 1], "the re-measure replaces repeat 2 but pairs with nothing"
     assert paired_ratio(found["a"], found["b"]).n == 2

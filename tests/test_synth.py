@@ -40,7 +40,7 @@ def test_layout_is_criteo_like(tmp_path):
     assert (ids[:, :13] == np.arange(1, 14)).all()
     assert ((values[:, :13] >= 0) & (values[:, :13] <= 1)).all() and (values[:, :13] == 0).any()
     assert (values[:, 13:] == 1).all()
-    ranges = described["categorical_id_ranges"]
+    ranges = described.categorical_id_ranges
     assert len(ranges) == 26 and ranges[0][0] == 14 and ranges[-1][1] <= 117581
     for field, (lo, hi) in enumerate(ranges):
         column = ids[:, 13 + field]
@@ -58,7 +58,7 @@ def test_same_seed_same_rows_whatever_the_file_count(tmp_path):
     held_out = synthesize(SynthSpec(rows=20000, out=tmp_path / "held", seed=5, stream=1))
     one, three, other, held = (parse_folder(tmp_path / n)[1] for n in ("one", "three", "other", "held"))
     assert one == three and one != other and held not in (one, other)
-    assert held_out["bias"] == json.loads((tmp_path / "one" / "synth.json").read_text())["bias"], "same model"
+    assert held_out.bias == json.loads((tmp_path / "one" / "synth.json").read_text())["bias"], "same model"
     sizes = json.loads((tmp_path / "three" / "synth.json").read_text())["files"]
     assert [f["rows"] for f in sizes] == [6667, 6667, 6666]
 
@@ -71,14 +71,15 @@ def test_labels_follow_the_planted_model_and_oracle_auc_is_exact(tmp_path):
     codes = np.rint(parsed.values.astype(np.float64) * VALUE_SCALE).astype(np.int64)
     prob = 1 / (1 + np.exp(-(model.logits(parsed.ids, codes) + model.bias)))
     labels = parsed.labels.astype(np.int64)
-    assert described["positive_rate"] == pytest.approx(labels.mean())
+    assert described.positive_rate == pytest.approx(labels.mean())
     assert abs(labels.mean() - 0.3) < 0.02
-    assert described["oracle_auc"] == pytest.approx(exact_auc(prob, labels), abs=2e-4)
-    assert 0.7 < described["oracle_auc"] < 0.9
+    assert described.oracle_auc == pytest.approx(exact_auc(prob, labels), abs=2e-4)
+    assert 0.7 < described.oracle_auc < 0.9
     shuffled = np.random.default_rng(0).permutation(labels)
     assert abs(exact_auc(prob, shuffled) - 0.5) < 0.03, "the AUC measure itself is not biased"
 
 
+@pytest.mark.tf
 def test_tfrecord_format_equals_converted_libsvm(tmp_path):
     synthesize(SynthSpec(rows=2500, out=tmp_path / "text", seed=2))
     synthesize(SynthSpec(rows=2500, out=tmp_path / "direct", seed=2, format="tfrecord", files=2))

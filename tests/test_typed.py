@@ -8,12 +8,13 @@ import pytest
 from pipebench.errors import DataError, ResultsVersionError
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts, upgrade_v1
 from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.testing import windows_at
 from pipebench.typed import from_json, to_json
 
 
 def test_a_record_round_trips_and_refuses_unknown_missing_and_mistyped_keys():
     record = TrialRecord(TrialStatus.OK, examples_per_sec_median=1.5, window_rates=(1.0, 2.0),
-                         env_seen={"OMP_NUM_THREADS": None})
+                         windows_measured=windows_at("input", [1.0, 2.0]), env_seen={"OMP_NUM_THREADS": None})
     data = json.loads(json.dumps(to_json(record)))
     assert from_json(TrialRecord, data, "result.json") == record
     with pytest.raises(DataError, match=r"^result.json: bogus: unknown key"):
@@ -52,8 +53,8 @@ def test_machine_facts_of_the_old_layout_say_upgrade_and_the_upgrade_reads(tmp_p
     path = tmp_path / "run" / "machine.json"
     path.parent.mkdir()
     path.write_text(json.dumps(old))
-    with pytest.raises(ResultsVersionError, match=rf"machine.json: machine facts layout v1 is older than "
-                                                  rf"v{FACTS_VERSION}: run `pipebench upgrade .*run`"):
+    with pytest.raises(ResultsVersionError, match=rf"machine.json: layout 1 \(no schema_version\) is older "
+                                                  rf"than the {FACTS_VERSION} this pipebench reads: run `pipebench upgrade .*run`"):
         MachineFacts.load(path)
     facts = MachineFacts.from_json(upgrade_v1(old), "machine.json")
     assert facts.sagemaker.host_count == 3 and facts.cpu.vcpus == 2 and facts.tensorflow.version is None

@@ -53,7 +53,7 @@ class CapacityProfile:
 class CapacityProfiles:
     """What capacity.json in a run folder holds: every profile measured for that run."""
 
-    profile_version: int
+    schema_version: int  # the layout version (pipebench.versioned)
     profiles: tuple[CapacityProfile, ...]
 
     def to_json(self) -> dict:

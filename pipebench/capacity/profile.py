@@ -9,11 +9,13 @@ system over those windows, pipebench.measure.cpu_clock). A prefix's figures are 
 rounds: geometric for throughput, arithmetic for CPU-seconds per example (a stage's cost is a
 difference of two of those means).
 
-Interference is data, as in the trial loop: a worker whose windows shared the machine with other
-processes using more than `measurement.busy_other_cpu_pct` of a vCPU is measured once more when the
-machine has quietened (read just before); a value still busy then is kept and counted in the profile's
-`busy_rounds`. On 2 vCPUs a neighbour's core is half the machine: the first capacity benchmark, taken
-beside other agents' tests, measured three pipelines slower on 2 cores than on 1.
+Interference is data, by the trial loop's rule (pipebench.measure.busy): a worker whose windows shared
+the machine with other processes using more than `measurement.busy_other_cpu_pct` of a vCPU is
+measured once more after the last round, while the machine is quiet (read just before), and its value
+stands for the first (unless the run set `measurement.remeasure_busy: false`); a value still busy then
+is kept and counted in the profile's `busy_rounds`. On
+2 vCPUs a neighbour's core is half the machine: the first capacity benchmark, taken beside other
+agents' tests, measured three pipelines slower on 2 cores than on 1.
 
 The profiles go to RUN_DIR/capacity.json (pipebench.capacity.costs), replacing any earlier profile of
 the same configuration and core count and keeping the others; the file is written whole or not at all.
@@ -21,9 +23,6 @@ the same configuration and core count and keeping the others; the file is writte
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
-import random
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,12 +32,17 @@ from typing import Protocol
 from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.capacity.prefixes import Prefix, prefixes
-from pipebench.errors import DataError, TrialError, UsageError
+from pipebench.config import typed_block
+from pipebench.errors import ConfigError, DataError, TrialError, UsageError
+from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.pinning import Pinning, pinning_for
-from pipebench.measure.sampler import busy_machine, others_busy_pct
-from pipebench.measure.trial import PipelineLabel, Threads, TrialSpec, TrialStatus
+from pipebench.measure.round_order import round_order
+from pipebench.measure.sampler import others_busy_pct
+from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec,
+                                     TrialStatus)
+from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.run_folder import read_capacity
 from pipebench.values import echo
@@ -76,11 +80,11 @@ class PinnedPrefix:
 
 def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> TrialSpec:
     """Give the input-mode trial that measures `item` in round `round_index` (base: the configuration's trial)."""
-    measurement = {**base.measurement, "prefix_stages": item.prefix.stages}
     tag = f"{item.pinning.cores:g}c-p{item.prefix.stages}-r{round_index}"
     return dataclasses.replace(base, trial_id=f"{base.configuration_id}-{tag}", mode="input", repeat=round_index,
-                               pipeline_spec=item.prefix.spec.to_dict(), measurement=measurement,
-                               quality={"enabled": False}, holdout_files=(), fault=None, remeasure_of=None)
+                               pipeline_spec=item.prefix.spec.to_dict(), prefix_stages=item.prefix.stages,
+                               quality=dataclasses.replace(base.quality, enabled=False), holdout_files=(), fault=None,
+                               remeasure_of=None)
 
 
 def _one_round(outcome, item: PinnedPrefix, where: str) -> RoundValue:
@@ -106,29 +110,35 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
                    log: Callable[[str], None] = print, measure=run_worker,
                    busy_now: Callable[[], float] = others_busy_pct) -> list[list[RoundValue]]:
     """Give each pinned prefix's values, one per round; every round measures each once, in a seeded random order
-    (RMIT). A busy measurement is taken once more if the machine is quiet by then (`busy_now`), else kept flagged."""
-    threshold = base.measurement["busy_other_cpu_pct"]
-    seed = int(hashlib.sha256(f"{base.configuration_id}/{rounds}".encode()).hexdigest()[:8], 16)
-    rng = random.Random(seed)
+    (RMIT). A busy measurement is taken once more after the last round by the busy rule (pipebench.measure.busy:
+    while the machine is quiet, `busy_now`), else kept flagged."""
+    rule = BusyRule(base.measurement.busy_other_cpu_pct, busy_now)
     found: list[list[RoundValue]] = [[] for _ in pinned]
-    with tempfile.TemporaryDirectory(prefix="pipebench-capacity-") as scratch:
+    scratch = tempfile.TemporaryDirectory(prefix="pipebench-capacity-")
+
+    def one(index: int, round_index: int, again: bool = False) -> RoundValue:
+        item = pinned[index]
+        trial = prefix_trial(base, item, round_index)
+        if again:
+            trial = dataclasses.replace(trial, trial_id=f"{trial.trial_id}-again")
+        outcome = measure(trial, Path(scratch.name) / trial.trial_id, limits, pinning=item.pinning)
+        value = dataclasses.replace(_one_round(outcome, item, where), busy=rule.busy(outcome.usage))
+        log(f"round {round_index + 1}/{rounds}: {item.prefix.label} on {item.pinning.text()}: "
+            f"{value.examples_per_sec:,.0f} examples/s, {value.cpu_sec_per_example * 1e6:.2f} CPU-µs/example"
+            + (" (measured again: the first shared a busy machine)" if again else "")
+            + (" [busy machine]" if value.busy else ""))
+        return value
+
+    with scratch:
         for round_index in range(rounds):
-            order = rng.sample(range(len(pinned)), len(pinned))
-            for index in order:
-                item = pinned[index]
-                trial = prefix_trial(base, item, round_index)
-                outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
-                again = bool(busy_machine(outcome.usage, threshold)) and busy_now() <= threshold
-                if again:
-                    trial = dataclasses.replace(trial, trial_id=f"{trial.trial_id}-again")
-                    outcome = measure(trial, Path(scratch) / trial.trial_id, limits, pinning=item.pinning)
-                busy = bool(busy_machine(outcome.usage, threshold))
-                value = dataclasses.replace(_one_round(outcome, item, where), busy=busy)
-                found[index].append(value)
-                log(f"round {round_index + 1}/{rounds}: {item.prefix.label} on {item.pinning.text()}: "
-                    f"{value.examples_per_sec:,.0f} examples/s, {value.cpu_sec_per_example * 1e6:.2f} CPU-µs/example"
-                    + (" (measured again: the first shared a busy machine)" if again else "")
-                    + (" [busy machine]" if value.busy else ""))
+            for index in round_order(range(len(pinned)), round_index, base.configuration_id):
+                found[index].append(one(index, round_index))
+        for round_index in range(rounds if base.measurement.remeasure_busy else 0):
+            for index in round_order(range(len(pinned)), round_index, base.configuration_id):
+                if found[index][round_index].busy and rule.may_measure_again():
+                    found[index][round_index] = one(index, round_index, again=True)
+    if rule.skipped:
+        log(f"busy measurements not measured again: {rule.skipped}")
     return found
 
 
@@ -202,9 +212,9 @@ def chosen_configuration(run, configuration_id: str | None):
     """Give the configuration to profile: the one named, else the fastest (train mode first, else input;
     pipebench.report.configurations ranked). UsageError naming the run folder otherwise."""
     from pipebench.report.configurations import configurations
-    from pipebench.report.tables import fastest, records
+    from pipebench.report.tables import fastest
 
-    found = configurations(records(run.trials))
+    found = configurations(run.rows)
     if configuration_id is not None:
         named = [c for c in found if c.configuration_id == configuration_id]
         if not named:
@@ -219,6 +229,12 @@ def chosen_configuration(run, configuration_id: str | None):
     if config.mode == "synthetic":
         raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is a synthetic trial (the model on "
                          "one batch in memory): it has no pipeline to profile")
+    if config.label["ordering"] == FUNCTION_ORDERING:
+        function = config.rows[0].pipeline_spec["function"]
+        raise UsageError(f"{run.run_dir}: configuration {config.configuration_id} is your function "
+                         f"{function['function']}, whose stages pipebench did not write: `pipebench diagnose "
+                         f"{function['path']}:{function['function']}` measures each of them (or name a preset's or "
+                         "an ordering's configuration)")
     return config
 
 
@@ -227,20 +243,25 @@ def configuration_trial(run, config) -> TrialSpec:
     row = config.rows[0]
     where = f"{run.run_dir}: configuration {config.configuration_id}"
     try:
-        params = json.loads(row["params_json"])
+        params = row.params
         spec = PipelineSpec.from_dict(params["pipeline"], f"{where}: pipeline")
         threads = Threads(params["threads"]["intra"], params["threads"]["inter"])
-        env, measurement, sources = dict(params["env"]), dict(params["measurement"]), dict(params["sources"])
+        env = dict(params["env"])
+        # the blocks as the run recorded them; a key added since takes its default
+        measurement = typed_block(Measurement, "measurement", params["measurement"])
+        model, sources = typed_block(Model, "model", params["model"]), typed_block(Sources, "sources", params["sources"])
+    except ConfigError as err:
+        raise DataError(f"{where}: params_json: {err}"[:290]) from None
     except (TypeError, ValueError, KeyError) as err:
         raise DataError(f"{where}: params_json cannot be read ({type(err).__name__}: {err})"[:290]) from None
-    label = PipelineLabel(row["pipeline"], row["ordering"], row["format"], row["source_mode"], row["semantics"],
-                          row["semantics_why"], bool(row["breaks_semantics"]))
+    label = PipelineLabel(row.pipeline, row.ordering, row.format, row.source_mode, row.semantics,
+                          row.semantics_why, bool(row.breaks_semantics))
     return TrialSpec(trial_id=config.configuration_id, configuration_id=config.configuration_id, repeat=0,
-                     mode="input", config_key=row["config_key"], pipeline_spec=spec.to_dict(),
-                     pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row["batch_size"]),
-                     threads=threads, env=env, measurement=measurement, model=dict(params["model"]),
+                     mode="input", config_key=row.config_key, pipeline_spec=spec.to_dict(),
+                     pipeline_fingerprint=spec.fingerprint(), label=label, batch_size=int(row.batch_size),
+                     threads=threads, env=env, measurement=measurement, model=model,
                      feature_size=int(run.config["data"]["synth"]["feature_size"]),
-                     data_fingerprint=row["data_fingerprint"], quality={"enabled": False}, holdout_files=(),
+                     data_fingerprint=row.data_fingerprint, quality=typed_block(Quality, "quality", {"enabled": False}), holdout_files=(),
                      sources=sources)
 
 
@@ -276,8 +297,7 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
         host_fingerprint = machine_facts().host_fingerprint
     found = prefixes(PipelineSpec.from_dict(base.pipeline_spec))
     pinned = [PinnedPrefix(pinning, prefix) for pinning in pinnings for prefix in found]
-    budget = run.config["budget"]
-    limits = Limits(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
+    limits = Limits.of_budget(run.config["budget"])
     log(f"profiling configuration {config.configuration_id} ({pipeline_label(base.label)}): {len(found)} prefixes × "
         f"{len(pinnings)} pinning(s) × {rounds} round(s), one fresh worker each")
     for prefix in found:

@@ -3,8 +3,10 @@ paired measurement, and the rewritten input_fn.
 
 Modules, in the order data flows (only those marked TF import TensorFlow, and only in the worker):
 
-- target: `PATH.py:FUNCTION` and `--set NAME=VALUE` parsed in the CLI process;
-- load [TF]: import the user's module, call the function, refuse what is not a tf.data.Dataset;
+- target: `--set NAME=VALUE` parsed in the CLI process (`PATH.py:FUNCTION` is pipebench.pipeline.function's,
+  shared with an experiment's `pipelines.functions`);
+- pipebench.pipeline.user_code [TF], shared too: import the user's module, call the function, refuse what is
+  not a tf.data.Dataset;
 - walk [TF]: the dataset's stages, from its source to its root, as plain records (records);
 - replay [TF]: a list of steps (records.Step) back into a dataset, the original's or a rewrite's;
 - vectorize [TF], rewrites [TF]: candidate rewrites and their preconditions;

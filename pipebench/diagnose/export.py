@@ -26,20 +26,8 @@ from typing import Any
 
 import pipebench
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Step
-from pipebench.pipeline.export import comment, function_sources, literal
+from pipebench.pipeline.export import USER_MODULE_LOADER, comment, function_sources, literal
 
-_LOADER = '''def _user_module(path):
-    """Give the user's module, imported from its file as pipebench diagnose imported it."""
-    folder, name = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
-        return sys.modules[name]
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module'''
 VECTORIZED_SOURCE = '''def vectorized(function):
     """Give a batch function: tf.vectorized_map of a per-example function (pfor, no while-loop fallback)."""
     def batch_function(*args):
@@ -62,7 +50,7 @@ def best(found: Diagnosis) -> Rewrite | None:
     if found.combined is not None and found.combined.kept:
         return found.combined
     kept = [r for r in found.rewrites if r.kept]
-    return max(kept, key=lambda r: r.gain.ratio) if kept else None
+    return max(kept, key=lambda r: r.gain.mean) if kept else None
 
 
 def _code(value: Any) -> str:
@@ -278,7 +266,7 @@ def rewritten_module(found: Diagnosis) -> str:
     if writer.user:
         imports = ["import importlib.util", "import os", "import sys", "", *imports]
         constants.append(f"USER_FILE = {literal(user_file)}")
-        helpers.append(_LOADER)
+        helpers.append(USER_MODULE_LOADER)
         constants.append("user = _user_module(USER_FILE)")
     if options:
         constants.insert(0, f"OPTIONS = {literal(options)}")

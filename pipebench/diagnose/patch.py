@@ -1,6 +1,6 @@
 """The rewrite as a patch to the user's own file: a unified diff that edits the calls they wrote.
 
-Each stage was recorded with the line that wrote it (pipebench.diagnose.load); its call is found in
+Each stage was recorded with the line that wrote it (pipebench.pipeline.user_code); its call is found in
 the file's syntax tree (the call of that method whose span holds the line, unique there) and edited
 in place: an argument changed or added (`num_parallel_calls=tf.data.AUTOTUNE`), a call inserted
 after it (`.cache()`), `.batch(...)` moved before a map, or a map's function replaced by a batched

@@ -15,22 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.measure.intervals import Interval
+from pipebench.pipeline.function import Place
 from pipebench.typed import load_json, to_json
 
-DIAGNOSIS_VERSION = 1
+#: 2 (2026-11-26): a rewrite's gain is an Interval {"mean", "low", "high", "n"} (was {"ratio", "low", "high",
+#: "rounds"}); the version key is `schema_version` (was `diagnosis_version`).
+DIAGNOSIS_VERSION = 2
 AUTOTUNE = "AUTOTUNE"
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where something is written in the user's code."""
-
-    file: str
-    line: int
-
-    @property
-    def text(self) -> str:
-        return f"{Path(self.file).name}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -101,24 +92,6 @@ class StageCost:
 
 
 @dataclass(frozen=True)
-class Gain:
-    """A rewrite's throughput over the original's: paired per round, 95% interval."""
-
-    ratio: float
-    low: float | None
-    high: float | None
-    rounds: int
-
-    @classmethod
-    def of(cls, interval: Interval) -> Gain:
-        return cls(interval.mean, interval.low, interval.high, interval.n)
-
-    @property
-    def interval(self) -> Interval:
-        return Interval(self.ratio, self.low, self.high, self.rounds)
-
-
-@dataclass(frozen=True)
 class Content:
     """How one epoch of a rewrite compares with one epoch of the original (pipebench.diagnose.content)."""
 
@@ -145,7 +118,7 @@ class Rewrite:
     automatic: bool  # pipebench builds and measures it; False: named with its measured cost only
     steps: tuple[Step, ...]  # the rewritten pipeline (empty when not automatic)
     options: dict[str, Any]  # tf.data options it sets ("deterministic": False, ...)
-    gain: Gain | None  # None: not measured (not automatic, or failed to build)
+    gain: Interval | None  # over the original, paired per round; None: not measured (not automatic or not built)
     same_elements: bool | None  # one epoch yields the same examples (content.semantics names what changed); None: not read
     content: Content | None
     kept: bool
@@ -185,7 +158,7 @@ class Profiler:
 class Diagnosis:
     """What `pipebench diagnose` found: written whole as diagnosis.json."""
 
-    diagnosis_version: int
+    schema_version: int  # the layout version (pipebench.versioned)
     function: str  # PATH.py:FUNCTION
     signature: str  # the user's, e.g. "(filenames, batch_size=32, num_epochs=1)"
     parameters: tuple[str, ...]  # its parameter names, in order

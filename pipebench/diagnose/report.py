@@ -15,7 +15,7 @@ from pipebench.values import echo
 
 
 def _gain(rewrite: Rewrite) -> str:
-    return "—" if rewrite.gain is None else rewrite.gain.interval.text(".2f", unit="×")
+    return "—" if rewrite.gain is None else rewrite.gain.text(".2f", unit="×")
 
 
 def _content(rewrite: Rewrite) -> str:

@@ -1,6 +1,6 @@
 """Interleaved rounds of several arms in one warm worker: each round times one window of every arm, in a random
-order (RMIT), so drift on the machine hits every arm alike; or, to compare arms with one base arm, pairs of
-windows side by side (ABBA), one pair per arm per round.
+order (RMIT, pipebench.measure.round_order), so drift on the machine hits every arm alike; or, to compare arms
+with one base arm, pairs of windows side by side (ABBA), one pair per arm per round.
 
 The arms share one process, so none may run on what another left behind (pipebench.measure.windows
 says why): every arm's iterator is released after its window, and before each window the worker
@@ -10,10 +10,10 @@ A window's CPU seconds are then the arm's own. No TensorFlow import here: the ar
 """
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Window
 from pipebench.measure.windows import Arm, wait_until_idle
 
@@ -36,13 +36,12 @@ def calibrate(arms: Sequence[Arm]) -> None:
 
 
 def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, settle_sec: float,
-                       settle_examples: Mapping[str, int], seed: int,
+                       settle_examples: Mapping[str, int], seed: str,
                        log: Callable[[str], None] = lambda text: None) -> dict[str, list[Window]]:
     """Give each arm's windows, one per round (module docstring); arms must be calibrated (`calibrate`)."""
-    rng = random.Random(seed)
     found: dict[str, list[Window]] = {arm.name: [] for arm in arms}
     for round_index in range(rounds):
-        for arm in rng.sample(list(arms), len(arms)):
+        for arm in round_order(arms, round_index, seed):
             wait_until_idle()
             settle(arm, settle_sec, settle_examples.get(arm.name, 0))
             window = arm.timed(window_sec, round_index)
@@ -55,7 +54,7 @@ def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, sett
 
 
 def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: float, settle_sec: float,
-                  settle_examples: Mapping[str, int], seed: int,
+                  settle_examples: Mapping[str, int], seed: str,
                   log: Callable[[str], None] = lambda text: None) -> dict[str, list[tuple[Window, Window]]]:
     """Give, for each of `others`, its (base window, own window) pairs, one per round; arms must be calibrated.
 
@@ -63,10 +62,9 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
     ABBA order (base first in one round, second in the next), so a pair shares the machine's state of
     that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
     """
-    rng = random.Random(seed)
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
     for round_index in range(rounds):
-        for position, other in enumerate(rng.sample(list(others), len(others))):
+        for position, other in enumerate(round_order(others, round_index, seed)):
             pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
             timed = {}
             for arm in pair:

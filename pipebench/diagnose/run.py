@@ -19,8 +19,8 @@ from typing import Any
 
 from pipebench.atomic import atomic_dir
 from pipebench.diagnose.records import Diagnosis, Outcome, Request
-from pipebench.diagnose.target import FunctionRef
 from pipebench.errors import DataError, PipebenchError, UsageError
+from pipebench.pipeline.function import FunctionRef
 
 DEFAULT_ROUNDS = 5
 WINDOW_SEC = 0.5

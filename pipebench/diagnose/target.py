@@ -1,50 +1,19 @@
-"""What `pipebench diagnose` is pointed at: `PATH.py:FUNCTION` and its `--set NAME=VALUE` arguments.
+"""What `pipebench diagnose` passes the user's function: its `--set NAME=VALUE` arguments.
 
-Parsed in the CLI process, before any worker starts (no TensorFlow here): a missing file, a name
-that is no Python identifier or a value that is not a YAML scalar or list is refused in one line.
-Whether the function exists and takes these arguments is known only once its module is imported,
-which happens in the worker (pipebench.diagnose.load).
+Parsed in the CLI process, before any worker starts (no TensorFlow here): a name that is no Python
+identifier or a value that is not a YAML scalar or list is refused in one line. `PATH.py:FUNCTION`
+itself is pipebench.pipeline.function's to parse (an experiment's `pipelines.functions` name
+functions the same way); whether the function exists and takes these arguments is known once its
+module is imported, in the worker (pipebench.pipeline.user_code).
 """
 from __future__ import annotations
 
 import keyword
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pipebench.errors import UsageError
 from pipebench.values import echo
 from pipebench.yamlfile import parse_yaml
-
-
-@dataclass(frozen=True)
-class FunctionRef:
-    """A function in a Python file: `path` (absolute) and the function's name at its module's top level."""
-
-    path: str
-    name: str
-
-    @property
-    def text(self) -> str:
-        return f"{self.path}:{self.name}"
-
-
-def parse_function_ref(text: str, flag: str = "PATH.py:FUNCTION") -> FunctionRef:
-    """Give the FunctionRef `text` names; UsageError (one line) when it is malformed or the file is missing."""
-    path, sep, name = text.rpartition(":")
-    if not sep or not path or not name:
-        raise UsageError(f"{flag}: {echo(text)} is not PATH.py:FUNCTION (a Python file, a colon, a function name)")
-    if not name.isidentifier() or keyword.iskeyword(name):
-        raise UsageError(f"{flag}: {echo(name)} is not a Python function name")
-    file = Path(path)
-    shown = path if path.isprintable() and len(path) < 200 else echo(path)
-    if file.suffix != ".py":
-        raise UsageError(f"{shown}: not a .py file ({flag})")
-    if not file.exists():
-        raise UsageError(f"{shown}: no such file")
-    if not file.is_file():
-        raise UsageError(f"{shown}: not a file")
-    return FunctionRef(str(file.resolve()), name)
 
 
 def parse_settings(items: list[str]) -> dict[str, Any]:

@@ -1,10 +1,10 @@
 """Training on the user's pipeline: the train step and its compute ceiling, with the original and the rewrite.
 
-When the elements match the DeepFM contract — one integer and one float tensor of shape [B, F] (or
-[B, F, 1]) and a label [B] (or [B, 1]), in any nesting, named anything — pipebench's DeepFM (the
-experiment defaults of pipebench.config's `model` block) trains on them through a small adapter
-map (ids clamped to the largest id of the first batches, so an unseen larger id cannot fail the
-step). `--model PATH.py:FUNCTION` gives a compiled Keras model instead, trained on the elements as
+When the elements match the DeepFM contract (pipebench.model.contract: one integer and one float
+tensor of shape [B, F] and a label [B], in any nesting, named anything), pipebench's DeepFM (the
+experiment defaults of pipebench.config's `model` block) trains on them through the contract's
+adapter map (ids clamped to the largest id of the first batches, so an unseen larger id cannot fail
+the step). `--model PATH.py:FUNCTION` gives a compiled Keras model instead, trained on the elements as
 they are ((features, labels) pairs, as `fit` takes them).
 
 The arms are the trial worker's (pipebench.measure.worker): the step on the pipeline (`train`)
@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from pipebench.diagnose.content import component_names
 from pipebench.errors import UsageError
+from pipebench.model.contract import adapter, deepfm_contract
 
 #: Batches read to find the largest feature id (the embedding table's size).
 ID_SAMPLE_BATCHES = 20
@@ -33,29 +34,6 @@ class Trainer:
     adapt: Any  # element → (features, labels) for the step; None: the elements are already that
     model: str
     why: str
-
-
-def _matrix(spec: Any) -> int | None:
-    """Give F when `spec` is [B, F] or [B, F, 1] (F may be unknown: -1), else None."""
-    shape = spec.shape
-    if shape.rank == 2 or (shape.rank == 3 and shape[2] == 1):
-        return shape[1] if shape[1] is not None else -1
-    return None
-
-
-def deepfm_contract(spec: Any) -> tuple[int, int, int] | str:
-    """Give the flat positions of (ids, values, label) when the elements match the DeepFM contract, or why not."""
-    leaves = tf.nest.flatten(spec)
-    if not all(isinstance(leaf, tf.TensorSpec) for leaf in leaves):
-        return "its elements hold ragged or other composite tensors"
-    ids = [i for i, s in enumerate(leaves) if s.dtype.is_integer and _matrix(s) is not None]
-    values = [i for i, s in enumerate(leaves) if s.dtype.is_floating and _matrix(s) is not None]
-    labels = [i for i, s in enumerate(leaves) if (s.dtype.is_floating or s.dtype.is_integer)
-              and (s.shape.rank == 1 or (s.shape.rank == 2 and s.shape[1] == 1))]
-    if len(ids) != 1 or len(values) != 1 or len(labels) != 1:
-        return (f"its elements hold {len(ids)} integer and {len(values)} float [B, F] tensors and {len(labels)} "
-                "[B] labels, not one of each")
-    return ids[0], values[0], labels[0]
 
 
 def deepfm_trainer(dataset) -> Trainer | str:
@@ -76,13 +54,7 @@ def deepfm_trainer(dataset) -> Trainer | str:
     if field_size is None:
         return "the pipeline yields no element"
     feature_size = largest + 1
-
-    def adapt(*element):
-        leaves = tf.nest.flatten(element)
-        ids = tf.minimum(tf.cast(tf.reshape(leaves[ids_at], [-1, field_size]), tf.int64), feature_size - 1)
-        values = tf.cast(tf.reshape(leaves[values_at], [-1, field_size]), tf.float32)
-        return {"feat_ids": ids, "feat_vals": values}, tf.reshape(tf.cast(leaves[label_at], tf.float32), [-1])
-
+    adapt = adapter(found, field_size, feature_size)
     m = resolve_block("model", None)
     model = build_deepfm(field_size, feature_size, m["embedding_size"], tuple(m["deep_layers"]), m["dropout"], m["l2"])
     step = make_train_step(model, m["optimizer"], m["learning_rate"])

@@ -7,7 +7,7 @@ shared/reference/ANCHORS-your-own-pipeline.md §2); tests/test_diagnose_walk.py 
 
 A *stage* is one call the user wrote: `.unbatch()` alone makes three datasets (a map, a
 restructure, the unbatch) and `list_files` two, so nodes are grouped by the call that returned
-them (pipebench.diagnose.load records where each call was written); nodes no user call returned
+them (pipebench.pipeline.user_code records where each call was written); nodes no user call returned
 belong to the next stage downstream. `with_options` nodes are not stages: options merge at the
 root, and every prefix gets the root's options again. A reader (TextLineDataset, TFRecordDataset,
 FixedLengthRecordDataset) is a source, whatever it wraps.
@@ -27,8 +27,9 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
-from pipebench.diagnose.records import AUTOTUNE, Place, Stage, UserFunction
+from pipebench.diagnose.records import AUTOTUNE, Stage, UserFunction
 from pipebench.errors import UsageError
+from pipebench.pipeline.function import Place
 
 _READERS = {"TextLineDatasetV2": "TextLineDataset", "TFRecordDatasetV2": "TFRecordDataset",
             "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset"}

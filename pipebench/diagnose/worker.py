@@ -3,7 +3,7 @@
 The CLI (pipebench.diagnose.run) starts it through the trial manager's process watch, so TensorFlow
 starts here, after the environment is set, and never in the CLI. In order:
 
-1. load the user's function and call it (pipebench.diagnose.load); walk its stages (walk);
+1. load the user's function and call it (pipebench.pipeline.user_code); walk its stages (walk);
 2. read one epoch of the original twice (content): what a rewrite must yield again;
 3. measure every prefix in interleaved rounds (rounds; pipebench.capacity's prefix method: a stage's
    cost is what its prefix's CPU per example adds); name the bottleneck;
@@ -19,8 +19,6 @@ Progress goes to the request's progress file, one line per event; the answer to 
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import importlib.util
 import os
 import sys
@@ -33,9 +31,10 @@ from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.diagnose.records import (
-    Content, Diagnosis, DIAGNOSIS_VERSION, Gain, Outcome, Profiler, Request, Rewrite, Stage, StageCost, Step, Train,
+    Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Profiler, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
 from pipebench.errors import PipebenchError, UsageError
+from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
 
 #: The share of this machine's free memory a cache may take.
@@ -102,7 +101,7 @@ class Diagnoser:
         import tensorflow as tf
 
         self.tf, self.request, self.log = tf, request, log
-        self.seed = int(hashlib.sha256(f"{request.function}:{request.name}".encode()).hexdigest()[:8], 16)
+        self.seed = f"{request.function}:{request.name}"  # seeds every round order (pipebench.measure.round_order)
         self.files: int | None = None  # the content check reads this many of the source's files (None: all)
         self.epoch_scale = 1.0  # the whole epoch's examples over those the content check reads
 
@@ -141,7 +140,7 @@ class Diagnoser:
         r = self.request
         return interleaved_rounds(arms, r.rounds, r.window_sec, r.settle_sec, settle_examples, self.seed, self.log)
 
-    def gains(self, original, arms: list) -> dict[str, Gain]:
+    def gains(self, original, arms: list) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds."""
         from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
         from pipebench.measure.intervals import ratio_interval
@@ -151,14 +150,14 @@ class Diagnoser:
         fill = self._fill_examples(self.walked.stages)
         pairs = paired_rounds(original, arms, r.rounds, r.window_sec, r.settle_sec,
                               {arm.name: fill for arm in [original, *arms]}, self.seed, self.log)
-        return {name: Gain.of(ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found])))
+        return {name: ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found]))
                 for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
 
     def run(self) -> Diagnosis:
         from pipebench.diagnose import content as contents
-        from pipebench.diagnose.load import load
+        from pipebench.pipeline.user_code import load
         from pipebench.diagnose.replay import replay, steps_of
         from pipebench.diagnose.walk import walk
 
@@ -332,7 +331,7 @@ class Diagnoser:
     def _content(self, transforms: list, options: dict[str, Any]) -> Content | str:
         """Give how a rewrite's epoch compares with the original's, or why it could not be read."""
         from pipebench.diagnose import content as contents
-        from pipebench.measure.worker import failure_reason
+        from pipebench.errors import failure_reason
 
         dataset = self._build(transforms, options, one_epoch=True)
         if dataset is None:
@@ -408,7 +407,7 @@ class Diagnoser:
         arm.release()
         self.log(f"cache filled: {seen:,} examples in {time.perf_counter() - start:.1f} s")
 
-    def _verdict(self, c, gain: Gain | None, found: Content | str | None) -> Rewrite:
+    def _verdict(self, c, gain: Interval | None, found: Content | str | None) -> Rewrite:
         steps = ()
         if c.automatic and self.steps:
             from pipebench.diagnose.rewrites import compose
@@ -421,14 +420,14 @@ class Diagnoser:
             verdict = f"not kept: {found}"
         elif not content.same_elements:
             verdict = f"not kept: it changes what training sees: {content.semantics}"
-        elif gain is None or gain.low is None:
+        elif gain is None or not gain.decided:
             verdict = "not kept: too few rounds for an interval"
         elif gain.low > 1.0:
-            verdict = f"kept: {gain.interval.text('.2f', unit='×')} faster"
+            verdict = f"kept: {gain.text('.2f', unit='×')} faster"
         elif gain.high < 1.0:
-            verdict = f"not kept: slower, {gain.interval.text('.2f', unit='×')}"
+            verdict = f"not kept: slower, {gain.text('.2f', unit='×')}"
         else:
-            verdict = f"not kept: no measurable difference, {gain.interval.text('.2f', unit='×')}"
+            verdict = f"not kept: no measurable difference, {gain.text('.2f', unit='×')}"
         kept = verdict.startswith("kept")
         return Rewrite(c.name, c.kind, c.stage, c.why, c.change, c.semantics, c.automatic, tuple(steps),
                        dict(c.options), gain, None if content is None else content.same_elements, content, kept,
@@ -461,11 +460,11 @@ class Diagnoser:
         """Give the train terms with the original and the rewritten pipeline, or why there are none."""
         from pipebench.diagnose.train import deepfm_trainer, keras_trainer, train_arms
         from pipebench.measure.figures import figures
-        from pipebench.measure.windows import measure
+        from pipebench.measure.windows import Timing, measure
 
         root = self.walked.root
         if self.request.model:
-            from pipebench.diagnose.load import bind, call_user_function, import_user_module, user_function
+            from pipebench.pipeline.user_code import bind, call_user_function, import_user_module, user_function
 
             path, _, name = self.request.model.rpartition(":")
             module = import_user_module(path)
@@ -479,8 +478,7 @@ class Diagnoser:
             trainer = deepfm_trainer(root)
             if isinstance(trainer, str):
                 return None, f"no --model given, and the elements do not fit DeepFM: {trainer}"
-        m = {"warmup_max_sec": self.request.warmup_sec, "window_sec": self.request.window_sec, "windows": self.request.rounds,
-             "max_windows": self.request.rounds, "steady_cv_pct": 5.0}
+        timing = Timing(self.request.warmup_sec, 5.0, self.request.window_sec, self.request.rounds, self.request.rounds)
         cached = any(s.kind == "cache" for s in self.walked.stages)
         pipelines = [("original", root, not cached)]
         if best is not None and best.kept:
@@ -489,7 +487,7 @@ class Diagnoser:
         terms = []
         for label, dataset, releasable in pipelines:
             self.log(f"train step and its ceiling on the {label} pipeline")
-            record = measure(train_arms(trainer, dataset, releasable), m, self.seed)
+            record = measure(train_arms(trainer, dataset, releasable), timing, self.seed)
             f = figures(record["windows_measured"])
             terms.append(TrainTerms(label, f.throughput, f.synthetic, f.slowdown, f.waiting))
         return Train(trainer.model, trainer.why, tuple(terms)), None
@@ -562,7 +560,7 @@ def main(argv: list[str]) -> int:
     except PipebenchError as err:
         outcome = Outcome(None, str(err), "data")
     except Exception as err:  # pipebench's own fault: one line, the traceback on stderr
-        from pipebench.measure.worker import failure_reason
+        from pipebench.errors import failure_reason
 
         traceback.print_exc()
         outcome = Outcome(None, f"the diagnosis failed: {failure_reason(err, 240)}", "failed")

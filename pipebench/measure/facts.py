@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.errors import ResultsVersionError
 from pipebench.typed import from_json, read_json, to_json
+from pipebench.versioned import VERSION_KEY, WAS, check_version
 
 #: machine.json layout. 1 (pipebench ≤ 0.1.0) had no version key and `sagemaker.hosts`.
 FACTS_VERSION = 2
@@ -73,6 +73,25 @@ class PipeModeFacts:
 
 
 @dataclass(frozen=True)
+class TensorFlowProbe:
+    """What the TF-facts child prints (`python -m pipebench.measure.machine --tensorflow`), read strictly: the
+    parent composes TensorFlowFacts from the children with and without TF_ENABLE_ONEDNN_OPTS."""
+
+    version: str
+    git_version: str
+    keras_version: str | None  # None: keras does not import
+    library_dir: str
+    cuda_build: bool
+    cuda_version: str | None
+    cudnn_version: str | None
+    gpus_visible: int
+    onednn_enabled: bool  # in this child's environment
+    openmp_needed: dict[str, tuple[str, ...]]  # TF library → OpenMP runtimes in its DT_NEEDED
+    openmp_loaded: tuple[str, ...]  # OpenMP runtimes mapped once an op ran
+    sagemaker_tensorflow: PipeModeFacts
+
+
+@dataclass(frozen=True)
 class TensorFlowFacts:
     """TF's version and build; every field but the three below is None when TF does not import (`error` says why)."""
 
@@ -124,7 +143,7 @@ class SageMakerFacts:
 class MachineFacts:
     """Everything machine.json holds; `host_fingerprint` hashes the facts that decide speed."""
 
-    facts_version: int
+    schema_version: int
     collected_at: str
     pipebench_version: str
     cpu: CpuFacts
@@ -148,13 +167,9 @@ class MachineFacts:
     @classmethod
     def from_json(cls, obj: object, file: str) -> MachineFacts:
         """Give the facts of a parsed machine.json; ResultsVersionError for another layout version."""
-        version = obj.get("facts_version", 1) if isinstance(obj, dict) else None
-        if version is not None and version != FACTS_VERSION:
-            raise ResultsVersionError(
-                f"{file}: machine facts layout v{version} is "
-                + (f"older than v{FACTS_VERSION}: run `pipebench upgrade {Path(file).parent}`" if version < FACTS_VERSION
-                   else f"newer than v{FACTS_VERSION}: update pipebench to read it"))
-        return from_json(cls, obj, file)
+        found = check_version(obj, file, VERSION_KEY, FACTS_VERSION, "machine facts",
+                              f"run `pipebench upgrade {Path(file).parent}`", WAS["machine.json"], absent=1)
+        return from_json(cls, found, file)
 
     @classmethod
     def load(cls, path: Path) -> MachineFacts:
@@ -176,4 +191,4 @@ def upgrade_v1(obj: dict) -> dict:
                 "cudnn_version", "gpus_visible"):
         tf.setdefault(key, None)
     tf["openmp"] = {"needed_by": {}, "loaded": [], **(tf.get("openmp") or {})}
-    return {"facts_version": FACTS_VERSION, **obj, "tensorflow": tf, "sagemaker": sagemaker}
+    return {VERSION_KEY: FACTS_VERSION, **obj, "tensorflow": tf, "sagemaker": sagemaker}

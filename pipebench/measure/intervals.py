@@ -26,9 +26,9 @@ class Interval:
     """A mean with its two-sided interval over `n` rounds; low/high are None with fewer than two rounds."""
 
     mean: float
-    low: float | None
-    high: float | None
-    n: int
+    low: float | None  # None with fewer than two rounds
+    high: float | None  # None with fewer than two rounds; infinite (written null beside a low) with no upper end
+    n: int  # the rounds it is over (0: not known, or a figure given rather than measured)
 
     @property
     def decided(self) -> bool:
@@ -53,6 +53,18 @@ class Interval:
         if not (self.decided and other.decided) or other.low <= 0:
             return Interval(mean, None, None, rounds)
         return Interval(mean, self.low / other.high, self.high / other.low, rounds)
+
+    def __json__(self) -> dict:
+        """Give the interval's one JSON shape, {"mean", "low", "high", "n"}: low and high null without an
+        interval (fewer than two rounds), high alone null when it has no upper end (it is infinite)."""
+        high = None if self.high is None or math.isinf(self.high) else self.high
+        return {"mean": self.mean, "low": self.low, "high": high, "n": self.n}
+
+    @classmethod
+    def __from_json__(cls, read: Interval) -> Interval:
+        """Give the interval `read` field by field from its JSON shape (pipebench.typed): a null high above a
+        low end is no upper end."""
+        return read if read.low is None or read.high is not None else cls(read.mean, read.low, math.inf, read.n)
 
     def text(self, fmt: str = ",.0f", scale: float = 1.0, unit: str = "") -> str:
         """Give 'mean (low–high)unit': the one way an interval is printed, in reports, logs and advice.

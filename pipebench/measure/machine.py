@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import hashlib
 import importlib.util
 import json
 import os
@@ -30,13 +29,23 @@ import re
 import struct
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
 import pipebench
-from pipebench.measure.facts import FACTS_VERSION, MachineFacts
+from pipebench.errors import DataError
+from pipebench.fingerprint import fingerprint
+from pipebench.measure.facts import (
+    FACTS_VERSION,
+    MachineFacts,
+    PipeModeFacts,
+    TensorFlowProbe,
+)
+from pipebench.measure.sagemaker_host import read_host
+from pipebench.typed import from_json, parse_json, to_json
+from pipebench.versioned import VERSION_KEY
 
 TF_CHILD_TIMEOUT_SEC = 180
 ONEDNN_ENV = "TF_ENABLE_ONEDNN_OPTS"
@@ -214,7 +223,12 @@ def _mapped_libraries() -> list[str]:
         return sorted({line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6})
 
 
-def tensorflow_facts() -> dict:
+def _build_text(value: object) -> str | None:
+    """Give a build-info value as text (TF has given versions as numbers), None for none."""
+    return None if value is None else str(value)
+
+
+def tensorflow_facts() -> TensorFlowProbe:
     """Import TensorFlow here and give its version and build facts (the child's half of machine_facts)."""
     import tensorflow as tf
     from tensorflow.python.util import _pywrap_util_port
@@ -234,31 +248,35 @@ def tensorflow_facts() -> dict:
     except ImportError:
         keras_version = None
     if importlib.util.find_spec("sagemaker_tensorflow") is None:
-        pipe_mode = {"importable": False, "reason": "sagemaker_tensorflow is not installed"}
+        pipe_mode = PipeModeFacts(False, "sagemaker_tensorflow is not installed")
     else:
         try:
             from sagemaker_tensorflow import PipeModeDataset  # noqa: F401
-            pipe_mode = {"importable": True, "reason": None}
+            pipe_mode = PipeModeFacts(True, None)
         except Exception as error:  # an op library built for another TF fails with an undefined symbol
-            pipe_mode = {"importable": False, "reason": f"{type(error).__name__}: {error}"}
-    return {
-        "version": tf.__version__,
-        "git_version": tf.version.GIT_VERSION,
-        "keras_version": keras_version,
-        "library_dir": str(library_dir),
-        "cuda_build": bool(build.get("is_cuda_build")),
-        "cuda_version": build.get("cuda_version"),
-        "cudnn_version": build.get("cudnn_version"),
-        "gpus_visible": len(tf.config.list_physical_devices("GPU")),
-        "onednn_enabled": bool(_pywrap_util_port.IsMklEnabled()),
-        "openmp_needed": needed,
-        "openmp_loaded": [lib for lib in _mapped_libraries() if openmp_runtimes([lib])],
-        "sagemaker_tensorflow": pipe_mode,
-    }
+            pipe_mode = PipeModeFacts(False, f"{type(error).__name__}: {error}")
+    return TensorFlowProbe(
+        version=tf.__version__, git_version=tf.version.GIT_VERSION, keras_version=keras_version,
+        library_dir=str(library_dir), cuda_build=bool(build.get("is_cuda_build")),
+        cuda_version=_build_text(build.get("cuda_version")), cudnn_version=_build_text(build.get("cudnn_version")),
+        gpus_visible=len(tf.config.list_physical_devices("GPU")),
+        onednn_enabled=bool(_pywrap_util_port.IsMklEnabled()),
+        openmp_needed={k: tuple(v) for k, v in needed.items()},
+        openmp_loaded=tuple(lib for lib in _mapped_libraries() if openmp_runtimes([lib])),
+        sagemaker_tensorflow=pipe_mode)
 
 
-def _run_tensorflow_child(env: dict[str, str]) -> dict:
-    """Give tensorflow_facts() from a fresh interpreter, or {"error": ...} when it fails."""
+def read_probe(stdout: str) -> TensorFlowProbe | str:
+    """Give the TF-facts child's facts from its stdout (its last line: TF may print before it), or why not."""
+    where = "the TensorFlow facts child"
+    try:
+        return from_json(TensorFlowProbe, parse_json(stdout.strip().splitlines()[-1].encode(), where), where)
+    except DataError as err:
+        return str(err)
+
+
+def _run_tensorflow_child(env: dict[str, str]) -> TensorFlowProbe | str:
+    """Give tensorflow_facts() from a fresh interpreter, or why it failed."""
     env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(pipebench.__file__).parents[1]),
                                                                  env.get("PYTHONPATH")]))}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -266,14 +284,11 @@ def _run_tensorflow_child(env: dict[str, str]) -> dict:
         child = subprocess.run([sys.executable, "-m", "pipebench.measure.machine", "--tensorflow"], env=env,
                                capture_output=True, text=True, timeout=TF_CHILD_TIMEOUT_SEC)
     except subprocess.TimeoutExpired:
-        return {"error": f"importing TensorFlow took over {TF_CHILD_TIMEOUT_SEC} s"}
-    if child.returncode == 0:
-        try:
-            return json.loads(child.stdout.strip().splitlines()[-1])  # the last line: TF may print before it
-        except (ValueError, IndexError):
-            pass
+        return f"importing TensorFlow took over {TF_CHILD_TIMEOUT_SEC} s"
+    if child.returncode == 0 and child.stdout.strip():
+        return read_probe(child.stdout)
     tail = [line for line in child.stderr.splitlines() if line.strip()][-1:] or [f"exit code {child.returncode}"]
-    return {"error": tail[0]}
+    return tail[0]
 
 
 def onednn_facts(build_default: bool | None, enabled: bool | None, env_value: str | None) -> dict:
@@ -296,19 +311,19 @@ def onednn_facts(build_default: bool | None, enabled: bool | None, env_value: st
     return {"enabled": enabled, "build_default": build_default, "env": env_value, "statement": statement}
 
 
-def openmp_facts(needed: dict[str, list[str]] | None, loaded: list[str] | None) -> dict:
+def openmp_facts(needed: dict[str, tuple[str, ...]] | None, loaded: tuple[str, ...] | None) -> dict:
     """Give whether an OpenMP runtime is linked into TF, which, and what that means for KMP_*/OMP_*."""
     if needed is None or loaded is None:
         return {"linked": None, "runtimes": [], "needed_by": {}, "loaded": [],
                 "statement": "unknown (TensorFlow facts unavailable)"}
-    runtimes = openmp_runtimes([lib for libs in needed.values() for lib in libs] + loaded)
+    runtimes = openmp_runtimes([*(lib for libs in needed.values() for lib in libs), *loaded])
     if runtimes:
         statement = (f"OpenMP runtime linked ({', '.join(runtimes)}): KMP_* and OMP_NUM_THREADS can affect "
                      "TF ops on this build")
     else:
         statement = "no OpenMP runtime linked: KMP_* and OMP_NUM_THREADS cannot affect TF ops on this build"
-    return {"linked": bool(runtimes), "runtimes": runtimes, "needed_by": needed, "loaded": loaded,
-            "statement": statement}
+    return {"linked": bool(runtimes), "runtimes": runtimes, "needed_by": {k: list(v) for k, v in needed.items()},
+            "loaded": list(loaded), "statement": statement}
 
 
 def no_tensorflow(error: str, env_value: str | None) -> dict:
@@ -332,16 +347,18 @@ def tensorflow_summary(env: dict[str, str] | None = None) -> dict:
         asked_run = pool.submit(_run_tensorflow_child, env) if env_value is not None else None
         facts = default_run.result()
         asked = asked_run.result() if asked_run else facts
-    if "error" in facts or "error" in asked:
-        return no_tensorflow(facts.get("error") or asked.get("error"), env_value)
-    composed = ("onednn_enabled", "openmp_needed", "openmp_loaded", "sagemaker_tensorflow")
+    for found in (facts, asked):
+        if isinstance(found, str):
+            return no_tensorflow(found, env_value)
     return {
         "importable": True,
         "error": None,
-        **{k: v for k, v in facts.items() if k not in composed},
-        "onednn": onednn_facts(facts["onednn_enabled"], asked["onednn_enabled"], env_value),
-        "openmp": openmp_facts(facts["openmp_needed"], facts["openmp_loaded"]),
-        "sagemaker_tensorflow": facts["sagemaker_tensorflow"],
+        "version": facts.version, "git_version": facts.git_version, "keras_version": facts.keras_version,
+        "library_dir": facts.library_dir, "cuda_build": facts.cuda_build, "cuda_version": facts.cuda_version,
+        "cudnn_version": facts.cudnn_version, "gpus_visible": facts.gpus_visible,
+        "onednn": onednn_facts(facts.onednn_enabled, asked.onednn_enabled, env_value),
+        "openmp": openmp_facts(facts.openmp_needed, facts.openmp_loaded),
+        "sagemaker_tensorflow": to_json(facts.sagemaker_tensorflow),
     }
 
 
@@ -352,29 +369,23 @@ INSTANCE_TYPE_FROM_SAGEMAKER = "SM_CURRENT_INSTANCE_TYPE"
 INSTANCE_TYPE_ASSERTED = "asserted (--instance-type)"
 
 
-def sagemaker_facts(instance_type: str | None = None, env: dict[str, str] | None = None) -> dict:
-    """Give the instance type and SageMaker's own facts.
+def sagemaker_facts(instance_type: str | None = None, env: Mapping[str, str] | None = None) -> dict:
+    """Give the instance type and SageMaker's own facts (pipebench.measure.sagemaker_host, the entry point's too).
 
-    Inside a training job SageMaker's SM_CURRENT_INSTANCE_TYPE is the instance type. Elsewhere a
-    user may name it (`--instance-type`, for the checklist's cost ranking): it is recorded as
-    asserted, and the host is still not a training job.
+    Inside a training job SageMaker's instance type (SM_CURRENT_INSTANCE_TYPE, else resourceconfig.json)
+    is the instance type. Elsewhere a user may name it (`--instance-type`, for the checklist's cost
+    ranking): it is recorded as asserted, and the host is still not a training job.
     """
-    env = os.environ if env is None else env
-    from_env = env.get("SM_CURRENT_INSTANCE_TYPE")
-    try:
-        host_count = len(json.loads(env["SM_HOSTS"])) if "SM_HOSTS" in env else None
-    except (ValueError, TypeError):
-        host_count = None
+    host = read_host(os.environ if env is None else env)
     return {
-        "instance_type": from_env or instance_type,
-        "instance_type_source": INSTANCE_TYPE_FROM_SAGEMAKER if from_env else INSTANCE_TYPE_ASSERTED if instance_type
-        else None,
-        "in_training_job": (any(k.startswith("SM_") for k in env)
-                            or Path("/opt/ml/input/config/resourceconfig.json").exists()),
-        "current_host": env.get("SM_CURRENT_HOST"),
-        "host_count": host_count,
-        "num_cpus": int(env["SM_NUM_CPUS"]) if env.get("SM_NUM_CPUS", "").isdigit() else None,
-        "num_gpus": int(env["SM_NUM_GPUS"]) if env.get("SM_NUM_GPUS", "").isdigit() else None,
+        "instance_type": host.instance_type or instance_type,
+        "instance_type_source": INSTANCE_TYPE_FROM_SAGEMAKER if host.instance_type
+        else INSTANCE_TYPE_ASSERTED if instance_type else None,
+        "in_training_job": host.in_training_job,
+        "current_host": host.current_host,
+        "host_count": len(host.hosts) or None,
+        "num_cpus": host.num_cpus,
+        "num_gpus": host.num_gpus,
     }
 
 
@@ -393,7 +404,7 @@ def host_fingerprint(facts: dict) -> str:
         "openmp": tf_facts["openmp"]["runtimes"],
         "gpus": [d["name"] for d in facts["gpu"]["devices"]],
     }
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return fingerprint(key)
 
 
 def machine_facts(instance_type: str | None = None) -> MachineFacts:
@@ -403,7 +414,7 @@ def machine_facts(instance_type: str | None = None) -> MachineFacts:
     variable wins inside a training job.
     """
     facts = {
-        "facts_version": FACTS_VERSION,
+        VERSION_KEY: FACTS_VERSION,
         "collected_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "pipebench_version": pipebench.__version__,
         "cpu": cpu_facts(),
@@ -472,15 +483,14 @@ def print_facts(instance_type: str | None = None, as_json: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipebench.measure.machine", description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print the facts as JSON")
-    parser.add_argument("--instance-type", help="the SageMaker instance type, when SM_CURRENT_INSTANCE_TYPE is unset")
-    parser.add_argument("--tensorflow", action="store_true", help=argparse.SUPPRESS)  # the child's entry point
-    args = parser.parse_args(argv)
-    if args.tensorflow:
-        print(json.dumps(tensorflow_facts()))
-        return 0
-    return print_facts(args.instance_type, args.json)
+    """The TensorFlow-facts child's entry point (tensorflow_summary starts it); `pipebench env` is the command."""
+    parser = argparse.ArgumentParser(prog="python -m pipebench.measure.machine",
+                                     description="Print this TensorFlow's facts as JSON (the child machine_facts "
+                                                 "starts); `pipebench env` prints the machine's facts.")
+    parser.add_argument("--tensorflow", action="store_true", required=True, help="import TensorFlow here")
+    parser.parse_args(argv)
+    print(json.dumps(to_json(tensorflow_facts())))
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -37,6 +38,12 @@ class Limits:
 
     timeout_sec: float
     memory_cap_bytes: int
+
+    @classmethod
+    def of_budget(cls, budget: Mapping[str, Any]) -> Limits:
+        """Give the limits an experiment's resolved `budget` sets every worker it starts (trials, capacity
+        prefixes, profiling re-runs, sharding workers): budget.trial_timeout_sec and budget.memory_cap_mb."""
+        return cls(budget["trial_timeout_sec"], budget["memory_cap_mb"] << 20)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 The manager writes a TrialSpec as trial.json and the worker loads it strictly; the worker writes a
 TrialRecord as result.json, every key present, and the manager loads it strictly. A key read
 under the wrong name is then an error in tests, not a `None` in a results row (Optuna's
-FrozenTrial + TrialState, Hydra's JobReturn + JobStatus).
+FrozenTrial + TrialState, Hydra's JobReturn + JobStatus). The experiment's blocks a trial carries
+(`measurement`, `model`, `quality`, `sources`) are typed records of exactly the schema's keys
+(config.SCHEMA; config.typed_block makes them from a block); what capacity profiling, `run --profile` and the benchmarks change besides them
+are TrialSpec fields of their own, never extra keys in a block.
 """
 from __future__ import annotations
 
@@ -55,13 +58,110 @@ class Threads:
 class PipelineLabel:
     """How a results row names the pipeline a trial measured, and how it relates to its reference ordering."""
 
-    pipeline: str  # preset name, "enumerated", or "synthetic"
+    pipeline: str  # preset name, "enumerated", a function pipeline's name, or "synthetic"
     ordering: str
     format: str | None  # None for a synthetic trial: the model alone, on a batch in memory
     source_mode: str
     semantics: str
     semantics_why: str
     breaks_semantics: bool
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """How a trial is measured: the experiment's `measurement` block (config.SCHEMA says what each key means)."""
+
+    warmup_max_sec: float
+    window_sec: float
+    windows: int
+    max_windows: int
+    repeats: int
+    steady_cv_pct: float
+    sample_hz: float
+    cold_cache: bool
+    page_cache: bool
+    busy_other_cpu_pct: float
+    remeasure_busy: bool
+    trainer: str
+
+
+
+@dataclass(frozen=True)
+class Model:
+    """The DeepFM model a train trial runs: the experiment's `model` block."""
+
+    embedding_size: int
+    deep_layers: tuple[int, ...]
+    dropout: float
+    l2: float
+    optimizer: str
+    learning_rate: float
+
+
+
+@dataclass(frozen=True)
+class Quality:
+    """The quality guard: the experiment's `quality` block."""
+
+    enabled: bool
+    train_examples: int
+    eval_examples: int
+
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """Source mode `file` (sources.file)."""
+
+    cold: bool
+
+
+@dataclass(frozen=True)
+class FastFileSource:
+    """Source mode `fastfile` (sources.fastfile)."""
+
+    emulate: bool
+    first_read_latency_ms: float
+    bandwidth_mb_per_sec: float | None
+
+
+@dataclass(frozen=True)
+class PipeSource:
+    """Source mode `pipe` (sources.pipe)."""
+
+    emulate: bool
+    reader: str
+    pipe_dir: str | None
+    config_dir: str | None
+    state_dir: str | None
+    shuffle_seed: int | None
+    bandwidth_mb_per_sec: float | None
+
+
+@dataclass(frozen=True)
+class ServiceSource:
+    """Source mode `service` (sources.service)."""
+
+    workers: int
+    sharding_policy: str
+    split_before: str
+    read: str
+    compression: str
+    max_outstanding_requests: int | None
+    worker_cpus: tuple[int, ...] | None
+    fixed_worker_list: bool
+    dispatcher: str | None
+
+
+@dataclass(frozen=True)
+class Sources:
+    """How each source mode reads its files: the experiment's `sources` block."""
+
+    file: FileSource
+    fastfile: FastFileSource
+    pipe: PipeSource
+    service: ServiceSource
+
 
 
 @dataclass(frozen=True)
@@ -73,22 +173,32 @@ class TrialSpec:
     repeat: int
     mode: str
     config_key: str  # the compute setting (batch, threads, env, model) train rows share with their ceiling
-    pipeline_spec: dict[str, Any]  # PipelineSpec.to_dict(), files filled in
+    pipeline_spec: dict[str, Any]  # PipelineSpec.to_dict(), files filled in; or a FunctionPipeline's
     pipeline_fingerprint: str
     label: PipelineLabel
-    batch_size: int
+    batch_size: int | None  # None: a function pipeline that batches as it is written
     threads: Threads
     env: dict[str, str]
-    measurement: dict[str, Any]
-    model: dict[str, Any]
+    measurement: Measurement
+    model: Model
     feature_size: int
     data_fingerprint: str
-    quality: dict[str, Any]
+    quality: Quality
     holdout_files: tuple[str, ...]
-    sources: dict[str, Any]
+    sources: Sources
     knobs_not_applied: tuple[str, ...] = ()  # search knobs this pipeline could not take
     pinned_knobs: tuple[str, ...] = ()  # knobs pipebench pinned because this machine cannot honour them
     remeasure_of: str | None = None  # the trial this one measures again (its machine was busy)
+    # input mode only: measure the pipeline's first N stages, sunk (pipebench capacity's per-stage profiles)
+    prefix_stages: int | None = None
+    # a profiling re-run (pipebench.measure.profiles): one window under the TensorFlow profiler into this folder
+    profile_dir: str | None = None
+    # a train trial times its synthetic ceiling in alternation with it; False times the train arm alone
+    # (benchmarks/pairing.py's control)
+    paired: bool = True
+    # a paired train window follows a settling one, and a synthetic one waits for the pipeline to go idle; False
+    # leaves both out (benchmarks/pairing.py's control)
+    settle: bool = True
     fault: str | None = None  # tests only: make the worker fail this way
 
     def to_json(self) -> dict:
@@ -118,7 +228,12 @@ class Window:
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """What the worker measured (or why it could not); written whole, every key present."""
+    """What the worker measured (or why it could not); written whole, every key present.
+
+    It refuses what cannot have happened (Optuna's FrozenTrial._validate): an ok trial timed windows, which its
+    figures come from (a profiling re-run, which times none, says so: `profiled`); a trial that did not end ok
+    says why and timed nothing a figure could be read from.
+    """
 
     status: TrialStatus
     reason: str | None = None
@@ -163,6 +278,23 @@ class TrialRecord:
     # source mode `service`: bytes per example in the elements the service sends (before compression), read from
     # one element of the split part; × examples/s is what the client receives
     service_bytes_per_example: float | None = None
+    # a profiling re-run (pipebench.measure.profiles): one window under the TensorFlow profiler, nothing timed
+    profiled: bool = False
+
+    def __post_init__(self) -> None:
+        if self.status is TrialStatus.OK:
+            if self.reason is not None or self.traceback is not None:
+                raise ValueError("status ok with a reason or traceback: a trial that ended ok has no failure to tell")
+            if self.profiled and self.windows_measured:
+                raise ValueError("a profiling re-run with windows_measured: the profiler's window is never timed")
+            if not self.profiled and not self.windows_measured:
+                raise ValueError("status ok with no windows_measured: an ok trial's figures come from its windows")
+            return
+        if not (self.reason or "").strip():
+            raise ValueError(f"status {self.status.value} with no reason: a trial that did not end ok says why")
+        if self.windows_measured:
+            raise ValueError(f"status {self.status.value} with windows_measured: only an ok trial's windows are "
+                             "figures")
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -26,7 +26,6 @@ No TensorFlow import here: the loops are handed in.
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,7 +33,8 @@ from pathlib import Path
 from pipebench.errors import PipebenchError
 from pipebench.measure import stats
 from pipebench.measure.figures import SLOWDOWN, figures
-from pipebench.measure.trial import Window
+from pipebench.measure.round_order import round_order
+from pipebench.measure.trial import Measurement, Window
 
 #: Each timed call runs about this long; windows are made of whole calls.
 CALL_SEC = 0.1
@@ -114,10 +114,28 @@ class Arm:
             self.steps = min(self.steps * 2, MAX_STEPS)
 
 
-def _warm_up(arms: Sequence[Arm], m: dict) -> tuple[float, bool]:
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """How windows are timed: a trial's `measurement` block (Timing.of), or `pipebench diagnose`'s flags."""
+
+    warmup_max_sec: float  # warm-up runs until steady, at most this long
+    steady_cv_pct: float  # steady: three warm-up slices agree within this coefficient of variation
+    window_sec: float
+    windows: int  # rounds at least
+    max_windows: int  # rounds at most, while a paired trial's verdict is undecided
+    settle: bool = True  # the settle window and the wait for idle threads of paired arms (module docstring)
+
+    @classmethod
+    def of(cls, measurement: Measurement, settle: bool = True) -> Timing:
+        """Give a trial's timing from its measurement settings (`settle`: TrialSpec.settle)."""
+        m = measurement
+        return cls(m.warmup_max_sec, m.steady_cv_pct, m.window_sec, m.windows, m.max_windows, settle)
+
+
+def _warm_up(arms: Sequence[Arm], timing: Timing) -> tuple[float, bool]:
     """Calibrate every arm and warm them up in turns until each is steady (capped); give (seconds, steady)."""
     start = time.perf_counter()
-    deadline = start + m["warmup_max_sec"]
+    deadline = start + timing.warmup_max_sec
     for arm in arms:
         arm.calibrate()
     rates: dict[str, list[float]] = {arm.name: [] for arm in arms}
@@ -126,7 +144,7 @@ def _warm_up(arms: Sequence[Arm], m: dict) -> tuple[float, bool]:
         for arm in arms:
             window = arm.timed(WARMUP_SLICE_SEC, -1)
             rates[arm.name].append(window.examples / window.seconds)
-        if all(stats.is_steady(r, m["steady_cv_pct"]) for r in rates.values()):
+        if all(stats.is_steady(r, timing.steady_cv_pct) for r in rates.values()):
             steady = True
             break
     return time.perf_counter() - start, steady
@@ -150,36 +168,35 @@ def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
     return found is not None and found.verdict not in (None, "inconclusive")
 
 
-def measure(arms: Sequence[Arm], m: dict, seed: int,
+def measure(arms: Sequence[Arm], timing: Timing, seed: str,
             on_window: Callable[[int, float], None] | None = None, basis: str = SLOWDOWN) -> dict:
     """Warm up `arms`, then time rounds of one window each; give the TrialRecord fields.
 
     With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
-    random order (seeded) and continue past `windows` while the verdict on `basis` is undecided, up to
-    `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
+    random order (round_order, seeded by `seed`: the trial id) and continue past `windows` while the
+    verdict on `basis` is undecided, up to `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
-    warmup_sec, steady = _warm_up(arms, m)
-    rng = random.Random(seed)
+    warmup_sec, steady = _warm_up(arms, timing)
     paired = len(arms) > 1
-    cap = max(m["windows"], m.get("max_windows") or m["windows"]) if paired else m["windows"]
+    cap = max(timing.windows, timing.max_windows) if paired else timing.windows
     windows: list[Window] = []
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
     previous = arms[-1].name
     for round_index in range(cap):
-        order = rng.sample(list(arms), len(arms)) if paired else list(arms)
+        order = round_order(arms, round_index, seed) if paired else list(arms)
         for arm in order:
             idle_before = None
-            if paired and arm.name == "train" and previous != "train" and m.get("settle", True):
-                arm.timed(m["window_sec"], round_index)  # settle: empty what the buffers filled meanwhile
-            if paired and arm.name == "synthetic" and previous == "train" and m.get("settle", True):
+            if paired and arm.name == "train" and previous != "train" and timing.settle:
+                arm.timed(timing.window_sec, round_index)  # settle: empty what the buffers filled meanwhile
+            if paired and arm.name == "synthetic" and previous == "train" and timing.settle:
                 if not all(other.release() for other in arms if other is not arm):
                     idle_before = wait_until_idle()  # a cached pipeline refills its buffers first, not meanwhile
-            window = dataclasses.replace(arm.timed(m["window_sec"], round_index), idle_before_sec=idle_before)
+            window = dataclasses.replace(arm.timed(timing.window_sec, round_index), idle_before_sec=idle_before)
             windows.append(window)
             previous = arm.name
             if on_window is not None and arm is arms[0]:
                 on_window(round_index, window.examples / window.seconds)
-        if round_index + 1 >= m["windows"] and (not paired or verdict_decided(windows, basis)):
+        if round_index + 1 >= timing.windows and (not paired or verdict_decided(windows, basis)):
             break
     rounds = round_index + 1
     main = [w.examples / w.seconds for w in windows if w.arm == arms[0].name]
@@ -190,17 +207,17 @@ def measure(arms: Sequence[Arm], m: dict, seed: int,
             "windows_ended_sec": time.monotonic()}
 
 
-def profiled_window(tf, arm: Arm, m: dict) -> dict:
-    """Warm `arm` up as a measured trial does, run one window under the TensorFlow profiler into
-    `m["profile_dir"]`; give the record's warm-up facts (the window's rate is not reported: profiling slows it).
+def profiled_window(tf, arm: Arm, timing: Timing, profile_dir: str) -> dict:
+    """Warm `arm` up as a measured trial does, run one window under the TensorFlow profiler into `profile_dir`;
+    give the record's warm-up facts (the window's rate is not reported: profiling slows it).
 
     A profiling re-run's (pipebench.measure.profiles); the worker passes its imported TensorFlow.
     """
-    warmup_sec, steady = _warm_up([arm], m)
-    Path(m["profile_dir"]).mkdir(parents=True, exist_ok=True)
-    tf.profiler.experimental.start(m["profile_dir"])
+    warmup_sec, steady = _warm_up([arm], timing)
+    Path(profile_dir).mkdir(parents=True, exist_ok=True)
+    tf.profiler.experimental.start(profile_dir)
     try:
-        arm.timed(m["window_sec"], 0)
+        arm.timed(timing.window_sec, 0)
     finally:
         tf.profiler.experimental.stop()
-    return {"warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arm.steps}
+    return {"warmup_sec": warmup_sec, "warmup_steady": steady, "steps_per_call": arm.steps, "profiled": True}

@@ -14,35 +14,40 @@ the worker's process tree used over it (pipebench.measure.cpu_clock). A train tr
 type TensorFlow placed its step on (`train_device`): under `measurement.trainer: auto` it decides which
 figure the input-bound verdict reads, and so how long the trial measures rounds (pipebench.measure.figures).
 
-A trial whose `measurement` holds `profile_dir` (a profiling re-run's, not an experiment key) warms up,
-then runs one window under the TensorFlow profiler into that folder and reports no figure
-(pipebench.measure.profiles).
+A trial with a `profile_dir` (a profiling re-run's) warms up, then runs one window under the TensorFlow
+profiler into that folder and reports no figure (pipebench.measure.profiles).
 
-An input trial whose `measurement` holds `prefix_stages: N` (capacity profiling's, not an experiment
-key) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
+An input trial with `prefix_stages: N` (capacity profiling's) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
 prefix of single examples or records is consumed through shard(K, 0), K elements per loop step.
+
+A function pipeline's trial (pipebench.pipeline.function) calls the user's function instead of
+building a spec (pipebench.measure.function_trial) and measures its dataset the same way; what the
+user's code raises, loading or running, is a failed trial whose reason names their file and line.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import functools
 import json
 import os
 import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
-from pipebench.errors import PipebenchError, UnavailableError
+from pipebench.errors import PipebenchError, UnavailableError, UserCodeError, failure_reason
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.windows import Arm, measure, profiled_window
+from pipebench.measure.windows import Arm, Timing, measure, profiled_window
 from pipebench.parent_death import die_with_parent
+from pipebench.pipeline.function import FunctionPipeline, data_files, is_function
+from pipebench.typed import to_json
 
 #: Beside the result file: one JSON line per finished window, read by the manager for pruning.
 PROGRESS_FILE = "progress.jsonl"
@@ -122,9 +127,6 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
         tf.config.threading.set_intra_op_parallelism_threads(trial.threads.intra)
     if trial.threads.inter:
         tf.config.threading.set_inter_op_parallelism_threads(trial.threads.inter)
-    from pipebench.pipeline.spec import PipelineSpec
-    from pipebench.sources.session import trial_sources
-
     record: dict[str, Any] = {
         "tf_version": tf.__version__,
         "worker_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
@@ -134,8 +136,14 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
         "cpus_at_start": cpus_at_start,
         "tf_inter_op_pool_threads": _inter_op_pool_threads(tf),
     }
+    if is_function(trial.pipeline_spec):
+        record.update(_run_function(tf, trial, FunctionPipeline.from_dict(trial.pipeline_spec), on_window))
+        return record
+    from pipebench.pipeline.spec import PipelineSpec
+    from pipebench.sources.session import trial_sources
+
     spec = PipelineSpec.from_dict(trial.pipeline_spec)
-    with trial_sources(spec, trial.sources, scratch) as sources:
+    with trial_sources(spec, to_json(trial.sources), scratch) as sources:
         record.update(_run_measured(tf, trial, spec, sources, on_window))
     return record
 
@@ -150,63 +158,116 @@ def _inter_op_pool_threads(tf) -> int | None:
     return names.count("tf_Compute") or None
 
 
-def _input_arm(tf, spec, built, m: dict) -> Arm:
-    """Give the input arm: the whole pipeline, or the prefix `m["prefix_stages"]` names (sunk when unbatched)."""
+def _input_arm(tf, spec, built, prefix_stages: int | None) -> Arm:
+    """Give the input arm: the whole pipeline, or the prefix of `prefix_stages` stages (sunk when unbatched)."""
     from pipebench.capacity.prefixes import element_of, sink_every
 
     dataset, per_step = built.dataset, 1
-    if m.get("prefix_stages") is not None:
-        per_step = sink_every(element_of(spec, m["prefix_stages"]))
+    if prefix_stages is not None:
+        per_step = sink_every(element_of(spec, prefix_stages))
         if per_step > 1:  # repeat first: each element the sink yields then stands for exactly per_step
             dataset = dataset.repeat().shard(per_step, 0)
     return Arm("input", lambda: iter(dataset), input_loop(tf, examples_counter(tf, spec), per_step),
                cpu_clock=process_tree_cpu_sec)
 
 
+@dataclass
+class UnderTest:
+    """A trial's pipeline, built: what its arms read, how they count examples and train on its elements."""
+
+    dataset: Any
+    input_arm: Callable[[], Arm]  # the input arm (made only in input mode: an arm starts its iterator)
+    field_size: Callable[[], int]  # F of the ids and values DeepFM takes (read only in train and synthetic modes)
+    releasable: bool  # a fresh iterator loses nothing (no partly filled cache)
+    files: list[str]  # its data files, which a cold pass evicts
+    rebuild: Callable[[], Any]  # a fresh dataset, as the trial built it (a cold pass, the quality guard)
+    adapt: Callable | None = None  # element → DeepFM's (features, label); None: the elements are that already
+
+    def fed(self, dataset: Any) -> Any:
+        """Give `dataset` as the train step takes it."""
+        return dataset if self.adapt is None else dataset.map(self.adapt)
+
+
 def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[str, Any]:
     """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
     from pipebench.pipeline.build import build
 
-    mode = trial.mode
-    m = trial.measurement
-    if m.get("prefix_stages") is not None and mode != "input":
-        raise PipebenchError(f"measurement.prefix_stages: a prefix is measured in input mode, not {mode}")
-    built = build(spec, sources, stages=m.get("prefix_stages"))
+    if trial.prefix_stages is not None and trial.mode != "input":
+        raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
+    built = build(spec, sources, stages=trial.prefix_stages)
     record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
                               "source_note": built.source_note}
     if built.split_part is not None:
         record["service_bytes_per_example"] = _bytes_per_example(tf, spec, built.split_part)
-    seed = int(hashlib.sha256(trial.trial_id.encode()).hexdigest()[:8], 16)  # the rounds' order, repeatable
-    if mode == "input":
-        arms = [_input_arm(tf, spec, built, m)]
-    else:
-        from pipebench.model.deepfm import build_deepfm, make_train_loop, make_train_step, train_device
+    pipeline = UnderTest(built.dataset, lambda: _input_arm(tf, spec, built, trial.prefix_stages), lambda: spec.source.field_size,
+                         spec.stage("cache") is None, built.files, lambda: build(spec, sources).dataset)
+    record.update(_measure(tf, trial, pipeline, on_window))
+    return record
 
-        model_cfg = trial.model
-        model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
-                             tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
+
+def _run_function(tf, trial: TrialSpec, function: FunctionPipeline, on_window) -> dict[str, Any]:
+    """Call the user's function and measure its dataset as the trial's mode says; give the record's facts.
+
+    What the user's code raises, loading or running, is a UserCodeError naming their file and line."""
+    from pipebench.measure import function_trial
+    from pipebench.model.contract import adapter
+    from pipebench.pipeline.user_code import failure_while_running
+
+    called = function_trial.call(function)
+    count = function_trial.examples_counter(tf, called.positions)
+    field_size = functools.cache(lambda: function_trial.field_size_of(tf, called))
+
+    def input_arm() -> Arm:
+        return Arm("input", lambda: iter(called.dataset), input_loop(tf, count), cpu_clock=process_tree_cpu_sec)
+
+    pipeline = UnderTest(called.dataset, input_arm, field_size, not called.cached, data_files(function.to_dict()),
+                         lambda: function_trial.call(function).dataset)
+    try:
+        if trial.mode != "input":
+            pipeline.adapt = adapter(called.positions, field_size(), trial.feature_size)
+        return _measure(tf, trial, pipeline, on_window)
+    except PipebenchError:
+        raise
+    except Exception as err:  # noqa: BLE001 — the user's pipeline failed as it ran: their file and line, one line
+        raise UserCodeError(failure_while_running(err, called.function, function.path)) from err
+
+
+def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, Any]:
+    """Measure a built pipeline as the trial's mode says (input alone, or the DeepFM step on it beside its ceiling);
+    give the record's facts."""
+    mode, m = trial.mode, trial.measurement
+    timing = Timing.of(m, trial.settle)
+    record: dict[str, Any] = {}
+    loop = None
+    if mode == "input":
+        arms = [pipeline.input_arm()]
+    else:
+        from pipebench.model.deepfm import make_train_loop, make_train_step, train_device
+
+        model = _model(trial, pipeline)
         record["train_device"] = train_device(model)
-        step = make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"])
+        step = make_train_step(model, trial.model.optimizer, trial.model.learning_rate)
         loop = make_train_loop(step)
+        fed = pipeline.fed(pipeline.dataset)
         # the compute ceiling: the same step on one real batch served from memory, forever
-        batch = tf.data.Dataset.from_tensors(next(iter(built.dataset))).repeat()
+        first = next(iter(fed))
+        batch = tf.data.Dataset.from_tensors(first).repeat()
         synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
         # released between its windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
-        train = Arm("train", lambda: iter(built.dataset), loop, releasable=spec.stage("cache") is None,
-                    cpu_clock=process_tree_cpu_sec)
-        # `paired: false` (benchmarks/pairing.py's control, not an experiment key) times the train arm alone
-        arms = [synthetic] if mode == "synthetic" else [train, synthetic] if m.get("paired", True) else [train]
-    if m.get("profile_dir"):  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
-        record.update(profiled_window(tf, arms[0], m))
+        train = Arm("train", lambda: iter(fed), loop, releasable=pipeline.releasable, cpu_clock=process_tree_cpu_sec)
+        # TrialSpec.paired false (benchmarks/pairing.py's control) times the train arm alone
+        arms = [synthetic] if mode == "synthetic" else [train, synthetic] if trial.paired else [train]
+    if trial.profile_dir:  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
+        record.update(profiled_window(tf, arms[0], timing, trial.profile_dir))
         return record
     # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when
     # the model trains on an accelerator (pipebench.measure.figures.verdict_basis, as the results row reads it)
-    basis = verdict_basis(m.get("trainer", "auto"), record.get("train_device"))
-    record.update(measure(arms, m, seed, on_window, basis))
-    if mode == "train" and m.get("cold_cache"):
-        record.update(_cold_pass(tf, spec, sources, built.files, loop, m, record["examples_per_sec_median"]))
-    if mode == "train" and trial.quality.get("enabled"):
-        record["auc"] = _quality(tf, trial, spec, sources)
+    basis = verdict_basis(m.trainer, record.get("train_device"))
+    record.update(measure(arms, timing, trial.trial_id, on_window, basis))  # the trial id seeds its rounds' order
+    if mode == "train" and m.cold_cache:
+        record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], int(tf.size(first[1]))))
+    if mode == "train" and trial.quality.enabled:
+        record["auc"] = _quality(tf, trial, pipeline)
     return record
 
 
@@ -222,7 +283,7 @@ def _bytes_per_example(tf, spec, split_part) -> float | None:
     return size / examples if examples else None
 
 
-def _cold_pass(tf, spec, sources: dict, files: list[str], loop, m: dict, warm_rate: float) -> dict:
+def _cold_pass(pipeline: UnderTest, loop, timing: Timing, warm_rate: float, batch_examples: int) -> dict:
     """Time training on a fresh pipeline right after evicting its files from the page cache.
 
     The fetch stall (DS-Analyzer) is the share of time per example lost to reading from storage:
@@ -230,61 +291,47 @@ def _cold_pass(tf, spec, sources: dict, files: list[str], loop, m: dict, warm_ra
     windows stop at the end of that epoch.
     """
     from pipebench.page_cache import evict_page_cache
-    from pipebench.pipeline.build import build
 
-    resident = evict_page_cache(files)
-    dataset = build(spec, sources).dataset
+    resident = evict_page_cache(pipeline.files)
+    dataset = pipeline.fed(pipeline.rebuild())
     arm = Arm("train", lambda: iter(dataset), loop)
-    arm.steps = max(1, int(m["window_sec"] * warm_rate / _batch_size(spec) / 10))
+    arm.steps = max(1, int(timing.window_sec * warm_rate / batch_examples / 10))
     examples, start = 0, time.perf_counter()
-    while arm.epochs_renewed == 0 and time.perf_counter() - start < m["window_sec"] * m["windows"]:
+    while arm.epochs_renewed == 0 and time.perf_counter() - start < timing.window_sec * timing.windows:
         examples += arm.call()[0]
     cold_rate = examples / (time.perf_counter() - start)
     return {"cold_examples_per_sec": cold_rate, "page_cache_resident_after_evict": resident,
             "fetch_stall_pct": stats.stall_pct(cold_rate, warm_rate)}
 
 
-def _batch_size(spec) -> int:
-    return int(spec.stage("batch")["batch_size"])
+def _model(trial: TrialSpec, pipeline: UnderTest):
+    """Give a fresh DeepFM model of the trial's `model` settings, for the pipeline's fields."""
+    from pipebench.model.deepfm import build_deepfm
+
+    m = trial.model
+    return build_deepfm(pipeline.field_size(), trial.feature_size, m.embedding_size, m.deep_layers, m.dropout, m.l2)
 
 
-def _quality(tf, trial: TrialSpec, spec, sources: dict) -> float:
+def _quality(tf, trial: TrialSpec, pipeline: UnderTest) -> float:
     """Give held-out AUC of a fresh model after `train_examples` examples through this pipeline."""
-    from pipebench.model.deepfm import build_deepfm, evaluate_auc, make_train_loop, make_train_step
+    from pipebench.model.deepfm import evaluate_auc, make_train_loop, make_train_step
     from pipebench.pipeline.build import build
     from pipebench.pipeline.presets import preset
 
-    q, model_cfg = trial.quality, trial.model
+    q = trial.quality
     if not trial.holdout_files:
         raise PipebenchError("quality: no held-out files (data.holdout_rows is 0, or data.files gave none)")
-    model = build_deepfm(spec.source.field_size, trial.feature_size, model_cfg["embedding_size"],
-                         tuple(model_cfg["deep_layers"]), model_cfg["dropout"], model_cfg["l2"])
-    loop = make_train_loop(make_train_step(model, model_cfg["optimizer"], model_cfg["learning_rate"]))
-    dataset = build(spec, sources).dataset
+    model = _model(trial, pipeline)
+    loop = make_train_loop(make_train_step(model, trial.model.optimizer, trial.model.learning_rate))
+    dataset = pipeline.fed(pipeline.rebuild())
     arm = Arm("train", lambda: iter(dataset), loop)
     arm.steps = 16
     seen = 0
-    while seen < q["train_examples"]:
+    while seen < q.train_examples:
         seen += arm.call()[0]
     holdout = preset("aws-sample", files=trial.holdout_files, batch_size=4096, epochs=1,
-                     field_size=spec.source.field_size)
-    return float(evaluate_auc(model, build(holdout).dataset.take(-(-q["eval_examples"] // 4096))))
-
-
-def failure_reason(err: BaseException, limit: int = 500) -> str:
-    """Give one line saying why a trial failed: the error's type and the text that names the cause.
-
-    TensorFlow's errors from compiled functions open with "Graph execution error:" and the Python
-    stack of the op that failed; the cause comes after that stack, before the `[[node]]` markers,
-    so the first line alone says nothing a user can act on.
-    """
-    text = getattr(err, "message", None) or str(err)
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and lines[0].startswith("Graph execution error"):
-        lines = [line.strip() for line in lines[1:]
-                 if not line.startswith((" ", "\t", "Detected at node", "<stack traces unavailable>"))]
-    reason = f"{type(err).__name__}: {' '.join(lines)}"
-    return reason if len(reason) <= limit else reason[: limit - 1] + "…"
+                     field_size=pipeline.field_size())
+    return float(evaluate_auc(model, build(holdout).dataset.take(-(-q.eval_examples // 4096))))
 
 
 def main(argv: list[str]) -> int:
@@ -303,6 +350,8 @@ def main(argv: list[str]) -> int:
         record = TrialRecord(TrialStatus.OK, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR)))
     except UnavailableError as err:  # e.g. Pipe mode without sagemaker_tensorflow: a row, not a failure
         record = TrialRecord(TrialStatus.UNAVAILABLE, str(err))
+    except UserCodeError as err:  # a function pipeline's own code raised: failed, its file and line in the reason
+        record = TrialRecord(TrialStatus.FAILED, str(err), traceback.format_exc()[-4000:])
     except PipebenchError as err:
         record = TrialRecord(TrialStatus.INVALID, str(err))
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run

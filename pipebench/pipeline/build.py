@@ -182,9 +182,8 @@ def _check_manifests(source: Source, files: list[str]) -> None:
         if not path.is_file():
             continue
         manifest = read_manifest(path)
-        stated = {"format": manifest.get("format"), "compression": manifest.get("compression"),
-                  "field_size": manifest.get("field_size"),
-                  "rows_per_record": (manifest.get("packed_layout") or {}).get("rows_per_record")}
+        stated = {"format": manifest.format, "compression": manifest.compression, "field_size": manifest.field_size,
+                  "rows_per_record": manifest.packed_layout and manifest.packed_layout.rows_per_record}
         for name, value in stated.items():
             if value is not None and (name != "rows_per_record" or source.format == "packed") \
                     and getattr(source, name) != value:

@@ -1,4 +1,5 @@
-"""spec → the text of a standalone Python module with `input_fn(files, batch_size, ...)`.
+"""spec → the text of a standalone Python module with `input_fn(files, batch_size, ...)`; a function pipeline →
+a module whose `input_fn` imports the user's module and calls their function as it was measured.
 
 The module needs only TensorFlow (and `sagemaker_tensorflow` for Pipe mode): users paste it into
 their training scripts. Decoders and helpers are copied verbatim from build.py's source (read as
@@ -20,10 +21,25 @@ from typing import Any
 
 import pipebench
 from converters import TF_COMPRESSION
+from pipebench.pipeline.function import FunctionPipeline, is_function
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Scalar
 
 _BUILD_MODULE = "pipebench.pipeline.build"
 SPEC_MARK = "The spec:"
+#: The exported modules' import of the user's own module from its file, as pipebench imported it
+#: (pipebench.pipeline.user_code): by its file's stem, its folder on sys.path.
+USER_MODULE_LOADER = '''def _user_module(path):
+    """Give the user's module, imported from its file as pipebench imported it."""
+    folder, name = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+        return sys.modules[name]
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module'''
 
 
 def function_sources(names: list[str]) -> list[str]:
@@ -180,3 +196,49 @@ def export(spec: PipelineSpec) -> str:
     ]
     return "\n\n\n".join(parts) + "\n"
 
+
+_CHECK_FILE = '''def _check_file(path, measured):
+    """Warn when the user's file is not the one pipebench measured (its sha256 differs)."""
+    with open(path, "rb") as f:
+        found = hashlib.sha256(f.read()).hexdigest()
+    if found != measured:
+        warnings.warn(f"{path} changed since pipebench measured it (sha256 {measured[:12]}… then, {found[:12]}… "
+                      "now): the figures are the old file's", stacklevel=3)'''
+
+
+def export_function(pipeline: FunctionPipeline) -> str:
+    """Give the text of a module whose input_fn calls the user's function with the keyword arguments it was measured
+    with (and the batch size, when the trial passed it); keyword arguments given to input_fn replace those."""
+    name = pipeline.function
+    header = (f"DeepFM input pipeline exported by pipebench {pipebench.__version__}: your function {name}, "
+              f"as it was measured (pipeline {pipeline.name}).\n\n"
+              f"It imports {pipeline.path} (its sha256 then: {pipeline.sha256}; input_fn warns when the file "
+              "differs) and calls it with the keyword arguments below; give input_fn others (your own files, "
+              "say) to replace them.\n"
+              f"For rewrites of its stages, each measured against it: pipebench diagnose {pipeline.path}:{name} "
+              "(with --set NAME=VALUE for its arguments).")
+    batch = f"batch_size={literal(pipeline.batch_size)}, " if pipeline.batch_passed else ""
+    call = "**{**KWARGS, **kwargs}" + (", batch_size=batch_size" if pipeline.batch_passed else "")
+    parts = [
+        "\n".join(line for paragraph in header.split("\n\n") for line in
+                  [*comment(textwrap.fill(paragraph, 100, break_long_words=False, break_on_hyphens=False)), "#"])[:-2],
+        f'"""{name} as pipebench measured it: input_fn(...) gives its tf.data.Dataset (see above)."""',
+        "import hashlib\nimport importlib.util\nimport os\nimport sys\nimport warnings",
+        f"USER_FILE = {literal(pipeline.path)}\nUSER_SHA256 = {literal(pipeline.sha256)}\n"
+        f"KWARGS = {literal(pipeline.kwargs)}",
+        USER_MODULE_LOADER,
+        _CHECK_FILE,
+        f"def input_fn({batch}**kwargs):\n"
+        f'    """Give the tf.data.Dataset {name} returns for the measured keyword arguments, `kwargs` replacing '
+        'them."""\n'
+        "    _check_file(USER_FILE, USER_SHA256)\n"
+        f"    return _user_module(USER_FILE).{name}({call})",
+    ]
+    return "\n\n\n".join(parts) + "\n"
+
+
+def export_pipeline(pipeline: dict) -> str:
+    """Give the module text for a pipeline's dictionary form (a trial's): a spec's, or a function pipeline's."""
+    if is_function(pipeline):
+        return export_function(FunctionPipeline.from_dict(pipeline))
+    return export(PipelineSpec.from_dict(pipeline))

@@ -28,7 +28,6 @@ integer; `null` where noted means TensorFlow's own default (sequential map, sequ
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ import yaml
 
 from converters import COMPRESSIONS
 from pipebench.errors import ConfigError
+from pipebench.fingerprint import fingerprint
 from pipebench.values import INT64_MAX, echo, name_text
 from pipebench.yamlfile import parse_yaml
 
@@ -401,8 +401,7 @@ class PipelineSpec:
 
     def fingerprint(self) -> str:
         """Give the sha256 of the canonical JSON form: equal specs, equal fingerprints, in any process."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return fingerprint(self.to_dict(), 64, compact=True)
 
 
 def _spec_problem(source: Source, kinds: tuple[str, ...]) -> str | None:

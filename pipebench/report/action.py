@@ -6,7 +6,8 @@ open with. The fastest configuration is the ranking's (pipebench.report.configur
 mode when measured, else the pipeline alone); the reference is `pipelines.baseline` (`run --baseline`:
 a pipeline of the experiment or a configuration id), else the experiment's first preset, read in its
 own format at TF's default threads and the experiment's first batch size, where the run measured it
-so. The gain is their paired ratio over the rounds both ran in, with its 95% interval, and is only
+so. When the experiment measures functions of the user's own (pipelines.functions), the first of them is
+the default reference instead: it is the pipeline the user trains with today. The gain is their paired ratio over the rounds both ran in, with its 95% interval, and is only
 called a gain when the interval lies above 1.
 """
 from __future__ import annotations
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.measure.intervals import difference_verdict
+from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.results.trial_row import TrialRow
 
 #: How a format is named in a sentence.
 FORMAT_NAMES = {"libsvm": "libsvm", "tfrecord": "TFRecord", "packed": "packed TFRecord"}
@@ -36,35 +39,43 @@ class Baseline:
 
 
 def baseline_of(config: Mapping) -> Baseline | None:
-    """Give the reference a run's resolved config names: pipelines.baseline, else its first preset, else the
-    orderings' reference (`enumerated`), at grid.batch_size's first value; None when it names none."""
+    """Give the reference a run's resolved config names: pipelines.baseline, else its first function (the user's own
+    pipeline), else its first preset, else the orderings' reference (`enumerated`), at grid.batch_size's first
+    value; None when it names none."""
     pipelines = config.get("pipelines") or {}
-    name = pipelines.get("baseline") or (pipelines.get("presets") or [None])[0]
+    functions = [entry["name"] for entry in pipelines.get("functions") or []]
+    name = pipelines.get("baseline") or (functions or pipelines.get("presets") or [None])[0]
     if name is None and pipelines.get("orderings") is not None:
         name = ENUMERATED
     batch_sizes = (config.get("grid") or {}).get("batch_size") or [None]
     return None if name is None else Baseline(name, batch_sizes[0])
 
 
+def format_name(fmt: str | None) -> str:
+    """Give a format as a sentence names it; None (a function reading files of its own) as 'its own files'."""
+    return "its own files" if fmt is None else FORMAT_NAMES.get(fmt, fmt)
+
+
 def describe(config: Configuration) -> str:
-    """Give a configuration as a sentence names it: 'aws-sample on TFRecord' (and its source mode if not file)."""
+    """Give a configuration as a sentence names it: 'aws-sample on TFRecord' (and its source mode if not file),
+    'my_input_fn (your function) on TFRecord'."""
     label = config.label
     where = f" in {label['source_mode']} mode" if label["source_mode"] not in (None, "file") else ""
-    return f"{label['pipeline']} on {FORMAT_NAMES.get(label['format'], label['format'])}{where}"
+    yours = " (your function)" if label["ordering"] == FUNCTION_ORDERING else ""
+    return f"{label['pipeline']}{yours} on {format_name(label['format'])}{where}"
 
 
 def changes(best: Configuration, reference: Configuration) -> list[str]:
     """Give what using `best` instead of `reference` changes: pipeline, format, source mode, ordering, decode,
     batch size, threads, environment (each 'what: before → after')."""
-    from pipebench.report.tables import decode_style, env_text
+    from pipebench.report.tables import batch_text, decode_style, env_text
 
     a, b = reference.label, best.label
     found = []
     if a["pipeline"] != b["pipeline"]:
         found.append(f"pipeline {a['pipeline']} → {b['pipeline']}")
     if a["format"] != b["format"]:
-        found.append(f"format {FORMAT_NAMES.get(a['format'], a['format'])} → "
-                     f"{FORMAT_NAMES.get(b['format'], b['format'])}")
+        found.append(f"format {format_name(a['format'])} → {format_name(b['format'])}")
     if a["source_mode"] != b["source_mode"]:
         found.append(f"source mode {a['source_mode']} → {b['source_mode']}")
     if a["ordering"] != b["ordering"]:
@@ -74,7 +85,7 @@ def changes(best: Configuration, reference: Configuration) -> list[str]:
         order = "batch before decode" if styles[1] == "vectorized" else "decode before batch"
         found.append(f"decode {styles[0]} → {styles[1]} ({order})")
     if a["batch_size"] != b["batch_size"]:
-        found.append(f"batch {a['batch_size']} → {b['batch_size']}")
+        found.append(f"batch {batch_text(reference.rows[0])} → {batch_text(best.rows[0])}")
     if reference.threads != best.threads:
         found.append(f"intra/inter-op threads {reference.threads} → {best.threads}")
     envs = env_text(reference.rows[0]), env_text(best.rows[0])
@@ -93,7 +104,7 @@ def _reference(found: Sequence[Configuration], baseline: Baseline, best: Configu
     if by_id:
         return by_id[0]
     named = [c for c in same if c.label["pipeline"] == baseline.name
-             and (baseline.name != ENUMERATED or c.rows[0].get("semantics") == REFERENCE_SEMANTICS)]
+             and (baseline.name != ENUMERATED or c.rows[0].semantics == REFERENCE_SEMANTICS)]
     named.sort(key=lambda c: (c.label["format"] != NATIVE_FORMAT.get(baseline.name, c.label["format"]),
                               not at_defaults(c.rows[0]), c.label["batch_size"] != baseline.batch_size,
                               c.label["batch_size"], c.configuration_id))
@@ -105,11 +116,11 @@ def _export(run_dir: Path | None, best: Configuration, found: Sequence[Configura
     from pipebench.report.tables import fastest
 
     where = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
-    trial = "" if fastest(found) is best else f" --trial {best.rows[0]['trial_id']}"
+    trial = "" if fastest(found) is best else f" --trial {best.rows[0].trial_id}"
     return f"`pipebench pipelines export {where}{trial} --out input_fn.py`"
 
 
-def action(rows: list[dict], baseline: Baseline | None, run_dir: Path | None = None) -> str:
+def action(rows: list[TrialRow], baseline: Baseline | None, run_dir: Path | None = None) -> str:
     """Give the sentence: the fastest measured configuration on this data, its paired gain over `baseline` (None:
     no reference), what it changes and how to export it."""
     found = configurations(rows)

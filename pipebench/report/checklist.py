@@ -1,25 +1,11 @@
 """The pre-migration checklist: rules over measured configurations, a cost-per-epoch ranking, TF1→TF2 notes.
 
-JSON shape (stable, for CI gates; new keys may be added, none renamed or removed):
-  {"version": 1,
-   "items":   [{"id", "title", "status": "PASS"|"WARN"|"FAIL"|"N/A", "evidence": {...}, "advice"}],
-   "ranking": {"epoch_examples", "region", "prices_as_of", "currency",
-               "measured":  [{"instance_type", "basis": "measured", "examples_per_sec", "epoch_sec",
-                              "price_per_hour", "cost_per_epoch", "run_dirs",
-                              "examples_per_sec_low", "examples_per_sec_high", "configuration_id",
-                              "busy_machine", "note"}],
-               "projected": [{... "basis": "projected", "assumption", "busy_machine"}],
-               "projected_by": "linear" | "per-stage model",
-               "model_error": [{"instance_type", "run_dir", "host_fingerprint", "vcpus", "mode", "configuration_id",
-                                "profiled_here", "predicted", "measured", "error_pct", "error_low_pct",
-                                "error_high_pct"}]},
-   "migration": [{"id", "title", "advice", "helper"}]}
-Measured and projected rows live in separate lists so a gate can never rank a guess above a measurement.
-Projections are linear per-core scaling from the nearest measured type, unless a run folder holds
-capacity.json: then the per-stage model (pipebench.report.projections), whose rows add an interval
-(`examples_per_sec_low` / `_high`), `bottleneck`, `configuration_id` and `profile_run_dir`, and whose
-error against every run that measured the profiled pipeline is `model_error` (empty for linear).
-`evidence` is each item's own: what it measured, with the interval it was judged on.
+JSON (`--format json`): the `Checklist` record (pipebench.report.checklist_records; its keys are in
+docs/reference/results-format.md). Projections are linear per-core scaling from the nearest measured
+type, unless a run folder holds capacity.json: then the per-stage model (pipebench.report.projections),
+whose rows add an interval, the bottleneck and the profile they come from, and whose error against
+every run that measured the profiled pipeline is `model_error` (empty for linear). `evidence` is each
+item's own: what it measured, with the interval it was judged on.
 
 Every rule reads configurations (a configuration's repeats pooled, pipebench.report.configurations),
 never a single trial, and compares like with like by paired ratio over the rounds both ran in. A
@@ -39,16 +25,19 @@ from pipebench.catalog import Catalog
 from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import Interval
+from pipebench.pipeline.function import FUNCTION_ORDERING, data_files
+from pipebench.report.checklist_records import (CHECKLIST_VERSION, Checklist, Item, MeasuredCost, MigrationNote,
+                                                ProjectedCost, Ranking)
 from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
                                           profiled)
 from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
-from pipebench.report.whatif import interval_text
-from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by, listed, records, stage_kinds
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by
 from pipebench.report.verdicts import FIGURE, meaning, trainer_text
 from pipebench.results import RunResults
+from pipebench.results.trial_row import TrialRow
+from pipebench.typed import to_json
 
-JSON_VERSION = 1
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 #: What to do when an interval cannot decide: more rounds narrow it.
 MORE_ROUNDS = ("add repeats (measurement.repeats) or raise the round cap (measurement.max_windows) and measure "
@@ -57,27 +46,17 @@ BUSY = ("measured while other processes used the machine (busy machine) and not 
         "figures may not hold on a quiet one")
 
 
-def _item(id_: str, title: str, status: str, evidence: dict, advice: str) -> dict:
-    return {"id": id_, "title": title, "status": status, "evidence": evidence, "advice": advice}
+def _item(id_: str, title: str, status: str, evidence: dict, advice: str) -> Item:
+    return Item(id_, title, status, evidence, advice)
 
 
 def _num(value) -> float | None:
     return None if value is None or pd.isna(value) else round(float(value), 4)
 
 
-def _pct(interval: Interval | None) -> dict:
-    """Give an interval of a share as {pct, low_pct, high_pct} (None where it has no bound)."""
-    if interval is None:
-        return {"pct": None, "low_pct": None, "high_pct": None}
-    return {"pct": _num(100 * interval.mean), "low_pct": None if not interval.decided else _num(100 * interval.low),
-            "high_pct": None if not interval.decided else _num(100 * interval.high)}
-
-
-def _ratio(ratio: Interval | None) -> dict:
-    """Give a paired ratio as {gain, gain_low, gain_high, rounds}."""
-    if ratio is None:
-        return {"gain": None, "gain_low": None, "gain_high": None, "rounds": 0}
-    return {"gain": _num(ratio.mean), "gain_low": _num(ratio.low), "gain_high": _num(ratio.high), "rounds": ratio.n}
+def _pct(interval: Interval | None) -> Interval | None:
+    """Give an interval of a share (0..1) in percent."""
+    return None if interval is None else interval.scaled(100.0)
 
 
 def _undecided(ratio: Interval | None) -> bool:
@@ -91,12 +70,8 @@ def _ratio_text(ratio: Interval | None) -> str:
     return ratio.text(".2f", unit="×")
 
 
-def _all_trials(runs: list[RunResults]) -> pd.DataFrame:
-    return pd.concat([r.trials for r in runs], ignore_index=True)
-
-
 def _configurations(runs: list[RunResults]) -> list[Configuration]:
-    return configurations(records(_all_trials(runs)))
+    return configurations([row for run in runs for row in run.rows])
 
 
 def _run_of(runs: list[RunResults], run_id: str) -> RunResults:
@@ -106,7 +81,7 @@ def _run_of(runs: list[RunResults], run_id: str) -> RunResults:
 
 def _median(config: Configuration, column: str) -> float | None:
     """Give the median over a configuration's repeats of a per-trial column (None when none has it)."""
-    values = [r[column] for r in config.rows if r.get(column) is not None]
+    values = [getattr(r, column) for r in config.rows if getattr(r, column) is not None]
     return float(statistics.median(values)) if values else None
 
 
@@ -117,7 +92,7 @@ def _fastest_train_with(runs: list[RunResults], column: str | None = None) -> Co
     return fastest(found, ("train",))
 
 
-def _best_row(runs: list[RunResults]) -> dict | None:
+def _best_row(runs: list[RunResults]) -> TrialRow | None:
     """Give the first repeat's row of the fastest configuration (train mode, else input), or None."""
     best = fastest(_configurations(runs))
     return None if best is None else best.rows[0]
@@ -125,7 +100,7 @@ def _best_row(runs: list[RunResults]) -> dict | None:
 
 def _who(config: Configuration) -> dict:
     row = config.rows[0]
-    return {"trial_id": row["trial_id"], "configuration_id": config.configuration_id, "repeats": config.repeats,
+    return {"trial_id": row.trial_id, "configuration_id": config.configuration_id, "repeats": config.repeats,
             "busy_machine": config.busy}
 
 
@@ -137,14 +112,10 @@ def input_bound(runs: list[RunResults]) -> dict:
     config = _fastest_train_with(runs)
     if config is None:
         return _item("input_bound", title, "N/A", {}, "Run the train mode to measure what input costs training.")
-    row, waiting = config.rows[0], _pct(config.pooled.waiting)
-    slowdown = _pct(config.pooled.slowdown)
-    verdict = config.verdict
-    evidence = {**_who(config), "pipeline": row["pipeline"], "format": row["format"],
-                "input_wait_pct": waiting["pct"], "input_wait_low_pct": waiting["low_pct"],
-                "input_wait_high_pct": waiting["high_pct"], "input_slowdown_pct": slowdown["pct"],
-                "input_slowdown_low_pct": slowdown["low_pct"], "input_slowdown_high_pct": slowdown["high_pct"],
-                "rounds": config.pooled.waiting.n, "verdict": verdict, "input_bound_basis": config.basis,
+    row, verdict = config.rows[0], config.verdict
+    evidence = {**_who(config), "pipeline": row.pipeline, "format": row.format,
+                "input_wait_pct": _pct(config.pooled.waiting), "input_slowdown_pct": _pct(config.pooled.slowdown),
+                "verdict": verdict, "input_bound_basis": config.basis,
                 "trainer": trainer_text(config), "fetch_stall_pct": _num(_median(config, "fetch_stall_pct"))}
     busy = f" Note: {BUSY}." if config.busy else ""
     means = f"For {trainer_text(config)}: {meaning(config.pooled)}."
@@ -172,7 +143,7 @@ def gpu_utilization(runs: list[RunResults]) -> dict:
         return _item("gpu_utilization", title, "N/A", {}, "No GPU was sampled: nothing to judge.")
     util = _median(config, "gpu_util_pct_median")
     evidence = {**_who(config), "gpu_util_pct_median": _num(util),
-                "input_wait_pct": _pct(config.pooled.waiting)["pct"], "verdict": config.verdict,
+                "input_wait_pct": _pct(config.pooled.waiting), "verdict": config.verdict,
                 "input_bound_basis": config.basis}
     if util >= 80:
         return _item("gpu_utilization", title, "PASS", evidence, "The GPU is busy; mixed precision may pay now.")
@@ -206,12 +177,12 @@ def cpu_utilization(runs: list[RunResults]) -> dict:
     return _item("cpu_utilization", title, "PASS", evidence, "Cores are well used with headroom.")
 
 
-def _data_files(best: dict | None) -> list[Path]:
+def _data_files(best: TrialRow | None) -> list[Path]:
     if best is None:
         return []
     try:
-        files = json.loads(best["params_json"] or "{}").get("pipeline", {}).get("source", {}).get("files", [])
-    except ValueError:
+        files = data_files(best.pipeline_spec)
+    except (KeyError, ValueError):
         return []
     return [Path(f) for f in files]
 
@@ -221,7 +192,7 @@ def cache_fits_ram(runs: list[RunResults]) -> dict:
     title = "Data set size against RAM: is cache() safe?"
     best = _best_row(runs)
     files = _data_files(best)
-    memory = None if best is None else _run_of(runs, best["run_id"]).machine.memory_bytes
+    memory = None if best is None else _run_of(runs, best.run_id).machine.memory_bytes
     if not files or not memory or not all(f.exists() for f in files):
         return _item("cache_fits_ram", title, "N/A", {"files": len(files), "memory_bytes": memory},
                      "Data files or machine memory unknown on this host: cannot size the cache.")
@@ -240,10 +211,16 @@ def stage_order(runs: list[RunResults]) -> dict:
     """Give the stage-order item: cache before repeat, cache before shuffle, prefetch last."""
     title = "cache / repeat / shuffle / prefetch order"
     best = _best_row(runs)
-    kinds = [] if best is None else stage_kinds(best)
+    kinds = [] if best is None else best.stage_kinds
+    if best is not None and best.ordering == FUNCTION_ORDERING:
+        function = best.pipeline_spec["function"]
+        return _item("stage_order", title, "N/A", {"trial_id": best.trial_id, "pipeline": best.pipeline},
+                     f"The fastest configuration is your function {function['function']}, whose stages pipebench does "
+                     f"not read here: `pipebench diagnose {function['path']}:{function['function']}` walks them and "
+                     "proves each rewrite it proposes.")
     if not kinds:
         return _item("stage_order", title, "N/A", {}, "No finished trial with a pipeline.")
-    evidence = {"trial_id": best["trial_id"], "configuration_id": best["configuration_id"], "stages": kinds}
+    evidence = {"trial_id": best.trial_id, "configuration_id": best.configuration_id, "stages": kinds}
     if "cache" in kinds and "repeat" in kinds and kinds.index("repeat") < kinds.index("cache"):
         return _item("stage_order", title, "FAIL", evidence,
                      "cache() after repeat() grows memory every epoch: put cache before repeat.")
@@ -269,10 +246,9 @@ def file_layout(runs: list[RunResults]) -> dict:
     row = best.rows[0]
     sizes = [f.stat().st_size for f in files if f.exists()]
     mean_mib = sum(sizes) / len(sizes) / 2**20 if sizes and len(sizes) == len(files) else None
-    source = json.loads(row["params_json"]).get("pipeline", {}).get("source", {})
-    mode = row["source_mode"] or source.get("mode")
+    mode = row.source_mode or row.source_setting("mode")
     evidence = {"files": len(files), "mean_file_mib": _num(mean_mib), "source_mode": mode,
-                "num_parallel_reads": source.get("num_parallel_reads")}
+                "num_parallel_reads": row.source_setting("num_parallel_reads")}
     for trial_mode in ("train", "input"):
         by_source = {k: c.throughput.mean for k, c in
                      fastest_by([c for c in found if c.mode == trial_mode], lambda c: c.label["source_mode"]).items()}
@@ -289,7 +265,8 @@ def file_layout(runs: list[RunResults]) -> dict:
         return _item("file_layout", title, "FAIL", evidence,
                      "Pipe mode has no parallel reads and suits few large files: use File (or FastFile) mode "
                      "with num_parallel_reads / interleave, or merge small files upstream.")
-    if mode != "pipe" and len(files) > 1 and not source.get("num_parallel_reads") and "interleave" not in row["ordering"]:
+    if mode != "pipe" and len(files) > 1 and not row.source_setting("num_parallel_reads") \
+            and "interleave" not in row.ordering:
         return _item("file_layout", title, "WARN", evidence,
                      "Several files read one at a time: set num_parallel_reads or interleave.")
     return _item("file_layout", title, "PASS", evidence, "The input mode suits this file layout.")
@@ -302,12 +279,12 @@ _SAME_SETTING = ("mode", "format", "source_mode", "batch_size", "intra_op_thread
 
 
 def _key(config: Configuration, columns: Sequence[str]) -> tuple:
-    return (config.run_id, *(config.label[c] for c in columns), *(config.rows[0].get(c) for c in ENV_COLUMNS))
+    return (config.run_id, *(config.label[c] for c in columns), *(getattr(config.rows[0], c) for c in ENV_COLUMNS))
 
 
 def _pair_evidence(a: Configuration, b: Configuration, ratio: Interval | None) -> dict:
     return {"pipeline": a.label["pipeline"], "ordering": a.label["ordering"], "format": a.label["format"],
-            "batch_size": a.label["batch_size"], **_ratio(ratio)}
+            "batch_size": a.label["batch_size"], "gain": ratio}
 
 
 def tfrecord_gain(runs: list[RunResults]) -> dict:
@@ -328,8 +305,7 @@ def tfrecord_gain(runs: list[RunResults]) -> dict:
     binary, text = pairs[0]
     ratio = paired_ratio(binary, text)
     evidence = {"mode": mode, **_pair_evidence(binary, text, ratio),
-                "examples_per_sec": {"libsvm": _num(text.throughput.mean),
-                                     binary.label["format"]: _num(binary.throughput.mean)},
+                "examples_per_sec": {"libsvm": text.throughput, binary.label["format"]: binary.throughput},
                 "libsvm_configuration_id": text.configuration_id, "configuration_id": binary.configuration_id,
                 "busy_machine": binary.busy or text.busy,
                 "pairs": [{"format_pair": f"{b.label['format']}/libsvm", **_pair_evidence(b, t, paired_ratio(b, t))}
@@ -376,9 +352,8 @@ def vectorized_map(runs: list[RunResults]) -> dict:
     best_style = None if best is None else decode_style(best.rows[0])
     evidence = {"mode": "input", "format": vectorized.label["format"], "batch_size": vectorized.label["batch_size"],
                 "vectorized_pipeline": vectorized.label["pipeline"], "scalar_pipeline": scalar.label["pipeline"],
-                "examples_per_sec": {"vectorized": _num(vectorized.throughput.mean),
-                                     "scalar": _num(scalar.throughput.mean)},
-                **_ratio(ratio), "best_decode_style": best_style, "busy_machine": vectorized.busy or scalar.busy}
+                "examples_per_sec": {"vectorized": vectorized.throughput, "scalar": scalar.throughput},
+                "gain": ratio, "best_decode_style": best_style, "busy_machine": vectorized.busy or scalar.busy}
     what = f"vectorized / scalar decode on {vectorized.label['format']}, input mode: {_ratio_text(ratio)}"
     if _undecided(ratio):
         evidence["comparison"] = "inconclusive"
@@ -403,16 +378,16 @@ def openmp_knobs(runs: list[RunResults]) -> dict:
     title = "Can KMP_* / OMP_NUM_THREADS matter on this TensorFlow build?"
     best = _best_row(runs)
     # a build fact: the best configuration's machine, or (with no finished trial) the first run's
-    openmp = (runs[0] if best is None else _run_of(runs, best["run_id"])).machine.tensorflow.openmp
+    openmp = (runs[0] if best is None else _run_of(runs, best.run_id)).machine.tensorflow.openmp
     linked = openmp.linked
     if linked is None:
         return _item("openmp_knobs", title, "N/A", {}, "The run did not record the TF build's OpenMP linkage.")
     knobs = {}
     if best is not None:
         # a knob pipebench pinned itself (search.pin_inert) was not the user's choice and proves nothing
-        pinned = {knob.removeprefix("env.") for knob in listed(best["pinned_knobs"])}
-        knobs = {c[4:]: best[c] for c in ENV_COLUMNS
-                 if c != "env_TF_ENABLE_ONEDNN_OPTS" and isinstance(best[c], str) and c[4:] not in pinned}
+        pinned = {knob.removeprefix("env.") for knob in best.pinned_knobs or ()}
+        knobs = {c[4:]: getattr(best, c) for c in ENV_COLUMNS
+                 if c != "env_TF_ENABLE_ONEDNN_OPTS" and getattr(best, c) is not None and c[4:] not in pinned}
     evidence = {"openmp_linked": linked, "runtimes": list(openmp.runtimes), "best_trial_knobs": knobs}
     if linked:
         return _item("openmp_knobs", title, "PASS", evidence,
@@ -440,13 +415,13 @@ def threads_vs_cores(runs: list[RunResults]) -> dict:
     measured = fastest_by(train, lambda c: c.label["intra_op_threads"] if c.label["intra_op_threads"] in
                            (vcpus, physical) else None)
     evidence = {"vcpus": vcpus, "physical_cores": physical,
-                "examples_per_sec_by_intra_op_threads": {str(k): _num(c.throughput.mean) for k, c in measured.items()}}
+                "examples_per_sec_by_intra_op_threads": {str(k): c.throughput for k, c in measured.items()}}
     if len(measured) == 2:
         first = ranked(list(measured.values()))[0][0]
         winner = next(k for k, c in measured.items() if c is first)
         other = physical if winner == vcpus else vcpus
         ratio = paired_ratio(measured[winner], measured[other])
-        evidence.update(_ratio(ratio))
+        evidence["gain"] = ratio
         if _undecided(ratio):
             return _item("threads_vs_cores", title, "PASS", evidence,
                          f"Both measured; {winner} and {other} intra-op threads show no measurable difference here "
@@ -466,7 +441,7 @@ def batch_auc(runs: list[RunResults]) -> dict:
     """Give the batch item: AUC of the fastest configuration's batch size against the best AUC measured."""
     title = "Batch size against AUC"
     found = [c for c in _configurations(runs) if c.mode == "train" and _median(c, "auc") is not None]
-    sizes = sorted({c.label["batch_size"] for c in found})
+    sizes = sorted({c.label["batch_size"] for c in found} - {None})  # None: functions batching as they are written
     if len(sizes) < 2:
         return _item("batch_auc", title, "N/A", {"batch_sizes_with_auc": sizes},
                      "Measure AUC at two or more batch sizes to see what speed costs in accuracy.")
@@ -490,7 +465,7 @@ def scale_up_first(runs: list[RunResults]) -> dict:
     hosts = _run_of(runs, config.run_id).machine.sagemaker.host_count or 1
     gpu = _median(config, "gpu_util_pct_median")
     busy = gpu if gpu is not None else _median(config, "cpu_pct_of_physical_cores_median")
-    evidence = {"hosts": hosts, "utilization_pct": _num(busy), "input_wait_pct": _pct(config.pooled.waiting)["pct"],
+    evidence = {"hosts": hosts, "utilization_pct": _num(busy), "input_wait_pct": _pct(config.pooled.waiting),
                 "verdict": config.verdict, "input_bound_basis": config.basis,
                 "configuration_id": config.configuration_id}
     saturated = busy is not None and busy >= 90
@@ -532,24 +507,22 @@ def input_sharding(runs: list[RunResults]) -> dict:
                      + SHARDED_BY_S3_KEY)
     _, record = found
     by = {f.placement: f for f in figures(record)}
-    workers = record["workers"]
-    evidence = {"configuration_id": record["configuration_id"], "workers": workers,
-                "files": len(record["files"]), "rounds": record["rounds"],
-                "placements": {name: {"examples_per_sec_per_worker": _num(f.examples_per_sec.mean),
-                                      "examples_per_sec_low": _num(f.examples_per_sec.low),
-                                      "examples_per_sec_high": _num(f.examples_per_sec.high),
-                                      "bytes_read_share": _pct(f.bytes_share), "examples_per_worker":
+    workers = record.workers
+    evidence = {"configuration_id": record.configuration_id, "workers": workers,
+                "files": len(record.files), "rounds": record.rounds,
+                "placements": {name: {"examples_per_sec_per_worker": f.examples_per_sec,
+                                      "bytes_read_share_pct": _pct(f.bytes_share), "examples_per_worker":
                                       list(f.examples_per_worker)} for name, f in by.items()}}
     everything = [name for name in ("data", "shard-after-read") if name in by]
     # what a worker read is measured (its bytes over the data's), never assumed to be 1/N
-    measured = f"measured as /proc/<pid>/io {record['bytes_measure']}"
+    measured = f"measured as /proc/<pid>/io {record.bytes_measure}"
     if "file" not in by:
-        too_few = len(record["files"]) < workers
+        too_few = len(record.files) < workers
         others = [by[name] for name in everything] or list(by.values())
         read = (f"each worker read {' and '.join(f'{_share(f)} of the bytes under {f.placement}' for f in others)} "
                 f"({measured})" if others else "what each worker reads was not measured")
         return _item("input_sharding", title, "FAIL" if too_few else "WARN", evidence,
-                     (f"FILE sharding cannot work on {len(record['files'])} file(s) for {workers} workers"
+                     (f"FILE sharding cannot work on {len(record.files)} file(s) for {workers} workers"
                       if too_few else "FILE was not measured")
                      + f": {read}. Split the data into at least {workers} files, ideally many per worker (pipebench "
                      "convert --shards), and measure again. " + SHARDED_BY_S3_KEY)
@@ -559,7 +532,7 @@ def input_sharding(runs: list[RunResults]) -> dict:
         return _item("input_sharding", title, "PASS", evidence, f"{read}. " + SHARDED_BY_S3_KEY)
     other = max((by[name] for name in everything), key=lambda f: f.examples_per_sec.mean)
     ratio = paired(file, other)
-    evidence.update({"compared_with": other.placement, **_ratio(ratio)})
+    evidence.update({"compared_with": other.placement, "gain": ratio})
     what = f"FILE / {other.placement} per-worker throughput {_ratio_text(ratio)}; {read}, {other.placement} {_share(other)}"
     if _undecided(ratio):
         evidence["comparison"] = "inconclusive"
@@ -590,12 +563,11 @@ def service_workers(runs: list[RunResults]) -> dict:
     title = "Service workers to feed the model"
     found, ceilings = [], []
     for run in runs:
-        rows = records(run.trials)
+        rows = run.rows
         found += sizings(rows)
         ceiling = client_ceiling(rows)
         if ceiling:
-            ceilings.append({"mb_per_sec": _num(ceiling[0].mean), "low": _num(ceiling[0].low),
-                             "high": _num(ceiling[0].high), "at": ceiling[1]})
+            ceilings.append({"mb_per_sec": ceiling[0], "at": ceiling[1]})
     usable = [s for s in found if not s.unavailable]
     if not usable:
         why = found[0].unavailable if found else "no input trial through the service with one worker"
@@ -627,35 +599,35 @@ def service_workers(runs: list[RunResults]) -> dict:
                  "model (best–worst over the 95% intervals); check the client-side ceiling before adding more.")
 
 
-RULES: tuple[Callable[[list[RunResults]], dict], ...] = (
+RULES: tuple[Callable[[list[RunResults]], Item], ...] = (
     input_bound, gpu_utilization, cpu_utilization, cache_fits_ram, stage_order, file_layout, tfrecord_gain,
     vectorized_map, openmp_knobs, threads_vs_cores, batch_auc, scale_up_first, input_sharding)
 
-MIGRATION = [
-    {"id": "tf_config_chief", "title": "TF_CONFIG `master` → `chief` for ParameterServerStrategy",
-     "advice": "SageMaker's parameter-server distribution writes a `master` task; TF2's ParameterServerStrategy "
-               "needs it renamed `chief` before the strategy is built.",
-     "helper": "pipebench.sagemaker.tf_config.chief_rewrite (parameter_server_tf_config builds the toolkit's "
-               "layout from SM_HOSTS)"},
-    {"id": "shared_checkpoints", "title": "A shared file system for checkpoints with parameter servers",
-     "advice": "TF2 PS training needs every worker to reach the checkpoint directory: mount EFS (or FSx).",
-     "helper": "pipebench.sagemaker.tf_config.checkpoint_dir_problem"},
-    {"id": "estimator_removed", "title": "Estimator is removed in TF 2.16",
-     "advice": "Port the Estimator model_fn to Keras (pipebench/model/deepfm.py is a Keras DeepFM) and pin TF < 2.16 "
-               "until then.", "helper": "pipebench/model/deepfm.py"},
-    {"id": "strategy_scope", "title": "Build the model inside `strategy.scope()`",
-     "advice": "Variables created outside the scope are not distributed: create model and optimizer inside it.",
-     "helper": "pipebench/model/deepfm.py"},
-    {"id": "input_fn", "title": "Replace the TF1 input_fn with a measured tf.data pipeline",
-     "advice": "Export the best measured pipeline as a standalone input_fn.", "helper": "pipebench pipelines export"},
-]
+MIGRATION = (
+    MigrationNote("tf_config_chief", "TF_CONFIG `master` → `chief` for ParameterServerStrategy",
+                  "SageMaker's parameter-server distribution writes a `master` task; TF2's ParameterServerStrategy "
+                  "needs it renamed `chief` before the strategy is built.",
+                  "pipebench.sagemaker.tf_config.chief_rewrite (parameter_server_tf_config builds the toolkit's "
+                  "layout from SM_HOSTS)"),
+    MigrationNote("shared_checkpoints", "A shared file system for checkpoints with parameter servers",
+                  "TF2 PS training needs every worker to reach the checkpoint directory: mount EFS (or FSx).",
+                  "pipebench.sagemaker.tf_config.checkpoint_dir_problem"),
+    MigrationNote("estimator_removed", "Estimator is removed in TF 2.16",
+                  "Port the Estimator model_fn to Keras (pipebench/model/deepfm.py is a Keras DeepFM) and pin "
+                  "TF < 2.16 until then.", "pipebench/model/deepfm.py"),
+    MigrationNote("strategy_scope", "Build the model inside `strategy.scope()`",
+                  "Variables created outside the scope are not distributed: create model and optimizer inside it.",
+                  "pipebench/model/deepfm.py"),
+    MigrationNote("input_fn", "Replace the TF1 input_fn with a measured tf.data pipeline",
+                  "Export the best measured pipeline as a standalone input_fn.", "pipebench pipelines export"),
+)
 
 
 def _instance_type(run: RunResults) -> str | None:
     return run.machine.sagemaker.instance_type
 
 
-def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> dict:
+def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> Ranking:
     """Give cost per epoch for measured instance types and, separately, projections for the other CPU types.
 
     Each instance type is priced at its fastest train configuration (repeats pooled; the fastest over its
@@ -665,7 +637,7 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> di
     best: dict[str, tuple[Configuration, list[str]]] = {}
     for run in runs:
         name = _instance_type(run)
-        config = fastest(configurations(records(run.trials)), ("train",))
+        config = fastest(configurations(run.rows), ("train",))
         if name is None or config is None:
             continue
         known, dirs = best.get(name, (config, []))
@@ -674,50 +646,44 @@ def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> di
     for name, (config, dirs) in best.items():
         instance = catalog.instances.get(name)
         speed = config.throughput.mean
-        entry = {"instance_type": name, "basis": "measured", "examples_per_sec": round(speed, 2),
-                 "epoch_sec": round(epoch_examples / speed, 3), "price_per_hour": None, "cost_per_epoch": None,
-                 "run_dirs": dirs, "examples_per_sec_low": _num(config.throughput.low),
-                 "examples_per_sec_high": _num(config.throughput.high), "configuration_id": config.configuration_id,
-                 "busy_machine": config.busy,
-                 "note": f"throughput {BUSY}: the epoch time and cost may be too high" if config.busy else None}
-        if instance:
-            entry["price_per_hour"] = instance.price_per_hour
-            entry["cost_per_epoch"] = round(epoch_examples / speed / 3600 * instance.price_per_hour, 6)
-        measured.append(entry)
-    measured.sort(key=lambda e: (e["cost_per_epoch"] is None, e["cost_per_epoch"] or 0.0))
+        price = instance.price_per_hour if instance else None
+        measured.append(MeasuredCost(
+            name, config.throughput, round(epoch_examples / speed, 3), price,
+            None if price is None else round(epoch_examples / speed / 3600 * price, 6), tuple(dirs),
+            config.configuration_id, config.busy,
+            f"throughput {BUSY}: the epoch time and cost may be too high" if config.busy else None))
+    measured.sort(key=lambda e: (e.cost_per_epoch is None, e.cost_per_epoch or 0.0))
     if profiled(runs):
-        projected = model_projections(runs, catalog, epoch_examples, set(best))
-        errors = model_errors(runs)
+        projected, errors = model_projections(runs, catalog, epoch_examples, set(best)), model_errors(runs)
     else:
         projected, errors = _linear_projections(catalog, epoch_examples, measured, set(best)), []
-    return {"epoch_examples": epoch_examples, "region": catalog.region, "prices_as_of": catalog.prices_as_of,
-            "currency": catalog.currency, "measured": measured, "projected": projected,
-            "projected_by": MODEL_LABEL if profiled(runs) else LINEAR_LABEL, "model_error": errors}
+    return Ranking(epoch_examples, catalog.region, catalog.prices_as_of, catalog.currency, tuple(measured),
+                   tuple(projected), MODEL_LABEL if profiled(runs) else LINEAR_LABEL, tuple(errors))
 
 
-def _linear_projections(catalog: Catalog, epoch_examples: int, measured: list[dict], known: set[str]) -> list[dict]:
+def _linear_projections(catalog: Catalog, epoch_examples: int, measured: list[MeasuredCost],
+                        known: set[str]) -> list[ProjectedCost]:
     """Give projected rows for the CPU types not measured: the nearest measured type's throughput per physical core."""
     projected = []
-    bases = [(catalog.instances[e["instance_type"]], e) for e in measured
-             if e["instance_type"] in catalog.instances and catalog.instances[e["instance_type"]].gpus == 0]
+    bases = [(catalog.instances[e.instance_type], e) for e in measured
+             if e.instance_type in catalog.instances and catalog.instances[e.instance_type].gpus == 0]
     for name, instance in catalog.instances.items():
         if name in known or instance.gpus or not bases:
             continue
         # Nearest measured size, same family first: linear per-core scaling is least wrong over a short step.
         base, entry = min(bases, key=lambda be: (be[0].family != instance.family,
                                                  abs(math.log(instance.physical_cores / be[0].physical_cores))))
-        speed = entry["examples_per_sec"] / base.physical_cores * instance.physical_cores
+        speed = entry.examples_per_sec.mean / base.physical_cores * instance.physical_cores
         epoch_sec = epoch_examples / speed
-        projected.append({"instance_type": name, "basis": "projected", "examples_per_sec": round(speed, 2),
-                          "epoch_sec": round(epoch_sec, 3), "price_per_hour": instance.price_per_hour,
-                          "cost_per_epoch": round(epoch_sec / 3600 * instance.price_per_hour, 6),
-                          "assumption": f"throughput scales linearly with physical cores from {base.name} "
-                                        f"({entry['examples_per_sec']:,.0f} ex/s on {base.physical_cores}); an "
-                                        "optimistic bound — bigger instances are not always faster"
-                                        + ("; that throughput was measured on a busy machine" if entry["busy_machine"]
-                                           else ""),
-                          "busy_machine": entry["busy_machine"]})
-    projected.sort(key=lambda e: e["cost_per_epoch"])
+        projected.append(ProjectedCost(
+            name, LINEAR_LABEL, Interval(round(speed, 2), None, None, 0), round(epoch_sec, 3),
+            instance.price_per_hour, round(epoch_sec / 3600 * instance.price_per_hour, 6),
+            f"throughput scales linearly with physical cores from {base.name} "
+            f"({entry.examples_per_sec.mean:,.0f} ex/s on {base.physical_cores}); an optimistic bound — bigger "
+            "instances are not always faster" + ("; that throughput was measured on a busy machine"
+                                                 if entry.busy_machine else ""),
+            entry.busy_machine, None, None, None))
+    projected.sort(key=lambda e: e.cost_per_epoch)
     return projected
 
 
@@ -727,8 +693,8 @@ def epoch_examples_of(runs: list[RunResults]) -> int | None:
     return counts.pop() if len(counts) == 1 else None
 
 
-def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> dict:
-    """Give the checklist as the documented JSON-ready dict; PipebenchError for runs on different data.
+def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> Checklist:
+    """Give the checklist; PipebenchError for runs on different data.
 
     Runs from different machines are welcome (that is the ranking), but only on the same data set: the
     data fingerprint is what makes their epoch times comparable.
@@ -737,72 +703,73 @@ def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> 
     if len(data) > 1:
         raise PipebenchError(f"runs measured {len(data)} different data sets ({', '.join(sorted(data))}): "
                              "cost per epoch compares instance types only on the same data")
-    return {"version": JSON_VERSION, "items": [rule(runs) for rule in RULES],
-            "ranking": ranking(runs, catalog, epoch_examples), "service": service_workers(runs), "migration": MIGRATION}
+    return Checklist(CHECKLIST_VERSION, tuple(rule(runs) for rule in RULES), ranking(runs, catalog, epoch_examples),
+                     service_workers(runs), MIGRATION)
 
 
 def _cell(value) -> str:
-    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+    if isinstance(value, Interval):
+        return value.text(",.4g")
+    return json.dumps(to_json(value)) if isinstance(value, (dict, list)) else str(value)
 
 
-def to_markdown(result: dict) -> str:
+def to_markdown(result: Checklist) -> str:
     """Give the checklist as Markdown: items, measured ranking, projections apart, migration notes."""
     out = ["# Pre-migration checklist", "", "| status | item | evidence | advice |", "|---|---|---|---|"]
-    for item in result["items"]:
-        evidence = "; ".join(f"{k}={_cell(v)}" for k, v in item["evidence"].items())
-        out.append(f"| **{item['status']}** | {item['title']} | {evidence} | {item['advice']} |")
-    rank = result["ranking"]
-    out += ["", f"## Cost per epoch (measured) — {rank['epoch_examples']:,} examples, {rank['currency']} "
-                f"on-demand, {rank['region']}, prices as of {rank['prices_as_of']}", ""]
-    if rank["measured"]:
+    for item in result.items:
+        evidence = "; ".join(f"{k}={_cell(v)}" for k, v in item.evidence.items())
+        out.append(f"| **{item.status}** | {item.title} | {evidence} | {item.advice} |")
+    rank = result.ranking
+    out += ["", f"## Cost per epoch (measured) — {rank.epoch_examples:,} examples, {rank.currency} "
+                f"on-demand, {rank.region}, prices as of {rank.prices_as_of}", ""]
+    if rank.measured:
         out += ["| instance type | examples/s (95% interval) | epoch (s) | $/hour | $/epoch | notes |",
                 "|---|---|---|---|---|---|"]
-        for e in rank["measured"]:
-            speed = Interval(e["examples_per_sec"], e.get("examples_per_sec_low"), e.get("examples_per_sec_high"), 0)
-            out.append(f"| {e['instance_type']} | {speed.text(',.0f')} | {e['epoch_sec']:,.1f} | "
-                       f"{e['price_per_hour'] if e['price_per_hour'] is not None else 'not in catalog'} | "
-                       f"{e['cost_per_epoch'] if e['cost_per_epoch'] is not None else '—'} | "
-                       f"{'busy machine' if e.get('busy_machine') else ''} |")
-        busy = [e["instance_type"] for e in rank["measured"] if e.get("busy_machine")]
+        for e in rank.measured:
+            out.append(f"| {e.instance_type} | {e.examples_per_sec.text(',.0f')} | {e.epoch_sec:,.1f} | "
+                       f"{e.price_per_hour if e.price_per_hour is not None else 'not in catalog'} | "
+                       f"{e.cost_per_epoch if e.cost_per_epoch is not None else '—'} | "
+                       f"{'busy machine' if e.busy_machine else ''} |")
+        busy = [e.instance_type for e in rank.measured if e.busy_machine]
         if busy:
             out += ["", f"**Busy machine:** the throughput of {', '.join(busy)} was {BUSY}; its epoch time and cost "
                         "may be too high, and projections built on it say so. Measure it again on a quiet machine "
                         "before choosing an instance on cost."]
     else:
         out.append("No run recorded its instance type (run with --instance-type or on SageMaker).")
-    by_model = rank.get("projected_by") == MODEL_LABEL
+    by_model = rank.projected_by == MODEL_LABEL
     out += ["", "## Projections (not measured)" + (f" — {MODEL_LABEL}" if by_model else " — linear per-core scaling"),
             ""]
-    if rank["projected"]:
+    if rank.projected:
         out += ["| instance type | projected examples/s | epoch (s) | $/hour | $/epoch | assumption |",
                 "|---|---|---|---|---|---|"]
-        for e in rank["projected"]:
-            speed = Interval(e["examples_per_sec"], e.get("examples_per_sec_low"), e.get("examples_per_sec_high"), 0)
+        for e in rank.projected:
+            speed = e.examples_per_sec
             shown = speed.text(",.0f") if by_model or speed.decided else f"{speed.mean:,.0f}"  # linear: a point
-            out.append(f"| {e['instance_type']} | {shown} | {e['epoch_sec']:,.1f} | "
-                       f"{e['price_per_hour']} | {e['cost_per_epoch']} | {e['assumption']} |")
+            out.append(f"| {e.instance_type} | {shown} | {e.epoch_sec:,.1f} | "
+                       f"{e.price_per_hour} | {e.cost_per_epoch} | {e.assumption} |")
     else:
         out.append("None: projections need a measured CPU instance type from the catalog.")
-    if rank.get("model_error"):
+    if rank.model_error:
         out += ["", f"## The {MODEL_LABEL} against measurements", "",
                 "Predicted for each measured machine's vCPUs from the capacity profile, beside what that machine "
                 "measured (error = predicted / measured − 1, bounds from both 95% intervals).", "",
                 "| instance type | run | vCPUs | mode | predicted ex/s | measured ex/s | error |",
                 "|---|---|---|---|---|---|---|"]
-        for e in rank["model_error"]:
-            out.append(f"| {e['instance_type'] or 'not recorded'} | {e['run_dir']}"
-                       f"{' (profiled here: in-sample)' if e['profiled_here'] else ''} | {e['vcpus']} | {e['mode']} | "
-                       f"{interval_text(e['predicted'])} | {interval_text(e['measured'])} | {error_text(e)} |")
-    service = result["service"]
-    if service["status"] != "N/A":
-        out += ["", f"## {service['title']} (tf.data service) — {service['status']}", "", service["advice"], "",
-                f"By {service['evidence']['formula']}: C compute ceiling, L local pipeline, R one service worker "
+        for e in rank.model_error:
+            out.append(f"| {e.instance_type or 'not recorded'} | {e.run_dir}"
+                       f"{' (profiled here: in-sample)' if e.profiled_here else ''} | {e.vcpus} | {e.mode} | "
+                       f"{e.predicted.text()} | {e.measured.text()} | {error_text(e)} |")
+    service = result.service
+    if service.status != "N/A":
+        out += ["", f"## {service.title} (tf.data service) — {service.status}", "", service.advice, "",
+                f"By {service.evidence['formula']}: C compute ceiling, L local pipeline, R one service worker "
                 "(examples/s, 95% intervals; counts at the means, best–worst corner of the intervals).", ""]
         out += [f"- {p['pipeline']}: C {p['ceiling']}, R {p['one_worker']}, L {p['local'] or 'not measured'} → "
                 f"{p['beside_local'] or 'unavailable'} beside the local pipeline, {p['all_remote']} with everything "
-                "through the service" for p in service["evidence"]["pipelines"]]
-        out += [f"- client-side ceiling: {Interval(c['mb_per_sec'], c['low'], c['high'], 0).text('.1f', unit=' MB/s')} "
-                f"at {c['at']}" for c in service["evidence"]["client_ceiling"]]
+                "through the service" for p in service.evidence["pipelines"]]
+        out += [f"- client-side ceiling: {c['mb_per_sec'].text('.1f', unit=' MB/s')} at {c['at']}"
+                for c in service.evidence["client_ceiling"]]
     out += ["", "## TF1 → TF2 migration", ""]
-    out += [f"- **{m['title']}** — {m['advice']} (pipebench: `{m['helper']}`)" for m in result["migration"]]
+    out += [f"- **{m.title}** — {m.advice} (pipebench: `{m.helper}`)" for m in result.migration]
     return "\n".join(out) + "\n"

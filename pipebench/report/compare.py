@@ -16,14 +16,16 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import CONFIDENCE, Interval, difference_verdict, t_quantile
 from pipebench.report.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
-from pipebench.report.tables import ENV_COLUMNS, env_text, records, threads_text
+from pipebench.report.tables import ENV_COLUMNS, env_of, threads_of
 from pipebench.report.verdicts import FIGURE, trainer_text
 from pipebench.results import RunResults, load
+from pipebench.typed import to_json
 
 #: What names a configuration when two runs gave it different ids.
 MATCH_COLUMNS = (*LABEL_COLUMNS, *ENV_COLUMNS)
@@ -53,7 +55,7 @@ def unpaired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = C
 def _window_rates(config: Configuration) -> list[float]:
     """Give the examples/sec of every window of the configuration's own arm, over all its repeats."""
     arm = config.mode
-    return [w["examples"] / w["seconds"] for row in config.rows for w in json.loads(row["windows_json"] or "[]")
+    return [w["examples"] / w["seconds"] for row in config.rows for w in json.loads(row.windows_json or "[]")
             if w["arm"] == arm and w["seconds"] > 0]
 
 
@@ -80,7 +82,7 @@ def _pair(a: Configuration, b: Configuration, matched_on: str) -> Pair:
 
 
 def _labels(config: Configuration) -> tuple:
-    return tuple(config.rows[0].get(column) for column in MATCH_COLUMNS)
+    return tuple(getattr(config.rows[0], column) for column in MATCH_COLUMNS)
 
 
 def pairs(found_a: Sequence[Configuration], found_b: Sequence[Configuration]) -> tuple[list[Pair], int, int]:
@@ -106,94 +108,128 @@ def pairs(found_a: Sequence[Configuration], found_b: Sequence[Configuration]) ->
     return out, len(found_a) - matched, len(found_b) - matched
 
 
-def _side(run: RunResults, config: Configuration | None = None) -> dict:
-    out = {"run_dir": str(run.run_dir)}
-    if config is None:
-        return out
-    pooled = config.pooled
-    return {"run_dir": str(run.run_dir), "configuration_id": config.configuration_id, "repeats": config.repeats,
-            "examples_per_sec": _interval(config.throughput), "busy_machine": config.busy,
-            "input_wait_pct": _interval(pooled.waiting, 100.0), "input_slowdown_pct": _interval(pooled.slowdown, 100.0),
-            "input_bound_basis": config.basis, "verdict": config.verdict,
-            "trainer": trainer_text(config) if config.basis else None}
+#: 1 (2026-11-26): the first versioned, typed shape; every interval {"mean", "low", "high", "n"}.
+COMPARE_VERSION = 1
 
 
-def _interval(interval: Interval | None, scale: float = 1.0) -> dict | None:
-    if interval is None:
-        return None
-    bound = lambda v: None if v is None else round(v * scale, 6)  # noqa: E731
-    return {"mean": bound(interval.mean), "low": bound(interval.low), "high": bound(interval.high), "n": interval.n}
+@dataclass(frozen=True)
+class Side:
+    """One run's figures of a configuration: its repeats pooled."""
+
+    configuration_id: str
+    repeats: int
+    examples_per_sec: Interval
+    busy_machine: bool
+    input_wait_pct: Interval | None
+    input_slowdown_pct: Interval | None
+    input_bound_basis: str | None  # the figure its verdict read (train mode), else None
+    verdict: str | None
+    trainer: str | None
 
 
-def compare(run_a: RunResults, run_b: RunResults) -> dict:
-    """Give the comparison of two runs as a JSON-ready dict; PipebenchError when they measured different data."""
+@dataclass(frozen=True)
+class Compared:
+    """A configuration both runs measured, and B / A."""
+
+    label: dict[str, Any]  # what names it: mode, pipeline, format, source mode, ordering, batch, threads, env
+    matched_on: str  # "configuration_id" or "labels"
+    a: Side
+    b: Side
+    basis: str  # what the unpaired interval is over: "repeat means" or "windows"
+    ratio_b_over_a: Interval
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What `pipebench compare RUN_A RUN_B --format json` prints."""
+
+    schema_version: int  # the layout version (pipebench.versioned)
+    unpaired: bool  # always true: two runs' rounds cannot be paired
+    run_a: str
+    run_b: str
+    warnings: tuple[str, ...]
+    configurations: tuple[Compared, ...]
+    only_in_a: int
+    only_in_b: int
+
+    def to_json(self) -> dict:
+        return to_json(self)
+
+
+def _side(config: Configuration) -> Side:
+    waiting, slowdown = config.pooled.waiting, config.pooled.slowdown
+    return Side(config.configuration_id, config.repeats, config.throughput, config.busy,
+                None if waiting is None else waiting.scaled(100.0), None if slowdown is None else slowdown.scaled(100.0),
+                config.basis, config.verdict, trainer_text(config) if config.basis else None)
+
+
+def compare(run_a: RunResults, run_b: RunResults) -> Comparison:
+    """Give the comparison of two runs; PipebenchError when they measured different data."""
     data = (run_a.data.fingerprint, run_b.data.fingerprint)
     if data[0] != data[1]:
         raise PipebenchError(f"compare: {run_a.run_dir} and {run_b.run_dir} measured different data sets "
                              f"({data[0]} vs {data[1]}): throughput compares only on the same data")
     hosts = (run_a.machine.host_fingerprint, run_b.machine.host_fingerprint)
-    found, only_a, only_b = pairs(configurations(records(run_a.trials)), configurations(records(run_b.trials)))
-    return {
-        "unpaired": True,
-        "runs": {"a": _side(run_a), "b": _side(run_b)},
-        "warnings": [] if hosts[0] == hosts[1] else [
+    found, only_a, only_b = pairs(configurations(run_a.rows), configurations(run_b.rows))
+    return Comparison(
+        COMPARE_VERSION, True, str(run_a.run_dir), str(run_b.run_dir),
+        () if hosts[0] == hosts[1] else (
             f"the runs were measured on different hosts ({hosts[0]} vs {hosts[1]}): a difference may be the "
-            "machine's, not the configuration's"],
-        "configurations": [{"label": {c: p.a.rows[0].get(c) for c in MATCH_COLUMNS}, "matched_on": p.matched_on,
-                            "a": _side(run_a, p.a), "b": _side(run_b, p.b), "basis": p.basis,
-                            "ratio_b_over_a": _interval(p.ratio), "verdict": p.verdict} for p in found],
-        "only_in_a": only_a, "only_in_b": only_b,
-    }
+            "machine's, not the configuration's",),
+        tuple(Compared({c: getattr(p.a.rows[0], c) for c in MATCH_COLUMNS}, p.matched_on, _side(p.a), _side(p.b),
+                       p.basis, p.ratio, p.verdict) for p in found),
+        only_a, only_b)
 
 
-def _text(found: dict | None, fmt: str, unit: str = "") -> str:
-    """Give an `_interval` dict as Interval.text writes it ('—' for none)."""
-    return "—" if found is None else Interval(found["mean"], found["low"], found["high"], found["n"]).text(fmt, unit=unit)
+def _text(found: Interval | None, fmt: str, unit: str = "") -> str:
+    """Give an interval as Interval.text writes it ('—' for none)."""
+    return "—" if found is None else found.text(fmt, unit=unit)
 
 
-def _input_cost(side: dict) -> str:
+def _input_cost(side: Side) -> str:
     """Give the figure a side's verdict read, named: 'slowdown 41.0% (33.2–47.6%)' or 'waiting share 2.1% (…)'."""
-    if side["input_bound_basis"] is None:
+    if side.input_bound_basis is None:
         return "—"
-    found = side["input_slowdown_pct"] if side["input_bound_basis"] == SLOWDOWN else side["input_wait_pct"]
-    return f"{FIGURE[side['input_bound_basis']]} {_text(found, '.1f', '%')}"
+    found = side.input_slowdown_pct if side.input_bound_basis == SLOWDOWN else side.input_wait_pct
+    return f"{FIGURE[side.input_bound_basis]} {_text(found, '.1f', '%')}"
 
 
-def to_markdown(result: dict) -> str:
+def to_markdown(result: Comparison) -> str:
     """Give the comparison as Markdown: one line per run per configuration (a run column), B / A on B's line."""
-    a, b = result["runs"]["a"]["run_dir"], result["runs"]["b"]["run_dir"]
-    out = ["# Compare runs (unpaired)", "", f"- A: {a}", f"- B: {b}", ""]
-    out += [f"**Warning:** {warning}." for warning in result["warnings"]]
-    out += ["", UNPAIRED, ""] if result["warnings"] else [UNPAIRED, ""]
-    if not result["configurations"]:
+    out = ["# Compare runs (unpaired)", "", f"- A: {result.run_a}", f"- B: {result.run_b}", ""]
+    out += [f"**Warning:** {warning}." for warning in result.warnings]
+    out += ["", UNPAIRED, ""] if result.warnings else [UNPAIRED, ""]
+    if not result.configurations:
         out.append("No configuration was measured in both runs.")
     else:
         out += ["| mode | pipeline | format | ordering | batch | intra/inter | run | examples/s (95% interval) | repeats "
                 "| input cost the verdict read (95% interval) | verdict | B / A (95% interval) | B against A | notes |",
                 "|" + "---|" * 14]
-        for found in result["configurations"]:
-            label = found["label"]
-            ratio = found["ratio_b_over_a"]
-            versus = found["verdict"] if ratio["low"] is None else _text(ratio, ".2f", "×")
-            for run, side in (("A", found["a"]), ("B", found["b"])):
-                notes = ["busy machine"] if side["busy_machine"] else []
-                if run == "A" and env_text(label) != "none set":
-                    notes.append(f"env {env_text(label)}")
-                if run == "B" and found["matched_on"] == "labels":
+        for found in result.configurations:
+            label, ratio = found.label, found.ratio_b_over_a
+            versus = found.verdict if not ratio.decided else _text(ratio, ".2f", "×")
+            for run, side in (("A", found.a), ("B", found.b)):
+                notes = ["busy machine"] if side.busy_machine else []
+                env = env_of({column: label[column] for column in ENV_COLUMNS})
+                if run == "A" and env != "none set":
+                    notes.append(f"env {env}")
+                if run == "B" and found.matched_on == "labels":
                     notes.append("matched on labels (configuration ids differ)")
                 out.append("| " + " | ".join([
                     label["mode"], label["pipeline"], label["format"] or "n/a", label["ordering"],
-                    str(label["batch_size"]), threads_text(label).replace(" / ", "/"), run,
-                    _text(side["examples_per_sec"], ",.0f"), str(side["repeats"]),
+                    str(label["batch_size"]),
+                    threads_of(label["intra_op_threads"], label["inter_op_threads"]).replace(" / ", "/"), run,
+                    _text(side.examples_per_sec, ",.0f"), str(side.repeats),
                     _input_cost(side) if label["mode"] == "train" else "—",
-                    (f"{side['verdict']} for {side['trainer']}" if side["verdict"] else "—")
+                    (f"{side.verdict} for {side.trainer}" if side.verdict else "—")
                     if label["mode"] == "train" else "—",
-                    versus if run == "B" else "", (f"{found['verdict']} (over {found['basis']})" if run == "B"
+                    versus if run == "B" else "", (f"{found.verdict} (over {found.basis})" if run == "B"
                                                   else ""), ", ".join(notes)]) + " |")
-    out += ["", f"Only in A: {result['only_in_a']} configuration(s); only in B: {result['only_in_b']}."]
+    out += ["", f"Only in A: {result.only_in_a} configuration(s); only in B: {result.only_in_b}."]
     return "\n".join(out) + "\n"
 
 
-def compare_dirs(run_a: Path, run_b: Path) -> dict:
+def compare_dirs(run_a: Path, run_b: Path) -> Comparison:
     """Give the comparison of two run folders (each read whole; UsageError if one is not a run folder)."""
     return compare(load(run_a), load(run_b))

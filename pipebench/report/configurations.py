@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pipebench.measure.figures import EARLIER_BASIS, SLOWDOWN, Figures, figures
 from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, paired_order, ratio_interval
 from pipebench.measure.trial import Window
+from pipebench.results.trial_row import TrialRow
 
 #: How a configuration that shares fewer than two rounds with the fastest is compared with it.
 NOT_COMPARED = "not compared (fewer than two shared rounds)"
@@ -31,9 +32,9 @@ LABEL_COLUMNS = ("mode", "pipeline", "format", "source_mode", "ordering", "batch
                  "inter_op_threads")
 
 
-def _windows(row: dict, repeat_index: int) -> list[Window]:
+def _windows(row: TrialRow, repeat_index: int) -> list[Window]:
     """Give a row's windows, their rounds renumbered so every repeat's rounds stay apart when pooled."""
-    windows = json.loads(row["windows_json"] or "[]")
+    windows = json.loads(row.windows_json or "[]")
     return [Window(w["arm"], repeat_index * 10_000 + w["round"], w["examples"], w["seconds"], w["waited_sec"])
             for w in windows]
 
@@ -44,24 +45,24 @@ class Configuration:
 
     run_id: str
     configuration_id: str
-    rows: tuple[dict, ...]
+    rows: tuple[TrialRow, ...]
     pooled: Figures
     throughput: Interval
     busy: bool  # a repeat measured while other processes used the machine, and not measured again quietly
 
     @property
     def label(self) -> dict:
-        return {column: self.rows[0].get(column) for column in LABEL_COLUMNS}
+        return {column: getattr(self.rows[0], column) for column in LABEL_COLUMNS}
 
     @property
     def threads(self) -> str:
         """Its intra/inter-op threads as tables print them ('default' where TensorFlow chose)."""
         row = self.rows[0]
-        return f"{row['intra_op_threads'] or 'default'}/{row['inter_op_threads'] or 'default'}"
+        return f"{row.intra_op_threads or 'default'}/{row.inter_op_threads or 'default'}"
 
     @property
     def mode(self) -> str:
-        return self.rows[0]["mode"]
+        return self.rows[0].mode
 
     @property
     def repeats(self) -> int:
@@ -82,43 +83,43 @@ class Configuration:
     @property
     def trainer(self) -> str | None:
         """The experiment's `measurement.trainer` its trials ran under (None for rows that did not record one)."""
-        return (json.loads(self.rows[0].get("params_json") or "{}").get("measurement") or {}).get("trainer")
+        return self.rows[0].trainer
 
     def by_repeat(self) -> dict[int, float]:
-        return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows}
+        return {r.repeat: float(r.examples_per_sec_mean) for r in self.rows}
 
     def by_round(self) -> dict[int, float]:
         """Give its throughput per round of the run: each repeat's geometric mean, less what ran in no round with
         the others: a search's exploration trials (repeat 0 of a study, measured alone) and re-measures of busy
         trials (they keep their repeat index but ran at the end of the run)."""
-        return {int(r["repeat"]): float(r["examples_per_sec_mean"]) for r in self.rows
-                if (int(r["repeat"]) > 0 or r.get("study") is None) and not r.get("remeasure_of")}
+        return {r.repeat: float(r.examples_per_sec_mean) for r in self.rows
+                if (r.repeat > 0 or r.study is None) and not r.remeasure_of}
 
 
-def _basis(row: dict) -> str | None:
+def _basis(row: TrialRow) -> str | None:
     """Give the figure a train row's verdict reads: its `input_bound_basis`, the waiting share for rows written
     before that column (results schema < 7), None outside train mode."""
-    return (row.get("input_bound_basis") or EARLIER_BASIS) if row["mode"] == "train" else None
+    return (row.input_bound_basis or EARLIER_BASIS) if row.mode == "train" else None
 
 
-def configurations(rows: Iterable[dict]) -> list[Configuration]:
+def configurations(rows: Iterable[TrialRow]) -> list[Configuration]:
     """Give the configurations of ok rows (re-measured busy trials replace the busy ones they re-measure)."""
-    ok = [r for r in rows if r["status"] == "ok" and r.get("windows_json")]
-    replaced = {r["remeasure_of"] for r in ok if r.get("remeasure_of")}
-    groups: dict[tuple[str, str], list[dict]] = {}
+    ok = [r for r in rows if r.ok and r.windows_json]
+    replaced = {r.remeasure_of for r in ok if r.remeasure_of}
+    groups: dict[tuple[str, str], list[TrialRow]] = {}
     for row in ok:
-        if row["trial_id"] in replaced:
+        if row.trial_id in replaced:
             continue
-        groups.setdefault((row["run_id"], row["configuration_id"]), []).append(row)
+        groups.setdefault((row.run_id, row.configuration_id), []).append(row)
     found = []
     for (run_id, configuration_id), members in groups.items():
-        members.sort(key=lambda r: r["repeat"])
+        members.sort(key=lambda r: r.repeat)
         windows = [w for i, r in enumerate(members) for w in _windows(r, i)]
         pooled = figures(windows, _basis(members[0]) or SLOWDOWN)
-        means = [float(r["examples_per_sec_mean"]) for r in members]
+        means = [float(r.examples_per_sec_mean) for r in members]
         throughput = geometric_interval(means) if len(means) > 1 else pooled.throughput
         found.append(Configuration(run_id, configuration_id, tuple(members), pooled, throughput,
-                                   any(bool(r.get("busy_machine")) for r in members)))
+                                   any(bool(r.busy_machine) for r in members)))
     return found
 
 

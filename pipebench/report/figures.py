@@ -19,9 +19,12 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import WAITING
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.measure.trial import TRIAL_MODES
+from pipebench.report.checklist_records import ModelError
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
-from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by, records
+from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by
+from pipebench.results.study import StudyRecord, Unavailable
+from pipebench.results.trial_row import records
 
 MODE_COLORS = {"input": "tab:blue", "train": "tab:orange", "synthetic": "tab:green"}
 BUSY_HATCH = "//"
@@ -39,9 +42,9 @@ class Figure:
 
 def _label(config: Configuration, several_runs: bool = False) -> str:
     row = config.rows[0]
-    threads = "/".join("def" if row[k] is None else str(row[k]) for k in ("intra_op_threads", "inter_op_threads"))
-    text = (f"{row['pipeline']} · {row['format'] or '-'} · {row['source_mode'] or '-'} · {row['ordering'] or '-'}"
-            f" · batch {row['batch_size']} · threads {threads}")
+    threads = "/".join("def" if n is None else str(n) for n in (row.intra_op_threads, row.inter_op_threads))
+    text = (f"{row.pipeline} · {row.format or '-'} · {row.source_mode or '-'} · {row.ordering or '-'}"
+            f" · batch {batch_text(row)} · threads {threads}")
     return (f"{config.run_id}: " if several_runs else "") + text + (BUSY_NOTE if config.busy else "")
 
 
@@ -159,7 +162,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("batch size")
         ax.set_ylabel(f"fastest {mode}-mode examples/sec (95% interval)")
-        auc = {size: c.rows[0]["auc"] for size, c in best.items() if c.rows[0].get("auc") is not None}
+        auc = {size: c.rows[0].auc for size, c in best.items() if c.rows[0].auc is not None}
         if mode == "train" and auc:
             twin = ax.twinx()
             twin.plot(list(auc), list(auc.values()), marker="s", color="black", linestyle="--", label="AUC")
@@ -171,7 +174,7 @@ def batch_curve(found: Sequence[Configuration], figure) -> bool:
 def fastest_per_mode(trials: pd.DataFrame) -> list[str]:
     """Give the trial ids worth a utilization plot by default: the first repeat of each mode's fastest configuration."""
     found = configurations(records(trials))
-    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0]["trial_id"]
+    return [ranked([c for c in found if c.mode == mode])[0][0].rows[0].trial_id
             for mode in TRIAL_MODES if any(c.mode == mode for c in found)]
 
 
@@ -270,16 +273,16 @@ def parameter_importance(rows: pd.DataFrame) -> pd.Series:
     return pd.Series(shares, dtype=float).sort_values()
 
 
-def optuna_importance(studies: list[dict]) -> tuple[str, pd.Series]:
+def optuna_importance(studies: list[StudyRecord]) -> tuple[str, pd.Series]:
     """Give (study name, importances for examples/sec) from the first study whose Optuna evaluator gave them."""
     for study in studies:
-        found = (study.get("importances") or {}).get("examples_per_sec") or {}
-        if found and "unavailable" not in found:
-            return study.get("study", "study"), pd.Series(found, dtype=float).sort_values()
+        found = study.importances.get("examples_per_sec")  # a study of other objectives has none
+        if found and not isinstance(found, Unavailable):
+            return study.study, pd.Series(found, dtype=float).sort_values()
     return "", pd.Series(dtype=float)
 
 
-def study_importance(trials: pd.DataFrame, studies: list[dict], figure) -> bool:
+def study_importance(trials: pd.DataFrame, studies: list[StudyRecord], figure) -> bool:
     """Bar chart of Optuna's importances as the study saved them; η² over the rows when it saved none."""
     name, importance = optuna_importance(studies)
     label = f"Optuna parameter importance for examples/sec (study {name}, Optuna's default evaluator)"
@@ -351,26 +354,26 @@ def stage_rates(profiles: Sequence[Profiled], figure) -> bool:
     return True
 
 
-def _drawn(found: dict) -> Interval:
-    """Give a JSON interval to draw; one with no upper end (high null, low set) loses its upper whisker."""
-    open_above = found["high"] is None and found["low"] is not None
-    return Interval(found["mean"], found["low"], found["mean"] if open_above else found["high"], found["rounds"])
+def _drawn(found: Interval) -> Interval:
+    """Give an interval to draw; one with no upper end loses its upper whisker."""
+    return found if found.high is None or math.isfinite(found.high) else Interval(found.mean, found.low, found.mean,
+                                                                                   found.n)
 
 
-def model_vs_measured(errors: Sequence[dict], figure) -> bool:
+def model_vs_measured(errors: Sequence[ModelError], figure) -> bool:
     """The per-stage model's prediction beside each measurement of the profiled pipeline (95% intervals)."""
     if not errors:
         return False
     ax = figure.subplots()
     positions = list(range(len(errors)))
-    predicted = [_drawn(e["predicted"]) for e in errors]
-    measured = [_drawn(e["measured"]) for e in errors]
+    predicted = [_drawn(e.predicted) for e in errors]
+    measured = [_drawn(e.measured) for e in errors]
     ax.barh([p + 0.2 for p in positions], [i.mean for i in predicted], height=0.4, xerr=_errors(predicted),
             color="tab:purple", capsize=3, label="predicted (per-stage model)")
     ax.barh([p - 0.2 for p in positions], [i.mean for i in measured], height=0.4, xerr=_errors(measured),
             color="tab:grey", capsize=3, label="measured")
-    ax.set_yticks(positions, [f"{e['instance_type'] or e['host_fingerprint']} · {e['vcpus']} vCPUs · {e['mode']}"
-                              + (" (profiled here)" if e["profiled_here"] else "") + f" · {e['error_pct']:+.1f}%"
+    ax.set_yticks(positions, [f"{e.instance_type or e.host_fingerprint} · {e.vcpus} vCPUs · {e.mode}"
+                              + (" (profiled here)" if e.profiled_here else "") + f" · {e.error_pct.mean:+.1f}%"
                               for e in errors], fontsize=7)
     ax.set_xlabel("examples/sec (bars: 95% interval)", fontsize=8)
     ax.legend(fontsize=7)
@@ -399,7 +402,7 @@ def _draw(draw: Callable, size: tuple[float, float]) -> bytes | None:
 
 
 def render(trials: pd.DataFrame, samples: pd.DataFrame, chosen: list[str] | None = None,
-           studies: list[dict] | None = None, profiles: Sequence[Profiled] = (),
+           studies: list[StudyRecord] | None = None, profiles: Sequence[Profiled] = (),
            model_errors: Sequence[dict] = ()) -> list[Figure]:
     """Give every figure the tables support, in report order; `chosen` trials get the utilization plot.
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 from pathlib import Path
 
@@ -20,11 +19,10 @@ from pipebench.report.configurations import Configuration, configurations
 from pipebench.measure.intervals import Interval
 from pipebench.report.figures import Figure, render
 from pipebench.report.projections import error_text, model_errors, profiled
-from pipebench.report.whatif import interval_text
 from pipebench.report.action import action, baseline_of
 from pipebench.report.summary import RANKING, best_table, busy_lines
 from pipebench.report.verdicts import MEASURES, verdicts
-from pipebench.report.tables import env_text, fastest, gains, records, threads_text, ties
+from pipebench.report.tables import batch_text, env_text, fastest, gains, threads_text, ties
 from pipebench.results import RunResults, load_many
 
 HTML_FILE, MARKDOWN_FILE, FIGURES_DIR = "report.html", "report.md", "figures"
@@ -57,9 +55,9 @@ def _card(found: list[Configuration]) -> list[tuple]:
     if best is None:
         return [("p", "No finished train or input configuration: no best configuration.")]
     row = best.rows[0]
-    settings = [["mode", best.mode], ["pipeline", row["pipeline"]], ["format", str(row["format"])],
-                ["source mode", str(row["source_mode"])], ["ordering", row["ordering"]],
-                ["batch size", str(row["batch_size"])], ["intra / inter-op threads", threads_text(row)],
+    settings = [["mode", best.mode], ["pipeline", row.pipeline], ["format", str(row.format)],
+                ["source mode", str(row.source_mode)], ["ordering", row.ordering],
+                ["batch size", batch_text(row)], ["intra / inter-op threads", threads_text(row)],
                 ["environment", env_text(row)], ["examples/sec (95% interval)", best.throughput.text(",.0f")],
                 ["repeats", _basis(best)]]
     if len({c.run_id for c in found}) > 1:
@@ -74,8 +72,8 @@ def _card(found: list[Configuration]) -> list[tuple]:
     if tied:
         blocks.append(("p", f"No measurable difference from {len(tied)} other configuration(s) (their paired ratio "
                             "with it holds 1): " + "; ".join(
-                                f"{c.rows[0]['pipeline']} · {c.rows[0]['format']} · {c.rows[0]['ordering']} · "
-                                f"batch {c.rows[0]['batch_size']} · threads {threads_text(c.rows[0])}" for c in tied)
+                                f"{c.rows[0].pipeline} · {c.rows[0].format} · {c.rows[0].ordering} · "
+                                f"batch {batch_text(c.rows[0])} · threads {threads_text(c.rows[0])}" for c in tied)
                             + ". On this evidence any of them is as good."))
     lines = [[g.against, "not measured" if g.reference is None else g.reference.throughput.text(",.0f"),
               "—" if g.reference is None or g.reference is best else g.text(),
@@ -84,10 +82,9 @@ def _card(found: list[Configuration]) -> list[tuple]:
     blocks.append(("table", ["compared with (same run, same mode)", "its examples/sec (95% interval)",
                              "best / it (paired, 95% interval)", "verdict"], lines))
     try:
-        from pipebench.pipeline.export import export
-        from pipebench.pipeline.spec import PipelineSpec
+        from pipebench.pipeline.export import export_pipeline
 
-        code = export(PipelineSpec.from_dict(json.loads(row["params_json"])["pipeline"]))
+        code = export_pipeline(row.pipeline_spec)
         blocks.append(("code", code))
     except (PipebenchError, KeyError, TypeError, ValueError) as error:
         blocks.append(("p", f"Pipeline code not exported: {error}"))
@@ -120,9 +117,8 @@ def _capacity_blocks(runs: list[RunResults]) -> list[tuple]:
         blocks += [("p", "Predicted for each measured machine's vCPUs, beside what it measured (error = predicted / "
                          "measured − 1, bounds from both intervals; the profiled run's own error is in-sample)."),
                    ("table", ["machine", "vCPUs", "mode", "predicted examples/s", "measured examples/s", "error"],
-                    [[(e["instance_type"] or e["host_fingerprint"]) + (" (profiled here)" if e["profiled_here"] else ""),
-                      str(e["vcpus"]), e["mode"], interval_text(e["predicted"]), interval_text(e["measured"]),
-                      error_text(e)] for e in errors])]
+                    [[(e.instance_type or e.host_fingerprint) + (" (profiled here)" if e.profiled_here else ""),
+                      str(e.vcpus), e.mode, e.predicted.text(), e.measured.text(), error_text(e)] for e in errors])]
     return blocks
 
 
@@ -137,15 +133,14 @@ def _rate_text(rate: Interval | None) -> str:
 def build_blocks(runs: list[RunResults], figures: list[Figure]) -> list[tuple]:
     """Give the report as blocks: ('h', text), ('p', text), ('table', header, rows), ('code', text),
     ('figure', Figure), ('card', blocks)."""
-    trials = pd.concat([r.trials for r in runs], ignore_index=True)
-    rows = records(trials)
+    rows = [row for run in runs for row in run.rows]
     found = configurations(rows)
-    ok = int((trials["status"] == "ok").sum())
-    busy_threshold = runs[0].config.get("measurement", {}).get("busy_other_cpu_pct", 25.0)
+    ok = sum(row.ok for row in rows)
+    busy_threshold = runs[0].config["measurement"]["busy_other_cpu_pct"]
     blocks: list[tuple] = [
         ("h1", "pipebench report"),
         ("p", action(rows, baseline_of(runs[0].config), runs[0].run_dir if len(runs) == 1 else None)),
-        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(trials)} trials, {ok} ok, "
+        ("p", f"{len(runs)} run(s): {', '.join(r.run_dir.name for r in runs)}; {len(rows)} trials, {ok} ok, "
               f"{len(found)} configurations."),
         *[("p", line.replace("**", "")) for line in busy_lines(rows, busy_threshold) if line],
         ("h", "Best configuration"), *_card(found),

@@ -8,16 +8,15 @@ beside the measurement: that is the model's error, printed so it can be judged.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
-from pipebench.report.whatif import capped, interval_json, scaling, synthetic_ceiling
 from pipebench.catalog import Catalog, Instance
 from pipebench.measure.intervals import Interval
+from pipebench.report.checklist_records import ModelError, ProjectedCost
 from pipebench.report.configurations import Configuration, configurations, ranked
-from pipebench.report.tables import records
+from pipebench.report.whatif import capped, scaling, synthetic_ceiling
 from pipebench.results import RunResults
 
 MODEL_LABEL, LINEAR_LABEL = "per-stage model", "linear"
@@ -40,14 +39,14 @@ def profiled(runs: list[RunResults]) -> list[Profiled]:
 
 def _pipeline_of(found: Profiled) -> dict | None:
     """Give what names the profiled configuration's pipeline across runs (None when its run has no such row)."""
-    rows = [r for r in records(found.run.trials) if r["configuration_id"] == found.profile.configuration_id]
-    return None if not rows else {column: rows[0].get(column) for column in _SAME_PIPELINE}
+    rows = [r for r in found.run.rows if r.configuration_id == found.profile.configuration_id]
+    return None if not rows else {column: getattr(rows[0], column) for column in _SAME_PIPELINE}
 
 
 def _measured(run: RunResults, pipeline: dict, mode: str) -> Configuration | None:
     """Give the run's fastest configuration of `pipeline` in `mode` (any threads), or None."""
-    found = [c for c in configurations(records(run.trials)) if c.mode == mode
-             and all(c.rows[0].get(column) == value for column, value in pipeline.items())]
+    found = [c for c in configurations(run.rows) if c.mode == mode
+             and all(getattr(c.rows[0], column) == value for column, value in pipeline.items())]
     return ranked(found)[0][0] if found else None
 
 
@@ -62,7 +61,7 @@ def _projected_speed(found: Profiled, instance: Instance) -> tuple[Interval, str
 
 
 def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: int,
-                      measured_types: set[str]) -> list[dict]:
+                      measured_types: set[str]) -> list[ProjectedCost]:
     """Give projected ranking rows for the catalog types not measured, from the runs' capacity profiles.
 
     Of a configuration profiled on several core counts, the profile on the most cores is used (its
@@ -83,25 +82,19 @@ def model_projections(runs: list[RunResults], catalog: Catalog, epoch_examples: 
         options = [(f, *_projected_speed(f, instance)) for f in found]
         best, speed, bottleneck, what = max(options, key=lambda o: o[1].mean)
         epoch_sec = epoch_examples / speed.mean
-        rows.append({
-            "instance_type": name, "basis": "projected", "model": MODEL_LABEL,
-            "examples_per_sec": round(speed.mean, 2), **{f"examples_per_sec_{end}": interval_json(speed)[end]
-                                                         for end in ("low", "high")},
-            "epoch_sec": round(epoch_sec, 3),
-            "price_per_hour": instance.price_per_hour,
-            "cost_per_epoch": round(epoch_sec / 3600 * instance.price_per_hour, 6),
-            "bottleneck": bottleneck, "configuration_id": best.profile.configuration_id,
-            "profile_run_dir": str(best.run.run_dir),
-            "assumption": (f"{what} on {instance.vcpus} vCPUs, from the per-stage costs of {best.profile.pipeline} "
-                           f"profiled on {best.profile.cores} pinned CPU(s) (bottleneck: {bottleneck})"
-                           + ("; an upper bound on train throughput: the train step's own ceiling there is not "
-                              "known" if instance.accelerator_rate is None else "")
-                           + (_growth_caveat(best) if instance.vcpus > best.profile.cores else "")
-                           + f"; {TRANSFER_ASSUMPTION}"
-                           + (f"; {best.profile.busy_rounds} of its prefix measurements shared a busy machine"
-                              if best.profile.busy_rounds else "")),
-            "busy_machine": best.profile.busy_rounds > 0})
-    rows.sort(key=lambda e: e["cost_per_epoch"])
+        rows.append(ProjectedCost(
+            name, MODEL_LABEL, speed, round(epoch_sec, 3), instance.price_per_hour,
+            round(epoch_sec / 3600 * instance.price_per_hour, 6),
+            (f"{what} on {instance.vcpus} vCPUs, from the per-stage costs of {best.profile.pipeline} "
+             f"profiled on {best.profile.cores} pinned CPU(s) (bottleneck: {bottleneck})"
+             + ("; an upper bound on train throughput: the train step's own ceiling there is not "
+                "known" if instance.accelerator_rate is None else "")
+             + (_growth_caveat(best) if instance.vcpus > best.profile.cores else "")
+             + f"; {TRANSFER_ASSUMPTION}"
+             + (f"; {best.profile.busy_rounds} of its prefix measurements shared a busy machine"
+                if best.profile.busy_rounds else "")),
+            best.profile.busy_rounds > 0, bottleneck, best.profile.configuration_id, str(best.run.run_dir)))
+    rows.sort(key=lambda e: e.cost_per_epoch)
     return rows
 
 
@@ -109,28 +102,27 @@ def _growth_caveat(found: Profiled) -> str:
     """Give what the projection adds when its configuration's per-example CPU grew with the cores profiled
     (pipebench.report.whatif.scaling), else nothing: the model holds costs fixed, so more vCPUs look better."""
     moved = scaling(found.profile, found.run.capacity.profiles)
-    if moved is None or moved["cpu_growth"]["low"] is None or moved["cpu_growth"]["low"] <= 1:
+    if moved is None or not moved.cpu_growth.decided or moved.cpu_growth.low <= 1:
         return ""
-    growth = moved["cpu_growth"]
-    return (f"; likely optimistic: its per-example CPU grew ×{growth['mean']:.2f} ({growth['low']:.2f}–"
-            f"{growth['high']:.2f}) from {moved['from_cores']} to {moved['to_cores']} pinned CPUs where profiled")
+    return (f"; likely optimistic: its per-example CPU grew ×{moved.cpu_growth.text('.2f')} from {moved.from_cores} "
+            f"to {moved.to_cores} pinned CPUs where profiled")
 
 
-def _error(predicted: Interval, measured: Interval) -> dict:
-    """Give predicted / measured − 1 in percent, with bounds from both intervals' ends (None without both;
-    the high bound alone None when the prediction has no upper end)."""
+def _error(predicted: Interval, measured: Interval) -> Interval:
+    """Give predicted / measured − 1 in percent, with bounds from both intervals' ends (none without both;
+    no upper end when the prediction has none). Unpaired: n is 0."""
     ratio = predicted.over(measured)
+    low = None if ratio.low is None else 100 * (ratio.low - 1)
     high = None if ratio.high is None else 100 * (ratio.high - 1)
-    return {"error_pct": 100 * (ratio.mean - 1), "error_low_pct": None if ratio.low is None else 100 * (ratio.low - 1),
-            "error_high_pct": high if high is None or math.isfinite(high) else None}
+    return Interval(100 * (ratio.mean - 1), low, high, 0)
 
 
-def error_text(entry: dict) -> str:
+def error_text(entry: ModelError) -> str:
     """Give a model_error row's error as '+5.3% (+0.8 to +22.7%)' (Interval.text), with what is missing said."""
-    return Interval(entry["error_pct"], entry["error_low_pct"], entry["error_high_pct"], 0).text("+.1f", unit="%")
+    return entry.error_pct.text("+.1f", unit="%")
 
 
-def model_errors(runs: list[RunResults]) -> list[dict]:
+def model_errors(runs: list[RunResults]) -> list[ModelError]:
     """Give the model's prediction beside each run's measurement of a profiled pipeline, with the error.
 
     Input mode where the run measured the pipeline alone (the model predicts exactly that), else train
@@ -152,10 +144,8 @@ def model_errors(runs: list[RunResults]) -> list[dict]:
                 if measured is None or ceiling is None:
                     continue
                 prediction = capped(prediction, ceiling)
-            out.append({"instance_type": run.machine.sagemaker.instance_type, "run_dir": str(run.run_dir),
-                        "host_fingerprint": run.machine.host_fingerprint, "vcpus": vcpus, "mode": mode,
-                        "configuration_id": found.profile.configuration_id,
-                        "profiled_here": run.run_dir == found.run.run_dir,
-                        "predicted": interval_json(prediction), "measured": interval_json(measured.throughput),
-                        **_error(prediction, measured.throughput)})
+            out.append(ModelError(run.machine.sagemaker.instance_type, str(run.run_dir),
+                                  run.machine.host_fingerprint, vcpus, mode, found.profile.configuration_id,
+                                  run.run_dir == found.run.run_dir, prediction, measured.throughput,
+                                  _error(prediction, measured.throughput)))
     return out

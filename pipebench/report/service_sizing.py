@@ -19,12 +19,12 @@ sends (TrialRecord.service_bytes_per_example, before compression), at the fastes
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 
 from pipebench.measure.intervals import Interval
 from pipebench.report.configurations import Configuration, configurations
+from pipebench.results.trial_row import TrialRow
 
 FORMULA = "FastFlow's initial worker count ceil((C − L)/R − 0.1)"
 _SAME = ("pipeline", "format", "ordering", "batch_size", "intra_op_threads", "inter_op_threads")
@@ -76,15 +76,11 @@ def worker_count(ceiling: Interval, local: Interval | None, one_worker: Interval
     return Count(mean, count(ceiling.low, local.high, one_worker.high), count(ceiling.high, local.low, one_worker.low))
 
 
-def _service(config: Configuration) -> dict:
-    return json.loads(config.rows[0].get("service_json") or "{}")
-
-
 def _key(config: Configuration, columns: tuple[str, ...]) -> tuple:
-    return tuple(config.rows[0].get(c) for c in columns)
+    return tuple(getattr(config.rows[0], c) for c in columns)
 
 
-def sizings(rows: list[dict]) -> list[Sizing]:
+def sizings(rows: list[TrialRow]) -> list[Sizing]:
     """Give the sizing of every pipeline measured through the service with one worker (one run's rows)."""
     found = configurations(rows)
     ceilings = {}
@@ -96,11 +92,11 @@ def sizings(rows: list[dict]) -> list[Sizing]:
     local = {_key(c, _SAME): c.throughput for c in found if c.mode == "input" and c.label["source_mode"] == "file"}
     out = []
     for config in found:
-        if config.mode != "input" or config.label["source_mode"] != "service" or _service(config).get("workers") != 1:
+        if config.mode != "input" or config.label["source_mode"] != "service" or config.rows[0].service["workers"] != 1:
             continue
         row = config.rows[0]
-        name = (f"{row['pipeline']} ({row['format']}, {row['ordering']}, batch {row['batch_size']}, "
-                f"{_service(config).get('sharding_policy')})")
+        name = (f"{row.pipeline} ({row.format}, {row.ordering}, batch {row.batch_size}, "
+                f"{row.service['sharding_policy']})")
         ceiling, here = ceilings.get(_key(config, _SETTING)), local.get(_key(config, _SAME))
         if ceiling is None:
             out.append(Sizing(name, here, config.throughput, unavailable="no train trial at this batch size and "
@@ -112,24 +108,24 @@ def sizings(rows: list[dict]) -> list[Sizing]:
     return out
 
 
-def client_ceiling(rows: list[dict]) -> tuple[Interval, str] | None:
+def client_ceiling(rows: list[TrialRow]) -> tuple[Interval, str] | None:
     """Give (MB/s the client received through the service, naming the configuration) at the fastest such one."""
     best = None
     for config in configurations(rows):
-        per_example = [r["service_bytes_per_example"] for r in config.rows if r.get("service_bytes_per_example")]
+        per_example = [r.service_bytes_per_example for r in config.rows if r.service_bytes_per_example]
         if config.mode != "input" or config.label["source_mode"] != "service" or not per_example:
             continue
         rate = config.throughput.scaled(sum(per_example) / len(per_example) / 1e6)
         if best is None or rate.mean > best[0].mean:
-            service = _service(config)
-            best = (rate, f"{config.rows[0]['pipeline']} with {service.get('workers')} worker(s), "
-                          f"{service.get('sharding_policy')}, split before {service.get('split_before')}")
+            service = config.rows[0].service
+            best = (rate, f"{config.rows[0].pipeline} with {service['workers']} worker(s), "
+                          f"{service['sharding_policy']}, split before {service['split_before']}")
     return best
 
 
-def sizing_lines(rows: list[dict]) -> list[str]:
+def sizing_lines(rows: list[TrialRow]) -> list[str]:
     """Give the summary's lines on service sizing (none when the run measured nothing through the service)."""
-    if not any(r.get("source_mode") == "service" for r in rows):
+    if not any(r.source_mode == "service" for r in rows):
         return []
     out = [f"Workers to feed the model by {FORMULA}, where C is the compute ceiling (synthetic arm), L the local "
            "pipeline and R one service worker, all examples/s with 95% intervals; counts at the means (best–worst "

@@ -10,10 +10,12 @@ from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.action import Baseline, action
 from pipebench.report.configurations import configurations, ranked
 from pipebench.report.service_sizing import sizing_lines
+from pipebench.report.tables import batch_text
 from pipebench.report.verdicts import MEASURES, verdicts
 from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
+from pipebench.results.trial_row import TrialRow
 
 
 def _table(header: list[str], lines: list[list[str]]) -> str:
@@ -22,7 +24,7 @@ def _table(header: list[str], lines: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def best_table(rows: list[dict], per_mode: int = 5) -> str:
+def best_table(rows: list[TrialRow], per_mode: int = 5) -> str:
     """Give each mode's fastest configurations, ranked by paired comparison with the fastest, as Markdown."""
     found = configurations(rows)
     several_runs = len({c.run_id for c in found}) > 1
@@ -33,13 +35,13 @@ def best_table(rows: list[dict], per_mode: int = 5) -> str:
             notes = []
             if config.busy:
                 notes.append("busy machine")
-            if row.get("breaks_semantics"):
-                notes.append(f"breaks semantics: {row['semantics']}")
+            if row.breaks_semantics:
+                notes.append(f"breaks semantics: {row.semantics}")
             versus = verdict if ratio is None or not ratio.decided else f"{ratio.text('.2f', unit='×')}: {verdict}"
             lines.append(([config.run_id] if several_runs else [])
-                         + [mode, row["pipeline"] + (f" @{row['source_mode']}" if row.get("source_mode") not in
+                         + [mode, row.pipeline + (f" @{row.source_mode}" if row.source_mode not in
                                                      (None, "file") else ""),
-                            row["format"] or "n/a", row["ordering"], str(row["batch_size"]),
+                            row.format or "n/a", row.ordering, batch_text(row),
                             config.threads, config.throughput.text(",.0f"), str(config.repeats), versus,
                             ", ".join(notes)])
     return _table((["run"] if several_runs else [])
@@ -47,16 +49,16 @@ def best_table(rows: list[dict], per_mode: int = 5) -> str:
                      "repeats", "against the fastest", "notes"], lines)
 
 
-def busy_lines(rows: list[dict], threshold_pct: float, not_remeasured_why: str | None = None) -> list[str]:
+def busy_lines(rows: list[TrialRow], threshold_pct: float, not_remeasured_why: str | None = None) -> list[str]:
     """Give what the run says about trials measured while other processes used the machine, and what it
     did (`not_remeasured_why`: why the run stopped measuring them again)."""
-    flagged = [r for r in rows if r["status"] == "ok" and r.get("busy_machine") and not r.get("remeasure_of")]
+    flagged = [r for r in rows if r.ok and r.busy_machine and not r.remeasure_of]
     if not flagged:
         return []
-    again = {r["remeasure_of"]: r for r in rows if r.get("remeasure_of")}
-    quiet = [r for r in flagged if r["trial_id"] in again and not again[r["trial_id"]].get("busy_machine")]
-    still = [r for r in flagged if r["trial_id"] in again and again[r["trial_id"]].get("busy_machine")]
-    left = [r for r in flagged if r["trial_id"] not in again]
+    again = {r.remeasure_of: r for r in rows if r.remeasure_of}
+    quiet = [r for r in flagged if r.trial_id in again and not again[r.trial_id].busy_machine]
+    still = [r for r in flagged if r.trial_id in again and again[r.trial_id].busy_machine]
+    left = [r for r in flagged if r.trial_id not in again]
     return [f"**Busy machine:** {len(flagged)} of {len(rows)} trials ran while other processes used more than "
             f"{threshold_pct:g}% of a vCPU during their windows. Measured again at the end of the run: "
             f"{len(quiet) + len(still)} ({len(quiet)} quiet the second time, whose figures replace the first; "
@@ -76,7 +78,7 @@ def header_lines(machine: MachineFacts, data: DataFacts) -> list[str]:
 
 def winner_section(run: RunFolder) -> list[str]:
     """Give the search's confirmed winner (or why none) from the study's importances.json; nothing for a grid."""
-    from pipebench.results.run_folder import read_study
+    from pipebench.results.study import read_study
 
     study = read_study(run.path)
     lines = winner_lines(study) if study else []
@@ -90,11 +92,11 @@ RANKING = ("Ranked by paired comparison over the rounds the configurations share
            "measurable difference).")
 
 
-def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_threshold_pct: float,
+def write_summary(run: RunFolder, rows: list[TrialRow], stopped: str | None, busy_threshold_pct: float,
                   not_remeasured_why: str | None = None, baseline: Baseline | None = None) -> str:
     """Write summary.md into the run folder, opening with the action against `baseline` (report.action); give its
     text."""
-    failed = [r for r in rows if r["status"] != "ok"]
+    failed = [r for r in rows if not r.ok]
     parts = [f"# Run {run.run_id}", "", f"**{action(rows, baseline, run.path)}**", ""]
     if stopped:
         parts += [f"**Stopped early:** {stopped}.", ""]
@@ -113,7 +115,7 @@ def write_summary(run: RunFolder, rows: list[dict], stopped: str | None, busy_th
     if failed:
         parts += ["## Trials that did not finish", "",
                   _table(["mode", "pipeline", "format", "status", "reason"],
-                         [[r["mode"], r["pipeline"], r["format"] or "", r["status"], (r["reason"] or "")[:160]]
+                         [[r.mode, r.pipeline, r.format or "", r.status, (r.reason or "")[:160]]
                           for r in failed]), ""]
     text = "\n".join(parts)
     atomic_write_bytes(run.path / SUMMARY_FILE, text.encode())

@@ -1,17 +1,14 @@
-"""Shared views of the trials table for figures, report, checklist and compare: rows as records, the
-fastest configuration, decode style, and the paired gains over the references a run measured.
+"""Shared views of the trials table for figures, report, checklist and compare: the fastest configuration,
+decode style, knob texts, and the paired gains over the references a run measured.
 
 Every comparison here is between configurations (repeats pooled, pipebench.report.configurations),
 never between single rows: one draw of a noisy trial decides nothing.
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
 
 from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval, difference_verdict
@@ -19,6 +16,7 @@ from pipebench.measure.trial import ENV_KNOBS, TrialSpec
 from pipebench.report.configurations import NOT_COMPARED, Configuration, configurations, paired_ratio, ranked
 from pipebench.results import TRIALS_FILE, RunResults
 from pipebench.results.run_folder import TRIALS_DIR
+from pipebench.results.trial_row import TrialRow
 from pipebench.values import echo
 
 ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
@@ -28,55 +26,45 @@ DECK_PIPELINE = "aws-sample"
 DECK_BATCH_SIZE = 1024
 #: Which mode answers "which configuration is fastest": train when measured, else the pipeline alone.
 BEST_MODES = ("train", "input")
-_INT_COLUMNS = ("batch_size", "intra_op_threads", "inter_op_threads", "repeat")
 
 
-def records(trials: pd.DataFrame) -> list[dict]:
-    """Give the rows as dicts with None for missing values and whole numbers as int (pandas made them float)."""
-    def clean(key: str, value):
-        if isinstance(value, float) and pd.isna(value):
-            return None
-        return int(value) if key in _INT_COLUMNS and value is not None else value
-    return [{k: clean(k, v) for k, v in row.items()} for row in trials.to_dict("records")]
-
-
-def listed(value) -> list:
-    """Give a list column's cell as a list (pandas holds Parquet lists as arrays, and missing ones as None)."""
-    return [] if value is None or (isinstance(value, float) and pd.isna(value)) else list(value)
-
-
-def stage_kinds(row: Mapping) -> list[str]:
-    """Give the stage names of the trial's pipeline in order (from params_json)."""
-    try:
-        stages = json.loads(row["params_json"] or "{}").get("pipeline", {}).get("stages", [])
-    except (TypeError, ValueError):
-        return []
-    return [next(iter(stage)) for stage in stages if isinstance(stage, dict) and stage]
-
-
-def decode_style(row: Mapping) -> str | None:
+def decode_style(row: TrialRow) -> str | None:
     """Give 'vectorized' (batch before decode), 'scalar' (decode before batch) or None."""
-    kinds = stage_kinds(row) or [part.strip() for part in str(row.get("ordering") or "").split(">")]
+    kinds = row.stage_kinds or [part.strip() for part in str(row.ordering or "").split(">")]
     if "batch" not in kinds or "decode" not in kinds:
         return None
     return "vectorized" if kinds.index("batch") < kinds.index("decode") else "scalar"
 
 
-def at_defaults(row: Mapping) -> bool:
+def at_defaults(row: TrialRow) -> bool:
     """Tell whether the trial left threads and every environment knob at TensorFlow's defaults."""
-    values = [row.get("intra_op_threads"), row.get("inter_op_threads"), *(row.get(c) for c in ENV_COLUMNS)]
-    return all(v is None or (isinstance(v, float) and pd.isna(v)) for v in values)
+    values = [row.intra_op_threads, row.inter_op_threads, *(getattr(row, c) for c in ENV_COLUMNS)]
+    return all(v is None for v in values)
 
 
-def threads_text(row: Mapping) -> str:
+def batch_text(row: TrialRow) -> str:
+    """Give the trial's batch size, 'its own' for a function pipeline that batches as it is written."""
+    return "its own" if row.batch_size is None else str(row.batch_size)
+
+
+def threads_text(row: TrialRow) -> str:
+    """Give the trial's 'intra / inter' threads, 'default' where TensorFlow chose."""
+    return threads_of(row.intra_op_threads, row.inter_op_threads)
+
+
+def threads_of(intra: int | None, inter: int | None) -> str:
     """Give 'intra / inter' threads, 'default' where TensorFlow chose."""
-    return " / ".join("default" if row.get(k) is None else str(int(row[k]))
-                      for k in ("intra_op_threads", "inter_op_threads"))
+    return " / ".join("default" if threads is None else str(threads) for threads in (intra, inter))
 
 
-def env_text(row: Mapping) -> str:
+def env_text(row: TrialRow) -> str:
     """Give the environment knobs a trial set, 'none set' when it set none."""
-    return ", ".join(f"{c[4:]}={row[c]}" for c in ENV_COLUMNS if isinstance(row.get(c), str)) or "none set"
+    return env_of({column: getattr(row, column) for column in ENV_COLUMNS})
+
+
+def env_of(values: Mapping[str, str | None]) -> str:
+    """Give the environment knobs set among `values` (env_* column → value), 'none set' when none is."""
+    return ", ".join(f"{column[4:]}={value}" for column, value in values.items() if value is not None) or "none set"
 
 
 def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -> Configuration | None:
@@ -159,9 +147,9 @@ class Chosen:
     """A trial whose pipeline `pipebench pipelines export RUN_DIR` writes, and why it was chosen."""
 
     trial_id: str
-    pipeline: dict  # PipelineSpec.to_dict() form
+    pipeline: dict  # PipelineSpec.to_dict() form, or a FunctionPipeline's
     why: str
-    row: dict | None  # its results row (threads and env to set beside the input_fn), None if only trial.json has it
+    row: TrialRow | None  # its results row (threads and env to set beside the input_fn), None if only trial.json has it
 
 
 def _is_file(path: Path) -> bool:
@@ -176,30 +164,27 @@ def chosen_trial(run: RunResults, trial_id: str | None = None) -> Chosen:
     """Give the trial to export from a run: `trial_id` if given, else the winner an Optuna study recorded
     (its first finished trial in importances.json `winner.trial_ids`), else the first repeat of the fastest configuration (train mode
     first, else input; ranked, repeats pooled). UsageError for an unknown trial or a run with nothing finished."""
-    rows = {row["trial_id"]: row for row in records(run.trials)}
+    rows = {row.trial_id: row for row in run.rows}
     if trial_id is not None:
         if trial_id in rows:
             row = rows[trial_id]
-            return Chosen(trial_id, json.loads(row["params_json"])["pipeline"], f"trial {trial_id} ({row['mode']} "
-                          f"mode, {row['status']})", row)
+            return Chosen(trial_id, row.pipeline_spec, f"trial {trial_id} ({row.mode} mode, {row.status})", row)
         path = run.run_dir / TRIALS_DIR / trial_id / "trial.json"
         if "/" not in trial_id and trial_id not in (".", "..") and _is_file(path):
             return Chosen(trial_id, TrialSpec.load(path).pipeline_spec, f"trial {trial_id} (not finished: {path})",
                           None)
         raise UsageError(f"{run.run_dir}: no trial {echo(trial_id)} ({len(rows)} trials in {TRIALS_FILE}; their ids "
                          "are its trial_id column)")
-    winner = (run.study or {}).get("winner")
-    winner_ids = winner.get("trial_ids") if isinstance(winner, dict) else None
-    for winner_id in winner_ids if isinstance(winner_ids, list) else []:
-        if isinstance(winner_id, str) and winner_id in rows and rows[winner_id]["status"] == "ok":
+    winner = run.study.winner if run.study is not None else None
+    for winner_id in winner.trial_ids if winner is not None else ():
+        if winner_id in rows and rows[winner_id].ok:
             row = rows[winner_id]
-            return Chosen(winner_id, json.loads(row["params_json"])["pipeline"],
-                          f"the study's confirmed winner, trial {winner_id}", row)
+            return Chosen(winner_id, row.pipeline_spec, f"the study's confirmed winner, trial {winner_id}", row)
     best = fastest(configurations(list(rows.values())))
     if best is None:
         raise UsageError(f"{run.run_dir}: no finished train or input trial to export (give --trial ID to export any "
                          "trial's pipeline)")
     row = best.rows[0]
-    return Chosen(row["trial_id"], json.loads(row["params_json"])["pipeline"],
+    return Chosen(row.trial_id, row.pipeline_spec,
                   f"the fastest {best.mode}-mode configuration, {best.throughput.text(',.0f')} examples/s over "
-                  f"{best.repeats} repeat(s) (trial {row['trial_id']})", row)
+                  f"{best.repeats} repeat(s) (trial {row.trial_id})", row)

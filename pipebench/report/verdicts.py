@@ -8,6 +8,8 @@ from __future__ import annotations
 from pipebench.measure.figures import SLOWDOWN, WAITING, Figures
 from pipebench.measure.intervals import INPUT_BOUND_LOW, Interval
 from pipebench.report.configurations import Configuration, configurations
+from pipebench.report.tables import batch_text
+from pipebench.results.trial_row import TrialRow
 
 #: How the two input measures are named and explained wherever a verdict is shown.
 MEASURES = ("Two measures of what input costs, both from paired rounds (the train step and its synthetic ceiling "
@@ -34,13 +36,13 @@ def pct(interval: Interval | None) -> str:
 def trainer_text(config: Configuration) -> str:
     """Give the trainer the verdict assumed and why: the setting, or where the step ran."""
     row = config.rows[0]
-    if row.get("input_bound_basis") is None:
+    if row.input_bound_basis is None:
         return ("an accelerator trainer (assumed: runs made before the verdict followed the trainer read the waiting "
                 "share for every trainer)")
     if config.trainer in ("cpu", "accelerator"):
         why = f"measurement.trainer: {config.trainer}"
     else:
-        device = row.get("train_device")
+        device = row.train_device
         why = f"its train step ran on {'the CPUs' if device in (None, 'CPU') else 'a ' + device}"
     return f"{TRAINER[config.basis]} ({why})"
 
@@ -75,22 +77,22 @@ def label(config: Configuration) -> str | None:
     return f"inconclusive ({FIGURE[pooled.basis]} {pct(pooled.input_cost)}{busy})"
 
 
-def verdicts(rows: list[dict]) -> list[str]:
+def verdicts(rows: list[TrialRow]) -> list[str]:
     """Give one sentence per train configuration: the verdict for its trainer, what it means, both rates, with
     intervals."""
     found = [c for c in configurations(rows) if c.mode == "train" and c.pooled.verdict is not None]
     several_runs = len({c.run_id for c in found}) > 1
     out = []
-    for config in sorted(found, key=lambda c: (c.run_id, c.rows[0]["pipeline"], c.rows[0]["format"] or "")):
+    for config in sorted(found, key=lambda c: (c.run_id, c.rows[0].pipeline, c.rows[0].format or "")):
         row, pooled = config.rows[0], config.pooled
-        rounds = sum(r.get("rounds") or 0 for r in config.rows)
+        rounds = sum(r.rounds or 0 for r in config.rows)
         notes = [f"{rounds} rounds in {config.repeats} process{'es' if config.repeats > 1 else ''}"]
-        if any(r.get("rounds_cap_hit") for r in config.rows):
+        if any(r.rounds_cap_hit for r in config.rows):
             notes.append("the round cap (measurement.max_windows) was hit undecided: add repeats to decide")
         if config.busy:
             notes.append("measured while other processes used the machine")
         run = f"run {config.run_id}: " if several_runs else ""
-        out.append(f"- {run}**{row['pipeline']}** ({row['format']}, {row['ordering']}, batch {row['batch_size']}, "
+        out.append(f"- {run}**{row.pipeline}** ({row.format}, {row.ordering}, batch {batch_text(row)}, "
                    f"threads {config.threads}): **{label(config)}** for {trainer_text(config)}: {meaning(pooled)}. "
                    f"Train {config.throughput.text(',.0f')} ex/s, synthetic ceiling "
                    f"{pooled.synthetic.text(',.0f') if pooled.synthetic else 'not measured'} ex/s; {'; '.join(notes)}")

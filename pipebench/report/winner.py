@@ -4,29 +4,28 @@ Shared by summary.md and the search's own log; reads only the saved record (no O
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from pipebench.measure.intervals import Interval
+from pipebench.results.study import StudyRecord
 
 
-def winner_lines(study: Mapping) -> list[str]:
+def winner_lines(study: StudyRecord) -> list[str]:
     """Give the winner an importances.json records — settings with units, interval, paired gains — as
-    Markdown lines, or why it names none (nothing for a file without a winner entry)."""
-    if study.get("winner") is None:
-        return [f"Winner: none ({study['winner_withheld']})."] if study.get("winner_withheld") else []
-    winner = study["winner"]
-    rate = winner["examples_per_sec"]
-    interval = Interval(rate["mean"], rate["low"], rate["high"], rate["rounds"])
-    lines = [f"Winner: **{winner['contender']}**, {interval.text()} examples/s (mean over {rate['rounds']} "
-             f"confirmation rounds, 95% interval; trials {', '.join(winner['trial_ids'])}):"]
-    lines += [f"- {name}: {value}" for name, value in winner["settings"].items()]
-    for reference, gain in winner["gains"].items():
-        if gain["ratio"] is None:
-            lines.append(f"- against {reference}: {gain['verdict']}")
+    Markdown lines, or why it names none."""
+    winner = study.winner
+    if winner is None:
+        return [f"Winner: none ({study.winner_withheld})."] if study.winner_withheld else []
+    rate = winner.examples_per_sec
+    interval = Interval(rate.mean, rate.low, rate.high, rate.rounds)
+    lines = [f"Winner: **{winner.contender}**, {interval.text()} examples/s (mean over {rate.rounds} "
+             f"confirmation rounds, 95% interval; trials {', '.join(winner.trial_ids)}):"]
+    lines += [f"- {name}: {value}" for name, value in winner.settings.items()]
+    for reference, gain in winner.gains.items():
+        if gain.ratio is None:
+            lines.append(f"- against {reference}: {gain.verdict}")
         else:
-            ratio = Interval(gain["ratio"], gain["low"], gain["high"], gain["rounds"])
-            lines.append(f"- against {reference}: {ratio.text('.2f', unit='×')} (paired over {gain['rounds']} "
-                         f"rounds): {gain['verdict']}")
-    for name, last in winner.get("left_the_race", {}).items():
+            ratio = Interval(gain.ratio, gain.low, gain.high, gain.rounds)
+            lines.append(f"- against {reference}: {ratio.text('.2f', unit='×')} (paired over {gain.rounds} "
+                         f"rounds): {gain.verdict}")
+    for name, last in winner.left_the_race.items():
         lines.append(f"- {name} left the race after round {last}")
     return lines

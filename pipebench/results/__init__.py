@@ -1,6 +1,7 @@
 """Results of `pipebench run`: the only way notebooks and reports read them.
 
-`load(run_dir)` gives a `RunResults` with pandas DataFrames and typed machine and data facts;
+`load(run_dir)` gives a `RunResults` with pandas DataFrames, the trials' rows typed (`RunResults.rows`,
+pipebench.results.trial_row) and typed machine and data facts;
 `load_many` reads a collected folder as its member runs and refuses to mix machines or data sets
 unless asked (checked metadata, as pyperf does). Both read through `pipebench.results.run_folder`,
 which refuses a damaged folder with a one-line error naming the file.
@@ -10,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipebench.errors import PipebenchError
-from pipebench.results.run_folder import (CONFIG_FILE, DATA_FILE, IMPORTANCES_FILE, JOBS_FILE, MACHINE_FILE,
-                                          SAMPLES_FILE, SUMMARY_FILE, TRIALS_FILE, RunResults, load, member_runs)
+from pipebench.results.run_folder import (CONFIG_FILE, DATA_FILE, JOBS_FILE, MACHINE_FILE, SAMPLES_FILE, SUMMARY_FILE,
+                                          TRIALS_FILE, RunResults, load, member_runs)
+from pipebench.results.study import IMPORTANCES_FILE
 
 __all__ = ["CONFIG_FILE", "DATA_FILE", "IMPORTANCES_FILE", "JOBS_FILE", "MACHINE_FILE", "SAMPLES_FILE",
            "SUMMARY_FILE", "TRIALS_FILE", "RunResults", "load", "load_many", "member_runs"]

@@ -10,7 +10,8 @@ from pipebench.measure.trial import ENV_KNOBS
 
 TRIAL_COLUMN_DOCS: dict[str, str] = {
     "run_id": "The run folder's name (`YYYYmmdd-HHMMSS-<4 hex digits>`).",
-    "trial_id": "The trial: a hash of its spec and repeat index; its files are in `trials/<trial_id>/`.",
+    "trial_id": "The trial: a hash of its spec and repeat index; its files are in `trials/<trial_id>/`. In a folder "
+                "`pipebench sagemaker collect` wrote, `<instance type>/<input mode>/<host>/<trial_id>`.",
     "repeat": "Which repeat of its configuration (0, 1, ...): one fresh process per round of the run.",
     "host": "The host name the trial ran on.",
     "host_fingerprint": "A hash of the machine facts that decide speed (machine.json); runs on different hosts "

@@ -8,6 +8,7 @@ a producer reports has a column (or is listed below as kept in the trial's folde
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import json
@@ -21,6 +22,7 @@ from pipebench.measure.manager import Outcome
 from pipebench.measure.sampler import busy_machine
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
+from pipebench.results.trial_row import TrialRow
 from pipebench.typed import to_json
 
 #: TrialRecord fields copied into the column of the same name.
@@ -37,7 +39,8 @@ RECORD_ONLY = {"traceback": "too long for a table; the reason column has its cau
                "windows_measured": "stored as windows_json; the figure columns are computed from it",
                "cpus_at_start": "checks pinning (pipebench capacity reads it from the outcome); a run's own "
                                 "workers are not pinned",
-               "tf_inter_op_pool_threads": "checks pinning, beside cpus_at_start"}
+               "tf_inter_op_pool_threads": "checks pinning, beside cpus_at_start",
+               "profiled": "a profiling re-run's record, which becomes no row (RunFolder.note sets profile_dir)"}
 #: Usage (sampler, measured windows only) fields copied into the column of the same name.
 USAGE_COLUMNS = ("cpu_pct_median", "cpu_pct_p95", "cpu_pct_of_vcpus_median", "cpu_pct_of_physical_cores_median",
                  "busiest_core_pct_median", "other_cpu_pct_median", "rss_median_bytes",
@@ -68,7 +71,7 @@ class RowContext:
         """The figure a train trial's verdict reads: the experiment's trainer and where the worker ran the step decide."""
         if self.spec.mode != "train":
             return None
-        return verdict_basis(self.spec.measurement.get("trainer", "auto"), self.outcome.record.train_device)
+        return verdict_basis(self.spec.measurement.trainer, self.outcome.record.train_device)
 
     @functools.cached_property
     def figures(self) -> Figures | None:
@@ -86,7 +89,8 @@ def _params(c: RowContext) -> str:
     s = c.spec
     return json.dumps({"pipeline": s.pipeline_spec, "batch_size": s.batch_size,
                        "threads": {"intra": s.threads.intra, "inter": s.threads.inter}, "env": s.env,
-                       "model": s.model, "measurement": s.measurement, "sources": s.sources}, sort_keys=True)
+                       "model": to_json(s.model), "measurement": to_json(s.measurement),
+                       "sources": to_json(s.sources)}, sort_keys=True)
 
 
 def _figure(name: str, part: str, scale: float = 1.0) -> Callable[[RowContext], float | None]:
@@ -113,14 +117,14 @@ def _input_bound_basis(c: RowContext) -> str | None:
 
 def _busy(c: RowContext) -> bool | None:
     """Whether other processes used more than measurement.busy_other_cpu_pct during the windows."""
-    return busy_machine(c.outcome.usage, c.spec.measurement["busy_other_cpu_pct"])
+    return busy_machine(c.outcome.usage, c.spec.measurement.busy_other_cpu_pct)
 
 
 def _service(c: RowContext) -> str | None:
     """The sources.service settings a service-mode trial ran with (its servers' addresses are in its stderr)."""
     if c.spec.label.source_mode != "service":
         return None
-    return json.dumps(c.spec.sources["service"], sort_keys=True)
+    return json.dumps(to_json(c.spec.sources.service), sort_keys=True)
 
 
 def _from(part: str, name: str) -> Callable[[RowContext], Any]:
@@ -128,7 +132,7 @@ def _from(part: str, name: str) -> Callable[[RowContext], Any]:
         source = {"record": c.outcome.record, "usage": c.outcome.usage, "process": c.outcome.process,
                   "label": c.spec.label}[part]
         value = None if source is None else getattr(source, name)
-        return value.value if isinstance(value, TrialStatus) else list(value) if isinstance(value, tuple) else value
+        return value.value if isinstance(value, TrialStatus) else value
     get.producer = part
     return get
 
@@ -152,8 +156,8 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "inter_op_threads": lambda c: c.spec.threads.inter,
     **{f"env_{name}": (lambda c, name=name: c.spec.env.get(name)) for name in ENV_KNOBS},
     "params_json": _params,
-    "knobs_not_applied": lambda c: list(c.spec.knobs_not_applied),
-    "pinned_knobs": lambda c: list(c.spec.pinned_knobs),
+    "knobs_not_applied": lambda c: c.spec.knobs_not_applied,
+    "pinned_knobs": lambda c: c.spec.pinned_knobs,
     "env_seen_json": lambda c: json.dumps(c.outcome.record.env_seen, sort_keys=True),
     "configuration_id": lambda c: c.spec.configuration_id,
     "remeasure_of": lambda c: c.spec.remeasure_of,
@@ -172,7 +176,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "windows_json": lambda c: json.dumps(to_json(c.outcome.record.windows_measured)),
     "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
     # profiling is never on while a trial is timed: a separate re-run after the run's trials captures it, and
-    # pipebench.measure.profiles notes its folder in the row (RunFolder.note)
+    # pipebench.measure.profiles records its folder in the row by `profiled_row` (RunFolder.note_profile)
     "profile_dir": lambda c: None,
     "study": lambda c: c.study,
     "optuna_trial_number": lambda c: c.optuna_trial_number,
@@ -183,9 +187,31 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
 }
 
 
-def trial_row(context: RowContext) -> dict[str, Any]:
-    """Give the trials.parquet row of one finished trial, every column filled by its producer, in schema order."""
-    return {name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names}
+def trial_row(context: RowContext) -> TrialRow:
+    """Give the trials.parquet row of one finished trial, every column filled by its producer."""
+    return TrialRow(**{name: COLUMNS[name](context) for name in TRIAL_SCHEMA.names})
+
+
+def profiled_row(row: TrialRow, profile_dir: str) -> TrialRow:
+    """Give a trial's row once a profiling re-run captured its trace (pipebench.profiling): `profile_dir`, its log
+    folder relative to the run folder, is the one column filled after the trial ran."""
+    return dataclasses.replace(row, profile_dir=profile_dir)
+
+
+#: The columns that name a trial; a collected folder scopes them by the member run folder (`member_row`).
+ID_COLUMNS = ("trial_id", "remeasure_of")
+
+
+def member_id(member: str, trial_id: str | None) -> str | None:
+    """Give a member run's trial id as a collected folder names it: `<member>/<id>` (unique across members)."""
+    return None if trial_id is None else f"{member}/{trial_id}"
+
+
+def member_row(row: dict[str, Any], member: str) -> dict[str, Any]:
+    """Give a member run's row as a folder of several runs (`pipebench sagemaker collect`) holds it: every column
+    as `trial_row` filled it, only the ids scoped by the member's folder, so they stay unique and a re-measure
+    still names the trial it measures again."""
+    return {**row, **{name: member_id(member, row[name]) for name in ID_COLUMNS}}
 
 
 def unproduced_fields() -> dict[str, list[str]]:

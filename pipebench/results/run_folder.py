@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import json
 import os
 import secrets
@@ -30,8 +31,10 @@ from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsV
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, check_table, read_table, write_table
-from pipebench.typed import from_json, read_json
-from pipebench.versioned import read_versioned
+from pipebench.results.study import StudyRecord, read_study
+from pipebench.results.trial_row import TrialRow, records, rows_of
+from pipebench.typed import read_json
+from pipebench.versioned import WAS, load_versioned
 
 if TYPE_CHECKING:
     import pandas
@@ -44,8 +47,6 @@ MACHINE_FILE = "machine.json"
 DATA_FILE = "data.json"
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.md"
-#: Written by the Optuna driver after a study: Optuna's parameter importances, pins, references, best.
-IMPORTANCES_FILE = "importances.json"
 #: Held (flock) by the process running the folder; names it: pid, host, start time.
 LOCK_FILE = ".lock"
 #: Written by `pipebench sagemaker collect`: the folder holds one run folder per job and host.
@@ -68,27 +69,26 @@ class RunFolder:
     def trial_dir(self, trial_id: str) -> Path:
         return self.path / TRIALS_DIR / trial_id
 
-    def rows(self) -> list[dict]:
+    def rows(self) -> list[TrialRow]:
         """Give the trials measured so far, in the order they finished."""
-        return read_table(self.path / TRIALS_FILE, TRIAL_SCHEMA).to_pylist()
+        return rows_of(read_table(self.path / TRIALS_FILE, TRIAL_SCHEMA), str(self.path / TRIALS_FILE))
 
-    def append(self, row: dict, samples: list[dict]) -> None:
+    def append(self, row: TrialRow, samples: list[dict]) -> None:
         """Store one finished trial's row and its samples (each table rewritten atomically)."""
-        append_rows(self.path / TRIALS_FILE, TRIAL_SCHEMA, [row])
+        append_rows(self.path / TRIALS_FILE, TRIAL_SCHEMA, [row.to_dict()])
         if samples:
             append_rows(self.path / SAMPLES_FILE, SAMPLE_SCHEMA,
-                        [{**s, "run_id": self.run_id, "trial_id": row["trial_id"]} for s in samples])
+                        [{**s, "run_id": self.run_id, "trial_id": row.trial_id} for s in samples])
 
-    def note(self, trial_id: str, column: str, value: object) -> None:
-        """Set one column of one trial's row after the fact (a TensorBoard profile captured once the trials ran);
-        trials.parquet is rewritten atomically."""
+    def note_profile(self, trial_id: str, profile_dir: str) -> None:
+        """Record in one trial's row the TensorBoard profile captured once the trials ran, as the row builder says
+        (results.rows.profiled_row); trials.parquet is rewritten atomically."""
         import pyarrow as pa
 
-        rows = self.rows()
-        for row in rows:
-            if row["trial_id"] == trial_id:
-                row[column] = value
-        write_table(self.path / TRIALS_FILE, pa.Table.from_pylist(rows, schema=TRIAL_SCHEMA))
+        from pipebench.results.rows import profiled_row
+
+        rows = [profiled_row(row, profile_dir) if row.trial_id == trial_id else row for row in self.rows()]
+        write_table(self.path / TRIALS_FILE, pa.Table.from_pylist([row.to_dict() for row in rows], schema=TRIAL_SCHEMA))
 
 
 @dataclass
@@ -101,8 +101,13 @@ class RunResults:
     machine: MachineFacts
     data: DataFacts
     config: dict
-    study: dict | None = None  # importances.json, when the run was an Optuna study
+    study: StudyRecord | None = None  # importances.json, when the run was an Optuna study
     capacity: CapacityProfiles | None = None  # capacity.json, once `pipebench capacity` has profiled the run
+
+    @functools.cached_property
+    def rows(self) -> list[TrialRow]:
+        """Give the trials table's rows, typed (pipebench.results.trial_row); read once, on first use."""
+        return records(self.trials)
 
 
 def _folder(run_dir: Path) -> Path:
@@ -146,36 +151,27 @@ def read_data(run_dir: Path) -> DataFacts:
     return DataFacts.load(path)
 
 
-def read_experiment(run_dir: Path) -> Experiment:
-    """Give the experiment the run was started with (its config.yaml, validated); ConfigError if invalid."""
+def read_experiment(run_dir: Path, user_code: bool = False) -> Experiment:
+    """Give the experiment the run was started with (its config.yaml, validated); ConfigError if invalid.
+
+    Its function pipelines' files are read only with `user_code` (a resume runs them again, and they must not
+    have changed); the run's results are read without them."""
     from pipebench.config import load_experiment
 
     path = Path(run_dir) / CONFIG_FILE
     if not path.exists():
         raise DataError(f"{path}: missing (every run writes its resolved experiment there)")
-    return load_experiment(path)
-
-
-def read_study(run_dir: Path) -> dict | None:
-    """Give an Optuna run's importances.json, None for a grid run; DataError if it cannot be read."""
-    path = Path(run_dir) / IMPORTANCES_FILE
-    if not path.exists():
-        return None
-    found = read_json(path)
-    if not isinstance(found, dict):
-        raise DataError(f"{path}: must be a JSON object, not {type(found).__name__}")
-    return found
+    return load_experiment(path, user_code=user_code)
 
 
 def read_capacity(run_dir: Path) -> CapacityProfiles | None:
     """Give the run's per-stage cost profiles (capacity.json), None when the run has not been profiled;
-    DataError if it cannot be read (ResultsVersionError, saying what to do, for another profile_version)."""
+    DataError if it cannot be read (ResultsVersionError, saying what to do, for another layout version)."""
     path = Path(run_dir) / PROFILE_FILE
     if not path.exists():
         return None
-    found = read_versioned(path, "profile_version", PROFILE_VERSION, "a capacity profile",
-                           f"run `pipebench capacity {run_dir}` again")
-    return from_json(CapacityProfiles, found, str(path))
+    return load_versioned(CapacityProfiles, path, PROFILE_VERSION, "a capacity profile",
+                          f"run `pipebench capacity {run_dir}` again", WAS[PROFILE_FILE])
 
 
 def load(run_dir: Path) -> RunResults:
@@ -204,7 +200,7 @@ def load_resumed(run_dir: Path) -> Experiment:
     run_dir = _folder(run_dir)
     if not (run_dir / CONFIG_FILE).exists():
         raise UsageError(f"{run_dir}: no {CONFIG_FILE}: not a pipebench run folder")
-    experiment = read_experiment(run_dir)
+    experiment = read_experiment(run_dir, user_code=True)
     open_run_folder(run_dir)
     for name, schema in ((TRIALS_FILE, TRIAL_SCHEMA), (SAMPLES_FILE, SAMPLE_SCHEMA)):
         if (run_dir / name).exists():

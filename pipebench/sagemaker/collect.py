@@ -4,17 +4,20 @@ For each job the launch manifest names, DescribeTrainingJob says whether it comp
 output went; the tarball SageMaker uploaded there (`<S3OutputPath>/<job>/output/output.tar.gz`, the
 job's /opt/ml/output/data) is downloaded and unpacked to `DIR/<instance type>/<input mode>/`, which keeps
 each host's run folder as `pipebench run` wrote it (so `pipebench report` / `checklist` read them
-one by one). `DIR/trials.parquet` and `DIR/samples.parquet` hold every job's rows, stamped with
-the job's instance type and source mode; trial ids (and `remeasure_of`, which names one) become
-`<instance type>/<input mode>/<host>/<id>` so they stay unique. `DIR/jobs.json` lists the jobs. The
-folder appears whole or not at all.
+one by one). `DIR/trials.parquet` and `DIR/samples.parquet` hold every job's rows as the row builder
+wrote them on the host (the instance type and source mode are the job's: collect checks, it does not
+rewrite), their trial ids (and `remeasure_of`, which names one) scoped as
+`<instance type>/<input mode>/<host>/<id>` so they stay unique (pipebench.results.rows.member_row).
+`DIR/jobs.json` lists the jobs. The folder appears whole or not at all.
 
 What S3 holds is untrusted data: an archive is whatever ran in the job's container wrote. The manifest
 and each host's job.json are typed and versioned; an archive is unpacked here, plain files and folders
 only, each inside its job's folder; a job.json must name the launched job, its instance type and input
 mode, and the host folder it lies in, and its `run_dir` a folder inside that host's; each run folder is
-read whole by the run-folder reader. Only once every host of every job has passed is anything moved,
-and only within DIR's temp folder: nothing outside DIR is ever moved or removed.
+read whole by the run-folder reader, and its machine facts and rows must name the job's instance type
+and source mode (or the tf.data service, which the job's trainer may measure beside its channel). Only
+once every host of every job has passed is anything moved, and only within DIR's temp folder: nothing
+outside DIR is ever moved or removed.
 """
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from pathlib import Path, PurePosixPath
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import DataError, PipebenchError
 from pipebench.results import CONFIG_FILE, JOBS_FILE, SAMPLES_FILE, TRIALS_FILE, load
+from pipebench.results.rows import member_id, member_row
+from pipebench.results.run_folder import RunResults
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, read_table
 from pipebench.sagemaker.job import JOB_FILE, JobFacts, read_job
@@ -150,13 +155,27 @@ def _unpack(data: bytes, into: Path, where: str) -> None:
             from None
 
 
-def _check_run_folder(run_dir: Path, job_dir: Path, where: str) -> None:
+def _check_run_folder(run_dir: Path, job_dir: Path, where: str) -> RunResults:
     """Read a host's run folder whole with the run-folder reader, so a damaged part is refused before anything
     moves; the error names the part inside the archive."""
     try:
-        load(run_dir)
+        return load(run_dir)
     except PipebenchError as err:
         raise DataError(str(err).replace(f"{job_dir}/", f"{where}: ")) from None
+
+
+def _check_job_of_run(run: RunResults, facts: JobFacts, at: str) -> None:
+    """Refuse a run folder whose machine facts or rows name another instance type or source mode than its job's:
+    the rows are collected as the host wrote them."""
+    if run.machine.sagemaker.instance_type != facts.instance_type:
+        raise DataError(f"{at}/machine.json: instance_type {echo(run.machine.sagemaker.instance_type)} is not the "
+                        f"job's ({facts.instance_type})")
+    for name in ("instance_type", "source_mode"):
+        allowed = {facts.instance_type} if name == "instance_type" else {facts.source_mode, "service"}
+        other = sorted(set(run.trials[name].dropna()) - allowed) or (["null"] if run.trials[name].isna().any() else [])
+        if other:
+            raise DataError(f"{at}/trials.parquet: {name} {echo(other[0])} is not the job's "
+                            f"({' or '.join(sorted(allowed))})")
 
 
 def _host_runs(job_dir: Path, job: LaunchedJob, where: str) -> list[HostRun]:
@@ -176,7 +195,8 @@ def _host_runs(job_dir: Path, job: LaunchedJob, where: str) -> list[HostRun]:
         run_dir = host_dir / facts.run_dir
         if not run_dir.is_dir():
             raise DataError(f"{at}: run_dir {echo(facts.run_dir)}: no such folder in the archive")
-        _check_run_folder(run_dir, job_dir, where)
+        _check_job_of_run(_check_run_folder(run_dir, job_dir, where), facts,
+                          f"{where}: {name_text(host_dir.name)}/{facts.run_dir}")
         found.append(HostRun(job, facts, run_dir, where))
     if not found:
         raise DataError(f"{where}: no {JOB_FILE} inside; not written by pipebench's SageMaker entry point")
@@ -209,11 +229,9 @@ def collect(s3_uri: str, out: Path, force: bool = False, log=print) -> Path:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 host.run_dir.rename(dest)
                 atomic_write_json(dest / JOB_FILE, to_json(host.facts))  # the run folder says which job made it
-                stamp = {"instance_type": host.job.instance_type, "source_mode": host.facts.source_mode}
                 rows = read_table(dest / TRIALS_FILE, TRIAL_SCHEMA).to_pylist()
-                trials += [{**r, **stamp, "trial_id": f"{host.label}/{r['trial_id']}",
-                            "remeasure_of": r["remeasure_of"] and f"{host.label}/{r['remeasure_of']}"} for r in rows]
-                samples += [{**r, "trial_id": f"{host.label}/{r['trial_id']}"}
+                trials += [member_row(r, host.label) for r in rows]
+                samples += [{**r, "trial_id": member_id(host.label, r["trial_id"])}
                             for r in read_table(dest / SAMPLES_FILE, SAMPLE_SCHEMA).to_pylist()]
                 config = config or (dest / CONFIG_FILE).read_bytes()
                 jobs.append(to_json(dataclasses.replace(host.facts, run_dir=host.label)))

@@ -4,7 +4,9 @@ SageMaker itself writes `/opt/ml/input/config/{hyperparameters,resourceconfig,in
 the SM_* variables (`SM_CHANNELS`, `SM_CHANNEL_<NAME>`, `SM_HOSTS`, ...) come from the
 sagemaker-training toolkit, which a custom container entry point may not run. So each fact is taken
 from its SM_* variable when set and from the JSON files otherwise. The root is `/opt/ml`, or
-`SAGEMAKER_BASE_DIR` (the toolkit's own variable for running outside SageMaker; tests use it).
+`SAGEMAKER_BASE_DIR` (the toolkit's own variable for running outside SageMaker; tests use it). The
+host's facts (instance type, hosts, this host, CPUs, GPUs) are pipebench.measure.sagemaker_host's,
+the one reader machine facts use too.
 """
 from __future__ import annotations
 
@@ -15,9 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipebench.errors import PipebenchError
+from pipebench.measure.sagemaker_host import RESOURCE_CONFIG, json_env, read_host, read_json_file
 
-DEFAULT_ROOT = Path("/opt/ml")
-ROOT_ENV = "SAGEMAKER_BASE_DIR"
 INPUT_MODES = ("File", "FastFile", "Pipe")
 
 
@@ -81,39 +82,6 @@ class SageMakerEnvironment:
         return self.channels[name]
 
 
-def _read_json(path: Path, required: bool) -> dict:
-    if not path.exists():
-        if required:
-            raise PipebenchError(f"{path}: missing; not a SageMaker training container (set {ROOT_ENV} "
-                                 "to the folder that plays /opt/ml)")
-        return {}
-    try:
-        value = json.loads(path.read_text())
-    except ValueError as err:
-        raise PipebenchError(f"{path}: not valid JSON: {err}") from None
-    if not isinstance(value, dict):
-        raise PipebenchError(f"{path}: must hold a JSON object, not {type(value).__name__}")
-    return value
-
-
-def _json_env(env: Mapping[str, str], name: str) -> object | None:
-    if name not in env:
-        return None
-    try:
-        return json.loads(env[name])
-    except ValueError:
-        raise PipebenchError(f"{name}: not valid JSON: {env[name]!r}") from None
-
-
-def _int_env(env: Mapping[str, str], name: str, fallback: int) -> int:
-    text = env.get(name)
-    if text is None:
-        return fallback
-    if not text.strip().isdigit():
-        raise PipebenchError(f"{name}: not a count: {text!r}")
-    return int(text)
-
-
 def _instance_groups(env: Mapping[str, str], resources: dict, where: Path) -> tuple[str | None, dict[str, dict]]:
     """Give (this host's group, name → {"instance_type", "hosts"}): SM_* variables first, resourceconfig.json else.
 
@@ -121,7 +89,7 @@ def _instance_groups(env: Mapping[str, str], resources: dict, where: Path) -> tu
     SM_CURRENT_INSTANCE_GROUP and SM_INSTANCE_GROUPS_DICT (name → the list's entry).
     """
     current = env.get("SM_CURRENT_INSTANCE_GROUP") or resources.get("current_group_name")
-    listed = _json_env(env, "SM_INSTANCE_GROUPS_DICT")
+    listed = json_env(env, "SM_INSTANCE_GROUPS_DICT")
     listed = list(listed.values()) if isinstance(listed, dict) else resources.get("instance_groups", [])
     groups = {}
     for entry in listed if isinstance(listed, list) else [None]:
@@ -140,23 +108,21 @@ def _instance_groups(env: Mapping[str, str], resources: dict, where: Path) -> tu
 def read_environment(env: Mapping[str, str] | None = None) -> SageMakerEnvironment:
     """Give the container's environment: SM_* variables first, the /opt/ml config files otherwise."""
     env = os.environ if env is None else env
-    root = Path(env.get(ROOT_ENV) or DEFAULT_ROOT)
-    config_dir = root / "input" / "config"
-    resources = _read_json(config_dir / "resourceconfig.json", required=True)
-    data_config = _read_json(config_dir / "inputdataconfig.json", required=True)
+    host = read_host(env, in_job=True)
+    root, config_dir, resources = host.root, host.config_dir, dict(host.resources)
+    data_config = read_json_file(config_dir / "inputdataconfig.json", required=True)
     # SageMaker passes every hyperparameter value as a string.
-    hyperparameters = {str(k): str(v) for k, v in _read_json(config_dir / "hyperparameters.json", False).items()}
+    hyperparameters = {str(k): str(v) for k, v in read_json_file(config_dir / "hyperparameters.json", False).items()}
 
-    hosts = _json_env(env, "SM_HOSTS") or resources.get("hosts")
-    current_host = env.get("SM_CURRENT_HOST") or resources.get("current_host")
-    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) for h in hosts):
-        raise PipebenchError(f"{config_dir / 'resourceconfig.json'}: hosts must be a non-empty list of names")
+    hosts, current_host = list(host.hosts), host.current_host
+    if not hosts:
+        raise PipebenchError(f"{config_dir / RESOURCE_CONFIG}: hosts must be a non-empty list of names")
     if current_host not in hosts:
         raise PipebenchError(f"current host {current_host!r} is not one of the hosts {hosts}")
 
-    current_group, groups = _instance_groups(env, resources, config_dir / "resourceconfig.json")
+    current_group, groups = _instance_groups(env, resources, config_dir / RESOURCE_CONFIG)
 
-    names = _json_env(env, "SM_CHANNELS") or sorted(data_config)
+    names = json_env(env, "SM_CHANNELS") or sorted(data_config)
     channels = {}
     for name in names:
         described = data_config.get(name, {})
@@ -170,9 +136,9 @@ def read_environment(env: Mapping[str, str] | None = None) -> SageMakerEnvironme
     return SageMakerEnvironment(
         root=root, hyperparameters=hyperparameters, channels=channels, hosts=tuple(hosts),
         current_host=current_host,
-        instance_type=env.get("SM_CURRENT_INSTANCE_TYPE") or resources.get("current_instance_type"),
-        num_cpus=_int_env(env, "SM_NUM_CPUS", os.cpu_count() or 1),
-        num_gpus=_int_env(env, "SM_NUM_GPUS", 0),
+        instance_type=host.instance_type,
+        num_cpus=host.num_cpus if host.num_cpus is not None else os.cpu_count() or 1,
+        num_gpus=host.num_gpus if host.num_gpus is not None else 0,
         model_dir=Path(env.get("SM_MODEL_DIR") or root / "model"),
         output_data_dir=Path(env.get("SM_OUTPUT_DATA_DIR") or root / "output" / "data"),
         current_group=current_group, instance_groups=groups,

@@ -70,6 +70,9 @@ def job_experiment(experiment: Experiment, data_format: str) -> Experiment:
     if data_format not in experiment["data"]["formats"]:
         raise UsageError(f"--format {data_format}: not in the experiment's data.formats "
                          f"({', '.join(experiment['data']['formats'])})")
+    if experiment["pipelines"]["functions"]:  # the jobs' source tarball holds pipebench, not the user's files
+        raise UsageError("pipelines.functions: SageMaker jobs do not receive your own Python files yet; launch "
+                         "without them (--set pipelines.functions=[]) or run them with `pipebench run` there")
     orderings = experiment["pipelines"]["orderings"]
     if orderings is not None and (orderings.get("source") or {}).get("format") != data_format:
         raise UsageError(f"--format {data_format}: pipelines.orderings reads "

@@ -5,8 +5,8 @@ spread between fresh processes, the exploration's top value says little about wh
 is fastest. So after the exploration trials, the `search.confirm_top` configurations with the best
 geometric mean of what was measured, and the references (budget.REFERENCES, on the leading candidate's format
 and source mode), are measured again in *rounds*: each round measures every contender still in the
-race once, as fresh trials in a seeded random order (RMIT), whose `repeat` is the round (1, 2, ...),
-so pipebench.report.configurations pairs them like the grid's repeats.
+race once, as fresh trials in a seeded random order (RMIT, pipebench.measure.round_order), whose `repeat`
+is the round (1, 2, ...), so pipebench.report.configurations pairs them like the grid's repeats.
 
 From the second round on, a contender whose paired ratio to the leader (ratio_interval over the
 rounds both ran) lies entirely below 1 leaves the race (racing, as irace and SMAC3's intensifier
@@ -24,7 +24,6 @@ gain over each reference is their paired ratio with its 95% interval. No Optuna 
 from __future__ import annotations
 
 import dataclasses
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -96,12 +95,7 @@ def choose_contenders(plan: Plan, explored: Sequence[Explored], top: int, with_r
 def reads(plan: Plan, params: dict[str, Any]) -> str:
     """Give the format and source mode a contender reads ("tfrecord, file mode")."""
     label = worker_trial(plan, params).label
-    return f"{label.format}, {label.source_mode} mode"
-
-
-def round_order(names: Sequence[str], round_number: int, seed: object) -> list[str]:
-    """Give the order round `round_number` measures its contenders in: shuffled, the same in every process."""
-    return random.Random(f"{seed}:{round_number}").sample(list(names), len(names))
+    return f"{label.format or 'its own files'}, {label.source_mode} mode"
 
 
 @dataclass

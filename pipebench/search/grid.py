@@ -1,30 +1,39 @@
 """The grid driver: every combination of pipeline × format × batch size × threads × env × mode,
 measured in `measurement.repeats` shuffled rounds (see `trials`).
+
+A function pipeline (pipelines.functions) is measured as it is written, once per configuration: not
+per source mode (it opens its own files), and not per grid batch size unless it takes the trial's
+batch size (pipebench.pipeline.function); its rows name what did not apply in `knobs_not_applied`.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
-import hashlib
 import itertools
-import json
-import random
 from dataclasses import dataclass
+from pathlib import Path
 
-from pipebench.config import Experiment
+from pipebench.config import Experiment, typed_block
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
-from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialSpec
+from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
+from pipebench.measure.round_order import round_order
+from pipebench.measure.trial import (ENV_KNOBS, Measurement, Model, PipelineLabel, Quality, Sources, Threads,
+                                     TrialSpec)
+from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
+                                         definition_of, expand)
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
 from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
+from pipebench.results.trial_row import TrialRow
 from pipebench.search.loop import Planned
+from pipebench.search.settings import label_space_name
 from pipebench.sources import service
 from pipebench.sources.modes import in_source_mode
 
 
 def _key(obj: object) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()[:12]
+    return fingerprint(obj, ID_HEX_DIGITS)
 
 
 @dataclass(frozen=True)
@@ -33,20 +42,24 @@ class Candidate:
     what its source mode changed (`note`)."""
 
     name: str
-    spec: PipelineSpec
+    spec: PipelineSpec | FunctionPipeline
     ordering: Ordering | None = None
     note: str | None = None
     served: Difference | None = None  # service mode: what its sharding does to an epoch (None: nothing)
 
     @property
     def name_in_space(self) -> str:
-        """Give the name a search space uses for this pipeline: preset or ordering, format, source mode."""
-        mode = self.spec.source.mode
-        return (f"{self.name}:{self.spec.source.format}" + (f"@{mode}" if mode != "file" else "")
-                + (f":{self.spec.ordering}" if self.ordering else ""))
+        """Give the name a search space uses for this pipeline: preset, ordering or function, format, source mode."""
+        return label_space_name(self.label())
 
     def label(self) -> PipelineLabel:
         """Give how results rows name this pipeline and relate it to its reference ordering."""
+        if isinstance(self.spec, FunctionPipeline):
+            return PipelineLabel(pipeline=self.name, ordering=FUNCTION_ORDERING, format=self.spec.format,
+                                 source_mode="file", semantics="reference",
+                                 semantics_why=f"your function as written ({Path(self.spec.path).name}:"
+                                               f"{self.spec.function}): pipebench changes none of its stages",
+                                 breaks_semantics=False)
         o = self.ordering
         why = o.why if o else "preset"
         if self.note:
@@ -82,8 +95,23 @@ def in_mode(experiment: Experiment, data: DataSet, candidate: Candidate, mode: s
     return dataclasses.replace(candidate, spec=spec, note=note, served=served)
 
 
+def function_candidate(data: DataSet, entry: dict, where: str) -> Candidate:
+    """Give the function pipeline a resolved `pipelines.functions` entry names, its placeholders filled with the
+    data's files; ConfigError when its file changed since the experiment was resolved or a format is missing."""
+    found = definition_of(entry, where, None)
+    formats = data_formats(entry["kwargs"])
+    for fmt in formats:
+        if fmt not in data.files:
+            raise ConfigError(f"{where}.kwargs: ${{data.{fmt}}}: format {fmt} is not in data.formats / data.files")
+    passed, batch_size = found.batch_size(entry["kwargs"])
+    return Candidate(entry["name"], FunctionPipeline(
+        entry["name"], found.ref.path, found.ref.name, found.sha256, expand(entry["kwargs"], data.files), batch_size,
+        passed, {fmt: list(data.files[fmt]) for fmt in formats}))
+
+
 def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
-    """Give the pipelines to measure: presets in their formats, then enumerated orderings."""
+    """Give the pipelines to measure: presets in their formats, enumerated orderings, then functions (file mode:
+    a function opens its own files)."""
     cfg = experiment["pipelines"]
     found: list[Candidate] = []
     for i, name in enumerate(cfg["presets"]):
@@ -102,17 +130,34 @@ def candidates(experiment: Experiment, data: DataSet) -> list[Candidate]:
         found += [Candidate("enumerated", o.spec, o) for o in enumeration.orderings()]
     # each pipeline in each source mode, file mode first (the synthetic ceiling uses the first candidate)
     modes = [m for m in SOURCE_MODES if m in cfg["source_modes"]]
-    return [in_mode(experiment, data, c, mode) for mode in modes for c in found]
+    functions = [function_candidate(data, entry, f"pipelines.functions[{i}]")
+                 for i, entry in enumerate(cfg["functions"])]
+    return [in_mode(experiment, data, c, mode) for mode in modes for c in found] + functions
 
 
-def _with_batch(spec: PipelineSpec, batch_size: int) -> PipelineSpec:
-    return spec.with_stage(spec.stage("batch").replace(batch_size=batch_size))
+def _batch_not_applied(spec: FunctionPipeline) -> str:
+    """Give why the trial's batch size does not reach a function pipeline (knobs_not_applied)."""
+    if BATCH_PARAMETER in spec.kwargs:
+        return f"batch_size: its kwargs fix batch_size ({spec.batch_size}); the function batches as it is written"
+    return f"batch_size: {spec.function} takes no batch_size parameter; it batches as it is written"
 
 
 def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Candidate, setting: dict,
                repeat: int = 0) -> TrialSpec:
-    """Give the trial a worker runs: `candidate` in `mode` at `setting` (batch size, threads, env)."""
-    candidate = dataclasses.replace(candidate, spec=_with_batch(candidate.spec, setting["batch_size"]))
+    """Give the trial a worker runs: `candidate` in `mode` at `setting` (batch size, threads, env).
+
+    A function pipeline that does not take the trial's batch size runs at its own (None when unknown), which the
+    trial then holds instead, its knobs_not_applied saying why.
+    """
+    not_applied: tuple[str, ...] = ()
+    spec = candidate.spec
+    if isinstance(spec, FunctionPipeline):
+        spec = spec.with_batch_size(setting["batch_size"])
+        if not spec.batch_passed:
+            setting, not_applied = {**setting, "batch_size": spec.batch_size}, (_batch_not_applied(spec),)
+    else:
+        spec = spec.with_stage(spec.stage("batch").replace(batch_size=setting["batch_size"]))
+    candidate = dataclasses.replace(candidate, spec=spec)
     label = candidate.label()
     if mode == "synthetic":
         label = dataclasses.replace(label, pipeline="synthetic", ordering="in-memory batch", format=None,
@@ -127,10 +172,11 @@ def make_trial(experiment: Experiment, data: DataSet, mode: str, candidate: Cand
                      config_key=_key({**setting, "model": experiment["model"]}),
                      pipeline_spec=candidate.spec.to_dict(), pipeline_fingerprint=candidate.spec.fingerprint(),
                      label=label, batch_size=setting["batch_size"], threads=threads, env=dict(setting["env"]),
-                     measurement=dict(common["measurement"]), model=dict(common["model"]),
-                     feature_size=data.feature_size, data_fingerprint=data.fingerprint,
-                     quality=dict(common["quality"]), holdout_files=tuple(common["holdout_files"]),
-                     sources=dict(common["sources"]))
+                     measurement=typed_block(Measurement, "measurement", common["measurement"]),
+                     model=typed_block(Model, "model", common["model"]), feature_size=data.feature_size,
+                     data_fingerprint=data.fingerprint, quality=typed_block(Quality, "quality", common["quality"]),
+                     holdout_files=tuple(common["holdout_files"]),
+                     sources=typed_block(Sources, "sources", common["sources"]), knobs_not_applied=not_applied)
 
 
 def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
@@ -156,13 +202,20 @@ def trials(experiment: Experiment, data: DataSet) -> list[TrialSpec]:
         if "synthetic" in modes and "train" not in modes:
             configurations.append(("synthetic", pipelines[0], setting))
         configurations += [(mode, candidate, setting) for candidate in pipelines
-                           for mode in ("input", "train") if mode in modes]
-    rng = random.Random(experiment.fingerprint())
+                           for mode in ("input", "train") if mode in modes
+                           if _takes(candidate, batch_size, grid["batch_size"])]
     out = []
     for repeat in range(experiment["measurement"]["repeats"]):
-        order = rng.sample(configurations, len(configurations))
+        order = round_order(configurations, repeat, experiment.fingerprint())
         out += [make_trial(experiment, data, mode, candidate, setting, repeat) for mode, candidate, setting in order]
     return out
+
+
+def _takes(candidate: Candidate, batch_size: int, batch_sizes: list[int]) -> bool:
+    """Whether the grid measures `candidate` at `batch_size`: a function that batches as it is written runs once,
+    at the first (the batch size does not reach it)."""
+    spec = candidate.spec
+    return not isinstance(spec, FunctionPipeline) or spec.batch_passed or batch_size == batch_sizes[0]
 
 
 class GridPlanner:
@@ -185,7 +238,7 @@ class GridPlanner:
     def next(self) -> Planned | None:
         return Planned(self._todo.popleft()) if self._todo else None
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         """The grid needs no result to go on."""
 
     def finish(self, run) -> None:

@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pipebench.config import Experiment
+from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval
 from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
+from pipebench.pipeline.function import data_files
 from pipebench.results.rows import RowContext, trial_row
 from pipebench.results.run_folder import RunFolder
+from pipebench.results.trial_row import TrialRow
 
 #: The failure budget is judged only once this many trials have finished (one early crash is not a rate);
 #: a run that ends with no trial ok fails whatever its size (LoopResult.failure).
@@ -56,7 +59,7 @@ class Planner(Protocol):
     def next(self) -> Planned | None:
         """Give the next trial to measure, or None when there is none left."""
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         """Hear a measured trial's row (Optuna tells its study)."""
 
     def finish(self, run: RunFolder) -> None:
@@ -71,21 +74,21 @@ Measure = Callable[..., Outcome]
 class LoopResult:
     """The run's rows (earlier ones included), and why it stopped early (None when it ran to the end)."""
 
-    rows: list[dict]
+    rows: list[TrialRow]
     stopped: str | None = None
     failure_budget_spent: bool = False
 
     @property
     def succeeded(self) -> bool:
         """Whether any trial of the run ended ok (a run without rows has nothing that failed either)."""
-        return not self.rows or any(r["status"] == TrialStatus.OK for r in self.rows)
+        return not self.rows or any(r.ok for r in self.rows)
 
     def failure(self) -> str | None:
         """Give why the run failed as a whole (the CLI exits 3), or None: past the failure budget, or no trial ok."""
         if self.failure_budget_spent:
             return f"stopped early: {self.stopped}"
         if not self.succeeded:
-            ended = Counter(r["status"] for r in self.rows)
+            ended = Counter(r.status for r in self.rows)
             return (f"no trial succeeded ({len(self.rows)} trials: "
                     f"{', '.join(f'{n} {status}' for status, n in sorted(ended.items()))})")
         return None
@@ -110,25 +113,25 @@ class TrialProgress:
     def __exit__(self, *exc: object) -> None:
         self.display.__exit__(*exc)
 
-    def update(self, row: dict) -> None:
+    def update(self, row: TrialRow) -> None:
         from pipebench.report.tables import env_text, threads_text
 
         self.done += 1
-        source = f"@{row['source_mode']}" if row.get("source_mode") not in (None, "file") else ""
-        label = f"{row['pipeline']} {row['format'] or ''}{source} {row['mode']} b{row['batch_size']}".replace("  ", " ")
+        source = f"@{row.source_mode}" if row.source_mode not in (None, "file") else ""
+        batch = f"b{row.batch_size}" if row.batch_size is not None else "its own batch"
+        label = f"{row.pipeline} {row.format or ''}{source} {row.mode} {batch}".replace("  ", " ")
         label += f" threads {threads_text(row)}" + (f" env {env_text(row)}" if env_text(row) != "none set" else "")
-        label += f" repeat {row.get('repeat') or 0}"  # a grid's later round, or a confirmation round
-        rate = row.get("examples_per_sec_mean") or row.get("examples_per_sec_median")
-        result = f"{row['status']}: {row['reason']}"
+        label += f" repeat {row.repeat}"  # a grid's later round, or a confirmation round
+        rate = row.examples_per_sec_mean or row.examples_per_sec_median
+        result = f"{row.status}: {row.reason}"
         if rate:
-            spread = Interval(rate, row.get("examples_per_sec_low"), row.get("examples_per_sec_high"),
-                              row.get("rounds") or 0)
+            spread = Interval(rate, row.examples_per_sec_low, row.examples_per_sec_high, row.rounds or 0)
             result = f"{spread.text(',.0f')} ex/s"
-            if row["mode"] == "train" and (self.best is None or rate > self.best[0]):
+            if row.mode == "train" and (self.best is None or rate > self.best[0]):
                 self.best = (rate, result, label)
-        if row.get("remeasure_of"):
+        if row.remeasure_of:
             label += " (again: its first measurement shared the machine)"
-        elif row.get("busy_machine"):
+        elif row.busy_machine:
             result += " [busy machine]"
         best = f" | best train {self.best[1]} ({self.best[2]})" if self.best else ""
         total = self.total if self.total is not None and self.total >= self.done else "?"
@@ -138,30 +141,29 @@ class TrialProgress:
 
 def trial_limits(experiment: Experiment) -> Limits:
     """Give the timeout and memory cap every trial worker of the experiment runs under (budget.*)."""
-    return Limits(experiment["budget"]["trial_timeout_sec"], experiment["budget"]["memory_cap_mb"] << 20)
+    return Limits.of_budget(experiment["budget"])
 
 
-def failures(rows: list[dict]) -> int:
+def failures(rows: list[TrialRow]) -> int:
     """Give how many rows spend the failure budget (TrialStatus.counts_as_failure)."""
-    return sum(TrialStatus(r["status"]).counts_as_failure for r in rows)
+    return sum(TrialStatus(r.status).counts_as_failure for r in rows)
 
 
 class RemeasureBusy:
-    """A planner's trials, then once more each ok trial its windows shared with busy other processes.
+    """A planner's trials, then once more each ok trial its windows shared with busy other processes, by the one
+    busy rule (pipebench.measure.busy: at the end, while the machine is quiet; `skipped` says why not).
 
     The re-measure is a new row naming the trial it measures again (`remeasure_of`); reports read the
     quieter one in its place. A trial still busy the second time stays flagged: it is not retried again.
-    Before each re-measure the machine is read (`busy_now`, other processes' CPU in % of a vCPU): while
-    it is still past `threshold_pct`, a second measurement would be as busy as the first, so the rest
-    stay flagged and `skipped` says why.
     """
 
-    def __init__(self, planner: Planner, rows: list[dict], run: RunFolder, threshold_pct: float,
-                 busy_now: Callable[[], float]) -> None:
-        self.planner, self.rows, self.run = planner, rows, run
-        self.threshold_pct, self.busy_now = threshold_pct, busy_now
-        self.skipped: str | None = None
+    def __init__(self, planner: Planner, rows: list[TrialRow], run: RunFolder, rule: BusyRule) -> None:
+        self.planner, self.rows, self.run, self.rule = planner, rows, run, rule
         self._driver_done = False
+
+    @property
+    def skipped(self) -> str | None:
+        return self.rule.skipped
 
     def total(self) -> int | None:
         return self.planner.total()
@@ -172,23 +174,18 @@ class RemeasureBusy:
             if planned is not None:
                 return planned
             self._driver_done = True
-        if self.skipped is not None:
-            return None
-        again = {r["remeasure_of"] for r in self.rows if r.get("remeasure_of")}
+        again = {r.remeasure_of for r in self.rows if r.remeasure_of}
         for row in self.rows:
-            path = self.run.trial_dir(row["trial_id"]) / TRIAL_FILE
-            if (row["status"] == "ok" and row.get("busy_machine") and not row.get("remeasure_of")
-                    and row["trial_id"] not in again and path.exists()):
-                busy = self.busy_now()
-                if busy > self.threshold_pct:
-                    self.skipped = (f"the machine was still busy when the run would measure them again (other "
-                                    f"processes used {busy:.0f}% of a vCPU)")
+            path = self.run.trial_dir(row.trial_id) / TRIAL_FILE
+            if (row.ok and row.busy_machine and not row.remeasure_of
+                    and row.trial_id not in again and path.exists()):
+                if not self.rule.may_measure_again():
                     return None
                 spec = TrialSpec.load(path)
                 return Planned(dataclasses.replace(spec, trial_id=f"{spec.trial_id}-again", remeasure_of=spec.trial_id))
         return None
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         if planned.spec.remeasure_of is None:
             self.planner.done(planned, row)
 
@@ -210,7 +207,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
     rows = run.rows()
     if measurement["remeasure_busy"] and planner.remeasures_busy:
-        planner = RemeasureBusy(planner, rows, run, measurement["busy_other_cpu_pct"], busy_now)
+        planner = RemeasureBusy(planner, rows, run, BusyRule(measurement["busy_other_cpu_pct"], busy_now))
     host = socket.gethostname()
     result = LoopResult(rows)
     with TrialProgress(planner.total(), len(rows), stream, clock) as progress:
@@ -231,12 +228,12 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
             if planned is None:
                 break
             spec = planned.spec
-            files = spec.pipeline_spec["source"]["files"] if measurement["page_cache"] else ()
+            files = data_files(spec.pipeline_spec) if measurement["page_cache"] else ()
             started = time.time()
             with planned.measuring:
                 outcome = measure(spec, run.trial_dir(spec.trial_id), limits,
                                   sampler_factory=lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"],
-                                                                      data_files=files),
+                                                                      data_files=files),  # noqa: B023 (called now)
                                   on_progress=planned.on_window)
             row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
                                        planned.study, planned.optuna_trial_number))

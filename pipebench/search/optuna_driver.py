@@ -21,12 +21,12 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from pipebench.atomic import atomic_write_json
 from pipebench.config import Experiment, redact_url
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import TrialStatus
-from pipebench.results import IMPORTANCES_FILE
 from pipebench.results.run_folder import RunFolder
+from pipebench.results.study import StudyRecord, Unavailable, Winner, WinnerGain, WinnerRate, write_study
+from pipebench.results.trial_row import TrialRow
 from pipebench.search import slots
 from pipebench.report.winner import winner_lines
 from pipebench.search.budget import confirms, reserved_trials
@@ -108,7 +108,7 @@ def open_study(experiment: Experiment, plan: Plan, storage, study_name: str | No
         if [d.name.lower() for d in study.directions] != directions:
             raise ConfigError(f"search.objectives: {cfg['objectives']} do not match study {name!r}, which "
                               f"{'maximizes' if len(study.directions) == 1 else 'optimizes'} "
-                              f"{study.user_attrs.get(slots.STUDY_OBJECTIVES, [d.name.lower() for d in study.directions])}")
+                              f"{study.user_attrs.get(slots.STUDY_OBJECTIVES, [d.name.lower() for d in study.directions])}") from None
         slots.wait_for_slots(study, name, wait_sec)
         return study
     slots.enqueue_slots(study, plan)
@@ -186,19 +186,19 @@ class OptunaPlanner:
             return Planned(spec, on_window if prunable else None, Heartbeat(trial, self.heartbeat_sec),
                            self.study.study_name, trial.number, trial)
 
-    def done(self, planned: Planned, row: dict) -> None:
+    def done(self, planned: Planned, row: TrialRow) -> None:
         from optuna.trial import TrialState
 
         trial = planned.handle
         values = objective_values(row, self.objectives, self.plan.price_per_hour)
-        status = TrialStatus(row["status"])
+        status = TrialStatus(row.status)
         trial.set_user_attr(slots.STATUS, status.value)
         try:
             if status is TrialStatus.OK and None not in values:
                 self.study.tell(trial, values)
                 return
             # measured without a value for an objective (a NaN AUC), or not measured: the study hears why
-            why = row["reason"] if status is not TrialStatus.OK else f"no value for objective(s) {self.objectives}"
+            why = row.reason if status is not TrialStatus.OK else f"no value for objective(s) {self.objectives}"
             if why:
                 trial.set_user_attr(slots.REASON, why)
             state = "FAIL" if status is TrialStatus.OK else status.optuna_state
@@ -274,7 +274,7 @@ def _contender(trial, plan: Plan):
                      reads(plan, params))
 
 
-def importances(study) -> dict:
+def importances(study) -> dict[str, Unavailable | dict[str, float]]:
     """Give each objective's parameter importances over the measured exploration trials (Optuna's default
     evaluator), or why there are none: fewer than MIN_TRIALS_FOR_IMPORTANCES of them, or Optuna's reason."""
     import optuna
@@ -285,7 +285,7 @@ def importances(study) -> dict:
         why = (f"withheld: {len(explored)} exploration trials finished, and Optuna's default evaluator (PED-ANOVA) "
                f"needs {MIN_TOP_TRIALS} in its top {TOP_QUANTILE:.0%} ({MIN_TRIALS_FOR_IMPORTANCES} trials) to be "
                "stable; with fewer, importances follow the noise")
-        return {objective: {"unavailable": why} for objective in objectives}
+        return {objective: Unavailable(why) for objective in objectives}
     # over the exploration alone: confirmation trials measure chosen settings again, and carry no parameters
     explored_study = optuna.create_study(directions=study.directions)
     explored_study.add_trials(explored)
@@ -301,11 +301,11 @@ def importances(study) -> dict:
                                                                 target=lambda t, i=i, s=sign: s * t.values[i])
             out[objective] = {name: float(value) for name, value in found.items()}
         except (RuntimeError, ValueError) as err:
-            out[objective] = {"unavailable": str(err)}
+            out[objective] = Unavailable(str(err))
     return out
 
 
-def winner_record(study, plan: Plan, race: Race) -> dict | None:
+def winner_record(study, plan: Plan, race: Race) -> Winner | None:
     """Give the confirmed winner as importances.json records it, or None when no round finished."""
     decision = decide(race)
     if decision is None:
@@ -316,16 +316,13 @@ def winner_record(study, plan: Plan, race: Race) -> dict | None:
     trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
               if slots.round_of(t) is not None and t.user_attrs.get(slots.CONTENDER) == winner.name]
     rate = decision.throughput
-    gains = {}
-    for reference, (ratio, verdict) in decision.gains.items():
-        gains[reference] = {"ratio": None, "low": None, "high": None, "rounds": 0, "verdict": verdict}
-        if ratio is not None:
-            gains[reference].update(ratio=ratio.mean, low=ratio.low, high=ratio.high, rounds=ratio.n)
-    return {"contender": winner.name, "trial_ids": [f"{study.study_name}-{t.number}" for t in trials],
-            "configuration_id": winner.configuration_id, "explored_trials": list(winner.explored),
-            "settings": settings_text(worker_trial(plan, winner.params)),
-            "examples_per_sec": {"mean": rate.mean, "low": rate.low, "high": rate.high, "rounds": rate.n},
-            "gains": gains, "left_the_race": decision.dropped}
+    gains = {reference: WinnerGain(None, None, None, 0, verdict) if ratio is None
+             else WinnerGain(ratio.mean, ratio.low, ratio.high, ratio.n, verdict)
+             for reference, (ratio, verdict) in decision.gains.items()}
+    return Winner(winner.name, tuple(f"{study.study_name}-{t.number}" for t in trials), winner.configuration_id,
+                  tuple(int(n) for n in winner.explored), settings_text(worker_trial(plan, winner.params)),
+                  WinnerRate(rate.mean, rate.low, rate.high, rate.n), gains,
+                  {name: int(last) for name, last in decision.dropped.items()})
 
 
 def _withheld(study, plan: Plan, race: Race | None) -> str:
@@ -344,19 +341,16 @@ def _withheld(study, plan: Plan, race: Race | None) -> str:
     return "the run stopped before a contender finished two confirmation rounds"
 
 
-def finish(study, plan: Plan, run_dir: Path, log=print) -> dict:
-    """Save and print importances and the confirmed winner; give the saved dict."""
+def finish(study, plan: Plan, run_dir: Path, log=print) -> StudyRecord:
+    """Save and print importances and the confirmed winner; give the saved record."""
     race = study_race(study, plan) if confirms(plan.experiment["search"]) and slots.STUDY_EXPLORATION in study.user_attrs else None
-    found = {"study": study.study_name, "importances": importances(study), "pinned": list(plan.pinned.values())}
     winner = winner_record(study, plan, race) if race is not None else None
-    if winner is None:
-        found["winner"], found["winner_withheld"] = None, _withheld(study, plan, race)
-    else:
-        found["winner"] = winner
-    atomic_write_json(run_dir / IMPORTANCES_FILE, found, default=str)
-    for objective, values in found["importances"].items():
-        log(f"importances ({objective}): " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k}: {v}"
-                                                      for k, v in values.items()))
+    found = StudyRecord(study.study_name, importances(study), tuple(plan.pinned.values()), winner,
+                        None if winner is not None else _withheld(study, plan, race))
+    write_study(run_dir, found)
+    for objective, values in found.importances.items():
+        log(f"importances ({objective}): " + (f"unavailable: {values.unavailable}" if isinstance(values, Unavailable)
+                                              else ", ".join(f"{k} {v:.2f}" for k, v in values.items())))
     for line in winner_lines(found):
         log(line)
     return found

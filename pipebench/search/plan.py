@@ -19,8 +19,10 @@ from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.trial import ENV_KNOBS, TrialSpec
+from pipebench.pipeline.function import FunctionPipeline
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
+from pipebench.results.trial_row import TrialRow
 from pipebench.search.budget import REFERENCES, exploration_problem
 from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
 from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
@@ -89,15 +91,15 @@ def instance_price(experiment: Experiment, machine: MachineFacts) -> float | Non
     return catalog.instances[instance_type].price_per_hour
 
 
-def objective_values(row: dict, objectives: list[str], price_per_hour: float | None) -> list[float | None]:
+def objective_values(row: TrialRow, objectives: list[str], price_per_hour: float | None) -> list[float | None]:
     """Give the row's value for each objective; cost is the price of a million examples at its rate."""
     values = []
     for objective in objectives:
         if objective == "cost_per_million_examples":
-            rate = row.get(_ROW_COLUMNS["examples_per_sec"])
+            rate = getattr(row, _ROW_COLUMNS["examples_per_sec"])
             values.append(price_per_hour / (rate * 3600) * 1e6 if rate and price_per_hour else None)
         else:
-            values.append(row.get(_ROW_COLUMNS[objective]))
+            values.append(getattr(row, _ROW_COLUMNS[objective]))
     return values
 
 
@@ -137,8 +139,9 @@ def make_plan(experiment: Experiment, data: DataSet, machine: MachineFacts) -> P
         _match_pipeline(str(c), pipelines, "search.space.pipeline") for c in pipeline.choices))
     reference_pipelines = {}
     for candidate in pipelines.values():
-        fmt, mode = candidate.spec.source.format, candidate.spec.source.mode
-        deck = preset_candidate(experiment, data, REFERENCE_PIPELINE, fmt, mode)
+        label = candidate.label()
+        deck = preset_candidate(experiment, data, REFERENCE_PIPELINE, deck_format(data, label.format),
+                                label.source_mode)
         reference_pipelines[deck.name_in_space] = deck
     # The starts read the deck's pipeline in its own format when the space holds it (never the first-listed one).
     native = f"{REFERENCE_PIPELINE}:{NATIVE_FORMAT[REFERENCE_PIPELINE]}"
@@ -163,6 +166,15 @@ def make_plan(experiment: Experiment, data: DataSet, machine: MachineFacts) -> P
                 instance_price(experiment, machine), vcpus, reference_pipelines)
 
 
+def deck_format(data: DataSet, fmt: str | None) -> str:
+    """Give the format the deck's pipeline is raced in beside a candidate reading `fmt`: the same, or for a function
+    that reads its own files (None) the deck's own format when the data has it, else the data's first."""
+    if fmt is not None:
+        return fmt
+    native = NATIVE_FORMAT[REFERENCE_PIPELINE]
+    return native if native in data.files else next(iter(data.files))
+
+
 def _autotuned(spec: PipelineSpec) -> dict[str, Any]:
     """Give the knobs that set every parallelism and buffer of `spec` to AUTOTUNE (tf.data's own tuning)."""
     knobs = {f"stage.{kind}.{param}": AUTOTUNE for kind, param in _AUTOTUNABLE if kind in spec.kinds}
@@ -184,12 +196,13 @@ def _reference_params(name: str, pipeline: str | None, batch: int, vcpus: int,
     return {**tf_defaults, **_autotuned(spec)}
 
 
-def reference_settings(plan: Plan, fmt: str, source_mode: str) -> dict[str, dict[str, Any]]:
-    """Give each reference's whole knob values on the deck's pipeline in `fmt` and `source_mode`.
+def reference_settings(plan: Plan, fmt: str | None, source_mode: str) -> dict[str, dict[str, Any]]:
+    """Give each reference's whole knob values on the deck's pipeline in `fmt` (deck_format's) and `source_mode`.
 
     Knobs pipebench pinned as inert on this machine keep their pinned value (a reference would only
     claim a setting that did nothing); every other knob is the reference's own.
     """
+    fmt = deck_format(plan.data, fmt)
     deck = next(c for name, c in plan.reference_pipelines.items()
                 if c.spec.source.format == fmt and c.spec.source.mode == source_mode)
     batch = plan.experiment["grid"]["batch_size"][0]
@@ -203,8 +216,10 @@ def reference_settings(plan: Plan, fmt: str, source_mode: str) -> dict[str, dict
     return out
 
 
-def _apply_knob(spec: PipelineSpec, name: str, value: Any) -> PipelineSpec:
+def _apply_knob(spec: PipelineSpec | FunctionPipeline, name: str, value: Any) -> PipelineSpec:
     """Give `spec` with one `stage.*`, `source.*` or `option.*` knob set; ConfigError if this spec cannot take it."""
+    if isinstance(spec, FunctionPipeline):
+        raise ConfigError(f"{spec.function} is a user function: pipebench changes none of its stages")
     group, _, rest = name.partition(".")
     if group == "source":
         return spec.with_source(**{rest: value})
@@ -239,7 +254,8 @@ def worker_trial(plan: Plan, params: dict[str, Any]) -> TrialSpec:
                        if name.startswith("env.") and value is not None}}
     trial = make_trial(plan.experiment, plan.data, plan.experiment["search"]["mode"],
                        dataclasses.replace(candidate, spec=spec), setting)
-    return dataclasses.replace(trial, knobs_not_applied=tuple(not_applied), pinned_knobs=plan.pinned_knobs)
+    return dataclasses.replace(trial, knobs_not_applied=(*trial.knobs_not_applied, *not_applied),
+                               pinned_knobs=plan.pinned_knobs)
 
 
 def suggest(trial, dim: Dimension) -> Any:

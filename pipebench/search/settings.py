@@ -4,18 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipebench.measure.trial import ENV_KNOBS, TrialSpec
+from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, TrialSpec
+from pipebench.pipeline.function import is_function
 
 #: What a count means, by stage parameter (a buffer's unit depends on where it sits: see _unit).
 _UNITS = {"num_parallel_calls": "calls in parallel", "cycle_length": "files at once", "block_length": "records per file",
           "num_shards": "shards", "epochs": "epochs", "batch_size": "examples"}
 
 
+def label_space_name(label: PipelineLabel) -> str:
+    """Give the name a search space uses for a pipeline: 'aws-sample:tfrecord', 'guide:libsvm@pipe',
+    'enumerated:tfrecord:cache > ...', a function's 'my_fn:tfrecord' (its name alone when it reads its own files)."""
+    return (label.pipeline + (f":{label.format}" if label.format else "")
+            + (f"@{label.source_mode}" if label.source_mode != "file" else "")
+            + (f":{label.ordering}" if label.pipeline == "enumerated" else ""))
+
+
 def space_name(spec: TrialSpec) -> str:
     """Give the name a search space uses for the trial's pipeline (grid.Candidate.name_in_space)."""
-    label = spec.label
-    return (f"{label.pipeline}:{label.format}" + (f"@{label.source_mode}" if label.source_mode != "file" else "")
-            + (f":{label.ordering}" if label.pipeline == "enumerated" else ""))
+    return label_space_name(spec.label)
 
 
 def knob_values(spec: TrialSpec) -> dict[str, Any]:
@@ -24,6 +31,8 @@ def knob_values(spec: TrialSpec) -> dict[str, Any]:
     values: dict[str, Any] = {"pipeline": space_name(spec), "batch_size": spec.batch_size,
                               "intra_op_threads": spec.threads.intra or 0, "inter_op_threads": spec.threads.inter or 0}
     values.update({f"env.{name}": spec.env.get(name) for name in ENV_KNOBS})
+    if is_function(pipeline):  # a user's function: no stage, source or option knob reaches it
+        return values
     for stage in pipeline["stages"]:
         ((kind, params),) = stage.items()
         if kind == "batch":
@@ -47,6 +56,8 @@ def _unit(name: str, value: Any, after_batch: bool) -> str:
     if value is None:
         if name.startswith("env."):
             return "unset"
+        if name == "batch_size":  # a function pipeline that batches as it is written
+            return "the function's own"
         if name.endswith(("num_parallel_calls", "num_parallel_reads")):
             return "sequential (TF's default)"
         return "forever" if name.endswith(".epochs") else "TF's default"
@@ -68,9 +79,10 @@ def _unit(name: str, value: Any, after_batch: bool) -> str:
 def settings_text(spec: TrialSpec) -> dict[str, str]:
     """Give every knob of the trial as text with its unit, the pipeline first ("aws-sample (tfrecord, file mode)")."""
     label = spec.label
-    kinds = [next(iter(stage)) for stage in spec.pipeline_spec["stages"]]
+    kinds = [next(iter(stage)) for stage in spec.pipeline_spec.get("stages", [])]
     batch_at = kinds.index("batch") if "batch" in kinds else len(kinds)
-    out = {"pipeline": f"{label.pipeline} ({label.format}, {label.source_mode} mode, {label.ordering})"}
+    out = {"pipeline": f"{label.pipeline} ({label.format or 'its own files'}, {label.source_mode} mode, "
+                       f"{label.ordering})"}
     for name, value in knob_values(spec).items():
         if name == "pipeline":
             continue

@@ -90,7 +90,7 @@ def enqueue_slots(study, plan: Plan) -> None:
 
 def enqueue_round(study, round_number: int, names: list[str], contenders: dict, seed: object) -> None:
     """Enqueue one confirmation round: a trial per contender, in the round's shuffled order."""
-    from pipebench.search.confirm import round_order
+    from pipebench.measure.round_order import round_order
 
     seats = {(round_of(t), t.user_attrs.get(CONTENDER)) for t in study.get_trials(deepcopy=False)
              if round_of(t) is not None}

@@ -14,10 +14,9 @@ environment; the figures go to RUN_DIR/sharding.json (pipebench.sharding.record)
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import dataclasses
 import json
 import os
-import random
 import selectors
 import subprocess
 import sys
@@ -27,12 +26,30 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pipebench.data_files import expand
-from pipebench.errors import TrialError
+from pipebench.errors import DataError, TrialError
 from pipebench.measure.children import kill_group, last_stderr_line
 from pipebench.measure.pinning import Pinning, placed, usable_cpus
-from pipebench.sharding.placements import PLACEMENTS, check_request, measured_spec, order_notes
-from pipebench.sharding.record import BYTES_MEASURE, SHARDING_VERSION, write_sharding
+from pipebench.measure.round_order import round_order
+from pipebench.sharding.placements import (
+    PLACEMENTS,
+    check_request,
+    measured_spec,
+    order_notes,
+)
+from pipebench.sharding.record import (
+    BYTES_MEASURE,
+    SHARDING_VERSION,
+    Measurement,
+    Ready,
+    ShardingJob,
+    ShardingRecord,
+    Threads,
+    WorkerError,
+    reply,
+    write_sharding,
+)
 from pipebench.sources.service_cluster import free_ports
+from pipebench.typed import to_json
 
 DEFAULT_ROUNDS = 3
 
@@ -46,25 +63,25 @@ def worker_cpus(workers: int, cpus: Sequence[int] | None = None) -> list[tuple[i
     return [cpus[i * share:(i + 1) * share] for i in range(workers)]
 
 
-def round_order(placements: Sequence[str], rounds: int, seed_text: str) -> list[tuple[int, str]]:
-    """Give (round, placement) in measuring order: every placement once per round, each round shuffled (seeded)."""
-    rng = random.Random(int(hashlib.sha256(seed_text.encode()).hexdigest()[:8], 16))
-    return [(r, p) for r in range(rounds) for p in rng.sample(list(placements), len(placements))]
+def measuring_order(placements: Sequence[str], rounds: int, seed: str) -> list[tuple[int, str]]:
+    """Give (round, placement) in measuring order: every placement once per round, in the round's order
+    (pipebench.measure.round_order)."""
+    return [(r, p) for r in range(rounds) for p in round_order(placements, r, seed)]
 
 
 class Cluster:
     """The worker processes of one local cluster, talked to line by line."""
 
-    def __init__(self, job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
+    def __init__(self, job: ShardingJob, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
                  timeout_sec: float) -> None:
         self.timeout_sec = timeout_sec
-        addresses = [f"127.0.0.1:{port}" for port in free_ports(job["workers"])]
+        addresses = [f"127.0.0.1:{port}" for port in free_ports(job.workers)]
         self.procs: list[subprocess.Popen] = []
         # Unlinked files: nothing of them is left on disk however this process ends (kill -9 included).
-        self.stderr_files = [tempfile.TemporaryFile() for _ in range(job["workers"])]
-        self.buffers = [b""] * job["workers"]
+        self.stderr_files = [tempfile.TemporaryFile() for _ in range(job.workers)]
+        self.buffers = [b""] * job.workers
         try:
-            for index in range(job["workers"]):
+            for index in range(job.workers):
                 tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
                 with placed(None if cpus is None else Pinning(cpus[index])) as preexec_fn:
                     self.procs.append(subprocess.Popen(
@@ -72,7 +89,7 @@ class Cluster:
                         env={**env, "TF_CONFIG": json.dumps(tf_config)}, stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE, stderr=self.stderr_files[index], start_new_session=True,
                         preexec_fn=preexec_fn))
-            self.send(json.dumps(job), "its job")  # the job is each worker's first line
+            self.send(json.dumps(to_json(job)), "its job")  # the job is each worker's first line
         except BaseException:
             self.close(grace_sec=0.0)  # the workers started before one could not be
             raise
@@ -81,9 +98,10 @@ class Cluster:
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
 
-    def replies(self, what: str) -> list[dict]:
-        """Give one JSON line from every worker; TrialError (one line) when one exits or the timeout passes."""
-        found: list[dict | None] = [None] * len(self.procs)
+    def replies(self, what: str) -> list[Ready | Measurement]:
+        """Give one reply from every worker; TrialError (one line) when one exits, fails, says what the protocol
+        does not, or the timeout passes."""
+        found: list[Ready | Measurement | None] = [None] * len(self.procs)
         deadline = time.monotonic() + self.timeout_sec
         with selectors.DefaultSelector() as selector:
             for index, proc in enumerate(self.procs):
@@ -102,10 +120,13 @@ class Cluster:
                     self.buffers[index] += chunk
                     if b"\n" in self.buffers[index]:
                         line, self.buffers[index] = self.buffers[index].split(b"\n", 1)
-                        found[index] = json.loads(line)
+                        try:
+                            found[index] = reply(line, f"sharding cluster: worker {index}'s {what}")
+                        except DataError as err:
+                            raise TrialError(str(err)[:280]) from None
                         selector.unregister(key.fileobj)
-                        if "error" in found[index]:
-                            raise TrialError(f"sharding cluster: worker {index}: {found[index]['error']}"[:280])
+                        if isinstance(found[index], WorkerError):
+                            raise TrialError(f"sharding cluster: worker {index}: {found[index].error}"[:280])
         return found  # type: ignore[return-value]
 
     def send(self, line: str, what: str) -> None:
@@ -139,7 +160,7 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def cluster(job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
+def cluster(job: ShardingJob, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
             timeout_sec: float) -> Iterator[Cluster]:
     """Yield a started Cluster; every worker is gone when the block ends, however it ends."""
     started = Cluster(job, env, cpus, timeout_sec)
@@ -151,10 +172,10 @@ def cluster(job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None,
     started.close()
 
 
-def measure_placements(job: dict, env: dict[str, str], cpus: list[tuple[int, ...]] | None, timeout_sec: float,
+def measure_placements(job: ShardingJob, env: dict[str, str], cpus: list[tuple[int, ...]] | None, timeout_sec: float,
                        log: Callable[[str], None] = print, on_start: Callable[[list[int]], None] | None = None
-                       ) -> list[dict]:
-    """Give every worker's measurement of every (round, placement) in `job["order"]`, measured on one cluster.
+                       ) -> list[Measurement]:
+    """Give every worker's measurement of every (round, placement) in `job.order`, measured on one cluster.
 
     `on_start(pids)` hears the workers' process ids once they are started (tests check they are gone after).
     """
@@ -162,24 +183,32 @@ def measure_placements(job: dict, env: dict[str, str], cpus: list[tuple[int, ...
     with cluster(job, env, cpus, timeout_sec) as running:
         if on_start is not None:
             on_start(running.pids)
-        for round_index, placement in job["order"]:
-            running.replies(f"readiness for {placement}")
+        for round_index, placement in job.order:
+            _expect(running.replies(f"readiness for {placement}"), Ready, f"readiness for {placement}")
             running.send("go", "go")
-            found = running.replies(f"{placement} epoch")
+            found = _expect(running.replies(f"{placement} epoch"), Measurement, f"{placement} epoch")
             measurements += found
-            rates = ", ".join(f"{m['examples'] / m['seconds']:,.0f}" for m in found)
-            reads = ", ".join(f"{m['rchar_bytes']:,}" for m in found)
+            rates = ", ".join(f"{m.examples / m.seconds:,.0f}" for m in found)
+            reads = ", ".join(f"{m.rchar_bytes:,}" for m in found)
             log(f"round {round_index + 1}: {placement}: examples/s by worker {rates}; bytes read {reads}")
     return measurements
 
 
+def _expect(found: list, kind: type, what: str) -> list:
+    """Give the replies if each is a `kind`; TrialError naming the worker that said something else."""
+    for index, item in enumerate(found):
+        if not isinstance(item, kind):
+            raise TrialError(f"sharding cluster: worker {index} sent {type(item).__name__}, not its {what}")
+    return found
+
+
 def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, placements: Sequence[str] = tuple(PLACEMENTS),
               configuration_id: str | None = None, log: Callable[[str], None] = print,
-              on_start: Callable[[list[int]], None] | None = None) -> tuple[Path, dict]:
+              on_start: Callable[[list[int]], None] | None = None) -> tuple[Path, ShardingRecord]:
     """Measure `placements` of a run's configuration on a local cluster of `workers`; give sharding.json's path
     and its record. Everything that can be refused is refused before a worker starts."""
     from pipebench.capacity.profile import chosen_configuration, configuration_trial
-    from pipebench.measure.manager import trial_environment
+    from pipebench.measure.manager import Limits, trial_environment
     from pipebench.pipeline.spec import PipelineSpec
     from pipebench.results import load
 
@@ -194,10 +223,10 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     check_request(where, files, workers, placements)
     cpus = worker_cpus(workers)
     notes = order_notes(spec, placements)
-    sources = {**trial.sources, "file": {**trial.sources.get("file", {}), "cold": False}}
-    job = {"parent_pid": os.getpid(), "workers": workers, "pipeline": spec.to_dict(), "sources": sources,
-           "threads": {"intra": trial.threads.intra, "inter": trial.threads.inter},
-           "order": round_order(placements, rounds, f"{config.configuration_id}/{workers}/{rounds}")}
+    sources = dataclasses.replace(trial.sources, file=dataclasses.replace(trial.sources.file, cold=False))
+    job = ShardingJob(os.getpid(), workers, spec.to_dict(), to_json(sources),
+                      Threads(trial.threads.intra, trial.threads.inter),
+                      tuple(measuring_order(placements, rounds, f"{config.configuration_id}/{workers}")))
     log(f"sharding configuration {config.configuration_id} ({spec.ordering}; {len(files)} file(s)) over {workers} "
         f"workers on 127.0.0.1, {rounds} round(s) of {', '.join(placements)}; "
         + (f"workers pinned to CPUs {', '.join(','.join(map(str, c)) for c in cpus)}" if cpus
@@ -205,12 +234,10 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
         + (f"; {', '.join(changes)}" if changes else ""))
     for note in notes:
         log(f"note: {note}")
-    budget = run.config.get("budget", {})
-    timeout_sec = float(budget.get("trial_timeout_sec", 600))
+    timeout_sec = Limits.of_budget(run.config["budget"]).timeout_sec  # what a run's trial may take
     measurements = measure_placements(job, trial_environment(trial), cpus, timeout_sec, log, on_start)
-    found = {"sharding_version": SHARDING_VERSION, "configuration_id": config.configuration_id,
-             "pipeline": spec.to_dict(), "batch_size": trial.batch_size, "workers": workers, "rounds": rounds,
-             "changes": changes, "notes": notes, "files": files, "data_bytes": sum(os.path.getsize(f) for f in files),
-             "cpus": None if cpus is None else [list(c) for c in cpus], "bytes_measure": BYTES_MEASURE,
-             "measurements": measurements}
+    found = ShardingRecord(SHARDING_VERSION, config.configuration_id, spec.to_dict(), trial.batch_size, workers,
+                           rounds, tuple(changes), tuple(notes), tuple(files), sum(os.path.getsize(f) for f in files),
+                           None if cpus is None else tuple(tuple(c) for c in cpus), BYTES_MEASURE,
+                           tuple(measurements))
     return write_sharding(run_dir, found), found

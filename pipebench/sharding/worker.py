@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sharding.placements import PLACEMENTS, placement_spec
+from pipebench.sharding.record import Measurement, Ready, ShardingJob, WorkerError
+from pipebench.typed import from_json, parse_json, to_json
 
 
 def _io() -> dict[str, int]:
@@ -41,22 +43,22 @@ def _io() -> dict[str, int]:
 
 def main(argv: list[str]) -> int:
     index = int(argv[0])
-    job = json.loads(sys.stdin.readline())
-    die_with_parent(job["parent_pid"])
+    job = from_json(ShardingJob, parse_json(sys.stdin.buffer.readline(), "the sharding job"), "the sharding job")
+    die_with_parent(job.parent_pid)
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
 
-    def say(obj) -> None:
-        protocol.write(json.dumps(obj) + "\n")
+    def say(message: Ready | Measurement | WorkerError) -> None:
+        protocol.write(json.dumps(to_json(message)) + "\n")
 
     try:
         measure(job, index, say)
         code = 0
     except Exception as err:  # the parent reports it on one line and ends the cluster
-        from pipebench.measure.worker import failure_reason
+        from pipebench.errors import failure_reason
 
         traceback.print_exc()
-        say({"error": failure_reason(err)})
+        say(WorkerError(failure_reason(err)))
         code = 1
     protocol.flush()
     sys.stderr.flush()
@@ -64,26 +66,25 @@ def main(argv: list[str]) -> int:
     os._exit(code)
 
 
-def measure(job: dict, index: int, say: Callable[[dict], None]) -> None:
+def measure(job: ShardingJob, index: int, say: Callable[[Ready | Measurement], None]) -> None:
     """Join the cluster and measure the job's (round, placement) epochs, saying `ready` and each result."""
     import tensorflow as tf
 
     from pipebench.pipeline.build import build
 
-    threads = job["threads"]
-    if threads["intra"]:
-        tf.config.threading.set_intra_op_parallelism_threads(threads["intra"])
-    if threads["inter"]:
-        tf.config.threading.set_inter_op_parallelism_threads(threads["inter"])
+    if job.threads.intra:
+        tf.config.threading.set_intra_op_parallelism_threads(job.threads.intra)
+    if job.threads.inter:
+        tf.config.threading.set_inter_op_parallelism_threads(job.threads.inter)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     # Read as a repeat()-ed dataset is in training: TF checks across workers each step whether any still has
     # data only for a finite dataset, and that all-reduce (not the input) set the pace of every placement.
     strategy.extended.experimental_enable_get_next_as_optional = False
-    base = PipelineSpec.from_dict(job["pipeline"])
+    base = PipelineSpec.from_dict(job.pipeline)
 
     def distributed(placement: str, take: int | None = None):
-        spec = placement_spec(base, placement, job["workers"], index)
-        dataset = build(spec, job["sources"]).dataset
+        spec = placement_spec(base, placement, job.workers, index)
+        dataset = build(spec, job.sources).dataset
         if take is not None:
             dataset = dataset.take(take)
         options = tf.data.Options()
@@ -100,18 +101,17 @@ def measure(job: dict, index: int, say: Callable[[dict], None]) -> None:
         return examples, batches
 
     # One short untimed pass first: the first iteration imports and reads modules, which rchar would count.
-    epoch(iter(distributed(job["order"][0][1], take=2)))
-    for round_index, placement in job["order"]:
+    epoch(iter(distributed(job.order[0][1], take=2)))
+    for round_index, placement in job.order:
         iterator = iter(distributed(placement))
-        say({"ready": placement})
+        say(Ready(placement))
         if sys.stdin.readline().strip() != "go":
             return
         before, started = _io(), time.perf_counter()
         examples, batches = epoch(iterator)
         seconds, after = time.perf_counter() - started, _io()
-        say({"placement": placement, "round": round_index, "worker": index, "examples": examples, "batches": batches,
-             "seconds": seconds, "rchar_bytes": after["rchar"] - before["rchar"],
-             "read_bytes": after["read_bytes"] - before["read_bytes"]})
+        say(Measurement(placement, round_index, index, examples, batches, seconds, after["rchar"] - before["rchar"],
+                        after["read_bytes"] - before["read_bytes"]))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Load a user's tf.data function in this (worker) process: import its module, call it, keep its dataset.
 
+Both `pipebench diagnose` and a trial of an experiment's function pipeline load the function here.
+
 `load(path, name, kwargs)` gives a `Loaded`: the tf.data.Dataset the function returned, the user's
 module and function, and where each dataset call was written (`sites`: the file and line of every
 `dataset.map(...)`, `tf.data.TextLineDataset(...)` and so on that the user's code made while the
 function ran, recorded by wrapping tf.data's methods for the length of the call). Anything else is
-one line (UsageError), naming the user's own file and line:
+one line, naming the user's own file and line (UserCodeError where the user's code raised, else UsageError):
 
 - the module does not import (its own error, at its own line), or has no such function;
 - the function does not take the arguments given (its signature says which);
@@ -12,12 +14,13 @@ one line (UsageError), naming the user's own file and line:
 - it returns something that is not a tf.data.Dataset: tensors from a TF1 iterator's get_next(), a
   generator, a Keras Sequence, an iterator, ... — said, with what to change.
 
-This module imports TensorFlow; the experiment loader of function pipelines reuses `load` as is.
+This module imports TensorFlow: it runs in workers only.
 """
 from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import sys
 import traceback
 import types
@@ -27,8 +30,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from pipebench.diagnose.records import Place
-from pipebench.errors import UsageError
+from pipebench.errors import UsageError, UserCodeError, failure_reason
+from pipebench.pipeline.function import Place
 
 #: The longest reason an error line quotes from the user's exception.
 _REASON_CHARS = 160
@@ -48,8 +51,6 @@ class Loaded:
 
 def _short(err: BaseException) -> str:
     """Give the exception as 'Type: first lines', on one line, cut to _REASON_CHARS."""
-    from pipebench.measure.worker import failure_reason
-
     return failure_reason(err, _REASON_CHARS)
 
 
@@ -77,14 +78,14 @@ def import_user_module(path: str) -> types.ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as err:
         del sys.modules[name]
-        raise UsageError(f"{err.filename or file}:{err.lineno or 0}: SyntaxError: {err.msg}") from None
+        raise UserCodeError(f"{err.filename or file}:{err.lineno or 0}: SyntaxError: {err.msg}") from None
     except BaseException as err:  # the user's module may raise anything, SystemExit included (argparse, flags)
         del sys.modules[name]
         if isinstance(err, KeyboardInterrupt):
             raise
         place = _user_frame(err.__traceback__, {str(file)})
         where = f"{place.file}:{place.line}" if place else str(file)
-        raise UsageError(f"{where}: importing {file.name} failed: {_short(err)}") from None
+        raise UserCodeError(f"{where}: importing {file.name} failed: {_short(err)}") from None
     return module
 
 
@@ -106,8 +107,10 @@ def _def_place(function: Any, path: str) -> str:
     return f"{path}:{code.co_firstlineno}" if code is not None else path
 
 
-def bind(function: Any, name: str, kwargs: dict[str, Any], path: str) -> tuple[inspect.Signature, inspect.BoundArguments]:
-    """Give the function's signature and the arguments it gets (defaults filled in); UsageError when they do not fit."""
+def bind(function: Any, name: str, kwargs: dict[str, Any], path: str,
+         give: str = "--set {}=VALUE") -> tuple[inspect.Signature, inspect.BoundArguments]:
+    """Give the function's signature and the arguments it gets (defaults filled in); UsageError when they do not fit
+    (`give` says how to give a missing argument, its name in {})."""
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):
@@ -120,7 +123,7 @@ def bind(function: Any, name: str, kwargs: dict[str, Any], path: str) -> tuple[i
                    if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
                    and p.name not in kwargs]
         if missing:
-            hint = f" (give it with --set {missing[0]}=VALUE)"
+            hint = f" (give it with {give.format(missing[0])})"
         raise UsageError(f"{_def_place(function, path)}: {name}{signature}: {err}{hint}") from None
     bound.apply_defaults()
     return signature, bound
@@ -141,7 +144,7 @@ def _what_it_is(value: Any) -> tuple[str, str]:
         return f"an iterator ({type(value).__name__})", "return the dataset, not iter(dataset)"
     if any(c.__name__ in ("Sequence", "PyDataset") for c in type(value).__mro__):
         return (f"a Keras {type(value).__mro__[0].__name__}",
-                "diagnose reads tf.data pipelines: build the input with tf.data and return the dataset")
+                "pipebench reads tf.data pipelines: build the input with tf.data and return the dataset")
     return f"a {type(value).__module__}.{type(value).__qualname__}", "return a tf.data.Dataset"
 
 
@@ -199,7 +202,7 @@ class _SiteRecorder:
 
 def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, path: str) -> tuple[Any, dict]:
     """Give what the function returns when called with `bound`, and the dataset calls it made (see _SiteRecorder);
-    UsageError naming the user's file and line when it raises."""
+    UserCodeError naming the user's file and line when it raises."""
     file = str(Path(path).resolve())
     with _SiteRecorder() as recorder:
         try:
@@ -209,15 +212,36 @@ def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, 
                 raise
             place = _user_frame(err.__traceback__, {file})
             where = f"{place.file}:{place.line}" if place else _def_place(function, path)
-            raise UsageError(f"{where}: {name} raised {_short(err)}") from None
+            raise UserCodeError(f"{where}: {name} raised {_short(err)}") from None
     return result, recorder.sites
 
 
-def load(path: str, name: str, kwargs: dict[str, Any]) -> Loaded:
-    """Give the dataset `path`'s function `name` returns when called with `kwargs` (one-line UsageError otherwise)."""
+def failure_while_running(err: BaseException, function: Any, path: str) -> str:
+    """Give one line for an error the user's pipeline raised while it ran (its map functions, a py_function): the
+    last place in the user's file its traceback or TensorFlow's message names (else the function's `def` line),
+    and the cause (a py_function's own exception line, not TensorFlow's wrapping of it)."""
+    file = str(Path(path).resolve())
+    text = getattr(err, "message", None) or str(err)
+    named = [Place(str(Path(f).resolve()), int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
+    named = [p for p in named if p.file == file]
+    place = named[-1] if named else _user_frame(err.__traceback__, {file})
+    where = f"{place.file}:{place.line}" if place else _def_place(function, path)
+    if "Traceback (most recent call last)" in text:  # a py_function: its own exception is the traceback's last line
+        lines = [line.strip() for line in text.partition("[[")[0].splitlines() if line.strip()]
+        cause = f"{type(err).__name__}: {lines[-1]}"
+    else:
+        cause = failure_reason(err, _REASON_CHARS * 2).partition("[[")[0].strip()
+    cause = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", cause)
+    return f"{where}: the pipeline {getattr(function, '__name__', 'it')} returned failed while it ran: " \
+           f"{cause[:_REASON_CHARS * 2]}"
+
+
+def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VALUE") -> Loaded:
+    """Give the dataset `path`'s function `name` returns when called with `kwargs` (one-line UsageError otherwise;
+    `give` as bind's)."""
     module = import_user_module(path)
     function = user_function(module, name, path)
-    signature, bound = bind(function, name, kwargs, path)
+    signature, bound = bind(function, name, kwargs, path, give)
     result, sites = call_user_function(function, name, bound, path)
     if not isinstance(result, tf.data.Dataset):
         what, change = _what_it_is(result)
