@@ -102,7 +102,7 @@ def test_capacity_and_the_trial_loop_measure_busy_ones_again_by_one_rule(quiet_b
     if quiet_by_then:
         assert measured[-1] == "cfg-1c-p1-r0-again", "measured again after the last round"
     else:
-        rule = BusyRule(BASE.measurement["busy_other_cpu_pct"], lambda: 80.0)
+        rule = BusyRule(BASE.measurement.busy_other_cpu_pct, lambda: 80.0)
         assert not rule.may_measure_again()
         assert log[-1] == f"busy measurements not measured again: {rule.skipped}"
 
@@ -137,7 +137,7 @@ def test_capacity_measures_no_busy_prefix_again_when_the_run_said_not_to():
     from pipebench.capacity.profile import PinnedPrefix, measure_rounds
     from pipebench.measure.pinning import Pinning
 
-    base = dataclasses.replace(BASE, measurement={**BASE.measurement, "remeasure_busy": False})
+    base = dataclasses.replace(BASE, measurement=dataclasses.replace(BASE.measurement, remeasure_busy=False))
     pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]
     measured = []
 

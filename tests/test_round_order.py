@@ -4,6 +4,7 @@ Each caller is run with its `round_order` replaced by a plain, recognisable orde
 caller that shuffled on its own again would not follow it. A scan of the sources catches a new shuffle."""
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -74,7 +75,7 @@ def test_capacity_measures_each_round_in_the_round_order(monkeypatch):
     seen = []
 
     def measure(trial, folder, limits, pinning):
-        seen.append(trial.measurement["prefix_stages"])
+        seen.append(trial.prefix_stages)
         return _outcome(trial)
 
     profile.measure_rounds(BASE, pinned, 2, LIMITS, "here", log=lambda text: None, measure=measure)
@@ -96,7 +97,7 @@ def test_a_train_trials_arms_alternate_in_the_round_order(monkeypatch):
     from pipebench.measure import windows
 
     monkeypatch.setattr(windows, "round_order", _recognisable)
-    found = windows.measure(_arms([0.5]), {**M, "windows": 4, "max_windows": 4}, seed="trial")
+    found = windows.measure(_arms([0.5]), dataclasses.replace(M, windows=4, max_windows=4), seed="trial")
     assert [w.arm for w in found["windows_measured"]] == ["train", "synthetic", "synthetic", "train"] * 2
 
 
