@@ -130,7 +130,7 @@ def main() -> None:
         print(f"bottleneck: stage {neck.index} {neck.label} ({found.costs[[c.stage for c in found.costs].index(neck.index)].share:.0%} "
               "of the CPU)" if neck.index in [c.stage for c in found.costs] else f"bottleneck: stage {neck.index}")
         for rewrite in found.rewrites:
-            gain = "named only" if rewrite.gain is None else rewrite.gain.interval.text(".2f", unit="×")
+            gain = "named only" if rewrite.gain is None else rewrite.gain.text(".2f", unit="×")
             line = f"  {'KEPT' if rewrite.kept else 'no  '} {rewrite.name}: {gain}"
             if rewrite.kept:
                 path, how = _rewritten_file(found, rewrite, work / f"{name}-{rewrite.kind}-{rewrite.stage}", name)
@@ -140,7 +140,7 @@ def main() -> None:
                          f"{'reproduces' if holds else 'DOES NOT reproduce'}")
             print(line)
         if found.combined is not None:
-            print(f"  combined: {found.combined.gain.interval.text('.2f', unit='×') if found.combined.gain else '—'}; "
+            print(f"  combined: {found.combined.gain.text('.2f', unit='×') if found.combined.gain else '—'}; "
                   f"{found.combined.verdict}")
         if found.train is not None:
             for terms in found.train.terms:
