@@ -72,6 +72,40 @@ def test_rounds_follow_the_basis_the_verdict_reads():
     assert measure(_paired(wavering, 0.01), M, seed=1, basis="waiting")["rounds"] == 3
 
 
+def test_a_busy_machine_stops_the_rounds_at_the_minimum():
+    """An undecided verdict measured while other processes were busy stops at `windows`: it stays inconclusive
+    whatever its rounds. The `busy` reading is asked only once the minimum is measured."""
+    wavering = [0.98, 0.91, 0.95, 0.92, 0.97]
+    asked = []
+
+    def busy():
+        asked.append(True)
+        return True
+    found = measure(_paired(wavering, 0.01), M, seed=1, basis="slowdown", busy=busy)
+    assert found["rounds"] == 3 and found["rounds_cap_hit"] is False and len(asked) == 1
+    quiet = measure(_paired(wavering, 0.01), M, seed=1, basis="slowdown", busy=lambda: False)
+    assert quiet["rounds"] == 8 and quiet["rounds_cap_hit"] is True
+
+
+@pytest.mark.slow
+def test_the_others_meter_leaves_out_this_process_tree():
+    """Work this process (and its child) does is not a neighbour's: the meter reads less than the work done."""
+    import subprocess
+    import sys
+    import time
+
+    from pipebench.measure.cpu_clock import process_tree_cpu_sec
+    from pipebench.measure.sampler import OthersCpu
+
+    meter = OthersCpu(process_tree_cpu_sec)
+    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 1\nwhile time.time() < end: pass"])
+    end = time.time() + 1
+    while time.time() < end:
+        pass
+    child.wait()
+    assert meter.pct() < 50.0  # two busy vCPU-seconds in one second, all of them this tree's
+
+
 def test_rounds_alternate_the_arms_in_a_seeded_random_order():
     orders = []
     for seed in (1, 2):

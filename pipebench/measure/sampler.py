@@ -294,17 +294,33 @@ def busy_machine(usage: Usage | None, threshold_pct: float) -> bool | None:
     return usage.other_cpu_pct_median > threshold_pct
 
 
+class OthersCpu:
+    """Other processes' CPU since this meter was made, in % of one vCPU (the units of `other_cpu_pct_median`): the
+    host's busy CPU less what `own()` counts as ours, in CPU seconds (this process by default; a worker passes its
+    process tree, pipebench.measure.cpu_clock, so a Pipe-mode writer it started is not a neighbour)."""
+
+    def __init__(self, own: Callable[[], float] = time.process_time) -> None:
+        self._own = own
+        self._start = self._read()
+
+    def _read(self) -> tuple[list, float, float]:
+        return psutil.cpu_times(percpu=True), self._own(), time.monotonic()
+
+    def pct(self) -> float:
+        """Give other processes' CPU from the meter's start to now."""
+        (cores, mine, start), (cores_after, mine_after, now) = self._start, self._read()
+        elapsed = now - start
+        if elapsed <= 0:
+            return 0.0
+        host = sum(_busy_pct(before, after) for before, after in zip(cores, cores_after))
+        return max(0.0, host - 100.0 * (mine_after - mine) / elapsed)
+
+
 def others_busy_pct(seconds: float = 1.0) -> float:
-    """Give the CPU that processes other than this one use now, over `seconds`, in % of one vCPU (the
-    units of `other_cpu_pct_median`): the host's busy CPU less this process's own."""
-    me = psutil.Process()
-    cores, mine, start = psutil.cpu_times(percpu=True), me.cpu_times(), time.monotonic()
+    """Give the CPU that processes other than this one use now, over `seconds`, in % of one vCPU."""
+    meter = OthersCpu()
     time.sleep(seconds)
-    cores_after, mine_after = psutil.cpu_times(percpu=True), me.cpu_times()
-    elapsed = time.monotonic() - start
-    host = sum(_busy_pct(before, after) for before, after in zip(cores, cores_after))
-    own = 100.0 * ((mine_after.user + mine_after.system) - (mine.user + mine.system)) / elapsed
-    return max(0.0, host - own)
+    return meter.pct()
 
 
 def _busy_pct(before, after) -> float:

@@ -169,12 +169,15 @@ def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
 
 
 def measure(arms: Sequence[Arm], timing: Timing, seed: str,
-            on_window: Callable[[int, float], None] | None = None, basis: str = SLOWDOWN) -> dict:
+            on_window: Callable[[int, float], None] | None = None, basis: str = SLOWDOWN,
+            busy: Callable[[], bool] | None = None) -> dict:
     """Warm up `arms`, then time rounds of one window each; give the TrialRecord fields.
 
     With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
     random order (round_order, seeded by `seed`: the trial id) and continue past `windows` while the
-    verdict on `basis` is undecided, up to `max_windows`. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
+    verdict on `basis` is undecided, up to `max_windows`, unless `busy()` says other processes shared the
+    machine: a busy measurement's verdict is inconclusive whatever its rounds (pipebench.measure.busy), so more
+    of them would only cost time. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
     warmup_sec, steady = _warm_up(arms, timing)
     paired = len(arms) > 1
@@ -196,7 +199,8 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
             previous = arm.name
             if on_window is not None and arm is arms[0]:
                 on_window(round_index, window.examples / window.seconds)
-        if round_index + 1 >= timing.windows and (not paired or verdict_decided(windows, basis)):
+        if round_index + 1 >= timing.windows and (not paired or verdict_decided(windows, basis)
+                                                  or (busy is not None and busy())):
             break
     rounds = round_index + 1
     main = [w.examples / w.seconds for w in windows if w.arm == arms[0].name]

@@ -43,6 +43,7 @@ from pipebench.errors import PipebenchError, UnavailableError, UserCodeError, fa
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
+from pipebench.measure.sampler import OthersCpu
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.windows import Arm, Timing, measure, profiled_window
 from pipebench.parent_death import die_with_parent
@@ -263,7 +264,12 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when
     # the model trains on an accelerator (pipebench.measure.figures.verdict_basis, as the results row reads it)
     basis = verdict_basis(m.trainer, record.get("train_device"))
-    record.update(measure(arms, timing, trial.trial_id, on_window, basis))  # the trial id seeds its rounds' order
+    others = OthersCpu(process_tree_cpu_sec)  # from the warm-up on: a busy machine stops the rounds at `windows`
+
+    def busy() -> bool:
+        return others.pct() > m.busy_other_cpu_pct
+
+    record.update(measure(arms, timing, trial.trial_id, on_window, basis, busy))  # the trial id seeds its rounds' order
     if mode == "train" and m.cold_cache:
         record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], int(tf.size(first[1]))))
     if mode == "train" and trial.quality.enabled:
