@@ -33,7 +33,7 @@ from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_ef
 from pipebench.measure.intervals import Interval, geometric_interval
 from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits
-from pipebench.measure.pinning import Pinning, pinning_for, quota_unavailable
+from pipebench.pinning import Pinning, pinning_for, quota_unavailable
 from pipebench.pipeline.presets import preset
 from pipebench.testing import three_formats
 from pipebench.testing import trial_spec

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from pipebench.measure.pinning import Pinning, placed, usable_cpus
+from pipebench.pinning import Pinning, placed, usable_cpus
 
 KERNEL = """
 import hashlib, sys, time

@@ -225,7 +225,7 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
 
 def _cmd_capacity(args: argparse.Namespace) -> int:
     from pipebench.capacity.profile import profile_run
-    from pipebench.measure.pinning import usable_cpus
+    from pipebench.pinning import usable_cpus
 
     cores = args.cores or sorted({1, len(usable_cpus())})
     path, profiles = profile_run(args.run_dir, cores, args.configuration, args.rounds,

@@ -12,7 +12,7 @@ from pipebench.capacity.prefixes import SINK_EXAMPLES, prefixes
 from pipebench.errors import UsageError
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.measure.pinning import CPU_CGROUP, Pinning, placed, pinning_for, quota_unavailable, usable_cpus
+from pipebench.pinning import CPU_CGROUP, Pinning, placed, pinning_for, quota_unavailable, usable_cpus
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.testing import trial_spec

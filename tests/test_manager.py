@@ -126,7 +126,7 @@ def test_the_last_stderr_line_of_a_dead_child_from_its_path_or_its_open_file(tmp
     import sys
     import tempfile
 
-    from pipebench.measure.children import last_stderr_line, stderr_tail
+    from pipebench.children import last_stderr_line, stderr_tail
 
     with tempfile.TemporaryFile() as stderr:
         script = "import sys; sys.stderr.write('x' * 5000 + '\\nfirst\\nlast line  \\n\\n')"

@@ -87,7 +87,7 @@ def test_capacity_and_the_trial_loop_measure_busy_ones_again_by_one_rule(quiet_b
     from pipebench.capacity.prefixes import prefixes
     from pipebench.capacity.profile import PinnedPrefix, measure_rounds
     from pipebench.measure.busy import BusyRule
-    from pipebench.measure.pinning import Pinning
+    from pipebench.pinning import Pinning
 
     pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]
     measured, log = [], []
@@ -135,7 +135,7 @@ def test_capacity_measures_no_busy_prefix_again_when_the_run_said_not_to():
 
     from pipebench.capacity.prefixes import prefixes
     from pipebench.capacity.profile import PinnedPrefix, measure_rounds
-    from pipebench.measure.pinning import Pinning
+    from pipebench.pinning import Pinning
 
     base = dataclasses.replace(BASE, measurement=dataclasses.replace(BASE.measurement, remeasure_busy=False))
     pinned = [PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]

@@ -68,7 +68,7 @@ def test_capacity_measures_each_round_in_the_round_order(monkeypatch):
 
     from pipebench.capacity import profile
     from pipebench.capacity.prefixes import prefixes
-    from pipebench.measure.pinning import Pinning
+    from pipebench.pinning import Pinning
 
     monkeypatch.setattr(profile, "round_order", _recognisable)
     pinned = [profile.PinnedPrefix(Pinning((0,)), p) for p in prefixes(SPEC)]

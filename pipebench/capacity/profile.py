@@ -1,7 +1,7 @@
 """`pipebench capacity RUN_DIR`: measure the per-stage CPU cost profile of a run's best configuration.
 
 Each prefix of its pipeline (pipebench.capacity.prefixes) is measured in input mode, in fresh workers
-pinned to the asked number of CPUs before TensorFlow starts (pipebench.measure.pinning). Rounds are
+pinned to the asked number of CPUs before TensorFlow starts (pipebench.pinning). Rounds are
 interleaved (RMIT): each round runs one worker per (cores, prefix) in a seeded random order, so drift
 on the machine hits every prefix alike. One worker gives one value per round: its examples/s
 (examples over seconds of its windows) and its CPU-seconds per example (the process tree's user +
@@ -37,7 +37,7 @@ from pipebench.errors import ConfigError, DataError, TrialError, UsageError
 from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval, geometric_interval, mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.measure.pinning import Pinning, pinning_for
+from pipebench.pinning import Pinning, pinning_for
 from pipebench.measure.round_order import round_order
 from pipebench.measure.sampler import others_busy_pct
 from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec,

@@ -231,7 +231,7 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                "order: parallel stages hand on elements as they finish, not in input order", True,
                                options={"deterministic": False}))
     if parallel_stages and "threading.private_threadpool_size" not in options:
-        from pipebench.measure.pinning import usable_cpus
+        from pipebench.pinning import usable_cpus
 
         cores = len(usable_cpus())
         found.append(Candidate(f"options: private thread pool of {cores}", "options", None,

@@ -58,7 +58,7 @@ def _progress(path: Path, log: Callable[[str], None]) -> Callable[[], None]:
 def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeout_sec: float = TIMEOUT_SEC,
                memory_cap_mb: int = MEMORY_CAP_MB) -> Diagnosis:
     """Run the diagnosis in a fresh worker; give its Diagnosis, or raise its one-line error."""
-    from pipebench.measure.children import last_stderr_line
+    from pipebench.children import last_stderr_line
     from pipebench.measure.manager import Limits, watch, worker_environment
     from pipebench.measure.trial import Threads
 

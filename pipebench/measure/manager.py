@@ -20,8 +20,8 @@ from typing import Any
 import psutil
 
 from pipebench.atomic import atomic_write_json
-from pipebench.measure.children import kill_group, last_stderr_line, stderr_tail
-from pipebench.measure.pinning import Pinning, placed
+from pipebench.children import kill_group, last_stderr_line, stderr_tail
+from pipebench.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
@@ -133,7 +133,7 @@ def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
 
     `on_progress(window, examples_per_sec)` hears each measured window while the worker runs;
     returning True stops the worker and the outcome's status is `pruned`. `pinning` places the worker
-    on those CPUs (and under its quota) before it starts (pipebench.measure.pinning).
+    on those CPUs (and under its quota) before it starts (pipebench.pinning).
     """
     with placed(pinning) as preexec_fn:
         return _run_worker(trial, trial_dir, limits, sampler_factory, clock, on_progress, preexec_fn)

@@ -7,7 +7,7 @@ after import and reports what TensorFlow says it uses. It then builds the pipeli
 throughput is steady (capped), measures windows and writes one JSON record. Examples are counted
 inside a `tf.function` loop, so no per-batch Python work is timed.
 
-The manager may pin the worker to some CPUs before it starts (pipebench.measure.pinning); the worker
+The manager may pin the worker to some CPUs before it starts (pipebench.pinning); the worker
 reports the CPUs it may use as it starts, read before TensorFlow is imported, and the size of
 TensorFlow's inter-op pool, which TensorFlow sizes from them. Every window records the CPU seconds
 the worker's process tree used over it (pipebench.measure.cpu_clock). A train trial reports the device

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from pipebench.data_files import expand
 from pipebench.errors import DataError, TrialError
-from pipebench.measure.children import kill_group, last_stderr_line
-from pipebench.measure.pinning import Pinning, placed, usable_cpus
+from pipebench.children import kill_group, last_stderr_line
+from pipebench.pinning import Pinning, placed, usable_cpus
 from pipebench.measure.round_order import round_order
 from pipebench.sharding.placements import (
     PLACEMENTS,

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.errors import TrialError
-from pipebench.measure.children import last_stderr_line
+from pipebench.children import last_stderr_line
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipebench.errors import TrialError
-from pipebench.measure.children import last_stderr_line
-from pipebench.measure.pinning import Pinning, placed
+from pipebench.children import last_stderr_line
+from pipebench.pinning import Pinning, placed
 
 HOST = "127.0.0.1"
 #: How long a server may take to import TensorFlow and listen (several share 2 vCPUs in tests).
