@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import predict
-from pipebench.capacity.prefixes import prefixes
+from pipebench.pipeline.prefixes import prefixes
 from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_efficiency, profile_of
 from pipebench.measure.intervals import Interval, geometric_interval
 from pipebench.measure.machine import machine_facts

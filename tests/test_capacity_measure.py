@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pipebench.capacity.prefixes import SINK_EXAMPLES, prefixes
+from pipebench.pipeline.prefixes import SINK_EXAMPLES, prefixes
 from pipebench.errors import UsageError
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.manager import Limits, run_worker

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipebench.capacity.prefixes import SINK_EXAMPLES, Element, element_of, prefixes, sink_every, why_sequential
+from pipebench.pipeline.prefixes import SINK_EXAMPLES, Element, element_of, prefixes, sink_every, why_sequential
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import FORMATS, PipelineSpec
 

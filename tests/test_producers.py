@@ -84,7 +84,7 @@ def test_capacity_and_the_trial_loop_measure_busy_ones_again_by_one_rule(quiet_b
     pipebench.measure.busy.BusyRule: after the last round, while the machine is quiet, else the reason."""
     from test_capacity_profile import BASE, LIMITS, SPEC, _busy_outcome, _outcome
 
-    from pipebench.capacity.prefixes import prefixes
+    from pipebench.pipeline.prefixes import prefixes
     from pipebench.capacity.profile import PinnedPrefix, measure_rounds
     from pipebench.measure.busy import BusyRule
     from pipebench.pinning import Pinning
@@ -133,7 +133,7 @@ def test_capacity_measures_no_busy_prefix_again_when_the_run_said_not_to():
 
     from test_capacity_profile import BASE, LIMITS, SPEC, _busy_outcome
 
-    from pipebench.capacity.prefixes import prefixes
+    from pipebench.pipeline.prefixes import prefixes
     from pipebench.capacity.profile import PinnedPrefix, measure_rounds
     from pipebench.pinning import Pinning
 

@@ -67,7 +67,7 @@ def test_capacity_measures_each_round_in_the_round_order(monkeypatch):
     from test_capacity_profile import BASE, LIMITS, SPEC, _outcome
 
     from pipebench.capacity import profile
-    from pipebench.capacity.prefixes import prefixes
+    from pipebench.pipeline.prefixes import prefixes
     from pipebench.pinning import Pinning
 
     monkeypatch.setattr(profile, "round_order", _recognisable)

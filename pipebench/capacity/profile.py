@@ -1,6 +1,6 @@
 """`pipebench capacity RUN_DIR`: measure the per-stage CPU cost profile of a run's best configuration.
 
-Each prefix of its pipeline (pipebench.capacity.prefixes) is measured in input mode, in fresh workers
+Each prefix of its pipeline (pipebench.pipeline.prefixes) is measured in input mode, in fresh workers
 pinned to the asked number of CPUs before TensorFlow starts (pipebench.pinning). Rounds are
 interleaved (RMIT): each round runs one worker per (cores, prefix) in a seeded random order, so drift
 on the machine hits every prefix alike. One worker gives one value per round: its examples/s
@@ -31,7 +31,7 @@ from typing import Protocol
 
 from pipebench.atomic import atomic_write_json
 from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
-from pipebench.capacity.prefixes import Prefix, prefixes
+from pipebench.pipeline.prefixes import Prefix, prefixes
 from pipebench.config import typed_block
 from pipebench.errors import ConfigError, DataError, TrialError, UsageError
 from pipebench.measure.busy import BusyRule

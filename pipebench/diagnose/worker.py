@@ -78,7 +78,7 @@ def why_sequential(stage: Stage) -> str | None:
 
 def measured_prefixes(stages: list[Stage]) -> list[_Prefix]:
     """Give the prefixes to measure: every stage's, but for those that join a neighbour's (capacity's rule)."""
-    from pipebench.capacity.prefixes import skipped_ends
+    from pipebench.pipeline.prefixes import skipped_ends
 
     kinds = tuple("interleave" if s.kind == "flat_map" and s.reads else s.kind for s in stages[1:])
     skipped = skipped_ends(kinds)
@@ -120,7 +120,7 @@ class Diagnoser:
 
     def input_arm(self, name: str, dataset, batched: bool):
         """Give an input arm over `dataset` (the trial worker's loop; single examples sunk through shard(K, 0))."""
-        from pipebench.capacity.prefixes import Element, sink_every
+        from pipebench.pipeline.prefixes import Element, sink_every
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.windows import Arm
         from pipebench.measure.worker import input_loop

@@ -17,7 +17,7 @@ figure the input-bound verdict reads, and so how long the trial measures rounds 
 A trial with a `profile_dir` (a profiling re-run's) warms up, then runs one window under the TensorFlow
 profiler into that folder and reports no figure (pipebench.measure.profiles).
 
-An input trial with `prefix_stages: N` (capacity profiling's) measures only the source and the pipeline's first N stages (pipebench.capacity.prefixes); a
+An input trial with `prefix_stages: N` (capacity profiling's) measures only the source and the pipeline's first N stages (pipebench.pipeline.prefixes); a
 prefix of single examples or records is consumed through shard(K, 0), K elements per loop step.
 
 A function pipeline's trial (pipebench.pipeline.function) calls the user's function instead of
@@ -94,7 +94,7 @@ def examples_counter(tf, spec) -> Callable:
 def input_loop(tf, count: Callable, per_step: int = 1):
     """Give the input arm's loop: count examples inside a tf.function, no per-batch Python work.
 
-    `per_step` > 1: each element stands for that many (the shard(K, 0) sink of a prefix; pipebench.capacity.prefixes).
+    `per_step` > 1: each element stands for that many (the shard(K, 0) sink of a prefix; pipebench.pipeline.prefixes).
     """
     @tf.function
     def run(iterator, steps):
@@ -161,7 +161,7 @@ def _inter_op_pool_threads(tf) -> int | None:
 
 def _input_arm(tf, spec, built, prefix_stages: int | None) -> Arm:
     """Give the input arm: the whole pipeline, or the prefix of `prefix_stages` stages (sunk when unbatched)."""
-    from pipebench.capacity.prefixes import element_of, sink_every
+    from pipebench.pipeline.prefixes import element_of, sink_every
 
     dataset, per_step = built.dataset, 1
     if prefix_stages is not None:

@@ -193,7 +193,7 @@ def _check_manifests(source: Source, files: list[str]) -> None:
 def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = None) -> Built:
     """Give the spec's dataset, reading as its source mode says, with the `sources:` settings of an experiment.
 
-    `stages` builds only the source and the first that many stages (a prefix, pipebench.capacity.prefixes),
+    `stages` builds only the source and the first that many stages (a prefix, pipebench.pipeline.prefixes),
     each as it is built in the whole pipeline (a packed batch before decode still batches records).
 
     Pipe mode reads the channel's FIFOs (the folders in `sources.pipe`; pipebench.sources.session
