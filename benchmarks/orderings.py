@@ -39,7 +39,8 @@ SEED = 1
 _CHILD = r"""
 import json, sys, time
 import tensorflow as tf
-from pipebench.pipeline.build import build, list_files
+from pipebench.measure.build import build
+from pipebench.pipeline.decoders import list_files
 from pipebench.pipeline.spec import PipelineSpec
 job = json.loads(sys.argv[1])
 if job["kind"] == "read":

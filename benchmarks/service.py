@@ -79,7 +79,7 @@ def _epoch_counts(files: list[str], rows: int) -> dict[tuple[int, str], int]:
     """Give {(workers, policy): examples one epoch yields through a running service} (counted, not assumed)."""
     import tensorflow as tf
 
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
     from pipebench.sources.service_cluster import ServiceCluster
 
     spec, _ = in_source_mode(preset("aws-sample", format="tfrecord", files=tuple(files), batch_size=BATCH_SIZE,

@@ -1,5 +1,5 @@
 """Names imported on first use, so that collecting a test file imports no TensorFlow (tests/conftest.py):
-`tf = lazy("tensorflow")` or `build = lazy("pipebench.pipeline.build", "build")` at the top of a test file, used
+`tf = lazy("tensorflow")` or `build = lazy("pipebench.measure.build", "build")` at the top of a test file, used
 inside its `tf` tests."""
 from __future__ import annotations
 

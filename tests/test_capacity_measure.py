@@ -105,7 +105,7 @@ def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
     import tensorflow as tf
 
     from pipebench.measure.worker import examples_counter
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     spec = _spec(name, fmt, data)
     count = examples_counter(tf, spec)
@@ -122,7 +122,7 @@ def test_a_single_example_prefix_is_consumed_through_the_sink(data):
     import tensorflow as tf
 
     from pipebench.measure.worker import _input_arm
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     spec = _spec("aws-sample", "tfrecord", data)
     for stages, per_step in ((0, SINK_EXAMPLES), (len(spec.stages), BATCH)):

@@ -14,7 +14,7 @@ from pipebench.synth import SynthSpec, synthesize
 
 pytestmark = pytest.mark.tf
 tf = lazy("tensorflow")
-build = lazy("pipebench.pipeline.build", "build")
+build = lazy("pipebench.measure.build", "build")
 deepfm = lazy("pipebench.model.deepfm")
 
 ROWS = 20_000

@@ -16,7 +16,7 @@ from pipebench.pipeline.spec import PipelineSpec
 
 pytestmark = pytest.mark.tf
 tf = lazy("tensorflow")
-build = lazy("pipebench.pipeline.build", "build")
+build = lazy("pipebench.measure.build", "build")
 
 FIELDS = 39
 

@@ -24,7 +24,7 @@ from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results.study import write_study
 
-build = lazy("pipebench.pipeline.build", "build")
+build = lazy("pipebench.measure.build", "build")
 
 # Runs every exported module in one fresh interpreter and saves each one's batches as .npz.
 _CHILD = r"""

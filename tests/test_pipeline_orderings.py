@@ -16,7 +16,7 @@ from pipebench.pipeline.orderings import DIFFERENCES, EQUIVALENT, Enumeration, d
 from pipebench.pipeline.spec import PipelineSpec, order_problem
 
 tf = lazy("tensorflow")
-build = lazy("pipebench.pipeline.build", "build")
+build = lazy("pipebench.measure.build", "build")
 
 STAGES = {
     "interleave": {"interleave": {"cycle_length": 2, "block_length": 4}},

@@ -10,7 +10,7 @@ from pipebench.errors import ConfigError
 from pipebench.pipeline.presets import preset
 from pipebench.sources.fastfile import FetchLink
 
-build = lazy("pipebench.pipeline.build", "build")
+build = lazy("pipebench.measure.build", "build")
 
 
 def test_link_overlaps_request_latencies_and_queues_transfers():

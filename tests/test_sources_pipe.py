@@ -181,7 +181,7 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
 @pytest.mark.tf
 @pytest.mark.skipif(HAVE_PIPE, reason="checks the environments without sagemaker_tensorflow")
 def test_pipe_is_unavailable_without_sagemaker_tensorflow_and_starts_no_writer(data, tmp_path):
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     spec = preset("aws-sample", format="tfrecord", files=(data["tfrecord"],)).with_source(mode="pipe")
     with pytest.raises(UnavailableError, match=r"^unavailable: sagemaker_tensorflow is not importable .*tf214"):
@@ -197,7 +197,7 @@ def test_pipe_is_unavailable_without_sagemaker_tensorflow_and_starts_no_writer(d
 @pytest.mark.parametrize("fmt", ["tfrecord", "libsvm", "packed"])
 def test_pipe_mode_through_the_emulator_yields_exactly_the_file_mode_rows_over_two_epochs(data, tmp_path, fmt,
                                                                                           reader):
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     spec = preset("aws-sample", format=fmt, files=(data[fmt],), batch_size=100, epochs=2)
     if fmt == "packed":

@@ -69,7 +69,7 @@ def test_a_trial_refuses_its_settings_before_it_looks_for_files_then_names_a_mis
 
 def _one_epoch(spec: PipelineSpec, service: dict) -> collections.Counter:
     """Give how often each row came in one pass over `spec` through the service."""
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     seen = collections.Counter()
     for features, labels in build(spec, {"service": service}).dataset:
@@ -82,7 +82,7 @@ def _one_epoch(spec: PipelineSpec, service: dict) -> collections.Counter:
 @pytest.mark.parametrize("policy", SHARDING_POLICIES)
 def test_each_policy_visits_examples_as_its_label_says(tfrecords, clusters, policy, workers):
     local = collections.Counter()
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     for features, labels in build(_spec(tfrecords).with_source(mode="file")).dataset:
         local.update(batch_rows(features, labels))

@@ -4,7 +4,7 @@ Written from the records alone (no TensorFlow here). The body replays the pipeli
 public tf.data calls, every argument kept (pipebench.diagnose.replay does the same in the worker,
 so what was measured is what is written). The user's own functions are imported from the user's
 module by name, never copied; pipebench's own helpers (the batched libsvm decoder, the options
-setter) are copied from pipebench.pipeline.build as `pipebench pipelines export` copies them.
+setter) are copied from pipebench.pipeline.decoders as `pipebench pipelines export` copies them.
 
 A step's argument whose value one of the function's parameters gave (a unique match with what it
 was called with) is written as that parameter; the parameters no step follows (a flag that chose

@@ -8,7 +8,7 @@ last, as they merged there in the original. pipebench.diagnose.export writes the
 
 A step's `function` says how its function is made: "user" (the stage's own), "vectorized_map"
 (`tf.vectorized_map` of the stage's function over a batch, pfor without its while-loop fallback), or
-"libsvm" (the batched libsvm decoder of pipebench.pipeline.build, reshaped to the user's structure:
+"libsvm" (the batched libsvm decoder of pipebench.pipeline.decoders, reshaped to the user's structure:
 pipebench.diagnose.vectorize).
 """
 from __future__ import annotations
@@ -108,8 +108,8 @@ def _apply(dataset, step: Step, walked: Walked):
 
 
 def options_of(settings: dict[str, Any]) -> tf.data.Options:
-    """Give tf.data.Options with the dotted paths set (pipebench.pipeline.build.apply_options' reading of them)."""
-    from pipebench.pipeline.build import apply_options
+    """Give tf.data.Options with the dotted paths set (pipebench.pipeline.decoders.apply_options' reading of them)."""
+    from pipebench.pipeline.decoders import apply_options
 
     dataset, _ = apply_options(tf.data.Dataset.range(1), settings)
     return dataset.options()

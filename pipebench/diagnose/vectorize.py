@@ -10,7 +10,7 @@ Three ways, tried in order; the first whose batch output equals the per-example 
    equivalents for many ops, `parse_single_example` among them (it becomes `parse_example`);
 3. `libsvm`: a known batched equivalent for a per-line libsvm decoder: when every output of the
    user's function on a sample of lines is the line's label, ids or values (any dtype, any shape of
-   that many numbers), pipebench's batched libsvm decoder (pipebench.pipeline.build, two
+   that many numbers), pipebench's batched libsvm decoder (pipebench.pipeline.decoders, two
    `tf.strings.split` over the whole batch) reshaped to the user's structure.
 
 The sample check is the precondition; the whole epoch is compared again before a rewrite is kept
@@ -68,7 +68,7 @@ def _build(spec: dict, parts: dict) -> Any:
 
 def libsvm_batch_decoder(spec: dict):
     """Give decode(lines string[N]) → the user's structure, from pipebench's batched libsvm decoder."""
-    from pipebench.pipeline.build import libsvm_decoder
+    from pipebench.pipeline.decoders import libsvm_decoder
 
     decode = libsvm_decoder(spec["field_size"])
 

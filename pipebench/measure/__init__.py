@@ -1,1 +1,2 @@
-"""Measurement: trials in fresh worker processes, sampled from outside, on a described machine."""
+"""Measurement: trials in fresh worker processes (each builds its pipeline: build.py), sampled from outside, on a
+described machine."""

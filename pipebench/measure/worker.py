@@ -191,7 +191,7 @@ class UnderTest:
 
 def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[str, Any]:
     """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     if trial.prefix_stages is not None and trial.mode != "input":
         raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
@@ -321,7 +321,7 @@ def _model(trial: TrialSpec, pipeline: UnderTest):
 def _quality(tf, trial: TrialSpec, pipeline: UnderTest) -> float:
     """Give held-out AUC of a fresh model after `train_examples` examples through this pipeline."""
     from pipebench.model.deepfm import evaluate_auc, make_train_loop, make_train_step
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
     from pipebench.pipeline.presets import preset
 
     q = trial.quality

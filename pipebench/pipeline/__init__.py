@@ -1,1 +1,1 @@
-"""Input pipelines as data: specs, their orderings and semantics, presets, build (TF) and export."""
+"""Input pipelines as data: specs, their orderings and semantics, presets, the decoders (TF) and export."""

@@ -2,9 +2,9 @@
 a module whose `input_fn` imports the user's module and calls their function as it was measured.
 
 The module needs only TensorFlow (and `sagemaker_tensorflow` for Pipe mode): users paste it into
-their training scripts. Decoders and helpers are copied verbatim from build.py's source (read as
-text, so exporting never imports TensorFlow), and the stage calls mirror `build`, so the exported
-input_fn yields the very batches the builder does.
+their training scripts. Decoders and helpers are copied verbatim from decoders.py's source (read as
+text, so exporting never imports TensorFlow), and the stage calls mirror `pipebench.measure.build.build`, so
+the exported input_fn yields the very batches the builder does.
 
 Specs are shared between people, so their text is data that must never become code: it enters
 the module only through `literal` (a Python literal, checked to read back as the same value) or
@@ -24,7 +24,7 @@ from converters import TF_COMPRESSION
 from pipebench.pipeline.function import FunctionPipeline, is_function
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Scalar
 
-_BUILD_MODULE = "pipebench.pipeline.build"
+_DECODERS_MODULE = "pipebench.pipeline.decoders"
 SPEC_MARK = "The spec:"
 #: The exported modules' import of the user's own module from its file, as pipebench imported it
 #: (pipebench.pipeline.user_code): by its file's stem, its folder on sys.path.
@@ -43,8 +43,8 @@ USER_MODULE_LOADER = '''def _user_module(path):
 
 
 def function_sources(names: list[str]) -> list[str]:
-    """Give the source text of build.py's top-level functions `names`, in that order."""
-    path = Path(importlib.util.find_spec(_BUILD_MODULE).origin)
+    """Give the source text of decoders.py's top-level functions `names`, in that order."""
+    path = Path(importlib.util.find_spec(_DECODERS_MODULE).origin)
     text = path.read_text()
     found = {node.name: ast.get_source_segment(text, node) for node in ast.parse(text).body
              if isinstance(node, ast.FunctionDef)}

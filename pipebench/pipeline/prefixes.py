@@ -1,7 +1,7 @@
 """The prefixes of a pipeline that capacity profiling measures: what each adds, whether that runs on one
 core at most and why, and how its elements count in examples.
 
-A prefix is the pipeline built up to some stage (`pipebench.pipeline.build.build(spec, stages=N)`):
+A prefix is the pipeline built up to some stage (`pipebench.measure.build.build(spec, stages=N)`):
 the source alone, then source + the next stage, and so on to the whole pipeline. Each is measured in
 input mode in fresh workers; a stage's cost is its prefix's CPU-seconds per example less the one
 before. Some stages do not get a prefix of their own; they join a neighbour's:
@@ -12,7 +12,7 @@ before. Some stages do not get a prefix of their own; they join a neighbour's:
   cache): they join the cache's prefix, which is measured in that steady state;
 - `repeat` does nothing per element: it joins the prefix of the stage before it.
 
-Sequential (one core at most), read from pipebench.pipeline.build and TensorFlow's defaults:
+Sequential (one core at most), read from pipebench.measure.build and TensorFlow's defaults:
 
 - the source: one TextLine / TFRecord reader when `num_parallel_reads` is unset or 1 (a parallel
   interleave of the files otherwise); Pipe mode reads one FIFO per channel;

@@ -70,7 +70,7 @@ def measure(job: ShardingJob, index: int, say: Callable[[Ready | Measurement], N
     """Join the cluster and measure the job's (round, placement) epochs, saying `ready` and each result."""
     import tensorflow as tf
 
-    from pipebench.pipeline.build import build
+    from pipebench.measure.build import build
 
     if job.threads.intra:
         tf.config.threading.set_intra_op_parallelism_threads(job.threads.intra)

@@ -17,8 +17,8 @@ PipeModeDataset (TextLine for libsvm, TFRecord otherwise). Without emulation all
 as the exported input_fn does. `service` builds the same pipeline and runs the stages before
 `sources.service.split_before` on tf.data service workers (reading as `sources.service.read` says).
 
-The decoders and helpers use nothing but `tf` and their arguments: export.py copies their source
-into the modules it writes, so exported input_fns decode exactly as the builder does.
+The decoders and helpers are pipebench.pipeline.decoders': export.py copies their source into the
+modules it writes, so exported input_fns decode exactly as the builder does.
 """
 from __future__ import annotations
 
@@ -32,117 +32,11 @@ from converters import MANIFEST, TF_COMPRESSION
 from converters.manifest import read_manifest
 from pipebench.config import resolve_block
 from pipebench.errors import ConfigError
+from pipebench.pipeline.decoders import (apply_options, example_decoder, libsvm_decoder, list_files, packed_decoder,
+                                         scalar_decoder)
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Source, Tunable
 from pipebench.sources.service import split_index
 from pipebench.sources.readers import hooked_reader, open_hook, pipe_records, through_service
-
-# Exported: export.py copies the functions from here to `Built` into the modules it writes; they
-# may use only `tf` and their arguments.
-
-
-def list_files(patterns):
-    """Give the files matching each path or glob (a str is one glob), in order, each glob's matches sorted."""
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    files = []
-    for pattern in patterns:
-        matches = sorted(tf.io.gfile.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"pattern {pattern!r} matches no file")
-        files.extend(matches)
-    return files
-
-
-def libsvm_decoder(field_size):
-    """Give decode(lines string[N]) for `label id:value ...` lines: two splits for the whole batch."""
-    def decode(lines):
-        tokens = tf.strings.split(lines, " ")
-        check = tf.debugging.assert_equal(tokens.row_lengths(), tf.constant(field_size + 1, tf.int64),
-                                          message="a libsvm line does not hold field_size id:value pairs")
-        with tf.control_dependencies([check]):
-            columns = tf.reshape(tokens.flat_values, [-1, field_size + 1])
-        pairs = tf.reshape(tf.strings.split(columns[:, 1:], ":").flat_values, [-1, field_size, 2])
-        labels = tf.strings.to_number(columns[:, 0], tf.float32)
-        ids = tf.strings.to_number(pairs[:, :, 0], tf.int64)
-        values = tf.strings.to_number(pairs[:, :, 1], tf.float32)
-        labels.set_shape([lines.shape[0]])
-        ids.set_shape([lines.shape[0], field_size])
-        values.set_shape([lines.shape[0], field_size])
-        return {"feat_ids": ids, "feat_vals": values}, labels
-    return decode
-
-
-def example_decoder(field_size, single):
-    """Give decode(serialized Example) for the AWS sample's schema; `single`: one record, not a batch."""
-    features = {
-        "label": tf.io.FixedLenFeature([], tf.float32),
-        "ids": tf.io.FixedLenFeature([field_size], tf.int64),
-        "values": tf.io.FixedLenFeature([field_size], tf.float32),
-    }
-
-    def decode(serialized):
-        parse = tf.io.parse_single_example if single else tf.io.parse_example
-        parsed = parse(serialized, features)
-        return {"feat_ids": parsed["ids"], "feat_vals": parsed["values"]}, parsed["label"]
-    return decode
-
-
-def packed_decoder(field_size, rows_per_record):
-    """Give decode(records string[N]) → all their rows, with one decode_raw.
-
-    Row layout: word 0 label (float32 bits), words 1..F ids (int32), words F+1..2F values (float32
-    bits), little-endian. A short record (the data set's last) is zero-padded by decode_raw's
-    fixed_length and its padding rows masked away.
-    """
-    row_words = 1 + 2 * field_size
-    row_bytes = 4 * row_words
-    record_bytes = row_bytes * rows_per_record
-
-    def decode(records):
-        lengths = tf.strings.length(records)
-        checks = [
-            tf.debugging.assert_equal(lengths % row_bytes, 0,
-                                      message="packed record is not whole rows: is field_size right?"),
-            tf.debugging.assert_less_equal(lengths, record_bytes,
-                                           message="packed record holds more rows than rows_per_record"),
-        ]
-        with tf.control_dependencies(checks):
-            words = tf.io.decode_raw(records, tf.int32, fixed_length=record_bytes)
-        rows = tf.reshape(words, [-1, row_words])
-        rows = tf.cond(
-            tf.reduce_all(tf.equal(lengths, record_bytes)),
-            lambda: rows,
-            lambda: tf.boolean_mask(rows, tf.reshape(tf.sequence_mask(lengths // row_bytes, rows_per_record), [-1])),
-        )
-        labels = tf.bitcast(rows[:, 0], tf.float32)
-        ids = tf.cast(rows[:, 1:field_size + 1], tf.int64)
-        values = tf.bitcast(rows[:, field_size + 1:], tf.float32)
-        return {"feat_ids": ids, "feat_vals": values}, labels
-    return decode
-
-
-def scalar_decoder(decode):
-    """Give a one-row decoder from a batch decoder: the same parsing, called once per row."""
-    def decode_one(record):
-        features, label = decode(tf.expand_dims(record, 0))
-        return {name: column[0] for name, column in features.items()}, label[0]
-    return decode_one
-
-
-def apply_options(dataset, settings):
-    """Give (dataset with tf.data.Options set, names this TensorFlow lacks); probes, never fails."""
-    options = tf.data.Options()
-    unsupported = []
-    for path, value in settings.items():
-        *groups, name = path.split(".")
-        target = options
-        for group in groups:
-            target = getattr(target, group, None)
-        if target is None or not hasattr(target, name):
-            unsupported.append(path)
-            continue
-        setattr(target, name, value)
-    return dataset.with_options(options), unsupported
 
 
 @dataclass
