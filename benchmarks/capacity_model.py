@@ -28,12 +28,12 @@ from pathlib import Path
 
 from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import predict
-from pipebench.pipeline.prefixes import prefixes
 from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_efficiency, profile_of
 from pipebench.measure.intervals import Interval, geometric_interval
 from pipebench.measure.machine import machine_facts
 from pipebench.measure.manager import Limits
 from pipebench.pinning import Pinning, pinning_for, quota_unavailable
+from pipebench.pipeline.prefixes import prefixes
 from pipebench.pipeline.presets import preset
 from pipebench.testing import three_formats
 from pipebench.testing import trial_spec

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 from converters.convert import ConvertRequest, convert
+from pipebench.config.service import SHARDING_POLICIES, examples_per_epoch
 from pipebench.measure.figures import figures
 from pipebench.measure.intervals import Interval, geometric_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker
@@ -35,14 +36,13 @@ from pipebench.measure.trial import TrialRecord, TrialStatus
 from pipebench.pipeline.presets import preset
 from pipebench.report.service_sizing import FORMULA, worker_count
 from pipebench.sources.modes import in_source_mode
-from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch
 from pipebench.synth import SynthSpec, synthesize
 from pipebench.testing import trial_spec
 
 SEED = 5
 BATCH_SIZE = 1024
 MODEL = {"embedding_size": 32, "deep_layers": [256, 128, 64], "dropout": 0.5, "l2": 1e-4, "optimizer": "adam",
-         "learning_rate": 0.0005}  # the experiments' defaults (pipebench/config.py)
+         "learning_rate": 0.0005}  # the experiments' defaults (pipebench.config)
 LOCAL, CEILING = "local (file)", "local train (ceiling)"
 
 

@@ -62,9 +62,9 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
         os.sched_setaffinity(0, {0})
     import tensorflow as tf
 
+    from pipebench.measure.build import build
     from pipebench.measure.windows import Arm
     from pipebench.measure.worker import input_loop, examples_counter
-    from pipebench.measure.build import build
     from pipebench.pipeline.presets import preset
 
     name, fmt = case.split("/")

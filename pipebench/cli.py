@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
+from pipebench.config.choices import TRAINERS
 from pipebench.errors import FailureBudgetError, PipebenchError, UsageError, debug
-from pipebench.measure.figures import TRAINERS
 
 if TYPE_CHECKING:
     from pipebench.runner import RunOutcome

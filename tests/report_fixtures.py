@@ -19,7 +19,8 @@ from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.manager import Outcome, ProcessFacts
 from pipebench.measure.sampler import Usage
-from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, Threads, TrialRecord, TrialStatus
+from pipebench.config.choices import ENV_KNOBS
+from pipebench.measure.trial import PipelineLabel, Threads, TrialRecord, TrialStatus
 from pipebench.pipeline.presets import preset
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE, TRIALS_FILE

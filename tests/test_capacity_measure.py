@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from pipebench.pipeline.prefixes import SINK_EXAMPLES, prefixes
 from pipebench.errors import UsageError
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.manager import Limits, run_worker
-from pipebench.pinning import CPU_CGROUP, Pinning, placed, pinning_for, quota_unavailable, usable_cpus
 from pipebench.measure.trial import TrialStatus
+from pipebench.pinning import CPU_CGROUP, Pinning, placed, pinning_for, quota_unavailable, usable_cpus
+from pipebench.pipeline.prefixes import SINK_EXAMPLES, prefixes
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.testing import trial_spec
 from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD
@@ -104,8 +104,8 @@ def test_process_tree_cpu_counts_this_process_and_its_children():
 def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
     import tensorflow as tf
 
-    from pipebench.measure.worker import examples_counter
     from pipebench.measure.build import build
+    from pipebench.measure.worker import examples_counter
 
     spec = _spec(name, fmt, data)
     count = examples_counter(tf, spec)
@@ -121,8 +121,8 @@ def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
 def test_a_single_example_prefix_is_consumed_through_the_sink(data):
     import tensorflow as tf
 
-    from pipebench.measure.worker import _input_arm
     from pipebench.measure.build import build
+    from pipebench.measure.worker import _input_arm
 
     spec = _spec("aws-sample", "tfrecord", data)
     for stages, per_step in ((0, SINK_EXAMPLES), (len(spec.stages), BATCH)):

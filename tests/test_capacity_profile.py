@@ -14,8 +14,8 @@ from pipebench.capacity.profile import (PinnedPrefix, RoundValue, _known_text, _
 from pipebench.errors import TrialError
 from pipebench.measure.intervals import mean_interval
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
-from pipebench.pinning import Pinning
 from pipebench.measure.trial import TrialRecord, TrialStatus, Window
+from pipebench.pinning import Pinning
 from pipebench.pipeline.presets import preset
 from pipebench.testing import trial_spec
 from report_fixtures import configuration, machine, make_run

@@ -64,8 +64,8 @@ def test_numeric_choices_are_suggested_as_ordered_indices_and_everything_else_as
     """Regression: every choice list was suggest_categorical, so TPE could not learn that 2048 lies beyond 512."""
     from optuna.distributions import CategoricalDistribution, IntDistribution
 
+    from pipebench.config.space import parse_space
     from pipebench.search.plan import encode, suggest
-    from pipebench.search.space import parse_space
 
     space = parse_space({"batch_size": [2048, 128, 512], "intra_op_threads": [1, 2],
                          "stage.prefetch.buffer_size": ["AUTOTUNE", 4], "env.OMP_NUM_THREADS": [1, 2],

@@ -24,10 +24,11 @@ import yaml
 from report_fixtures import machine
 
 from pipebench.config import parse_experiment
+from pipebench.config.space import Dimension, default_space
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.store import read_table
-from pipebench.search.space import Dimension, default_space, pin_inert
+from pipebench.search.plan import pin_inert
 from pipebench.testing import fake_measure, start_pipebench, tiny_experiment, wait_until, yields_no_examples
 
 optuna = pytest.importorskip("optuna")
@@ -334,8 +335,8 @@ def test_two_workers_share_a_postgresql_study_and_survive_a_kill(tmp_path, cache
 # --- knobs beyond threads: stages, source fields, tf.data options ---
 
 def test_space_takes_stage_source_and_option_knobs_and_refuses_dropping_a_meaningful_stage():
+    from pipebench.config.space import parse_space
     from pipebench.errors import ConfigError
-    from pipebench.search.space import parse_space
 
     space = parse_space({"stage.cache.enabled": [True, False], "source.num_parallel_reads": [None, 2],
                          "option.threading.private_threadpool_size": {"low": 0, "high": 4}})

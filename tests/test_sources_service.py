@@ -22,11 +22,11 @@ import pytest
 from pipeline_fixtures import batch_rows
 from ports import listening
 
+from pipebench.config.service import SHARDING_POLICIES, examples_per_epoch, semantics
 from pipebench.errors import ConfigError
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.trial import TrialStatus
 from pipebench.pipeline.spec import PipelineSpec
-from pipebench.sources.service import SHARDING_POLICIES, examples_per_epoch, semantics
 from pipebench.sources.service_cluster import ServiceCluster
 from pipebench.sources.session import trial_sources
 from pipebench.testing import SHORT_MEASUREMENT, alive, three_formats, trial_spec, wait_until

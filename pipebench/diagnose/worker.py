@@ -120,10 +120,10 @@ class Diagnoser:
 
     def input_arm(self, name: str, dataset, batched: bool):
         """Give an input arm over `dataset` (the trial worker's loop; single examples sunk through shard(K, 0))."""
-        from pipebench.pipeline.prefixes import Element, sink_every
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.windows import Arm
         from pipebench.measure.worker import input_loop
+        from pipebench.pipeline.prefixes import Element, sink_every
 
         per_step = 1 if batched else sink_every(Element(True, 1, "one example"))
         if per_step > 1:
@@ -157,9 +157,9 @@ class Diagnoser:
 
     def run(self) -> Diagnosis:
         from pipebench.diagnose import content as contents
-        from pipebench.pipeline.user_code import load
         from pipebench.diagnose.replay import replay, steps_of
         from pipebench.diagnose.walk import walk
+        from pipebench.pipeline.user_code import load
 
         started = time.time()
         r = self.request

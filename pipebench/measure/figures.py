@@ -22,8 +22,6 @@ from pipebench.measure.intervals import (Interval, geometric_interval, input_bou
                                          share_interval)
 from pipebench.measure.trial import Window
 
-#: `measurement.trainer`: where the model the verdict speaks for trains. auto: where the train step ran here.
-TRAINERS = ("auto", "cpu", "accelerator")
 #: The measure a train trial's verdict reads (the `input_bound_basis` column).
 SLOWDOWN, WAITING = "slowdown", "waiting"
 #: The basis of rows written before pipebench chose one (results schema < 7): their verdict read the waiting share.

@@ -21,10 +21,10 @@ import psutil
 
 from pipebench.atomic import atomic_write_json
 from pipebench.children import kill_group, last_stderr_line, stderr_tail
-from pipebench.pinning import Pinning, placed
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
+from pipebench.pinning import Pinning, placed
 
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
 #: In each trial's folder: the TrialSpec the worker ran (a busy trial is measured again from it).

@@ -17,11 +17,6 @@ from typing import Any
 
 from pipebench.typed import load_json, to_json
 
-#: What a trial measures: the pipeline alone, the DeepFM step on it, or the step on one in-memory batch.
-TRIAL_MODES = ("input", "train", "synthetic")
-#: The environment variables a trial may set before TensorFlow starts (see measure.manager).
-ENV_KNOBS = ("OMP_NUM_THREADS", "KMP_AFFINITY", "KMP_BLOCKTIME", "KMP_SETTINGS", "TF_ENABLE_ONEDNN_OPTS")
-
 
 class TrialStatus(str, enum.Enum):
     """How a trial ended. Which endings spend the failure budget, and what Optuna is told, live here once."""

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from pipebench.capacity.model import rates_per_core
+from pipebench.config.choices import TRIAL_MODES
 from pipebench.errors import PipebenchError
 from pipebench.measure.figures import WAITING
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
-from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.checklist_records import ModelError
 from pipebench.report.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled

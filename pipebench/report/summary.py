@@ -4,9 +4,9 @@ busy machine did, and the trials that did not finish."""
 from __future__ import annotations
 
 from pipebench.atomic import atomic_write_bytes
+from pipebench.config.choices import TRIAL_MODES
 from pipebench.datasets import DataFacts
 from pipebench.measure.facts import MachineFacts
-from pipebench.measure.trial import TRIAL_MODES
 from pipebench.report.action import Baseline, action
 from pipebench.report.configurations import configurations, ranked
 from pipebench.report.service_sizing import sizing_lines

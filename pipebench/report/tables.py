@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval, difference_verdict
-from pipebench.measure.trial import ENV_KNOBS, TrialSpec
+from pipebench.config.choices import ENV_KNOBS
+from pipebench.measure.trial import TrialSpec
 from pipebench.report.configurations import NOT_COMPARED, Configuration, configurations, paired_ratio, ranked
 from pipebench.results import TRIALS_FILE, RunResults
 from pipebench.results.run_folder import TRIALS_DIR

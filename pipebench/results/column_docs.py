@@ -6,7 +6,7 @@ names (`_sec`, `_bytes`, `_pct`: 100 = one vCPU for CPU figures of a process tre
 """
 from __future__ import annotations
 
-from pipebench.measure.trial import ENV_KNOBS
+from pipebench.config.choices import ENV_KNOBS
 
 TRIAL_COLUMN_DOCS: dict[str, str] = {
     "run_id": "The run folder's name (`YYYYmmdd-HHMMSS-<4 hex digits>`).",

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
+from pipebench.config.choices import ENV_KNOBS
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.figures import SLOWDOWN, Figures, figures, verdict_basis
 from pipebench.measure.manager import Outcome
 from pipebench.measure.sampler import busy_machine
-from pipebench.measure.trial import ENV_KNOBS, TrialSpec, TrialStatus
+from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.results.schema import TRIAL_SCHEMA
 from pipebench.results.trial_row import TrialRow
 from pipebench.typed import to_json

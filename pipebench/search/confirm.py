@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipebench.config.budget import REFERENCE_ROUNDS, REFERENCES
 from pipebench.measure.intervals import Interval, difference_verdict, geometric_interval, paired_order, ratio_interval
-from pipebench.search.budget import REFERENCE_ROUNDS, REFERENCES
 from pipebench.search.plan import Plan, reference_settings, worker_trial
 
 #: How the exploration's best configurations are named in the race ("candidate 1" leads).

@@ -15,20 +15,20 @@ from pathlib import Path
 
 from pipebench.config import Experiment, typed_block
 from pipebench.datasets import DataSet
+from pipebench.config.choices import ENV_KNOBS
 from pipebench.errors import ConfigError
 from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
 from pipebench.measure.round_order import round_order
-from pipebench.measure.trial import (ENV_KNOBS, Measurement, Model, PipelineLabel, Quality, Sources, Threads,
-                                     TrialSpec)
+from pipebench.measure.trial import Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
+from pipebench.config import service
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
 from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
 from pipebench.results.trial_row import TrialRow
 from pipebench.search.loop import Planned
 from pipebench.search.settings import label_space_name
-from pipebench.sources import service
 from pipebench.sources.modes import in_source_mode
 
 

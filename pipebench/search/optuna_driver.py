@@ -22,14 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipebench.config import Experiment, redact_url
+from pipebench.config.budget import confirms, reserved_trials
+from pipebench.report.winner import winner_lines
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import TrialStatus
 from pipebench.results.run_folder import RunFolder
 from pipebench.results.study import StudyRecord, Unavailable, Winner, WinnerGain, WinnerRate, write_study
 from pipebench.results.trial_row import TrialRow
 from pipebench.search import slots
-from pipebench.report.winner import winner_lines
-from pipebench.search.budget import confirms, reserved_trials
 from pipebench.search.confirm import Contender, Explored, Race, choose_contenders, decide, reads
 from pipebench.search.liveness import Heartbeat, reclaim_dead_slots, worker_id
 from pipebench.search.loop import Planned

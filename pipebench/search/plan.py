@@ -11,22 +11,27 @@ format and source mode: a gain over a reference read in another format would be 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pipebench.config import Experiment
+from pipebench.config.budget import REFERENCES, exploration_problem
+from pipebench.config.choices import ENV_KNOBS
+from pipebench.config.space import Dimension, default_space, parse_space
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
-from pipebench.measure.trial import ENV_KNOBS, TrialSpec
+from pipebench.measure.trial import TrialSpec
 from pipebench.pipeline.function import FunctionPipeline
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
 from pipebench.results.trial_row import TrialRow
-from pipebench.search.budget import REFERENCES, exploration_problem
 from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
-from pipebench.search.space import Dimension, default_space, parse_space, pin_inert
 from pipebench.values import echo
+
+#: The searched environment knobs that act through OpenMP (inert where TensorFlow links none).
+_OPENMP_KNOBS = tuple(f"env.{name}" for name in ENV_KNOBS if name.startswith(("KMP_", "OMP_")))
 
 #: Each objective's direction, and the results column that holds its value.
 DIRECTIONS = {"examples_per_sec": "maximize", "rss_peak_bytes": "minimize", "auc": "maximize",
@@ -277,3 +282,45 @@ def encode(params: dict[str, Any], space: dict[str, Dimension]) -> dict[str, Any
     """Give knob values as the sampler stores them (an ordinal knob's index), for enqueueing a trial."""
     return {name: space[name].ordered.index(value) if name in space and space[name].ordinal else value
             for name, value in params.items()}
+
+
+def pin_inert(space: dict[str, Dimension], machine: MachineFacts,
+              preferred: Mapping[str, Any]) -> tuple[dict[str, Dimension], dict[str, str]]:
+    """Give the space with knobs that cannot matter on `machine` pinned, and {knob: why} for each one changed.
+
+    A knob that cannot matter is left unset when unset is one of its choices (setting it would only
+    make rows claim a setting that did nothing), else it takes its `preferred` value (the reference
+    settings') when that is in range, else its first choice.
+    """
+    out, notes = dict(space), {}
+    openmp = machine.tensorflow.openmp
+    vcpus = machine.cpu.vcpus
+
+    def pin(name: str, value: Any, why: str) -> None:
+        out[name] = out[name].pin(value)
+        notes[name] = f"{name[4:] if name.startswith('env.') else name} pinned to {'unset' if value is None else value}: {why}"
+
+    if openmp.linked is False:
+        for name in _OPENMP_KNOBS:
+            dim = out.get(name)
+            if dim is not None and not dim.pinned:
+                if dim.contains(None):
+                    value = None
+                elif dim.contains(preferred.get(name)):
+                    value = preferred.get(name)
+                else:
+                    value = dim.choices[0] if dim.choices else dim.low
+                pin(name, value, f"{openmp.statement} (search.pin_inert: false keeps it searchable)")
+    dim = out.get("inter_op_threads")
+    if vcpus and dim is not None and not dim.pinned:
+        if dim.choices is not None:
+            kept = tuple(c for c in dim.choices if c is None or c <= vcpus)
+            if len(kept) < len(dim.choices):
+                out["inter_op_threads"] = Dimension(dim.name, kept or (vcpus,))
+                notes["inter_op_threads"] = (f"inter_op_threads above the {vcpus} vCPUs dropped: more inter-op "
+                                             "threads than vCPUs only time-share the same cores")
+        elif dim.high > vcpus:
+            out["inter_op_threads"] = Dimension(dim.name, None, min(dim.low, vcpus), vcpus, dim.log)
+            notes["inter_op_threads"] = (f"inter_op_threads capped at the {vcpus} vCPUs: more only time-share "
+                                         "the same cores")
+    return out, notes

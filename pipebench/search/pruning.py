@@ -15,7 +15,7 @@ import statistics
 
 import optuna
 
-from pipebench.search.budget import RACED_OBJECTIVE
+from pipebench.config.budget import RACED_OBJECTIVE
 
 #: Complete trials needed at a window before the margin pruner judges anything there.
 STARTUP_TRIALS = 2

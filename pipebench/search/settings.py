@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipebench.measure.trial import ENV_KNOBS, PipelineLabel, TrialSpec
+from pipebench.config.choices import ENV_KNOBS
+from pipebench.measure.trial import PipelineLabel, TrialSpec
 from pipebench.pipeline.function import is_function
 
 #: What a count means, by stage parameter (a buffer's unit depends on where it sits: see _unit).

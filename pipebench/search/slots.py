@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from pipebench.config.budget import reserved_trials
+from pipebench.config.space import Dimension
 from pipebench.errors import ConfigError
-from pipebench.search.budget import reserved_trials
 from pipebench.search.plan import Plan, encode, suggest
-from pipebench.search.space import Dimension
 from pipebench.values import echo
 
 # Trial user_attrs pipebench sets.

@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from pipebench.children import kill_group, last_stderr_line
 from pipebench.data_files import expand
 from pipebench.errors import DataError, TrialError
-from pipebench.children import kill_group, last_stderr_line
 from pipebench.pinning import Pinning, placed, usable_cpus
 from pipebench.measure.round_order import round_order
 from pipebench.sharding.placements import (

@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.errors import TrialError
 from pipebench.children import last_stderr_line
+from pipebench.errors import TrialError
 
 
 @dataclass(frozen=True)

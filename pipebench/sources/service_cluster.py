@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipebench.errors import TrialError
 from pipebench.children import last_stderr_line
+from pipebench.errors import TrialError
 from pipebench.pinning import Pinning, placed
 
 HOST = "127.0.0.1"

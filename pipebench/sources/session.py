@@ -14,11 +14,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from pipebench.config import resolve_block
+from pipebench.config.service import settings_problem, spec_problem
 from pipebench.data_files import REMOTE_PREFIX, expand
 from pipebench.errors import ConfigError
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sources.pipe_emulator import PipeEmulator, channel_feed
-from pipebench.sources.service import settings_problem, spec_problem
 from pipebench.sources.service_cluster import ServiceCluster
 
 

@@ -21,17 +21,16 @@ from typing import Any, TypeVar
 
 import yaml
 
+from pipebench.config import service
+from pipebench.config.budget import exploration_problem, race_problem
+from pipebench.config.choices import ENV_KNOBS, TRAINERS, TRIAL_MODES
 from pipebench.errors import ConfigError
 from pipebench.fingerprint import fingerprint
 from pipebench.model import OPTIMIZERS
-from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.function import check_entry, data_formats, resolve_entry
+from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import NATIVE_FORMAT, PRESETS
-from pipebench.measure.figures import TRAINERS
-from pipebench.measure.trial import ENV_KNOBS, TRIAL_MODES
 from pipebench.pipeline.spec import SOURCE_MODES, STAGE_KINDS
-from pipebench.search.budget import exploration_problem, race_problem
-from pipebench.sources import service
 from pipebench.typed import from_json
 from pipebench.values import (ABOVE_0, ANY, AT_LEAST_0, AT_LEAST_1, PLAIN_NAME, PLAIN_NAME_RULE, PROBABILITY, Range,
                               check_number, echo,
@@ -95,7 +94,7 @@ def _functions(block: Any, where: str) -> list[dict]:
 
 def _space(block: Any, where: str) -> Any:
     """Give the `search.space` block as given, once it parses as a search space."""
-    from pipebench.search.space import parse_space  # space.py is the search space's one parser
+    from pipebench.config.space import parse_space  # space.py is the search space's one parser
 
     parse_space(block, where)
     return block

@@ -1,4 +1,5 @@
-"""The Optuna search space: knobs, their ranges, pinning of knobs this machine cannot honour.
+"""The Optuna search space: knobs and their ranges, as `search.space` gives them (config checks it at load;
+pipebench.search.plan pins the knobs a machine cannot honour).
 
 A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `inter_op_threads`
 (0 = TensorFlow's default), `env.<VAR>` for the variables in `measure.trial.ENV_KNOBS` (null = unset), or
@@ -18,9 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pipebench.config.choices import ENV_KNOBS
 from pipebench.errors import ConfigError
-from pipebench.measure.facts import MachineFacts
-from pipebench.measure.trial import ENV_KNOBS
 from pipebench.pipeline.spec import STAGE_PARAMS, check_source_field, check_stage_param
 from pipebench.values import AT_LEAST_0, AT_LEAST_1, Range, check_number, echo, name_text, refuse_non_finite
 
@@ -28,7 +28,6 @@ _FIXED_KNOBS = ("pipeline", "batch_size", "intra_op_threads", "inter_op_threads"
 #: Stages a search may switch off: without them the pipeline is slower or faster, never different.
 DROPPABLE_STAGES = ("cache", "prefetch")
 _SOURCE_KNOBS = ("num_parallel_reads", "buffer_size", "compression")
-_OPENMP_KNOBS = tuple(f"env.{name}" for name in ENV_KNOBS if name.startswith(("KMP_", "OMP_")))
 KMP_AFFINITY_CHOICES = ("disabled", "granularity=fine,compact,1,0", "granularity=fine,scatter,1,0", None)
 
 
@@ -172,45 +171,3 @@ def default_space(pipeline_labels: list[str], batch_sizes: list[int], vcpus: int
         "env.KMP_BLOCKTIME": Dimension("env.KMP_BLOCKTIME", (None, "0", "1", "200")),
         "env.TF_ENABLE_ONEDNN_OPTS": Dimension("env.TF_ENABLE_ONEDNN_OPTS", (None, "0", "1")),
     }
-
-
-def pin_inert(space: dict[str, Dimension], machine: MachineFacts,
-              preferred: Mapping[str, Any]) -> tuple[dict[str, Dimension], dict[str, str]]:
-    """Give the space with knobs that cannot matter on `machine` pinned, and {knob: why} for each one changed.
-
-    A knob that cannot matter is left unset when unset is one of its choices (setting it would only
-    make rows claim a setting that did nothing), else it takes its `preferred` value (the reference
-    settings') when that is in range, else its first choice.
-    """
-    out, notes = dict(space), {}
-    openmp = machine.tensorflow.openmp
-    vcpus = machine.cpu.vcpus
-
-    def pin(name: str, value: Any, why: str) -> None:
-        out[name] = out[name].pin(value)
-        notes[name] = f"{name[4:] if name.startswith('env.') else name} pinned to {'unset' if value is None else value}: {why}"
-
-    if openmp.linked is False:
-        for name in _OPENMP_KNOBS:
-            dim = out.get(name)
-            if dim is not None and not dim.pinned:
-                if dim.contains(None):
-                    value = None
-                elif dim.contains(preferred.get(name)):
-                    value = preferred.get(name)
-                else:
-                    value = dim.choices[0] if dim.choices else dim.low
-                pin(name, value, f"{openmp.statement} (search.pin_inert: false keeps it searchable)")
-    dim = out.get("inter_op_threads")
-    if vcpus and dim is not None and not dim.pinned:
-        if dim.choices is not None:
-            kept = tuple(c for c in dim.choices if c is None or c <= vcpus)
-            if len(kept) < len(dim.choices):
-                out["inter_op_threads"] = Dimension(dim.name, kept or (vcpus,))
-                notes["inter_op_threads"] = (f"inter_op_threads above the {vcpus} vCPUs dropped: more inter-op "
-                                             "threads than vCPUs only time-share the same cores")
-        elif dim.high > vcpus:
-            out["inter_op_threads"] = Dimension(dim.name, None, min(dim.low, vcpus), vcpus, dim.log)
-            notes["inter_op_threads"] = (f"inter_op_threads capped at the {vcpus} vCPUs: more only time-share "
-                                         "the same cores")
-    return out, notes
