@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 import pipebench.results as results
-from pipebench.report.configurations import configurations
+from pipebench.results.configurations import configurations
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIDENT = ("not input-bound", "moderately input-bound", "highly input-bound")

@@ -174,7 +174,7 @@ def test_rows_of_runs_before_cpu_accounting_still_read_as_configurations():
     import dataclasses
     import json
 
-    from pipebench.report.configurations import configurations
+    from pipebench.results.configurations import configurations
     from report_fixtures import trial
 
     new = trial("t", "input", "aws-sample", "tfrecord", [{"batch": 64}, "decode"], 1000.0, ["data/x"])

@@ -12,7 +12,7 @@ import pytest
 from badinput import Bad, cases
 from pipebench.measure.intervals import t_quantile
 from pipebench.report.compare import unpaired_ratio
-from pipebench.report.configurations import configurations, paired_ratio
+from pipebench.results.configurations import configurations, paired_ratio
 from report_fixtures import VECTORIZED, configuration, machine, make_run, trial
 
 

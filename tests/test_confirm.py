@@ -18,8 +18,8 @@ from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.measure.facts import MachineFacts
 from pipebench.measure.trial import TrialRecord, TrialStatus
-from pipebench.report.configurations import configurations, paired_ratio
 from pipebench.results import IMPORTANCES_FILE, SUMMARY_FILE
+from pipebench.results.configurations import configurations, paired_ratio
 from pipebench.results.run_folder import RunFolder
 from pipebench.search.loop import run_trials
 from pipebench.testing import fake_measure, windows_at
@@ -163,7 +163,7 @@ def test_a_search_and_the_report_of_its_rows_name_the_same_winner(tmp_path):
     configuration whose windows stall (median 100k, geometric mean 40k) won the search while the report called the
     steady one (60k) fastest. Both now rank by one statistic over the rounds the configurations share."""
     from pipebench.report.action import Baseline, action
-    from pipebench.report.tables import fastest
+    from pipebench.results.configurations import fastest
 
     experiment = _experiment(tmp_path, n_trials=9, confirm_top=2, confirm_rounds=3, enqueue_reference=False,
                              space={"batch_size": [256, 512], "intra_op_threads": [1]})

@@ -146,8 +146,8 @@ def test_figures_give_each_mode_its_own_scale_and_draw_intervals(tmp_path):
     import matplotlib.pyplot as plt
     from matplotlib.container import BarContainer
 
-    from pipebench.report.configurations import configurations
     from pipebench.report.figures import input_bound, throughput
+    from pipebench.results.configurations import configurations
 
     found = configurations(passing_rows([]))
     figure = plt.figure()

@@ -132,7 +132,7 @@ def test_a_run_of_schema_v6_reads_with_its_verdicts_on_the_waiting_share_and_say
 def test_a_re_measured_busy_trial_pairs_with_no_round_it_did_not_run_in():
     """A busy trial measured again at the end of the run keeps its repeat index, but ran in no round with the
     others: pairing it with their repeat would call a ratio of two moments paired."""
-    from pipebench.report.configurations import configurations, paired_ratio
+    from pipebench.results.configurations import configurations, paired_ratio
 
     rows = [_row("input", [10.0, 10.0], repeat=r, configuration="a") for r in range(3)]
     rows += [_row("input", [20.0, 20.0], repeat=r, configuration="b") for r in range(3)]

@@ -33,7 +33,7 @@ class StageCost:
 class CapacityProfile:
     """A pipeline's stage costs, measured in fresh workers pinned to `cores` CPUs."""
 
-    configuration_id: str  # the configuration profiled (pipebench.report.configurations)
+    configuration_id: str  # the configuration profiled (pipebench.results.configurations)
     pipeline: str  # its label ("aws-sample / tfrecord, file mode")
     batch_size: int
     cores: int  # CPUs the measuring workers were pinned to (sched_setaffinity before TensorFlow started)

@@ -210,9 +210,9 @@ def _known_text(ids: Sequence[str], limit: int = 160) -> str:
 
 def chosen_configuration(run, configuration_id: str | None):
     """Give the configuration to profile: the one named, else the fastest (train mode first, else input;
-    pipebench.report.configurations ranked). UsageError naming the run folder otherwise."""
-    from pipebench.report.configurations import configurations
-    from pipebench.report.tables import fastest
+    pipebench.results.configurations ranked). UsageError naming the run folder otherwise."""
+    from pipebench.results.configurations import configurations
+    from pipebench.results.configurations import fastest
 
     found = configurations(run.rows)
     if configuration_id is not None:

@@ -2,7 +2,7 @@
 pipebench.search.plan pins the knobs a machine cannot honour).
 
 A knob is `pipeline` (a candidate's label), `batch_size`, `intra_op_threads`, `inter_op_threads`
-(0 = TensorFlow's default), `env.<VAR>` for the variables in `measure.trial.ENV_KNOBS` (null = unset), or
+(0 = TensorFlow's default), `env.<VAR>` for the variables in `config.choices.ENV_KNOBS` (null = unset), or
 `stage.<kind>.<param>` (e.g. `stage.prefetch.buffer_size`; `stage.cache.enabled: [true, false]`
 switches cache or prefetch off), `source.<field>` (e.g. `source.num_parallel_reads`) or
 `option.<group>.<name>` (a tf.data option, e.g. `option.threading.private_threadpool_size`), set on

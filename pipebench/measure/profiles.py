@@ -43,12 +43,12 @@ def _unknown_trial(choice: str, trial_ids: list[str], run_dir: Path) -> UsageErr
 def chosen_rows(rows: list[TrialRow], choice: str, run_dir: Path) -> list[TrialRow]:
     """Give the rows of the trials `--profile choice` names.
 
-    best: the first repeat of the run's fastest configuration (train, else input: report.tables.fastest);
+    best: the first repeat of the run's fastest configuration (train, else input: results.configurations.fastest);
     all-train: every ok train trial; anything else is a trial id of the run.
     """
     if choice == "best":
-        from pipebench.report.configurations import configurations
-        from pipebench.report.tables import fastest
+        from pipebench.results.configurations import configurations
+        from pipebench.results.configurations import fastest
 
         best = fastest(configurations(rows))
         if best is None:

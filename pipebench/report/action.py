@@ -2,7 +2,7 @@
 what it changes, and how to export it.
 
 One producer for the sentence `pipebench run` prints after its verdicts, and summary.md and the report
-open with. The fastest configuration is the ranking's (pipebench.report.configurations.ranked: train
+open with. The fastest configuration is the ranking's (pipebench.results.configurations.ranked: train
 mode when measured, else the pipeline alone); the reference is `pipelines.baseline` (`run --baseline`:
 a pipeline of the experiment or a configuration id), else the experiment's first preset, read in its
 own format at TF's default threads and the experiment's first batch size, where the run measured it
@@ -20,7 +20,7 @@ from pathlib import Path
 from pipebench.measure.intervals import difference_verdict
 from pipebench.pipeline.function import FUNCTION_ORDERING
 from pipebench.pipeline.presets import NATIVE_FORMAT
-from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.results.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.results.trial_row import TrialRow
 
 #: How a format is named in a sentence.
@@ -113,7 +113,7 @@ def _reference(found: Sequence[Configuration], baseline: Baseline, best: Configu
 
 def _export(run_dir: Path | None, best: Configuration, found: Sequence[Configuration]) -> str:
     """Give the command that exports `best`'s input_fn (naming its trial when it is not what export picks itself)."""
-    from pipebench.report.tables import fastest
+    from pipebench.results.configurations import fastest
 
     where = shlex.quote(str(run_dir)) if run_dir is not None else "RUN_DIR"
     trial = "" if fastest(found) is best else f" --trial {best.rows[0].trial_id}"

@@ -7,7 +7,7 @@ whose rows add an interval, the bottleneck and the profile they come from, and w
 every run that measured the profiled pipeline is `model_error` (empty for linear). `evidence` is each
 item's own: what it measured, with the interval it was judged on.
 
-Every rule reads configurations (a configuration's repeats pooled, pipebench.report.configurations),
+Every rule reads configurations (a configuration's repeats pooled, pipebench.results.configurations),
 never a single trial, and compares like with like by paired ratio over the rounds both ran in. A
 comparison whose 95% interval cannot decide says "inconclusive" and is a WARN, never a PASS or FAIL.
 """
@@ -28,11 +28,12 @@ from pipebench.measure.intervals import Interval
 from pipebench.pipeline.function import FUNCTION_ORDERING, data_files
 from pipebench.report.checklist_records import (CHECKLIST_VERSION, Checklist, Item, MeasuredCost, MigrationNote,
                                                 ProjectedCost, Ranking)
-from pipebench.report.configurations import Configuration, configurations, paired_ratio, ranked
+from pipebench.results.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
                                           profiled)
 from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
-from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest, fastest_by
+from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by
+from pipebench.results.configurations import fastest
 from pipebench.report.verdicts import FIGURE, meaning, trainer_text
 from pipebench.results import RunResults
 from pipebench.results.trial_row import TrialRow

@@ -21,7 +21,7 @@ from typing import Any
 from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import CONFIDENCE, Interval, difference_verdict, t_quantile
-from pipebench.report.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
+from pipebench.results.configurations import LABEL_COLUMNS, NOT_COMPARED, Configuration, configurations
 from pipebench.report.tables import ENV_COLUMNS, env_of, threads_of
 from pipebench.report.verdicts import FIGURE, trainer_text
 from pipebench.results import RunResults, load

@@ -20,7 +20,7 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import WAITING
 from pipebench.measure.intervals import INPUT_BOUND_HIGH, INPUT_BOUND_LOW, Interval
 from pipebench.report.checklist_records import ModelError
-from pipebench.report.configurations import Configuration, configurations, ranked
+from pipebench.results.configurations import Configuration, configurations, ranked
 from pipebench.report.projections import Profiled
 from pipebench.report.tables import ENV_COLUMNS, batch_text, decode_style, fastest_by
 from pipebench.results.study import StudyRecord, Unavailable

@@ -15,15 +15,16 @@ import pandas as pd
 from pipebench.atomic import atomic_dir
 from pipebench.capacity.model import MODEL_SUMMARY, TRANSFER_ASSUMPTION, rates_per_core, stage_costs
 from pipebench.errors import PipebenchError, UsageError
-from pipebench.report.configurations import Configuration, configurations
 from pipebench.measure.intervals import Interval
+from pipebench.report.action import action, baseline_of
 from pipebench.report.figures import Figure, render
 from pipebench.report.projections import error_text, model_errors, profiled
-from pipebench.report.action import action, baseline_of
 from pipebench.report.summary import RANKING, best_table, busy_lines
+from pipebench.report.tables import batch_text, env_text, gains, threads_text, ties
 from pipebench.report.verdicts import MEASURES, verdicts
-from pipebench.report.tables import batch_text, env_text, fastest, gains, threads_text, ties
+from pipebench.results.configurations import fastest
 from pipebench.results import RunResults, load_many
+from pipebench.results.configurations import Configuration, configurations
 
 HTML_FILE, MARKDOWN_FILE, FIGURES_DIR = "report.html", "report.md", "figures"
 _STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"

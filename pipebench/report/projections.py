@@ -15,7 +15,7 @@ from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
 from pipebench.catalog import Catalog, Instance
 from pipebench.measure.intervals import Interval
 from pipebench.report.checklist_records import ModelError, ProjectedCost
-from pipebench.report.configurations import Configuration, configurations, ranked
+from pipebench.results.configurations import Configuration, configurations, ranked
 from pipebench.report.whatif import capped, scaling, synthetic_ceiling
 from pipebench.results import RunResults
 

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from pipebench.measure.intervals import Interval
-from pipebench.report.configurations import Configuration, configurations
+from pipebench.results.configurations import Configuration, configurations
 from pipebench.results.trial_row import TrialRow
 
 FORMULA = "FastFlow's initial worker count ceil((C − L)/R − 0.1)"

@@ -8,12 +8,12 @@ from pipebench.config.choices import TRIAL_MODES
 from pipebench.datasets import DataFacts
 from pipebench.measure.facts import MachineFacts
 from pipebench.report.action import Baseline, action
-from pipebench.report.configurations import configurations, ranked
 from pipebench.report.service_sizing import sizing_lines
 from pipebench.report.tables import batch_text
 from pipebench.report.verdicts import MEASURES, verdicts
 from pipebench.report.winner import winner_lines
 from pipebench.results import SUMMARY_FILE
+from pipebench.results.configurations import configurations, ranked
 from pipebench.results.run_folder import RunFolder
 from pipebench.results.trial_row import TrialRow
 

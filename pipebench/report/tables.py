@@ -1,7 +1,7 @@
 """Shared views of the trials table for figures, report, checklist and compare: the fastest configuration,
 decode style, knob texts, and the paired gains over the references a run measured.
 
-Every comparison here is between configurations (repeats pooled, pipebench.report.configurations),
+Every comparison here is between configurations (repeats pooled, pipebench.results.configurations),
 never between single rows: one draw of a noisy trial decides nothing.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval, difference_verdict
 from pipebench.config.choices import ENV_KNOBS
 from pipebench.measure.trial import TrialSpec
-from pipebench.report.configurations import NOT_COMPARED, Configuration, configurations, paired_ratio, ranked
 from pipebench.results import TRIALS_FILE, RunResults
+from pipebench.results.configurations import NOT_COMPARED, Configuration, configurations, fastest, paired_ratio, ranked
 from pipebench.results.run_folder import TRIALS_DIR
 from pipebench.results.trial_row import TrialRow
 from pipebench.values import echo
@@ -25,8 +25,6 @@ ENV_COLUMNS = tuple(f"env_{name}" for name in ENV_KNOBS)
 DECK_PIPELINE = "aws-sample"
 #: The batch size of the deck's pipeline (the sample's default), used when the run has none at the best's batch.
 DECK_BATCH_SIZE = 1024
-#: Which mode answers "which configuration is fastest": train when measured, else the pipeline alone.
-BEST_MODES = ("train", "input")
 
 
 def decode_style(row: TrialRow) -> str | None:
@@ -66,15 +64,6 @@ def env_text(row: TrialRow) -> str:
 def env_of(values: Mapping[str, str | None]) -> str:
     """Give the environment knobs set among `values` (env_* column → value), 'none set' when none is."""
     return ", ".join(f"{column[4:]}={value}" for column, value in values.items() if value is not None) or "none set"
-
-
-def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -> Configuration | None:
-    """Give the fastest configuration of the first of `modes` that has one (ranked by mean), else None."""
-    for mode in modes:
-        order = ranked([c for c in found if c.mode == mode])
-        if order:
-            return order[0][0]
-    return None
 
 
 def fastest_by(found: Sequence[Configuration], key: Callable[[Configuration], object]) -> dict:

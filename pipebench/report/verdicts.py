@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pipebench.measure.figures import SLOWDOWN, WAITING, Figures
 from pipebench.measure.intervals import INPUT_BOUND_LOW, Interval
-from pipebench.report.configurations import Configuration, configurations
 from pipebench.report.tables import batch_text
+from pipebench.results.configurations import Configuration, configurations
 from pipebench.results.trial_row import TrialRow
 
 #: How the two input measures are named and explained wherever a verdict is shown.

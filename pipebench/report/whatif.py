@@ -20,7 +20,7 @@ from pipebench.capacity.model import TRANSFER_ASSUMPTION, ceiling, feed_cores, p
 from pipebench.catalog import AcceleratorRate, Catalog, Instance
 from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval
-from pipebench.report.configurations import configurations
+from pipebench.results.configurations import configurations
 from pipebench.results import RunResults
 from pipebench.typed import to_json
 

@@ -105,7 +105,7 @@ def _figure(name: str, part: str, scale: float = 1.0) -> Callable[[RowContext], 
 
 
 def _input_bound(c: RowContext) -> str | None:
-    """The trial's label on its basis; inconclusive on a busy machine (report.configurations.Configuration.verdict)."""
+    """The trial's label on its basis; inconclusive on a busy machine (results.configurations.Configuration.verdict)."""
     if c.figures is None or c.figures.verdict is None:
         return None
     return "inconclusive" if _busy(c) else c.figures.verdict

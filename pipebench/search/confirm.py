@@ -6,7 +6,7 @@ is fastest. So after the exploration trials, the `search.confirm_top` configurat
 geometric mean of what was measured, and the references (budget.REFERENCES, on the leading candidate's format
 and source mode), are measured again in *rounds*: each round measures every contender still in the
 race once, as fresh trials in a seeded random order (RMIT, pipebench.measure.round_order), whose `repeat`
-is the round (1, 2, ...), so pipebench.report.configurations pairs them like the grid's repeats.
+is the round (1, 2, ...), so pipebench.results.configurations pairs them like the grid's repeats.
 
 From the second round on, a contender whose paired ratio to the leader (ratio_interval over the
 rounds both ran) lies entirely below 1 leaves the race (racing, as irace and SMAC3's intensifier
@@ -16,7 +16,7 @@ the close candidates apart. Rounds go on while the phase's share of `search.n_tr
 (`confirm_rounds` × `confirm_top` + REFERENCE_ROUNDS × the references) holds a round of at least two;
 a round it cannot hold whole races the leader and its nearest challengers only. The leader, in a round
 and at the end, is the first by paired comparison over the rounds contenders share
-(intervals.paired_order, the rule pipebench.report.configurations ranks by, over the same values: each
+(intervals.paired_order, the rule pipebench.results.configurations ranks by, over the same values: each
 trial's geometric mean over its windows), so the study's winner is the report's fastest. Its throughput
 is the geometric mean over its rounds with Student's t over their logs (as every throughput), and its
 gain over each reference is their paired ratio with its 95% interval. No Optuna import here.

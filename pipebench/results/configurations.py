@@ -30,6 +30,8 @@ NOT_COMPARED = "not compared (fewer than two shared rounds)"
 #: What names a configuration in a row, beside its id (for tables).
 LABEL_COLUMNS = ("mode", "pipeline", "format", "source_mode", "ordering", "batch_size", "intra_op_threads",
                  "inter_op_threads")
+#: Which mode answers "which configuration is fastest": train when measured, else the pipeline alone.
+BEST_MODES = ("train", "input")
 
 
 def _windows(row: TrialRow, repeat_index: int) -> list[Window]:
@@ -168,3 +170,11 @@ def ranked(found: Sequence[Configuration]) -> list[tuple[Configuration, Interval
             out.append((config, ratio, difference_verdict(ratio)))
     return out
 
+
+def fastest(found: Sequence[Configuration], modes: Sequence[str] = BEST_MODES) -> Configuration | None:
+    """Give the fastest configuration of the first of `modes` that has one (ranked), else None."""
+    for mode in modes:
+        order = ranked([c for c in found if c.mode == mode])
+        if order:
+            return order[0][0]
+    return None
