@@ -26,7 +26,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import predict
 from pipebench.capacity.profile import PinnedPrefix, measure_rounds, parallel_efficiency, profile_of
 from pipebench.measure.intervals import Interval, geometric_interval
@@ -35,6 +34,7 @@ from pipebench.measure.manager import Limits
 from pipebench.pinning import Pinning, pinning_for, quota_unavailable
 from pipebench.pipeline.prefixes import prefixes
 from pipebench.pipeline.presets import preset
+from pipebench.results.stage_costs import CapacityProfile
 from pipebench.testing import three_formats
 from pipebench.testing import trial_spec
 from pipebench.typed import from_json, to_json

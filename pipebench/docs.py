@@ -341,7 +341,7 @@ def undocumented_columns() -> list[str]:
 RECORDS = (
     ("machine.json", "pipebench.measure.facts:MachineFacts", "In every run folder (`pipebench env --json` prints it)"),
     ("data.json", "pipebench.datasets:DataFacts", "In every run folder"),
-    ("capacity.json", "pipebench.capacity.costs:CapacityProfiles", "In a run folder `pipebench capacity` profiled"),
+    ("capacity.json", "pipebench.results.stage_costs:CapacityProfiles", "In a run folder `pipebench capacity` profiled"),
     ("importances.json", "pipebench.results.study:StudyRecord", "In the run folder of an Optuna study (written when "
                                                                 "the study ends)"),
     ("job.json", "pipebench.sagemaker.job:JobFacts", "Beside each SageMaker host's run folder (the entry point "

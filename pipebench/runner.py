@@ -93,7 +93,7 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     """Run (or resume, when run_dir is given) the experiment; give the run folder and how it ended.
 
     `profile` (best, all-train or a trial id) captures TensorBoard profiles of those trials once they are
-    measured (pipebench.measure.profiles).
+    measured (pipebench.profiling).
     """
     from pipebench.report.action import action, baseline_of
     from pipebench.report.summary import best_table
@@ -103,12 +103,12 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     with _folder(experiment, run_dir, instance_type, experiment["search"]["storage"], None, "search.storage",
                  log) as (run_folder, _, planner):
         if profile is not None and isinstance(planner, GridPlanner):  # a study's trials are not known yet
-            from pipebench.measure.profiles import refuse_unknown_trial
+            from pipebench.profiling import refuse_unknown_trial
 
             refuse_unknown_trial(profile, planner.trial_ids(), run_dir or experiment.source or run_folder.path)
         result = run_trials(planner, run_folder, experiment, log=log)
         if profile is not None:
-            from pipebench.measure.profiles import profile_trials
+            from pipebench.profiling import profile_trials
 
             profile_trials(run_folder, run_folder.rows(), profile, trial_limits(experiment), log=log)
     log(best_table(result.rows))

@@ -10,8 +10,8 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.measure.intervals import geometric_interval, mean_interval
+from pipebench.results.stage_costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 
 
 def stage_rounds(cost: float, spread: float = 0.0, rounds: int = 5) -> list[float]:

@@ -8,7 +8,7 @@ import pytest
 
 from capacity_fixtures import profile
 
-from pipebench.capacity.costs import CapacityProfile
+from pipebench.results.stage_costs import CapacityProfile
 from pipebench.capacity.model import (CORES, IO, ceiling, cores_to_feed, feed_cores, predict, rates_per_core,
                                       stage_costs, threads)
 from pipebench.errors import PipebenchError

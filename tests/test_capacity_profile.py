@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipebench.capacity.costs import PROFILE_FILE, CapacityProfile, CapacityProfiles
 from pipebench.pipeline.prefixes import prefixes
+from pipebench.results.stage_costs import PROFILE_FILE, CapacityProfile, CapacityProfiles
 from pipebench.capacity.profile import (PinnedPrefix, RoundValue, _known_text, _one_round, measure_rounds,
                                         prefix_trial, stage_costs, write_profiles)
 from pipebench.errors import TrialError

@@ -18,7 +18,7 @@ from report_fixtures import row_of
 
 import pipebench.results as results
 from pipebench.errors import UsageError
-from pipebench.measure.profiles import PROFILES_DIR, chosen_rows, trace_files
+from pipebench.profiling import PROFILES_DIR, chosen_rows, trace_files
 from pipebench.results.trial_row import TrialRow
 from pipebench.testing import run_pipebench, tiny_experiment, windows_at
 from pipebench.typed import to_json

@@ -11,16 +11,16 @@ known. Hence
 
 and the bottleneck is the term that wins: a thread's stages ("source + batch"), "cores" or "I/O".
 
-No TensorFlow and no I/O here: the profile (pipebench.capacity.costs) is read by the caller.
+No TensorFlow and no I/O here: the profile (pipebench.results.stage_costs) is read by the caller.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from pipebench.capacity.costs import CapacityProfile, StageCost
 from pipebench.errors import DataError, UsageError
 from pipebench.measure.intervals import Interval
+from pipebench.results.stage_costs import CapacityProfile, StageCost
 from pipebench.values import ABOVE_0, AT_LEAST_0, check_number
 
 #: Printed wherever a prediction for another machine is: the model's one transfer assumption.

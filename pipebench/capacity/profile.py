@@ -17,7 +17,7 @@ is kept and counted in the profile's `busy_rounds`. On
 2 vCPUs a neighbour's core is half the machine: the first capacity benchmark, taken beside other
 agents' tests, measured three pipelines slower on 2 cores than on 1.
 
-The profiles go to RUN_DIR/capacity.json (pipebench.capacity.costs), replacing any earlier profile of
+The profiles go to RUN_DIR/capacity.json (pipebench.results.stage_costs), replacing any earlier profile of
 the same configuration and core count and keeping the others; the file is written whole or not at all.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pipebench.atomic import atomic_write_json
-from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
+from pipebench.results.stage_costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
 from pipebench.pipeline.prefixes import Prefix, prefixes
 from pipebench.config import typed_block
 from pipebench.errors import ConfigError, DataError, TrialError, UsageError

@@ -186,7 +186,7 @@ class TrialSpec:
     remeasure_of: str | None = None  # the trial this one measures again (its machine was busy)
     # input mode only: measure the pipeline's first N stages, sunk (pipebench capacity's per-stage profiles)
     prefix_stages: int | None = None
-    # a profiling re-run (pipebench.measure.profiles): one window under the TensorFlow profiler into this folder
+    # a profiling re-run (pipebench.profiling): one window under the TensorFlow profiler into this folder
     profile_dir: str | None = None
     # a train trial times its synthetic ceiling in alternation with it; False times the train arm alone
     # (benchmarks/pairing.py's control)
@@ -273,7 +273,7 @@ class TrialRecord:
     # source mode `service`: bytes per example in the elements the service sends (before compression), read from
     # one element of the split part; × examples/s is what the client receives
     service_bytes_per_example: float | None = None
-    # a profiling re-run (pipebench.measure.profiles): one window under the TensorFlow profiler, nothing timed
+    # a profiling re-run (pipebench.profiling): one window under the TensorFlow profiler, nothing timed
     profiled: bool = False
 
     def __post_init__(self) -> None:

@@ -18,7 +18,7 @@ untimed, until the process is idle (its buffers full; a cached pipeline refills 
 Rounds go on past `windows` while the interval of the figure the verdict reads (its
 basis: the slowdown, or the waiting share for an accelerator trainer; pipebench.measure.figures)
 straddles a threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
-(pipebench.measure.profiles) warms up the same way, then runs one window under the TensorFlow
+(pipebench.profiling) warms up the same way, then runs one window under the TensorFlow
 profiler and reports no figure from it (`profiled_window`).
 
 No TensorFlow import here: the loops are handed in.
@@ -215,7 +215,7 @@ def profiled_window(tf, arm: Arm, timing: Timing, profile_dir: str) -> dict:
     """Warm `arm` up as a measured trial does, run one window under the TensorFlow profiler into `profile_dir`;
     give the record's warm-up facts (the window's rate is not reported: profiling slows it).
 
-    A profiling re-run's (pipebench.measure.profiles); the worker passes its imported TensorFlow.
+    A profiling re-run's (pipebench.profiling); the worker passes its imported TensorFlow.
     """
     warmup_sec, steady = _warm_up([arm], timing)
     Path(profile_dir).mkdir(parents=True, exist_ok=True)

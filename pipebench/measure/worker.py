@@ -15,7 +15,7 @@ type TensorFlow placed its step on (`train_device`): under `measurement.trainer:
 figure the input-bound verdict reads, and so how long the trial measures rounds (pipebench.measure.figures).
 
 A trial with a `profile_dir` (a profiling re-run's) warms up, then runs one window under the TensorFlow
-profiler into that folder and reports no figure (pipebench.measure.profiles).
+profiler into that folder and reports no figure (pipebench.profiling).
 
 An input trial with `prefix_stages: N` (capacity profiling's) measures only the source and the pipeline's first N stages (pipebench.pipeline.prefixes); a
 prefix of single examples or records is consumed through shard(K, 0), K elements per loop step.
@@ -258,7 +258,7 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
         train = Arm("train", lambda: iter(fed), loop, releasable=pipeline.releasable, cpu_clock=process_tree_cpu_sec)
         # TrialSpec.paired false (benchmarks/pairing.py's control) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if trial.paired else [train]
-    if trial.profile_dir:  # a profiling re-run (pipebench.measure.profiles): one profiled window, nothing timed
+    if trial.profile_dir:  # a profiling re-run (pipebench.profiling): one profiled window, nothing timed
         record.update(profiled_window(tf, arms[0], timing, trial.profile_dir))
         return record
     # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipebench.capacity.costs import CapacityProfile
 from pipebench.capacity.model import TRANSFER_ASSUMPTION, predict
 from pipebench.catalog import Catalog, Instance
 from pipebench.measure.intervals import Interval
@@ -18,6 +17,7 @@ from pipebench.report.checklist_records import ModelError, ProjectedCost
 from pipebench.results.configurations import Configuration, configurations, ranked
 from pipebench.report.whatif import capped, scaling, synthetic_ceiling
 from pipebench.results import RunResults
+from pipebench.results.stage_costs import CapacityProfile
 
 MODEL_LABEL, LINEAR_LABEL = "per-stage model", "linear"
 #: What a configuration is, across machines: its id holds file paths and threads, which differ there.

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pipebench.capacity.costs import PROFILE_FILE, CapacityProfile
 from pipebench.capacity.model import TRANSFER_ASSUMPTION, ceiling, feed_cores, predict
 from pipebench.catalog import AcceleratorRate, Catalog, Instance
 from pipebench.errors import UsageError
 from pipebench.measure.intervals import Interval
 from pipebench.results.configurations import configurations
 from pipebench.results import RunResults
+from pipebench.results.stage_costs import PROFILE_FILE, CapacityProfile
 from pipebench.typed import to_json
 
 #: 2 (2026-11-26): typed; every interval {"mean", "low", "high", "n"}; `unavailable` beside null figures.

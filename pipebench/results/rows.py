@@ -177,7 +177,7 @@ COLUMNS: dict[str, Callable[[RowContext], Any]] = {
     "windows_json": lambda c: json.dumps(to_json(c.outcome.record.windows_measured)),
     "usage_samples": lambda c: None if c.outcome.usage is None else c.outcome.usage.samples,
     # profiling is never on while a trial is timed: a separate re-run after the run's trials captures it, and
-    # pipebench.measure.profiles records its folder in the row by `profiled_row` (RunFolder.note_profile)
+    # pipebench.profiling records its folder in the row by `profiled_row` (RunFolder.note_profile)
     "profile_dir": lambda c: None,
     "study": lambda c: c.study,
     "optuna_trial_number": lambda c: c.optuna_trial_number,

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json, naming
-from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
 from pipebench.datasets import DataFacts, DataSet
 from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
 from pipebench.measure.facts import MachineFacts
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
+from pipebench.results.stage_costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
 from pipebench.results.store import append_rows, check_table, read_table, write_table
 from pipebench.results.study import StudyRecord, read_study
 from pipebench.results.trial_row import TrialRow, records, rows_of

@@ -53,7 +53,7 @@ TRIAL_FIELDS = [
     ("input_slowdown_pct", pa.float64()), ("input_slowdown_low_pct", pa.float64()),
     ("input_slowdown_high_pct", pa.float64()), ("rounds", pa.int64()), ("rounds_cap_hit", pa.bool_()),
     ("busy_machine", pa.bool_()), ("windows_json", pa.string()),
-    # v5: where `pipebench run --profile` put the trial's TensorBoard profile (pipebench.measure.profiles)
+    # v5: where `pipebench run --profile` put the trial's TensorBoard profile (pipebench.profiling)
     ("profile_dir", pa.string()),
     # v6: source mode `service`: the sources.service settings the trial ran with (null in other modes)
     ("service_json", pa.string()), ("service_bytes_per_example", pa.float64()),

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
-from pipebench.capacity.costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
+from pipebench.results.stage_costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
 from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.errors import DataError
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts, upgrade_v1

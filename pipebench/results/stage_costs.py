@@ -1,4 +1,5 @@
-"""The per-stage cost profile of one pipeline: the record the measurement writes and the model reads.
+"""The per-stage cost profile of one pipeline: the record the measurement writes and the model reads (capacity.json,
+a file of the run folder: results/ loads it with the run, below capacity/ and report/, which both read it).
 
 It crosses a process and a module boundary (capacity.json in a run folder; the whatif command and
 the checklist read it), so it is a typed record (pipebench.typed): a missing key is an error, never
