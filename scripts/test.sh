@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up both environments; lint, then run every test with the latest TensorFlow and build the docs, then the
-# TensorFlow tests (`-m tf`) with TF 2.14 too: a test that touches no TensorFlow gives the same answer in both.
+# Set up both environments; lint (ruff, then the import layers), then run every test with the latest TensorFlow
+# and build the docs, then the TensorFlow tests (`-m tf`) with TF 2.14 too: a test that touches no TensorFlow
+# gives the same answer in both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
@@ -9,6 +10,8 @@ export TF_CPP_MIN_LOG_LEVEL=2
 ./scripts/ensure-tmux.sh || echo "test: tmux could not be installed; the progress display's terminal test says why" >&2
 ./scripts/setup.sh latest
 .venv/bin/python -m ruff check .
+# The package layers (pyproject.toml [tool.importlinter]; docs/development/architecture.md, "Layers").
+.venv/bin/lint-imports
 .venv/bin/python -m pytest "$@"
 # A stale generated page, a broken link or a missing page fails here (site/ is ignored by git). Not --quiet: it
 # hides the warnings --strict counts. NO_MKDOCS_2_WARNING silences Material's end-of-life banner.

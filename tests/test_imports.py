@@ -1,5 +1,6 @@
-"""The package's import graph has no cycle, lazy (function-level) imports included; and what a command
-imports stays light: `pipebench --help` and the spec, export and diagnose front ends import no TensorFlow.
+"""The package's import graph has no cycle, lazy (function-level) imports included; every package is on a floor
+of the layers `lint-imports` checks; and what a command imports stays light: `pipebench --help` and the spec,
+export and diagnose front ends import no TensorFlow.
 
 A cycle hidden behind lazy imports (runner ↔ search.study, before the trial loop was one) still
 ties two modules together: each needs the other to be read, tested or replaced.
@@ -83,6 +84,27 @@ def test_the_package_has_no_import_cycle():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _floors() -> list[str]:
+    """Give the modules named on the floors of the layers contract (pyproject.toml, checked by `lint-imports`)."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: pytest's own TOML reader
+        import tomli as tomllib
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    return [name.strip() for floor in contract["layers"] for name in floor.split("|")]
+
+
+def test_every_package_and_top_level_module_is_on_a_floor():
+    """import-linter checks the imports between the modules it is given a floor for and nothing else: a new
+    package or top-level module must be given one (pipebench/__init__.py holds only the version)."""
+    named = _floors()
+    tops = {".".join(_module_name(p).split(".")[:2]) for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+    tops = {"converters" if top.startswith("converters") else top for top in tops} - {"pipebench"}
+    assert sorted(tops - set(named)) == [], "on no floor of [tool.importlinter] in pyproject.toml"
+    assert len(named) == len(set(named)), "a module on two floors"
 
 
 # --- what a command imports: each row runs in a fresh interpreter, which then lists the heavy modules it holds ---
