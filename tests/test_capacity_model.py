@@ -8,10 +8,10 @@ import pytest
 
 from capacity_fixtures import profile
 
-from pipebench.results.stage_costs import CapacityProfile
 from pipebench.capacity.model import (CORES, IO, ceiling, cores_to_feed, feed_cores, predict, rates_per_core,
                                       stage_costs, threads)
 from pipebench.errors import PipebenchError
+from pipebench.results.stage_costs import CapacityProfile
 
 # A single reader (sequential, 2 µs/example: 500k ex/s on its one core), a parallel decode (8 µs) and a
 # batch that costs nothing of its own: 10 µs per example in all.

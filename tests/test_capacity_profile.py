@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from pipebench.pipeline.prefixes import prefixes
-from pipebench.results.stage_costs import PROFILE_FILE, CapacityProfile, CapacityProfiles
 from pipebench.capacity.profile import (PinnedPrefix, RoundValue, _known_text, _one_round, measure_rounds,
                                         prefix_trial, stage_costs, write_profiles)
 from pipebench.errors import TrialError
@@ -16,7 +14,9 @@ from pipebench.measure.intervals import mean_interval
 from pipebench.measure.manager import Limits, Outcome, ProcessFacts
 from pipebench.measure.trial import TrialRecord, TrialStatus, Window
 from pipebench.pinning import Pinning
+from pipebench.pipeline.prefixes import prefixes
 from pipebench.pipeline.presets import preset
+from pipebench.results.stage_costs import PROFILE_FILE, CapacityProfile, CapacityProfiles
 from pipebench.testing import trial_spec
 from report_fixtures import configuration, machine, make_run
 

@@ -6,6 +6,11 @@ is the example). Every key is optional except `name`; unknown keys and wrong typ
 a misspelt knob that silently keeps its default produces a benchmark of the wrong thing. For the same
 reason a key given twice is an error (pipebench.yamlfile reads the file), every number must be finite
 and in its key's stated range (pipebench.values), and `--set` values pass the very same checks.
+
+What a key means beyond its type lives beside this module, below everything that reads an Experiment
+(docs/development/architecture.md, "Layers"): `choices` (trial modes, environment knobs, trainers),
+`budget` (the search's split between exploration and confirmation), `space` (the search space's grammar)
+and `service` (which tf.data service settings can work).
 """
 from __future__ import annotations
 

@@ -31,10 +31,10 @@ import tensorflow as tf
 from converters import MANIFEST, TF_COMPRESSION
 from converters.manifest import read_manifest
 from pipebench.config import resolve_block
+from pipebench.config.service import split_index
 from pipebench.errors import ConfigError
 from pipebench.pipeline.decoders import (apply_options, example_decoder, libsvm_decoder, list_files, packed_decoder,
                                          scalar_decoder)
-from pipebench.config.service import split_index
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Source, Tunable
 from pipebench.sources.readers import hooked_reader, open_hook, pipe_records, through_service
 

@@ -22,7 +22,6 @@ from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
-from pipebench.config import service
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
 from pipebench.pipeline.presets import NATIVE_FORMAT, preset
 from pipebench.pipeline.spec import SOURCE_MODES, PipelineSpec
