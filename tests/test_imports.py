@@ -93,7 +93,7 @@ def _floors() -> list[str]:
     except ModuleNotFoundError:  # Python 3.10: pytest's own TOML reader
         import tomli as tomllib
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    (contract,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    (contract,) = [c for c in config["contracts"] if c["name"] == "pipebench layers"]
     return [name.strip() for floor in contract["layers"] for name in floor.split("|")]
 
 
