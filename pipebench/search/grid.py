@@ -13,9 +13,9 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.config import Experiment, typed_block
-from pipebench.datasets import DataSet
+from pipebench.config import Experiment, service, typed_block
 from pipebench.config.choices import ENV_KNOBS
+from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
 from pipebench.measure.round_order import round_order
