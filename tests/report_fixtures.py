@@ -20,6 +20,7 @@ from pipebench.measure.facts import MachineFacts
 from pipebench.measure.manager import Outcome, ProcessFacts
 from pipebench.measure.sampler import Usage
 from pipebench.config.choices import ENV_KNOBS
+from pipebench.measure.intervals import Interval
 from pipebench.measure.trial import PipelineLabel, Threads, TrialRecord, TrialStatus
 from pipebench.pipeline.presets import preset
 from pipebench.pipeline.spec import PipelineSpec
@@ -27,7 +28,7 @@ from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE
 from pipebench.results.rows import PROCESS_COLUMNS, RECORD_COLUMNS, USAGE_COLUMNS, RowContext, trial_row
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows
-from pipebench.results.study import StudyRecord, Winner, WinnerRate
+from pipebench.results.study import StudyRecord, Winner
 from pipebench.results.trial_row import TrialRow
 from pipebench.testing import trial_spec, windows_at
 from pipebench.typed import from_json
@@ -158,7 +159,7 @@ def study_record(study: str = "s", importances: dict | None = None,
     `trial_ids` (None: no winner, withheld)."""
     winner = None if trial_ids is None else Winner("candidate 1", tuple(trial_ids), "c", (0,),
                                                    {"batch_size": "1024 examples"},
-                                                   WinnerRate(1000.0, 990.0, 1010.0, 3), {}, {})
+                                                   Interval(1000.0, 990.0, 1010.0, 3), {}, {})
     return StudyRecord(study, importances or {}, (), winner,
                        None if winner else "the run stopped before the confirmation phase")
 

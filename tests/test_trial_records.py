@@ -153,7 +153,7 @@ def test_importances_json_is_one_typed_record_written_and_read_back(tmp_path):
                           trial_ids=("s1-7", "s1-9"))
     write_study(tmp_path, record)
     assert read_study(tmp_path) == record and read_study(tmp_path / "nowhere") is None
-    assert read_study(tmp_path).winner.examples_per_sec.rounds == 3
+    assert read_study(tmp_path).winner.examples_per_sec.n == 3
     document = json.loads((tmp_path / IMPORTANCES_FILE).read_text())
     assert document["importances"]["auc"] == {"unavailable": "too few trials"}  # the file's shape is kept
     del document["winner_withheld"]  # a study with a winner left it out before
@@ -163,3 +163,27 @@ def test_importances_json_is_one_typed_record_written_and_read_back(tmp_path):
     (tmp_path / IMPORTANCES_FILE).write_text(json.dumps(document))
     with pytest.raises(DataError, match=rf"^{tmp_path / IMPORTANCES_FILE}: pinned: missing$"):
         read_study(tmp_path)
+
+
+def test_a_winner_written_before_the_intervals_one_shape_reads_as_the_same_record(tmp_path):
+    """Before 2026-11-27 the winner's rate was {mean, low, high, rounds} and a gain {ratio, low, high, rounds,
+    verdict}; now both are the interval's one shape {mean, low, high, n}."""
+    from pipebench.measure.intervals import Interval
+    from pipebench.results.study import WinnerGain
+
+    gains = {"reference deck": WinnerGain(Interval(1.5, 1.2, 1.9, 3), "faster"),
+             "TF defaults": WinnerGain(None, "not compared (no shared round)")}
+    record = study_record("s1", {"examples_per_sec": {"batch_size": 0.7}}, trial_ids=("s1-7",))
+    record = dataclasses.replace(record, winner=dataclasses.replace(record.winner, gains=gains))
+    write_study(tmp_path, record)
+    document = json.loads((tmp_path / IMPORTANCES_FILE).read_text())
+    assert document["winner"]["gains"]["reference deck"]["ratio"] == {"mean": 1.5, "low": 1.2, "high": 1.9, "n": 3}
+    rate = document["winner"]["examples_per_sec"]
+    document["winner"]["examples_per_sec"] = {"mean": rate["mean"], "low": rate["low"], "high": rate["high"],
+                                              "rounds": rate["n"]}
+    document["winner"]["gains"] = {"reference deck": {"ratio": 1.5, "low": 1.2, "high": 1.9, "rounds": 3,
+                                                      "verdict": "faster"},
+                                   "TF defaults": {"ratio": None, "low": None, "high": None, "rounds": 0,
+                                                   "verdict": "not compared (no shared round)"}}
+    (tmp_path / IMPORTANCES_FILE).write_text(json.dumps(document))
+    assert read_study(tmp_path) == record

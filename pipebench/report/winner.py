@@ -4,7 +4,6 @@ Shared by summary.md and the search's own log; reads only the saved record (no O
 """
 from __future__ import annotations
 
-from pipebench.measure.intervals import Interval
 from pipebench.results.study import StudyRecord
 
 
@@ -15,16 +14,14 @@ def winner_lines(study: StudyRecord) -> list[str]:
     if winner is None:
         return [f"Winner: none ({study.winner_withheld})."] if study.winner_withheld else []
     rate = winner.examples_per_sec
-    interval = Interval(rate.mean, rate.low, rate.high, rate.rounds)
-    lines = [f"Winner: **{winner.contender}**, {interval.text()} examples/s (mean over {rate.rounds} "
+    lines = [f"Winner: **{winner.contender}**, {rate.text()} examples/s (mean over {rate.n} "
              f"confirmation rounds, 95% interval; trials {', '.join(winner.trial_ids)}):"]
     lines += [f"- {name}: {value}" for name, value in winner.settings.items()]
     for reference, gain in winner.gains.items():
         if gain.ratio is None:
             lines.append(f"- against {reference}: {gain.verdict}")
         else:
-            ratio = Interval(gain.ratio, gain.low, gain.high, gain.rounds)
-            lines.append(f"- against {reference}: {ratio.text('.2f', unit='×')} (paired over {gain.rounds} "
+            lines.append(f"- against {reference}: {gain.ratio.text('.2f', unit='×')} (paired over {gain.ratio.n} "
                          f"rounds): {gain.verdict}")
     for name, last in winner.left_the_race.items():
         lines.append(f"- {name} left the race after round {last}")

@@ -3,8 +3,9 @@
 The Optuna driver writes one `StudyRecord` (pipebench.search.optuna_driver.finish) and everything that reads
 the file — summary.md, the report's importance figure, `pipebench pipelines export`, the notebooks — reads
 it through `read_study`, strictly (pipebench.typed): a missing or unknown key is a one-line error naming the
-file and key, never a guess. A file written before `winner_withheld` was always written (a study with a
-winner left it out) reads as it did.
+file and key, never a guess. Files written before 2026-11-27 read as they did: without `winner_withheld` (a
+study with a winner left it out), and with the winner's intervals in their own shapes ({"mean", "low", "high",
+"rounds"}; a gain's {"ratio", "low", "high", "rounds", "verdict"}) instead of the interval's one shape.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from pipebench.atomic import atomic_write_json
 from pipebench.errors import DataError
+from pipebench.measure.intervals import Interval
 from pipebench.typed import from_json, read_json, to_json
 
 #: Written by the Optuna driver after a study.
@@ -27,23 +29,11 @@ class Unavailable:
 
 
 @dataclass(frozen=True)
-class WinnerRate:
-    """The winner's examples/s over its confirmation rounds: geometric mean with its 95% interval."""
-
-    mean: float
-    low: float | None
-    high: float | None
-    rounds: int
-
-
-@dataclass(frozen=True)
 class WinnerGain:
-    """The winner against one reference: their paired ratio (null when no round paired them) and its verdict."""
+    """The winner against one reference: their paired ratio over the rounds that paired them (null when none did)
+    and its verdict."""
 
-    ratio: float | None
-    low: float | None
-    high: float | None
-    rounds: int
+    ratio: Interval | None
     verdict: str
 
 
@@ -56,7 +46,7 @@ class Winner:
     configuration_id: str  # configuration_id in trials.parquet
     explored_trials: tuple[int, ...]  # the Optuna trial numbers that explored its settings
     settings: dict[str, str]  # knob → value with its unit (pipebench.search.settings.settings_text)
-    examples_per_sec: WinnerRate  # over its confirmation rounds
+    examples_per_sec: Interval  # geometric mean over its confirmation rounds, with its 95% interval
     gains: dict[str, WinnerGain]  # reference → the winner's paired gain over it
     left_the_race: dict[str, int]  # contender → the last round it ran
 
@@ -94,4 +84,22 @@ def read_study(run_dir: Path) -> StudyRecord | None:
         raise DataError(f"{path}: must be a JSON object, not {type(found).__name__}")
     if found.get("winner") is not None and "winner_withheld" not in found:  # written before it always was
         found = {**found, "winner_withheld": None}
+    if isinstance(found.get("winner"), dict):
+        found = {**found, "winner": _one_interval_shape(found["winner"])}
     return from_json(StudyRecord, found, str(path))
+
+
+def _one_interval_shape(winner: dict) -> dict:
+    """Give a winner written before 2026-11-27 with its intervals in the interval's one JSON shape."""
+    def interval(old: dict, mean_key: str) -> dict:
+        return {"mean": old[mean_key], "low": old.get("low"), "high": old.get("high"), "n": old["rounds"]}
+    out = dict(winner)
+    rate = winner.get("examples_per_sec")
+    if isinstance(rate, dict) and "rounds" in rate:
+        out["examples_per_sec"] = interval(rate, "mean")
+    gains = winner.get("gains")
+    if isinstance(gains, dict):
+        out["gains"] = {name: {"ratio": None if gain.get("ratio") is None else interval(gain, "ratio"),
+                               "verdict": gain.get("verdict")}
+                        if isinstance(gain, dict) and "rounds" in gain else gain for name, gain in gains.items()}
+    return out

@@ -27,7 +27,7 @@ from pipebench.report.winner import winner_lines
 from pipebench.errors import ConfigError
 from pipebench.measure.trial import TrialStatus
 from pipebench.results.run_folder import RunFolder
-from pipebench.results.study import StudyRecord, Unavailable, Winner, WinnerGain, WinnerRate, write_study
+from pipebench.results.study import StudyRecord, Unavailable, Winner, WinnerGain, write_study
 from pipebench.results.trial_row import TrialRow
 from pipebench.search import slots
 from pipebench.search.confirm import Contender, Explored, Race, choose_contenders, decide, reads
@@ -316,12 +316,10 @@ def winner_record(study, plan: Plan, race: Race) -> Winner | None:
     trials = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
               if slots.round_of(t) is not None and t.user_attrs.get(slots.CONTENDER) == winner.name]
     rate = decision.throughput
-    gains = {reference: WinnerGain(None, None, None, 0, verdict) if ratio is None
-             else WinnerGain(ratio.mean, ratio.low, ratio.high, ratio.n, verdict)
-             for reference, (ratio, verdict) in decision.gains.items()}
+    gains = {reference: WinnerGain(ratio, verdict) for reference, (ratio, verdict) in decision.gains.items()}
     return Winner(winner.name, tuple(f"{study.study_name}-{t.number}" for t in trials), winner.configuration_id,
                   tuple(int(n) for n in winner.explored), settings_text(worker_trial(plan, winner.params)),
-                  WinnerRate(rate.mean, rate.low, rate.high, rate.n), gains,
+                  rate, gains,
                   {name: int(last) for name, last in decision.dropped.items()})
 
 
