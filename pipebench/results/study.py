@@ -30,8 +30,7 @@ class Unavailable:
 
 @dataclass(frozen=True)
 class WinnerGain:
-    """The winner against one reference: their paired ratio over the rounds that paired them (null when none did)
-    and its verdict."""
+    """The winner against one reference: their paired ratio (null when no round paired them) and its verdict."""
 
     ratio: Interval | None
     verdict: str
