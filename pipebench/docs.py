@@ -344,7 +344,7 @@ RECORDS = (
     ("capacity.json", "pipebench.results.stage_costs:CapacityProfiles", "In a run folder `pipebench capacity` profiled"),
     ("importances.json", "pipebench.results.study:StudyRecord", "In the run folder of an Optuna study (written when "
                                                                 "the study ends)"),
-    ("job.json", "pipebench.sagemaker.job:JobFacts", "Beside each SageMaker host's run folder (the entry point "
+    ("job.json", "pipebench.results.job:JobFacts", "Beside each SageMaker host's run folder (the entry point "
                                                      "writes it)"),
     ("pipebench-launch.json", "pipebench.sagemaker.launch:LaunchManifest", "In the S3 launch folder "
                                                                           "(`pipebench sagemaker launch`)"),

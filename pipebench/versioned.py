@@ -27,6 +27,8 @@ WAS = {
     "sharding.json": ("sharding_version",),
     "manifest.json": ("manifest_version",),
     "feature_map.json": ("feature_map_version",),
+    "job.json": ("job_version",),  # until 2026-11-27, as the launch manifest's launch_version
+    "pipebench-launch.json": ("launch_version",),
 }
 T = TypeVar("T")
 

@@ -71,7 +71,7 @@ def run_folder(path: Path, job: dict | None = None) -> Path:
 
 def job_json(job: dict, host: str, run_dir: str, **changes) -> dict:
     """Give the job.json the entry point writes for `job` on `host`, with `changes` (MISSING drops a key)."""
-    facts = {"job_version": 1, "job_name": job["name"], "instance_type": job["instance_type"],
+    facts = {"schema_version": 1, "job_name": job["name"], "instance_type": job["instance_type"],
              "input_mode": job["input_mode"], "source_mode": SOURCE_MODES[job["input_mode"]],
              "distribution": job["distribution"], "hosts": [host], "current_host": host, "num_cpus": 4, "num_gpus": 0,
              "data_format": "tfrecord", "role": "trainer", "instance_group": "homogeneousCluster",

@@ -102,15 +102,15 @@ ARCHIVE_CASES = [
          source_mode="pipe"),
     # job.json's keys: typed, versioned, one line
     _job("job-missing-key", r"instance_type: missing$", instance_type=MISSING),
-    _job("job-unknown-key", r"flavour: unknown key \(expected one of job_version, .*\)$", flavour="vanilla"),
+    _job("job-unknown-key", r"flavour: unknown key \(expected one of schema_version, .*\)$", flavour="vanilla"),
     _job("job-wrong-type", r"num_cpus: must be int, not str 'four'$", num_cpus="four"),
     _job("job-hosts-not-a-list", r"hosts: must be a list, not str 'algo-1'$", hosts="algo-1"),
     _collect("job-not-json", rf"^{ARCHIVE}: algo-1/job\.json:1: not valid JSON: Expecting property name enclosed in "
              "double quotes$", Archive(hosts=(host(job_text="{"),))),
     _job("job-not-an-object", r"not a job record \(a JSON list, not an object\)$", job_text="[]"),
-    _job("job-no-version", r"not a job record \(no job_version\)$", job_version=MISSING),
-    _job("job-newer-version", r"job_version 2 was written by a newer pipebench \(this one reads 1\): update "
-         r"pipebench$", job_version=2),
+    _job("job-no-version", r"not a job record \(no schema_version\)$", schema_version=MISSING),
+    _job("job-newer-version", r"schema_version 2 was written by a newer pipebench \(this one reads 1\): update "
+         r"pipebench$", schema_version=2),
     # the run folder: read by the run-folder reader before anything is moved
     _collect("run-folder-without-machine-facts", rf"^{ARCHIVE}: algo-1/{RUN}/machine\.json: missing",
              Archive(hosts=(host(files={"machine.json": None}),))),
@@ -156,8 +156,8 @@ ARCHIVE_CASES = [
              r"'\.\./\.\./planted' is not a training job name$", Archive(hosts=(host(),)),
              manifest=lambda m: {**m, "jobs": [{**m["jobs"][0], "name": "../../planted"}]}),
     _collect("manifest-no-version", r"^s3://bench/launch/pipebench-launch\.json: not a launch manifest "
-             r"\(no launch_version\)$", Archive(hosts=(host(),)),
-             manifest=lambda m: {k: v for k, v in m.items() if k != "launch_version"}),
+             r"\(no schema_version\)$", Archive(hosts=(host(),)),
+             manifest=lambda m: {k: v for k, v in m.items() if k != "schema_version"}),
 ]
 
 

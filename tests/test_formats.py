@@ -111,6 +111,31 @@ def test_a_feature_map_of_the_old_spelling_loads():
     assert fmap.feature_size == json.loads((OLD / "feature_map.json").read_text())["feature_size"]
 
 
+def test_a_job_record_and_a_launch_manifest_of_the_old_spelling_are_read_typed(tmp_path):
+    """job.json said `job_version` and the launch manifest `launch_version` until 2026-11-27; a collected folder's
+    jobs.json lists job records, so an old one lists that spelling too."""
+    from pipebench.results.job import read_job, read_jobs
+    from pipebench.sagemaker.launch import read_manifest
+
+    job = read_job(OLD / "job.json", "job.json")
+    assert job.schema_version == 1 and job.run_dir == "tiny/20261126-101010-abcd"
+    manifest = read_manifest((OLD / "pipebench-launch.json").read_bytes(), "pipebench-launch.json")
+    assert manifest.schema_version == 1 and manifest.jobs[0].instance_type == "ml.c5.xlarge"
+    member = tmp_path / "member"
+    shutil.copytree(OLD / "run", member)
+    shutil.copy(OLD / "job.json", member / "job.json")
+    from pipebench.results.upgrade import upgrade_run_folder
+    assert "job.json (job_version → schema_version)" in upgrade_run_folder(member)
+    assert read_job(member / "job.json", "job.json") == job
+    assert next(iter(json.loads((member / "job.json").read_text()))) == "schema_version"
+    listed = tmp_path / "jobs.json"
+    listed.write_text(json.dumps([json.loads((OLD / "job.json").read_text()), to_json(job)]))
+    assert read_jobs(listed) == (job, job)
+    listed.write_text(json.dumps([{**to_json(job), "run_dir": "../../elsewhere"}]))
+    with pytest.raises(DataError, match=rf"^{listed}: \[0\]: run_dir '\.\./\.\./elsewhere': not a folder inside"):
+        read_jobs(listed)
+
+
 def test_check_version_names_the_key_as_the_file_spells_it():
     assert list(check_version({"a": 1, "facts_version": 2}, "f", VERSION_KEY, 2, "x", "y", ("facts_version",))) \
         == [VERSION_KEY, "a"]

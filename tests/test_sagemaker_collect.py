@@ -38,7 +38,7 @@ def test_hosts_of_several_jobs_merge_with_trial_ids_and_remeasure_of_prefixed_al
     assert {s["trial_id"] for s in samples} == {r["trial_id"] for r in trials}
     listed = json.loads((merged / "jobs.json").read_text())
     assert sorted(j["run_dir"] for j in listed) == sorted(labels)
-    assert {j["job_version"] for j in listed} == {1}
+    assert {j["schema_version"] for j in listed} == {1}
     runs = results.load_many([merged], allow_mixed=True)
     assert sorted(str(r.run_dir.relative_to(merged)) for r in runs) == sorted(labels)
     assert not (merged / ".unpack").exists() and not (merged / "algo-1").exists()

@@ -20,7 +20,7 @@ from pipebench.datasets import materialise
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.entry import overrides
 from pipebench.sagemaker.environment import read_environment
-from pipebench.sagemaker.job import read_job
+from pipebench.results.job import read_job
 from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator
 from pipebench.sagemaker.requests import script_mode_hyperparameters
 from pipebench.sagemaker.sourcedir import ENTRY_PROGRAM, build_tarball

@@ -28,12 +28,12 @@ from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json, 
 from pipebench.datasets import DataFacts, DataSet
 from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
 from pipebench.measure.facts import MachineFacts
+from pipebench.results.job import read_jobs
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.stage_costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfiles
 from pipebench.results.store import append_rows, check_table, read_table, write_table
 from pipebench.results.study import StudyRecord, read_study
 from pipebench.results.trial_row import TrialRow, records, rows_of
-from pipebench.typed import read_json
 from pipebench.versioned import WAS, load_versioned
 
 if TYPE_CHECKING:
@@ -126,11 +126,7 @@ def member_runs(run_dir: Path) -> list[Path]:
     jobs = run_dir / JOBS_FILE
     if not jobs.exists():
         return [run_dir]
-    listed = read_json(jobs)
-    if not isinstance(listed, list) or not all(isinstance(j, dict) and isinstance(j.get("run_dir"), str)
-                                               for j in listed):
-        raise DataError(f"{jobs}: must be a list of jobs, each with its run_dir")
-    return [run_dir / job["run_dir"] for job in listed]
+    return [run_dir / job.run_dir for job in read_jobs(jobs)]
 
 
 def read_machine(run_dir: Path) -> MachineFacts:

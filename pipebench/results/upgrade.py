@@ -5,8 +5,8 @@ tables rewritten at the current schema version (columns added since are null in 
 machine.json in layout 2, and data.json built from what the folder knew (its resolved config and
 the trials' data fingerprint; the rows of `data.files` were never recorded, so they stay unknown).
 A folder written before 2026-11-26 gets its JSON records' version key spelt the one way
-(pipebench.versioned.VERSION_KEY: `facts_version`, `profile_version`, `sharding_version` become
-`schema_version`; data.json, which had none, gets layout 1's). Every file is replaced atomically,
+(pipebench.versioned.VERSION_KEY: `facts_version`, `profile_version`, `sharding_version`, and a collected
+member's job.json `job_version` (until 2026-11-27) become `schema_version`; data.json, which had none, gets layout 1's). Every file is replaced atomically,
 and only with what reads back; a folder already current is left as it is.
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.errors import DataError
 from pipebench.measure.facts import FACTS_VERSION, MachineFacts, upgrade_v1
 from pipebench.results import CONFIG_FILE, DATA_FILE, MACHINE_FILE, SAMPLES_FILE, TRIALS_FILE
+from pipebench.results.job import JOB_FILE, job_record
 from pipebench.results.schema import SAMPLE_SCHEMA, SCHEMA_VERSION, TRIAL_SCHEMA
 from pipebench.results.store import read_table, table_version, write_table
 from pipebench.typed import from_json, read_json
@@ -34,6 +35,7 @@ _RESPELT = (
     (PROFILE_FILE, None, lambda found, where: from_json(CapacityProfiles, found, where)
      if found[VERSION_KEY] == PROFILE_VERSION else None),
     ("sharding.json", None, None),  # checked when read (pipebench.sharding.record)
+    (JOB_FILE, None, job_record),  # a collected folder's member: the job that ran it
 )
 
 

@@ -35,7 +35,7 @@ from pipebench.results.rows import member_id, member_row
 from pipebench.results.run_folder import RunResults
 from pipebench.results.schema import SAMPLE_SCHEMA, TRIAL_SCHEMA
 from pipebench.results.store import append_rows, read_table
-from pipebench.sagemaker.job import JOB_FILE, JobFacts, read_job
+from pipebench.results.job import JOB_FILE, JobFacts, read_job
 from pipebench.sagemaker.launch import LAUNCH_MANIFEST, LaunchedJob, LaunchManifest, aws_errors, client, read_manifest
 from pipebench.sagemaker.s3uri import launch_folder, parse_s3_uri, s3_join, s3_key
 from pipebench.typed import to_json

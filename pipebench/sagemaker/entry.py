@@ -26,7 +26,7 @@ from pipebench.config import load_experiment
 from pipebench.errors import PipebenchError
 from pipebench.sagemaker.cluster import Role, role_of, serve_data_role, shutdown_data_hosts
 from pipebench.sagemaker.environment import SageMakerEnvironment, read_environment
-from pipebench.sagemaker.job import JOB_FILE, JOB_VERSION, SOURCE_MODE_OF_INPUT_MODE, FeedingGroup, JobFacts
+from pipebench.results.job import JOB_FILE, JOB_VERSION, SOURCE_MODE_OF_INPUT_MODE, FeedingGroup, JobFacts
 from pipebench.sagemaker.launch import DATA_LIST, EXPERIMENT_FILE
 from pipebench.sagemaker.requests import CONFIG_CHANNEL, DATA_CHANNEL
 from pipebench.typed import to_json

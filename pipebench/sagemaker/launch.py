@@ -34,7 +34,7 @@ from pipebench.sagemaker.requests import (job_name, script_mode_hyperparameters,
 from pipebench.sagemaker.s3uri import launch_folder, parse_s3_uri, s3_join, s3_key
 from pipebench.typed import from_json, parse_json, to_json
 from pipebench.values import echo
-from pipebench.versioned import check_version
+from pipebench.versioned import VERSION_KEY, WAS, check_version
 
 LAUNCH_MANIFEST = "pipebench-launch.json"
 LAUNCH_VERSION = 1
@@ -161,7 +161,7 @@ class LaunchedJob:
 class LaunchManifest:
     """pipebench-launch.json: what a launch created, which `collect` reads back from S3."""
 
-    launch_version: int
+    schema_version: int
     experiment: str
     data_format: str
     jobs: tuple[LaunchedJob, ...]
@@ -179,8 +179,8 @@ _INSTANCE_TYPE = re.compile(r"ml(\.[a-z0-9-]+)+")
 def read_manifest(data: bytes, where: str) -> LaunchManifest:
     """Give the launch manifest in `data`, read from `where`: typed, versioned, and each job's name, instance
     type and input mode ones SageMaker could have run; one-line DataError otherwise."""
-    found = check_version(parse_json(data, where), where, "launch_version", LAUNCH_VERSION, "a launch manifest",
-                          "collect with the pipebench that launched it")
+    found = check_version(parse_json(data, where), where, VERSION_KEY, LAUNCH_VERSION, "a launch manifest",
+                          "collect with the pipebench that launched it", WAS[LAUNCH_MANIFEST])
     manifest = from_json(LaunchManifest, found, where)
     names = [job.name for job in manifest.jobs]
     if len(set(names)) != len(names):

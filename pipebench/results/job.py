@@ -1,9 +1,13 @@
-"""job.json: what one host of a SageMaker job ran, written by the entry point beside its run folder.
+"""job.json and jobs.json: what one host of a SageMaker job ran, and the jobs a collected folder holds.
 
-It travels to `collect` inside the job's output archive, which whatever ran in the container wrote, so
-it is read as untrusted data: typed and versioned (`job_version`), its input and source modes a pair the
+The entry point writes job.json beside its run folder. It travels to `collect` inside the job's output
+archive, which whatever ran in the container wrote, so it is read as untrusted data: typed and versioned
+(`schema_version`; `job_version` before 2026-11-27, still read), its input and source modes a pair the
 entry point makes, and `run_dir` a relative path that stays inside the host's folder. Whether its names
-are the launched job's is for `collect` to check, which knows the launch.
+are the launched job's is for `collect` to check, which knows the launch. `collect` lists the jobs it
+merged in DIR/jobs.json, the same records with `run_dir` relative to DIR; every reader of a collected
+folder finds its members through `read_jobs`. It sits in results/ because a collected run folder holds
+these files and everything that reads a run reads them.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from pipebench.errors import DataError
 from pipebench.typed import from_json, parse_json
 from pipebench.values import echo
-from pipebench.versioned import check_version
+from pipebench.versioned import VERSION_KEY, WAS, check_version
 
 JOB_FILE = "job.json"
 JOB_VERSION = 1
@@ -35,7 +39,7 @@ class FeedingGroup:
 class JobFacts:
     """One host's job.json: which job, instance and input mode, and where its run folder is."""
 
-    job_version: int
+    schema_version: int
     job_name: str | None  # the launch passes it as a hyperparameter; SageMaker tells a container nothing else
     instance_type: str | None
     input_mode: str  # the `train` channel's: File | FastFile | Pipe
@@ -57,8 +61,21 @@ def read_job(path: Path, where: str) -> JobFacts:
     """Give the job.json at `path`, named `where` in errors; one-line DataError for anything it cannot be."""
     if Path(path).stat().st_size > JOB_MAX_BYTES:
         raise DataError(f"{where}: larger than {JOB_MAX_BYTES:,} bytes; not a job record pipebench wrote")
-    found = check_version(parse_json(Path(path).read_bytes(), where), where, "job_version", JOB_VERSION,
-                          "a job record", "collect with the pipebench that launched the job")
+    return job_record(parse_json(Path(path).read_bytes(), where), where)
+
+
+def read_jobs(path: Path) -> tuple[JobFacts, ...]:
+    """Give the jobs a collected folder's jobs.json lists; one-line DataError naming the entry otherwise."""
+    found = parse_json(Path(path).read_bytes(), str(path))
+    if not isinstance(found, list):
+        raise DataError(f"{path}: must be a list of job records, not a JSON {type(found).__name__}")
+    return tuple(job_record(entry, f"{path}: [{index}]") for index, entry in enumerate(found))
+
+
+def job_record(found: object, where: str) -> JobFacts:
+    """Give the job record `found` (parsed JSON, read from `where`): versioned, typed and checked."""
+    found = check_version(found, where, VERSION_KEY, JOB_VERSION, "a job record",
+                          "collect with the pipebench that launched the job", WAS[JOB_FILE])
     facts = from_json(JobFacts, found, where)
     expected = SOURCE_MODE_OF_INPUT_MODE.get(facts.input_mode)
     if expected is None:
