@@ -5,8 +5,9 @@ Tiers (README, Testing): a test marked `slow` may start processes; one marked `t
 TensorFlow, or start processes that do (`tf` implies `slow`). Every other test is the fast tier
 (`pytest -m "not slow"`): it starts no process and imports no TensorFlow, and one that tries fails,
 naming the mark it needs. A process started by a test not marked `tf` that imports TensorFlow fails
-the test too (tests/childguard). scripts/test.sh runs everything with the latest TensorFlow and only
-the `tf` tests with TF 2.14.
+the test too (tests/childguard). scripts/test.sh runs everything with the latest TensorFlow, and with
+TF 2.14 only the tests marked `tf214` (which implies `tf`): those whose answer depends on the TensorFlow
+version (README, Testing).
 """
 from __future__ import annotations
 
@@ -78,9 +79,11 @@ sys.meta_path.insert(0, _TensorFlowGate())
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark `tf` tests `slow` before -m selects, and run them last: every other test then runs in a process where
-    TensorFlow is not imported yet, so the gate sees its import."""
+    """Mark `tf214` tests `tf` and `tf` tests `slow` before -m selects, and run `tf` tests last: every other test
+    then runs in a process where TensorFlow is not imported yet, so the gate sees its import."""
     for item in items:
+        if item.get_closest_marker("tf214") and not item.get_closest_marker("tf"):
+            item.add_marker(pytest.mark.tf)
         if item.get_closest_marker("tf") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("tf") is not None)

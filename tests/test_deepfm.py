@@ -12,7 +12,7 @@ from pipebench.errors import ConfigError, DataError
 from pipebench.model import OPTIMIZERS
 from pipebench.synth import SynthSpec, synthesize
 
-pytestmark = pytest.mark.tf
+pytestmark = pytest.mark.tf214
 tf = lazy("tensorflow")
 build_deepfm, evaluate_auc, exact_auc, make_train_loop, make_train_step = (
     lazy("pipebench.model.deepfm", name) for name in ("build_deepfm", "evaluate_auc", "exact_auc", "make_train_loop",

@@ -17,7 +17,7 @@ from pipebench.diagnose.records import Diagnosis, Request
 from pipebench.errors import UsageError
 from pipebench.typed import from_json
 
-pytestmark = pytest.mark.tf
+pytestmark = pytest.mark.tf214
 contents = lazy("pipebench.diagnose.content")
 load = lazy("pipebench.pipeline.user_code", "load")
 walk = lazy("pipebench.diagnose.walk", "walk")

@@ -62,7 +62,7 @@ def facts(collected):
     return copy.deepcopy(collected)
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_facts_describe_this_host(facts):
     cpu = facts["cpu"]
     assert cpu["vcpus"] == len(os.sched_getaffinity(0))
@@ -79,7 +79,7 @@ def test_facts_describe_this_host(facts):
     assert facts["host_fingerprint"] == machine.host_fingerprint(facts)
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_tensorflow_facts_match_the_installed_tensorflow(facts):
     import tensorflow as tf
 
@@ -97,7 +97,7 @@ def test_tensorflow_facts_match_the_installed_tensorflow(facts):
         assert "not installed" in described["sagemaker_tensorflow"]["reason"]
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_stock_tensorflow_links_no_openmp_and_an_independent_check_agrees(facts):
     openmp = facts["tensorflow"]["openmp"]
     assert openmp["linked"] is False and openmp["runtimes"] == []
@@ -146,7 +146,7 @@ def test_elf_needed_reads_dynamic_sections(tmp_path):
             assert machine.elf_needed(library) == re.findall(r"\(NEEDED\)\s+Shared library: \[(.*?)\]", shown)
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_the_child_sees_the_onednn_variable(facts):
     if {"avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile"} & set(facts["cpu"]["isa"]):
         # TF >= 2.9 Linux x86 wheels turn oneDNN on by default on CPUs with these features
@@ -207,7 +207,7 @@ def test_gpu_facts_through_nvml():
     assert failing["count"] == 0 and failing["reason"] == "NVML unavailable: Driver Not Loaded"
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_no_gpu_here_says_why(facts):
     if Path("/dev/nvidia0").exists():
         pytest.skip("this host has an NVIDIA GPU")
@@ -229,7 +229,7 @@ def test_sagemaker_instance_type_from_env_or_argument():
     assert machine.sagemaker_facts(None, {})["instance_type"] is None
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_fingerprint_ignores_noise_and_sees_what_decides_speed(facts):
     fingerprint = machine.host_fingerprint(facts)
     facts["memory_bytes"] += 3 * 2**20
@@ -243,7 +243,7 @@ def test_fingerprint_ignores_noise_and_sees_what_decides_speed(facts):
         assert machine.host_fingerprint(changed) != fingerprint
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_format_facts_says_what_matters(facts):
     text = machine.format_facts(MachineFacts.from_json(facts, "facts"))
     assert re.search(rf"^OpenMP +{re.escape(STOCK_TF_STATEMENT)}$", text, re.M)

@@ -14,7 +14,7 @@ from pipebench.errors import ConfigError
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec
 
-pytestmark = pytest.mark.tf
+pytestmark = pytest.mark.tf214
 tf = lazy("tensorflow")
 build = lazy("pipebench.measure.build", "build")
 

@@ -66,7 +66,7 @@ def _arrays(dataset) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     return [(f["feat_ids"], f["feat_vals"], labels) for f, labels in dataset.as_numpy_iterator()]
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tmp_path):
     sagemaker = tmp_path / "fake" / "sagemaker_tensorflow"
     sagemaker.mkdir(parents=True)
@@ -269,7 +269,7 @@ def test_exported_module_with_unnameable_text_imports_without_side_effects(tmp_p
         assert PipelineSpec.from_text(_header(module).split(f"{SPEC_MARK}\n", 1)[1]) == spec, name
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches(data, tmp_path):
     """Issue 12: a spec whose every free-text field holds quotes, backslashes, #, CR and newlines
     exports (through the CLI) to modules that import without running any of it and yield, on real

@@ -57,7 +57,7 @@ def _check_channel_job(root: Path, launch, input_mode: str, source_mode: str) ->
     assert not (root / "output" / "failure").exists()
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_a_fastfile_channel_runs_end_to_end(tmp_path, launch):
     """The File channel's job runs end to end in the source tarball's test below (through the toolkit's steps),
     and in test_sagemaker_moto beside a FastFile one (through this entry point, as here)."""
@@ -67,7 +67,7 @@ def test_a_fastfile_channel_runs_end_to_end(tmp_path, launch):
     _check_channel_job(root, launch, "FastFile", "fastfile")
 
 
-@pytest.mark.tf  # Pipe mode: the TF 2.14 environment has sagemaker_tensorflow
+@pytest.mark.tf214  # Pipe mode: the TF 2.14 environment has sagemaker_tensorflow
 def test_pipe_channel_reads_sagemakers_fifos_without_emulation(tmp_path, launch):
     root = tmp_path / "opt-ml"
     files = launch.data.files["tfrecord"]
@@ -153,7 +153,7 @@ def test_outside_a_container_the_entry_fails_on_one_line(tmp_path):
                              "training container (set SAGEMAKER_BASE_DIR to the folder that plays /opt/ml)\n")
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_them(launch):
     names = [Path(f).name for f in launch.data.files["tfrecord"]]
     manifest = str(Path(launch.data.files["tfrecord"][0]).parent / "manifest.json")
@@ -170,7 +170,7 @@ def test_s3_data_files_are_taken_as_they_are_and_a_named_manifest_fingerprints_t
     assert without.files == {"tfrecord": remote} and without.fingerprint != data.fingerprint
 
 
-@pytest.mark.tf  # the entry runs trials; the child's PYTHONPATH is cleared, so tests/childguard cannot see it
+@pytest.mark.tf214  # the entry runs trials; the child's PYTHONPATH is cleared, so tests/childguard cannot see it
 def test_the_source_tarball_installs_and_runs_in_a_fresh_venv_laid_out_like_the_container(tmp_path, launch):
     """Script mode without SageMaker: sourcedir.tar.gz extracted into <root>/code, a fresh venv, the toolkit's steps.
 

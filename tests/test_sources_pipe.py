@@ -178,7 +178,7 @@ def test_every_pipeline_is_planned_in_each_source_mode_file_first():
     assert all(to_json(t.sources) == experiment["sources"] for t in planned if t.label.source_mode == "pipe")
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 @pytest.mark.skipif(HAVE_PIPE, reason="checks the environments without sagemaker_tensorflow")
 def test_pipe_is_unavailable_without_sagemaker_tensorflow_and_starts_no_writer(data, tmp_path):
     from pipebench.measure.build import build
@@ -192,7 +192,7 @@ def test_pipe_is_unavailable_without_sagemaker_tensorflow_and_starts_no_writer(d
         build(spec, {"pipe": {"emulate": False}})
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 @pytest.mark.parametrize("reader", [pytest.param("op", marks=needs_pipe), "python"])
 @pytest.mark.parametrize("fmt", ["tfrecord", "libsvm", "packed"])
 def test_pipe_mode_through_the_emulator_yields_exactly_the_file_mode_rows_over_two_epochs(data, tmp_path, fmt,
@@ -236,7 +236,7 @@ _READER = textwrap.dedent("""
 """)
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 @needs_pipe
 def test_two_readers_sharing_a_channel_take_alternate_epochs_as_on_sagemaker(tmp_path):
     files = _text_files(tmp_path / "in", 6, lines=20)
@@ -292,7 +292,7 @@ class _WriterSpotter:
         return []
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 @needs_pipe
 def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, tmp_path):
     from pipebench.measure.manager import Limits, run_worker
@@ -314,7 +314,7 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
     assert _gone(writers, trial_dir / "scratch"), "the killed trial left a writer or its FIFOs"
 
 
-@pytest.mark.tf
+@pytest.mark.tf214
 def test_a_pipe_trial_rerun_after_its_manager_was_killed_finds_no_stale_fifo_folder(data, tmp_path):
     """kill -9 of `pipebench run` skips the manager's cleanup: the resumed trial must not trip over
     the scratch/pipe folder (with its FIFOs) the killed one left (it failed with FileExistsError)."""
