@@ -31,7 +31,7 @@ from pipebench.results.store import append_rows
 from pipebench.results.study import StudyRecord, Winner
 from pipebench.results.trial_row import TrialRow
 from pipebench.testing import trial_spec, windows_at
-from pipebench.typed import from_json
+from pipebench.typed import from_json, to_json
 
 VECTORIZED = [{"cache": "memory"}, {"shuffle": {"buffer_size": 100, "seed": 7}},
               {"batch": {"batch_size": 1024, "drop_remainder": True}}, {"decode": {"num_parallel_calls": "AUTOTUNE"}},
@@ -252,3 +252,11 @@ def run_holding(name: str, text: str) -> Callable[[Path], None]:
     def make(folder: Path) -> None:
         (passing_run(folder) / name).write_text(text)
     return make
+
+
+def job_record(instance_type: str, run_dir: str) -> dict:
+    """Give one entry of a collected folder's jobs.json: the job record of a File-mode job's host `algo-1`."""
+    from pipebench.results.job import JOB_VERSION, JobFacts
+
+    return to_json(JobFacts(JOB_VERSION, "tiny-job", instance_type, "File", "file", "FullyReplicated", ("algo-1",),
+                            "algo-1", 4, 0, "tfrecord", "trainer", None, None, (), run_dir))

@@ -14,6 +14,7 @@ from report_fixtures import (
     VECTORIZED,
     configuration,
     data_files,
+    job_record,
     machine,
     make_run,
     passing_configurations,
@@ -278,7 +279,7 @@ def test_a_collected_folder_is_priced_per_instance_type(tmp_path):
         _change(configs, "t-train-tfr", examples_per_sec=speed)
         rows = [dataclasses.replace(r, instance_type=name) for r in rows_of(configs, [])]
         make_run(collected / name / "File" / "algo-1", rows, machine(instance_type=name))
-        jobs.append({"instance_type": name, "run_dir": f"{name}/File/algo-1"})
+        jobs.append(job_record(name, f"{name}/File/algo-1"))
     (collected / "jobs.json").write_text(json.dumps(jobs))
     rank = to_json(ranking(results.load_many([collected], allow_mixed=True), load_catalog(tmp_path / "catalog.yaml"), 10**6))
     assert {e["instance_type"]: e["examples_per_sec"]["mean"] for e in rank["measured"]} == pytest.approx({

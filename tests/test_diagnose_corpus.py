@@ -112,7 +112,7 @@ def _diagnose(name: str, data) -> tuple[Diagnosis, list[str]]:
     said: list[str] = []
     request = Request(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data), None, rounds=2,
                       window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_sec=0.0, content_min_examples=1000,
-                      epoch_cap_examples=100_000, progress_file="")
+                      epoch_cap_examples=EPOCH_CAP, progress_file="")
     found = Diagnoser(request, said.append).run()
     return from_json(Diagnosis, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis"), said
 
@@ -122,8 +122,13 @@ def diagnoses(data) -> dict[str, Diagnosis]:
     return {name: _diagnose(name, data)[0] for name in PIPELINES}
 
 
+#: How many examples a test reads of a pipeline that repeats forever (the `cached` one): three whole epochs of its
+#: 3,000 rows and part of a fourth, enough to see a rewrite change what an epoch holds or how epochs follow.
+EPOCH_CAP = 10_000
+
+
 def _epoch(dataset):
-    return contents.read_epoch(dataset, True, 1_000_000)
+    return contents.read_epoch(dataset, True, EPOCH_CAP)
 
 
 def _module_epoch(found: Diagnosis, tmp_path: Path, data, name: str, tag: str):

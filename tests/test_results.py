@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from report_fixtures import VECTORIZED, machine, make_run, passing_rows, passing_run, trial
+from report_fixtures import VECTORIZED, job_record, machine, make_run, passing_rows, passing_run, trial
 
 import pipebench.results as results
 from pipebench.errors import ConfigError, DataError, PipebenchError, ResultsVersionError, UsageError
@@ -189,7 +189,7 @@ def test_a_damaged_run_folder_is_refused_naming_the_part(tmp_path, damage):
 
 def test_a_collected_folder_is_read_as_its_member_runs(tmp_path):
     member = make_run(tmp_path / "collected" / "ml.c5.xlarge" / "File" / "algo-1", passing_rows([]), machine())
-    (tmp_path / "collected" / run_folder.JOBS_FILE).write_text(json.dumps([{"run_dir": "ml.c5.xlarge/File/algo-1"}]))
+    (tmp_path / "collected" / run_folder.JOBS_FILE).write_text(json.dumps([job_record("ml.c5.xlarge", "ml.c5.xlarge/File/algo-1")]))
     (loaded,) = results.load_many([tmp_path / "collected"])
     assert loaded.run_dir == member
     with pytest.raises(UsageError, match="holds 1 run folders: read it with load_many"):
