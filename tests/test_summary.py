@@ -77,6 +77,23 @@ def test_the_best_table_ranks_by_paired_ratio_and_names_ties():
     assert "not compared (fewer than two shared rounds)" in single
 
 
+def test_the_action_names_what_is_as_fast_as_the_fastest():
+    """Which of two configurations the paired ratio cannot tell apart ranks first moves from run to run: the
+    action sentence names the other beside its choice, with their ratio."""
+    from pipebench.report.action import Baseline, action
+
+    def rows(configuration: str, rate: float, batch_size: int, spread=(0, 30_000, -20_000)) -> list[TrialRow]:
+        return [_row("input", [rate + d] * 2, repeat=r, configuration=configuration, batch_size=batch_size)
+                for r, d in enumerate(spread)]
+    fast, tie = rows("fast", 1_000_000, 1024), rows("tie", 990_000, 512, (10_000, 20_000, 0))
+    slow = rows("slow", 500_000, 128, (0, 10_000, -5_000))
+    said = action(fast + tie + slow, Baseline("slow"))
+    assert said.startswith("Use aws-sample on TFRecord: it reads 2.0")
+    clause = said.split("; as fast within the noise: ")[1]
+    assert clause.startswith("aws-sample on TFRecord with batch ") and clause.split(";")[0].endswith("×) of it")
+    assert "as fast within the noise" not in action(fast + slow, Baseline("slow"))
+
+
 def test_the_best_table_names_the_run_of_each_row_when_runs_are_pooled():
     rows = [_row("input", [10.0, 10.0], run_id="r1"), _row("input", [20.0, 20.0], run_id="r2")]
     header, _, *lines = best_table(rows).splitlines()

@@ -7,8 +7,10 @@ mode when measured, else the pipeline alone); the reference is `pipelines.baseli
 a pipeline of the experiment or a configuration id), else the experiment's first preset, read in its
 own format at TF's default threads and the experiment's first batch size, where the run measured it
 so. When the experiment measures functions of the user's own (pipelines.functions), the first of them is
-the default reference instead: it is the pipeline the user trains with today. The gain is their paired ratio over the rounds both ran in, with its 95% interval, and is only
-called a gain when the interval lies above 1.
+the default reference instead: it is the pipeline the user trains with today. The gain is their paired ratio over
+the rounds both ran in, with its 95% interval, and is only called a gain when the interval lies above 1. The
+configurations the fastest cannot be told from (their paired ratio holds 1) are named beside it: which of
+equals ranks first moves from run to run, so the sentence says that the others would do as well.
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ from pipebench.results.trial_row import TrialRow
 
 #: How a format is named in a sentence.
 FORMAT_NAMES = {"libsvm": "libsvm", "tfrecord": "TFRecord", "packed": "packed TFRecord"}
+#: How many configurations as fast as the fastest the sentence names (the best table lists them all).
+AS_FAST_NAMED = 3
 #: How the reference is found among the orderings (their reference ordering's label).
 ENUMERATED, REFERENCE_SEMANTICS = "enumerated", "reference"
 
@@ -111,6 +115,23 @@ def _reference(found: Sequence[Configuration], baseline: Baseline, best: Configu
     return named[0] if named else None
 
 
+def _as_fast(found: Sequence[Configuration], best: Configuration, reference: Configuration | None) -> str:
+    """Give '; as fast within the noise: …', naming the configurations of best's mode whose paired ratio to it holds
+    1 (other than the reference), each with that ratio; empty when there are none. The fastest among equals is
+    the one the ranking put first, so the sentence says which others would do as well."""
+    others = [(config, ratio) for config, ratio, verdict in ranked([c for c in found if c.mode == best.mode])
+              if config is not best and config is not reference and verdict == "no measurable difference"]
+    if not others:
+        return ""
+
+    def name(config: Configuration) -> str:
+        same = describe(config) == describe(best)
+        return f"{describe(config)} with {', '.join(changes(config, best))}" if same else describe(config)
+    named = [f"{name(config)}, {ratio.text('.2f', unit='×')} of it" for config, ratio in others[:AS_FAST_NAMED]]
+    more = f" and {len(others) - AS_FAST_NAMED} more (the best table)" if len(others) > AS_FAST_NAMED else ""
+    return f"; as fast within the noise: {'; '.join(named)}{more}"
+
+
 def _export(run_dir: Path | None, best: Configuration, found: Sequence[Configuration]) -> str:
     """Give the command that exports `best`'s input_fn (naming its trial when it is not what export picks itself)."""
     from pipebench.results.configurations import fastest
@@ -142,7 +163,7 @@ def action(rows: list[TrialRow], baseline: Baseline | None, run_dir: Path | None
         return f"Fastest {speed} on this data: {describe(best)}, {rate} ({missing}){alone}; export it with {export}."
     if reference is best:
         return (f"Keep your reference, {describe(best)}: it is the fastest {speed} measured on this data ({rate})"
-                f"{alone}; export it with {export}.")
+                f"{alone}{_as_fast(found, best, reference)}; export it with {export}.")
     ratio = paired_ratio(best, reference)
     what = changes(best, reference)
     changed = f"; it changes {', '.join(what)}" if what else ""
@@ -160,4 +181,5 @@ def action(rows: list[TrialRow], baseline: Baseline | None, run_dir: Path | None
                 f"{ratio.text('.2f', unit='×')} as fast as your reference {describe(reference)} ({paired}){alone}; "
                 f"keep yours, or export it with {export}.")
     return (f"Use {describe(best)}: it {trains} {ratio.text('.2f', unit='×')} faster than your reference "
-            f"{describe(reference)} ({paired}){alone}{changed}; export it with {export}.")
+            f"{describe(reference)} ({paired}){alone}{_as_fast(found, best, reference)}{changed}; export it with "
+            f"{export}.")
