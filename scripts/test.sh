@@ -2,9 +2,8 @@
 # Set up both environments; lint (ruff, then the import layers); run every test with the latest TensorFlow, then
 # with TF 2.14 the tests whose answer depends on the TensorFlow version (`-m tf214`: the builder's and the model's
 # TF APIs, PipeModeDataset, the private tf.data walk, the exported input_fn and the SageMaker entry point; a test
-# that touches no TensorFlow, or only through them, gives the same answer in both); build the docs. One pytest at a
-# time: run beside each other (29 min in all, 2026-11-27), a test that stops a Pipe-mode holder with Ctrl-C timed
-# out once, which did not recur alone.
+# that touches no TensorFlow, or only through them, gives the same answer in both); build the docs.  One pytest at a
+# time (beside each other the whole run took 29 min, 2026-11-27; not yet the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
