@@ -19,6 +19,7 @@ import _posixsubprocess  # noqa: E402
 import contextlib  # noqa: E402
 import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
+import json  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
@@ -77,16 +78,59 @@ import sys  # noqa: E402
 sys.meta_path.insert(0, _TensorFlowGate())
 
 
+#: Seconds each test file took, one pytest at a time (2026-11-27, this 2-vCPU machine; files under 5 s left out):
+#: only the order work is handed out in, heaviest first, so a parallel run does not end waiting on one file.
+_FILE_SECONDS: dict[str, float] = json.loads((Path(__file__).parent / "file_seconds.json").read_text())
+
+
+def _group(item: pytest.Item) -> str:
+    """Give the unit pytest-xdist hands to one worker (`--dist loadgroup`): a file's tests marked `tf`, or its
+    others; the tests that read the one `tiny_run` go together, so it runs once."""
+    if "tiny_run" in getattr(item, "fixturenames", ()):
+        return "tiny_run"
+    return item.path.name + (":tf" if item.get_closest_marker("tf") else "")
+
+
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark `tf214` tests `tf` and `tf` tests `slow` before -m selects, and run `tf` tests last: every other test
-    then runs in a process where TensorFlow is not imported yet, so the gate sees its import."""
+    then runs in a process where TensorFlow is not imported yet, so the gate sees its import. Under pytest-xdist
+    (scripts/test.sh: `-n 2 --dist loadgroup --no-loadscope-reorder`) each worker keeps that order: its units come
+    non-`tf` first, each tier's heaviest files first."""
     for item in items:
         if item.get_closest_marker("tf214") and not item.get_closest_marker("tf"):
             item.add_marker(pytest.mark.tf)
         if item.get_closest_marker("tf") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("tf") is not None)
+    weight = {"tiny_run": _FILE_SECONDS.get("test_run.py", 0) + _FILE_SECONDS.get("test_notebooks.py", 0)}
+    order = {id(item): index for index, item in enumerate(items)}
+
+    def heaviest_first(item: pytest.Item) -> tuple[bool, float, int]:
+        group = _group(item)
+        seconds = weight.get(group, _FILE_SECONDS.get(group.removesuffix(":tf"), 0.0))
+        return item.get_closest_marker("tf") is not None, -seconds, order[id(item)]
+
+    items.sort(key=heaviest_first)
+    if config.pluginmanager.hasplugin("xdist"):
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the tests a terminal's Ctrl-C; refuse a parallel run whose groups would be lost (each worker would set
+    up a module's shared run again).
+
+    A shell script's background job (scripts/test.sh runs the TF 2.14 tests as one) starts with SIGINT ignored, and
+    an ignored signal stays ignored in every process started after: Python then installs no KeyboardInterrupt
+    handler, and a test that sends Ctrl-C to a pipebench process would see it ignored, as no user does.
+    """
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if getattr(config.option, "dist", None) == "loadgroup" and pytest.version_tuple[:2] >= (9, 2):
+        raise pytest.UsageError(f"pytest {pytest.__version__} breaks pytest-xdist's --dist loadgroup "
+                                "(pytest-dev/pytest-xdist#1386): install the test extra's pytest (< 9.2)")
 
 
 @contextlib.contextmanager

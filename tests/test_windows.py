@@ -13,17 +13,24 @@ from pipebench.measure.windows import Arm, Timing, measure
 M = Timing(warmup_max_sec=0.05, steady_cv_pct=100.0, window_sec=0.01, windows=3, max_windows=8)
 
 
-def _loop(shares):
-    """A loop whose calls take ~1 ms a step and say they waited `share` of it, the shares taken in turn.
-
-    Calibration grows a call past the 10 ms windows, so each window is one call and takes one share."""
+def _took(steps: int) -> float:
+    """Sleep ~1 ms a step; give the seconds it really took (on a loaded machine a sleep overshoots)."""
     import time
 
+    start = time.perf_counter()
+    time.sleep(0.001 * steps)
+    return time.perf_counter() - start
+
+
+def _loop(shares):
+    """A loop whose calls take ~1 ms a step and say they waited `share` of the time they took, the shares taken
+    in turn.
+
+    Calibration grows a call past the 10 ms windows, so each window is one call and takes one share."""
     turn = itertools.cycle(shares)
 
     def loop(iterator, steps):
-        time.sleep(0.001 * steps)
-        return 10 * steps, 0.001 * steps * next(turn)
+        return 10 * steps, _took(steps) * next(turn)
     return loop
 
 
@@ -46,18 +53,16 @@ def test_an_undecided_share_measures_more_rounds_and_says_when_the_cap_was_hit()
 
 def _paired(train_share_of_ceiling, waited: float):
     """A train arm making the given shares of the synthetic arm's examples in the same time, in turn, and waiting
-    `waited` of its time; the synthetic arm makes 1000 examples a step."""
-    import time
-
+    `waited` of its time; the synthetic arm makes a million examples a second. Both count the time a call really
+    took, so the rates are the given ones on a loaded machine too (a test run beside others)."""
     turn = itertools.cycle(train_share_of_ceiling)
 
     def train(iterator, steps):
-        time.sleep(0.001 * steps)
-        return round(1000 * steps * next(turn)), 0.001 * steps * waited
+        took = _took(steps)
+        return round(1_000_000 * took * next(turn)), took * waited
 
     def synthetic(iterator, steps):
-        time.sleep(0.001 * steps)
-        return 1000 * steps, 0.0
+        return round(1_000_000 * _took(steps)), 0.0
     return [Arm("train", lambda: None, train), Arm("synthetic", lambda: None, synthetic)]
 
 
