@@ -114,10 +114,7 @@ def test_emulator_cleans_up_after_an_error_and_reports_a_failed_writer(tmp_path)
 
 
 _HOLDER = textwrap.dedent("""
-    import json, signal, sys, time
-    # Ctrl-C as a terminal sends it, even when this test runs under a shell that started it in the background
-    # (which leaves SIGINT ignored, and Python then installs no KeyboardInterrupt handler)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    import json, sys, time
     from pipebench.sources.pipe_emulator import ChannelFeed, PipeEmulator
     with PipeEmulator(sys.argv[1], {"train": ChannelFeed((sys.argv[2],))}) as emulator:
         time.sleep(0.3)
