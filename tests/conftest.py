@@ -102,13 +102,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.tf)
         if item.get_closest_marker("tf") and not item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.slow)
-    weight = {"tiny_run": _FILE_SECONDS.get("test_run.py", 0) + _FILE_SECONDS.get("test_notebooks.py", 0)}
+    files: dict[str, set[str]] = {}
+    for item in items:
+        files.setdefault(_group(item), set()).add(item.path.name)
+    weight = {group: sum(_FILE_SECONDS.get(name, 0.0) for name in names) for group, names in files.items()}
     order = {id(item): index for index, item in enumerate(items)}
 
     def heaviest_first(item: pytest.Item) -> tuple[bool, float, int]:
-        group = _group(item)
-        seconds = weight.get(group, _FILE_SECONDS.get(group.removesuffix(":tf"), 0.0))
-        return item.get_closest_marker("tf") is not None, -seconds, order[id(item)]
+        return item.get_closest_marker("tf") is not None, -weight[_group(item)], order[id(item)]
 
     items.sort(key=heaviest_first)
     if config.pluginmanager.hasplugin("xdist"):

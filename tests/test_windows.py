@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
 
 import pytest
 
@@ -15,8 +16,6 @@ M = Timing(warmup_max_sec=0.05, steady_cv_pct=100.0, window_sec=0.01, windows=3,
 
 def _took(steps: int) -> float:
     """Sleep ~1 ms a step; give the seconds it really took (on a loaded machine a sleep overshoots)."""
-    import time
-
     start = time.perf_counter()
     time.sleep(0.001 * steps)
     return time.perf_counter() - start
@@ -101,7 +100,6 @@ def test_the_others_meter_leaves_out_this_process_tree():
     import os
     import subprocess
     import sys
-    import time
 
     from pipebench.measure.cpu_clock import process_tree_cpu_sec
     from pipebench.measure.sampler import OthersCpu
@@ -179,8 +177,6 @@ def test_a_cached_pipeline_keeps_its_iterator_and_the_synthetic_window_waits_for
 def test_calibration_does_not_time_the_first_call_which_traces_the_loop():
     """A first call slower than a whole call (tracing, the pipeline starting) once left one step per call, so
     the call's own dispatch counted as the pipeline's; the steps grow past it, even past the warm-up deadline."""
-    import time
-
     calls = []
 
     def loop(iterator, steps):
