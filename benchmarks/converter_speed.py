@@ -27,8 +27,8 @@ if kind in ("naive", "naive-criteo"):
     start = time.perf_counter()
     rows = convert(src, out) if kind == "naive" else convert_criteo(src, out)
 elif kind == "criteo":
-    from converters.convert import ConvertRequest, convert
-    from converters import criteo, example, tfrecord
+    from pipebench.converters.convert import ConvertRequest, convert
+    from pipebench.converters import criteo, example, tfrecord
     parsed = criteo.parse_chunk(b"0" + b"\t" * 39 + b"\n")
     criteo.count_chunk(parsed)
     tfrecord.frame(*example.encode_examples(*criteo.Counter().feature_map(1, []).encode(parsed)))
@@ -36,8 +36,8 @@ elif kind == "criteo":
     rows = convert(ConvertRequest(inputs=(src,), out=out, shard_mb=1e6, from_format="criteo"))["rows"]
 else:
     import numpy as np
-    from converters.convert import ConvertRequest, convert
-    from converters import libsvm, example, tfrecord
+    from pipebench.converters.convert import ConvertRequest, convert
+    from pipebench.converters import libsvm, example, tfrecord
     # Load the compiled kernels outside the timing, as the naive side imports TensorFlow outside it.
     parsed = libsvm.parse_chunk(b"0 1:1\n", 1)
     tfrecord.frame(*example.encode_examples(parsed.labels, parsed.ids, parsed.values))

@@ -23,7 +23,7 @@ import platform
 import tempfile
 from pathlib import Path
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.measure.manager import Limits, run_worker
 from pipebench.measure.trial import TrialRecord, TrialStatus
 from pipebench.page_cache import evict_page_cache

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.measure import stats
 from pipebench.measure.manager import Limits, Outcome, run_worker
 from pipebench.measure.sampler import Sampler

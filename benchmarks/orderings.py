@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.pipeline.orderings import Enumeration
 from pipebench.pipeline.presets import preset
 from pipebench.pipeline.spec import PipelineSpec

@@ -21,7 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.measure.figures import figures
 from pipebench.measure.intervals import mean_interval, ratio_interval
 from pipebench.measure.manager import Limits, run_worker

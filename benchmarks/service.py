@@ -26,7 +26,7 @@ import platform
 import tempfile
 from pathlib import Path
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.config.service import SHARDING_POLICIES, examples_per_epoch
 from pipebench.measure.figures import figures
 from pipebench.measure.intervals import Interval, geometric_interval, ratio_interval

@@ -69,7 +69,7 @@ def _cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
-    from converters.convert import ConvertRequest, convert, default_workers
+    from pipebench.converters.convert import ConvertRequest, convert, default_workers
     from pipebench.progress import Progress
 
     req = ConvertRequest(inputs=tuple(args.inputs), out=args.out, format=args.format, field_size=args.field_size,

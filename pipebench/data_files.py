@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from converters import MANIFEST
+from pipebench.converters import MANIFEST
 from pipebench.errors import ConfigError, DataError
 from pipebench.values import echo
 
@@ -66,9 +66,9 @@ def _looks_like_example(record: bytes) -> bool:
 
 def format_of(path: str) -> str:
     """Give the format of a local data file: libsvm, tfrecord, packed or criteo (raw)."""
-    from converters import criteo, tfrecord
-    from converters.inputs import InputFile
-    from converters.manifest import read_manifest
+    from pipebench.converters import criteo, tfrecord
+    from pipebench.converters.inputs import InputFile
+    from pipebench.converters.manifest import read_manifest
 
     manifest = Path(path).parent / MANIFEST
     try:

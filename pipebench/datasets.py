@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from converters import MANIFEST
-from converters.manifest import read_manifest
+from pipebench.converters import MANIFEST
+from pipebench.converters.manifest import read_manifest
 from pipebench.atomic import atomic_dir
 from pipebench.config import Experiment
 from pipebench.data_files import REMOTE_PREFIX, by_format, matches
@@ -83,7 +83,7 @@ def _synth_key(experiment: Experiment) -> str:
 
 
 def _make(folder: Path, experiment: Experiment) -> None:
-    from converters.convert import ConvertRequest, convert
+    from pipebench.converters.convert import ConvertRequest, convert
     from pipebench.synth import SynthSpec, synthesize
 
     synth = experiment["data"]["synth"]
@@ -156,8 +156,8 @@ def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = N
     for fmt in ("libsvm", "tfrecord"):
         names = files.get(fmt) or []
         if names and not any(n.startswith(REMOTE_PREFIX) for n in names):
-            from converters import tfrecord
-            from converters.inputs import InputFile
+            from pipebench.converters import tfrecord
+            from pipebench.converters.inputs import InputFile
 
             total = 0
             for name in names:
@@ -176,7 +176,7 @@ def count_rows(files: dict[str, list[str]], manifests: dict[str, str] | None = N
 
 def _convert_once(sources: list[str], fmt: str, out: Path, experiment: Experiment, field_size: int, log) -> list[str]:
     """Give the files of `sources` converted to `fmt` in `out`, converting only if `out` has no manifest yet."""
-    from converters.convert import ConvertRequest, convert
+    from pipebench.converters.convert import ConvertRequest, convert
 
     if not (out / MANIFEST).exists():
         log(f"converting {len(sources)} file(s) to {fmt} in {out} (cached for later runs)")

@@ -350,7 +350,7 @@ RECORDS = (
                                                                           "(`pipebench sagemaker launch`)"),
     ("diagnosis.json", "pipebench.diagnose.records:Diagnosis", "In `pipebench diagnose`'s output folder"),
     ("sharding.json", "pipebench.sharding.record:ShardingRecord", "In a run folder `pipebench sharding` measured"),
-    ("manifest.json", "converters.manifest:Manifest", "Beside the files `pipebench convert` wrote"),
+    ("manifest.json", "pipebench.converters.manifest:Manifest", "Beside the files `pipebench convert` wrote"),
     ("synth.json", "pipebench.synth:SynthFacts", "Beside the libsvm files `pipebench data synth` wrote"),
     ("checklist --format json", "pipebench.report.checklist_records:Checklist",
      "Printed by `pipebench checklist RUN_DIR... --format json`"),

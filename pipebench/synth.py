@@ -28,11 +28,11 @@ import numba
 import numpy as np
 
 import pipebench
-from converters import criteo, tfrecord
-from converters.convert import COMPRESSED_SUFFIX, SUFFIX
-from converters.example import encode_examples
-from converters.manifest import Made
-from converters.shards import ShardWriter
+from pipebench.converters import criteo, tfrecord
+from pipebench.converters.convert import COMPRESSED_SUFFIX, SUFFIX
+from pipebench.converters.example import encode_examples
+from pipebench.converters.manifest import Made
+from pipebench.converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import UsageError
 from pipebench.progress import Progress

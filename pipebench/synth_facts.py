@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from converters.manifest import Made, Shard
+from pipebench.converters.manifest import Made, Shard
 from pipebench.errors import DataError, ResultsVersionError
 from pipebench.typed import to_json
 from pipebench.versioned import load_versioned

@@ -113,7 +113,7 @@ def yields_no_examples(spec: TrialSpec) -> TrialRecord:
 
 def three_formats(root: Path, rows: int, files: int, seed: int, rows_per_record: int) -> dict[str, str]:
     """Give {format: glob of its part files} of the same synthetic rows as libsvm, TFRecord and packed, made under `root`."""
-    from converters.convert import ConvertRequest, convert
+    from pipebench.converters.convert import ConvertRequest, convert
     from pipebench.synth import SynthSpec, synthesize
 
     synthesize(SynthSpec(rows=rows, out=root / "libsvm", files=files, seed=seed))

@@ -13,7 +13,7 @@ import pytest
 from badinput import Bad, bind_mount, cases, unmount_under
 from tfdata import write_sample_tfrecord
 
-from converters import tfrecord
+from pipebench.converters import tfrecord
 
 F = "4"
 GOOD = b"1 1:1 2:0.5 3:1 4:1\n"

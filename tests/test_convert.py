@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tfdata import read_examples, read_packed, write_sample_tfrecord
 
-from converters import tfrecord
-from converters.convert import CHUNK_LINES, MAX_LINE_BYTES, ConvertRequest, convert
-from converters.inputs import InputFile
-from converters.manifest import Rejected, read_manifest
+from pipebench.converters import tfrecord
+from pipebench.converters.convert import CHUNK_LINES, MAX_LINE_BYTES, ConvertRequest, convert
+from pipebench.converters.inputs import InputFile
+from pipebench.converters.manifest import Rejected, read_manifest
 from pipebench.atomic import atomic_write_json
 from pipebench.cli import main
 from pipebench.errors import DataError, UsageError
@@ -500,7 +500,7 @@ def test_force_over_a_folder_holding_a_hard_link_of_the_input_leaves_the_input_w
 
 _CONVERT_PAUSED_AT_THE_END = """
 import os, sys
-import converters.convert as convert
+import pipebench.converters.convert as convert
 from pipebench.cli import main
 
 write_manifest = convert.atomic_write_json
@@ -556,7 +556,7 @@ def test_two_converts_into_one_out_the_one_finishing_second_fails_and_the_first_
 
 def test_a_later_pass_does_not_hash_again_but_refuses_a_changed_file(tmp_path):
     """Raw Criteo's second pass and --shards' count read an input again: hashed once, checked by size and mtime."""
-    from converters.convert import _line_chunks, _Source
+    from pipebench.converters.convert import _line_chunks, _Source
 
     path = write(tmp_path / "a.libsvm", _rows_text(50))
     source = _Source(path)

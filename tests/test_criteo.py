@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from converters import criteo, libsvm, packed, tfrecord
-from converters.convert import ConvertRequest, convert
-from converters.inputs import InputFile
+from pipebench.converters import criteo, libsvm, packed, tfrecord
+from pipebench.converters.convert import ConvertRequest, convert
+from pipebench.converters.inputs import InputFile
 from pipebench.errors import DataError, UsageError
 from pipebench.synth import SynthSpec, synthesize
 

@@ -7,8 +7,8 @@ import itertools
 import pytest
 from lazy import lazy
 
-from converters import criteo
-from converters.convert import ConvertRequest, convert
+from pipebench.converters import criteo
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.pipeline.presets import preset
 from pipebench.synth import SynthSpec, synthesize
 

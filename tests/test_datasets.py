@@ -5,7 +5,7 @@ import gzip
 
 import pytest
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.datasets import count_rows
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from lazy import lazy
 
-from converters.libsvm import parse_chunk
+from pipebench.converters.libsvm import parse_chunk
 from pipebench.errors import ConfigError, DataError
 from pipebench.model import OPTIMIZERS
 from pipebench.synth import SynthSpec, synthesize

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from converters.criteo import FeatureMap
-from converters.manifest import MANIFEST_VERSION, read_manifest
+from pipebench.converters.criteo import FeatureMap
+from pipebench.converters.manifest import MANIFEST_VERSION, read_manifest
 from pipebench import results
 from pipebench.data_files import format_of
 from pipebench.errors import DataError, ResultsVersionError

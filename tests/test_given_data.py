@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.config import parse_experiment
 from pipebench.data_files import format_of
 from pipebench.datasets import materialise

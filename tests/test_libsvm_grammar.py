@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from converters import libsvm
+from pipebench.converters import libsvm
 
 F = 3
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "your-data.md"

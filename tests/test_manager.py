@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.measure.manager import Limits, run_worker, trial_environment
 from pipebench.measure.sampler import Sampler
 from pipebench.measure.trial import Threads, TrialSpec, TrialStatus

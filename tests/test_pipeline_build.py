@@ -9,7 +9,7 @@ import pytest
 from lazy import lazy
 from pipeline_fixtures import FORMATS, ROWS, ROWS_PER_RECORD, batches, expected_rows, flat, source
 
-from converters.convert import ConvertRequest, convert
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.errors import ConfigError
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import PipelineSpec

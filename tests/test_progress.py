@@ -143,7 +143,7 @@ def test_raw_criteo_shows_both_passes_over_its_inputs(tmp_path):
     """The first pass (counting the feature map) is half the work shown: the bar does not sit still during it."""
     from io import StringIO
 
-    from converters.convert import ConvertRequest, convert
+    from pipebench.converters.convert import ConvertRequest, convert
     from pipebench.synth import SynthSpec, synthesize
 
     synthesize(SynthSpec(rows=2000, out=tmp_path / "raw", files=2, format="criteo", seed=1))

@@ -176,7 +176,7 @@ def test_script_mode_launch_ships_the_source_and_a_heterogeneous_job_records_wha
         names = set(tar.getnames())
         requirements = tar.extractfile("requirements.txt").read().decode()
     assert {"pipebench_entry.py", "requirements.txt", "pipebench/sagemaker/entry.py", "pipebench/catalog.yaml",
-            "converters/__init__.py"} <= names
+            "pipebench/converters/__init__.py"} <= names
     assert not any("__pycache__" in n for n in names)
     assert "numba>=0.58\n" in requirements and "numpy<2\n" in requirements and "extra" not in requirements
     manifest = json.loads(s3.get_object(Bucket="bench", Key="launch/pipebench-launch.json")["Body"].read())

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from tfdata import read_examples
 
-from converters import libsvm
-from converters.convert import ConvertRequest, convert
+from pipebench.converters import libsvm
+from pipebench.converters.convert import ConvertRequest, convert
 from pipebench.synth import VALUE_SCALE, PlantedModel, SynthSpec, synthesize
 
 

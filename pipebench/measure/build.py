@@ -28,8 +28,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
-from converters import MANIFEST, TF_COMPRESSION
-from converters.manifest import read_manifest
+from pipebench.converters import MANIFEST, TF_COMPRESSION
+from pipebench.converters.manifest import read_manifest
 from pipebench.config import resolve_block
 from pipebench.config.service import split_index
 from pipebench.errors import ConfigError

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pipebench
-from converters import TF_COMPRESSION
+from pipebench.converters import TF_COMPRESSION
 from pipebench.pipeline.function import FunctionPipeline, is_function
 from pipebench.pipeline.spec import AUTOTUNE, MEMORY, PipelineSpec, Scalar
 

@@ -35,7 +35,7 @@ from typing import Any, Union
 
 import yaml
 
-from converters import COMPRESSIONS
+from pipebench.converters import COMPRESSIONS
 from pipebench.errors import ConfigError
 from pipebench.fingerprint import fingerprint
 from pipebench.values import INT64_MAX, echo, name_text

@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from converters import MANIFEST
+from pipebench.converters import MANIFEST
 from pipebench.atomic import atomic_write_json
 from pipebench.config import load_experiment
 from pipebench.errors import PipebenchError

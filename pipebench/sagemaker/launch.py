@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from converters import MANIFEST
+from pipebench.converters import MANIFEST
 from pipebench.config import Experiment, parse_experiment
 from pipebench.data_files import REMOTE_PREFIX, expand
 from pipebench.errors import ConfigError, DataError, PipebenchError, UsageError

@@ -6,7 +6,7 @@ The SageMaker training toolkit in those images downloads the tarball that the
 with /opt/ml/code as its working folder. The tarball holds:
   pipebench_entry.py   the program: calls pipebench.sagemaker.entry.main (the arguments are ignored:
                        the entry reads hyperparameters.json itself)
-  pipebench/, converters/   the packages as this installation has them (no setup.py: with one the
+  pipebench/           the package as this installation has it (no setup.py: with one the
                        toolkit would run the folder as a package, `python -m`, instead of the program)
   requirements.txt     pipebench's own requirements (its installed metadata, extras left out); the
                        image already has TensorFlow, which pip must not replace
@@ -19,14 +19,13 @@ import io
 import tarfile
 from pathlib import Path
 
-import converters
 import pipebench
 from pipebench.errors import UsageError
 
 ENTRY_PROGRAM = "pipebench_entry.py"
 REQUIREMENTS = "requirements.txt"
 TARBALL = "sourcedir.tar.gz"
-PACKAGES = (pipebench, converters)
+PACKAGES = (pipebench,)
 
 ENTRY_SCRIPT = '''"""SageMaker script mode: the training toolkit runs this file in /opt/ml/code."""
 import sys

@@ -78,7 +78,7 @@ def _lines(stream) -> Iterator[bytes]:
 
 
 def _frames(stream, where: Path) -> Iterator[bytes]:
-    from converters.tfrecord import masked_crc32c
+    from pipebench.converters.tfrecord import masked_crc32c
 
     while header := stream.read(12):
         if len(header) < 12:

@@ -14,8 +14,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from converters import COMPRESSIONS, TF_COMPRESSION  # noqa: F401 (re-exported for callers)
-from converters.inputs import InputFile
+from pipebench.converters import COMPRESSIONS, TF_COMPRESSION  # noqa: F401 (re-exported for callers)
+from pipebench.converters.inputs import InputFile
 from pipebench.errors import DataError
 
 _MASK_DELTA = np.uint64(0xA282EAD8)

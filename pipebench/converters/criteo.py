@@ -44,9 +44,9 @@ import numba
 import numpy as np
 
 import pipebench
-from converters.inputs import InputFile
-from converters.libsvm import _shown
-from converters.manifest import Made, Source
+from pipebench.converters.inputs import InputFile
+from pipebench.converters.libsvm import _shown
+from pipebench.converters.manifest import Made, Source
 from pipebench.errors import DataError
 from pipebench.typed import to_json
 from pipebench.versioned import WAS, load_versioned

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from converters.manifest import Shard
-from converters.tfrecord import compressor
+from pipebench.converters.manifest import Shard
+from pipebench.converters.tfrecord import compressor
 
 
 class ShardWriter:

@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 
 import pipebench
-from converters import MANIFEST, criteo, libsvm, packed, tfrecord
-from converters.example import SCHEMA, encode_examples
-from converters.inputs import InputFile, refuse_unusable, sniff_compression
-from converters.inverse import ExampleBatch, example_batches, format_libsvm
-from converters.manifest import (
+from pipebench.converters import MANIFEST, criteo, libsvm, packed, tfrecord
+from pipebench.converters.example import SCHEMA, encode_examples
+from pipebench.converters.inputs import InputFile, refuse_unusable, sniff_compression
+from pipebench.converters.inverse import ExampleBatch, example_batches, format_libsvm
+from pipebench.converters.manifest import (
     MANIFEST_VERSION,
     FeatureMapUsed,
     Made,
@@ -43,7 +43,7 @@ from converters.manifest import (
     Shard,
     Source,
 )
-from converters.shards import ShardWriter
+from pipebench.converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
 from pipebench.errors import DataError, UsageError
 from pipebench.progress import Progress

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from converters import tfrecord
-from converters.inputs import InputFile
+from pipebench.converters import tfrecord
+from pipebench.converters.inputs import InputFile
 
 NOT_EXAMPLE = "not_example"
 SCHEMA_MISMATCH = "schema_mismatch"

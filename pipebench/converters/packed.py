@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from converters.manifest import PackedColumn, PackedLayout
+from pipebench.converters.manifest import PackedColumn, PackedLayout
 
 DEFAULT_ROWS_PER_RECORD = 256
 _ID_LIMIT = 2**31
