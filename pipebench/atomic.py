@@ -141,23 +141,41 @@ def _missing_parents(path: Path) -> list[Path]:
     return missing
 
 
+def _refuse(target: Path, force: bool, inputs: Iterable[Path], inside_inputs: bool) -> None:
+    refuse_overlap(target, inputs, inside_inputs)
+    if target.exists() or target.is_symlink():
+        if not force:
+            raise UsageError(f"{target}: already exists (use --force to replace it)")
+        _refuse_replacing(target)
+
+
+def check_output(target: Path, force: bool = False, inputs: Iterable[Path] = (), inside_inputs: bool = False) -> None:
+    """Refuse, before any work is done, an output folder that atomic_dir would refuse at the end of it: one that
+    overlaps an input (`inside_inputs` allows one inside an input folder), an existing one without `force`, a file,
+    the folder this process works in, or one that cannot be made where it is asked for."""
+    target = Path(target)
+    _refuse(target, force, inputs, inside_inputs)
+    blocker = _not_a_folder(target.parent)
+    if blocker is not None:
+        raise OutputFolderError(str(target), f"{blocker} is a file, not a folder")
+    nearest = next((p for p in (target.parent.absolute(), *target.parent.absolute().parents) if p.exists()), None)
+    if nearest is not None and not os.access(nearest, os.W_OK | os.X_OK):
+        raise OutputFolderError(str(target), f"{nearest} is not writable")
+
+
 @contextlib.contextmanager
 def atomic_dir(target: Path, force: bool = False, inputs: Iterable[Path] = (),
                inside_inputs: bool = False) -> Iterator[Path]:
     """Yield a temp folder beside `target`; rename it to `target` only if the block succeeds.
 
-    Refused up front: an output that overlaps one of `inputs` (`inside_inputs` allows one inside an
+    Refused up front (check_output): an output that overlaps one of `inputs` (`inside_inputs` allows one inside an
     input folder), an existing target without `force`, an existing file (only folders are replaced),
     and replacing the folder this process works in. Without `force`, a target that appeared while the
     block ran is refused too, and left as it is. Failing to create or write the output is one
     PipebenchError naming it.
     """
     target = Path(target)
-    refuse_overlap(target, inputs, inside_inputs)
-    if target.exists() or target.is_symlink():
-        if not force:
-            raise UsageError(f"{target}: already exists (use --force to replace it)")
-        _refuse_replacing(target)
+    _refuse(target, force, inputs, inside_inputs)
     created = _missing_parents(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,17 @@
-"""What a parent does with the end of a child process it started: read why it died, and kill what is left of it.
+"""What a parent does with the child processes it starts: the command line that starts one, the tag its whole tree
+carries, ending what is left of that tree, and sweeping what a parent killed by SIGKILL left behind.
+
+A worker runs the user's code, and the user's code may start threads and processes of its own. So:
+
+- `worker_command` starts `python -m MODULE` without the working folder first on sys.path (which `python -m`
+  puts there): a `random.py` in the folder pipebench runs from must not replace the standard library's.
+- Every worker gets the environment variable `PIPEBENCH_WORKER_TAG` (`new_tag`: the parent's pid and start time,
+  and a random part), which every process it starts inherits. `end_tree` kills the worker's process group and
+  then every process still carrying its tag: a child that left the group (setsid, a double fork) too.
+- A parent killed by SIGKILL runs no cleanup. Its workers die with it (pipebench.parent_death), but what they
+  started does not, and its scratch folders stay. `sweep` (run as each command that starts workers begins)
+  ends the processes whose tag names a parent that is gone, and removes the scratch folders (`scratch_folder`,
+  named by the parent's pid and start time too) of such parents.
 
 Kept apart from the trial manager so the places that start servers and writers inside a trial (the tf.data
 service cluster, the Pipe-mode emulator) and the sharding cluster share it without importing the manager's
@@ -7,14 +20,30 @@ sampler.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import re
+import secrets
+import shutil
 import signal
 import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 STDERR_TAIL_BYTES = 2000
 _NO_OUTPUT = "(no output)"
+#: Carried by a worker and everything it starts (module docstring).
+TAG_VARIABLE = "PIPEBENCH_WORKER_TAG"
+#: Runs MODULE as `python -m MODULE` would, but for the working folder on sys.path (`python -c` puts '' first).
+_BOOT = ("import sys; sys.path[:1] == [''] and sys.path.pop(0); module = sys.argv.pop(1); import runpy; "
+         "runpy.run_module(module, run_name='__main__', alter_sys=True)")
+#: The signal on which a worker writes every thread's Python stack to its stderr (faulthandler): where it hung.
+STACK_SIGNAL = signal.SIGUSR1
+_TAG = re.compile(r"(?P<pid>\d+)-(?P<start>\d+)-[0-9a-f]+")
+_SCRATCH = re.compile(r"pipebench-[a-z]+-(?P<pid>\d+)-(?P<start>\d+)-.+")
 
 
 def stderr_tail(stderr: Path | BinaryIO, max_bytes: int = STDERR_TAIL_BYTES) -> str:
@@ -40,6 +69,114 @@ def last_stderr_line(stderr: Path | BinaryIO) -> str:
 
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL `proc`'s process group (it was started with start_new_session), so what it started goes too; reap it."""
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+def worker_command(module: str, *args: str) -> list[str]:
+    """Give the command line of `python -m MODULE ARGS` with this interpreter, the working folder kept off sys.path."""
+    return [sys.executable, "-c", _BOOT, module, *args]
+
+
+def _start_ticks(pid: int) -> int | None:
+    """Give when process `pid` started (clock ticks since boot; /proc/PID/stat field 22), or None if it is gone (a
+    zombie, which has ended and only waits to be reaped, included)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return None if fields[0] in (b"Z", b"X") else int(fields[19])
+
+
+def _alive(pid: int, start: int) -> bool:
+    """Tell whether the process that started at `start` as `pid` still runs (not another one given its pid since)."""
+    return _start_ticks(pid) == start
+
+
+def new_tag() -> str:
+    """Give a tag for one worker of this process (module docstring)."""
+    return f"{os.getpid()}-{_start_ticks(os.getpid()) or 0}-{secrets.token_hex(4)}"
+
+
+def _tags() -> Iterator[tuple[int, str]]:
+    """Yield (pid, tag) for every process this user may read whose environment holds a worker tag."""
+    needle = f"{TAG_VARIABLE}=".encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    me = os.getpid()
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        at = environ.find(needle)
+        if at >= 0 and (at == 0 or environ[at - 1] == 0):
+            yield int(entry), environ[at + len(needle):].split(b"\0", 1)[0].decode("ascii", "replace")
+
+
+def tagged(tag: str) -> list[int]:
+    """Give the processes still carrying `tag`."""
+    return [pid for pid, found in _tags() if found == tag]
+
+
+def end_tree(proc: subprocess.Popen, tag: str | None) -> None:
+    """End whatever is left of a worker and what it started: its process group, then every process carrying its
+    tag (a child that left the group); reap the worker. Harmless when everything has already ended."""
+    kill_group(proc)
+    if tag is None:
+        return
+    for pid in tagged(tag):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _parent_gone(match: re.Match | None) -> bool:
+    return match is not None and not _alive(int(match["pid"]), int(match["start"]))
+
+
+def sweep() -> None:
+    """End the processes whose tag names a parent that is gone, and remove the scratch folders of such parents
+    (module docstring): what a pipebench killed by SIGKILL left."""
+    for pid, tag in _tags():
+        if _parent_gone(_TAG.fullmatch(tag)):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    root = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if entry.is_dir(follow_symlinks=False) and _parent_gone(_SCRATCH.fullmatch(entry.name)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def scratch_folder(kind: str) -> Iterator[Path]:
+    """Give a new scratch folder `pipebench-KIND-PID-START-XXXX` in the temp folder, removed after the block (and
+    by a later `sweep` when this process is killed before it could remove it)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"pipebench-{kind}-{os.getpid()}-{_start_ticks(os.getpid()) or 0}-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def answer_stack_requests() -> None:
+    """In a worker: write every thread's Python stack to stderr on STACK_SIGNAL (its parent asks before it kills a
+    worker that ran out of time, to say where it was)."""
+    faulthandler.register(STACK_SIGNAL, all_threads=True, chain=False)
+
+
+def flush_and_exit(code: int) -> None:
+    """In a worker that has written its answer: exit now, without waiting for threads the user's code started (a
+    non-daemon thread would keep the interpreter, and so its parent, waiting) or running their atexit handlers."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from pipebench.runner import RunOutcome
 
 
+#: `pipebench diagnose`'s default limits (pipebench.diagnose.run's, repeated: the CLI imports no diagnose module to
+#: build its help; tests/test_cli.py checks they agree).
+DIAGNOSE_TIMEOUT_SEC = 1800.0
+DIAGNOSE_MEMORY_CAP_MB = 8192
 TRAINER_HELP = ("where the model the input-bound verdict speaks for trains: cpu (on the pipeline's own CPUs: the "
                 "verdict reads the slowdown), accelerator (fed by this host: it reads the waiting share); default "
                 "auto, where the train step ran here (measurement.trainer)")
@@ -282,7 +287,8 @@ def _cmd_diagnose(args: argparse.Namespace) -> int:
     model = parse_function_ref(args.model, "--model") if args.model else None
     kwargs = parse_settings(args.set)
     found, out = diagnose(target, kwargs, model, args.out, args.rounds, args.force,
-                          log=(lambda text: None) if args.json else (lambda text: print(text, flush=True)))
+                          log=(lambda text: None) if args.json else (lambda text: print(text, flush=True)),
+                          timeout_sec=args.timeout, memory_cap_mb=args.memory_cap)
     if args.json:
         print(json.dumps(found.to_json(), indent=2, allow_nan=False))
     else:
@@ -555,6 +561,12 @@ def build_parser() -> argparse.ArgumentParser:
     diagnosing.add_argument("--rounds", type=_positive_int, default=5,
                             help="interleaved rounds per comparison (default 5, at least 2)")
     diagnosing.add_argument("--force", action="store_true", help="replace --out if it exists")
+    diagnosing.add_argument("--timeout", type=_positive_float, default=DIAGNOSE_TIMEOUT_SEC, metavar="SEC",
+                            help=f"stop the diagnosis after SEC seconds, saying where your code was (default "
+                                 f"{DIAGNOSE_TIMEOUT_SEC:.0f})")
+    diagnosing.add_argument("--memory-cap", type=_positive_int, default=DIAGNOSE_MEMORY_CAP_MB, metavar="MB",
+                            help=f"stop it when its processes hold more than MB MiB of memory together (default "
+                                 f"{DIAGNOSE_MEMORY_CAP_MB})")
     diagnosing.add_argument("--json", action="store_true", help="print diagnosis.json instead of the summary")
     diagnosing.set_defaults(func=_cmd_diagnose)
 
@@ -622,16 +634,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, `docker stop`, systemd, a scheduler), raised where the command is, so that every cleanup
+    Ctrl-C runs runs too: workers and what they started ended, scratch folders removed, nothing half-written."""
+
+
+def _terminate(signum: int, frame: object) -> NoReturn:
+    raise _Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; give the exit code."""
+    import signal
+
+    from pipebench.children import sweep
+
     args = build_parser().parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
     try:
+        sweep()  # what a pipebench killed by SIGKILL left: its workers' children, its scratch folders
         return args.func(args)
     except PipebenchError as err:
         if debug():
             raise
         print(f"pipebench: error: {err}", file=sys.stderr)
         return err.exit_code
+    except _Terminated:
+        print("pipebench: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("pipebench: interrupted", file=sys.stderr)
         return 130
@@ -644,6 +675,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pipebench: error: {err.filename}: {err.strerror}" if err.filename and err.strerror
               else f"pipebench: error: {err}", file=sys.stderr)
         return 1
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ Exit codes of the `pipebench` command (the CLI catches errors once, in `pipebenc
   once 4 trials have finished), or it ended with no trial that succeeded, whatever its size. Its rows
   (and summary.md) are written, and the last line says why.
 - 130: interrupted (Ctrl-C).
+- 143: terminated (SIGTERM), cleaned up as after Ctrl-C.
 
 PIPEBENCH_DEBUG set to anything but 0, false, no, off or nothing shows the traceback instead (`debug()`).
 """

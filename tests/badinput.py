@@ -8,7 +8,11 @@ there too), then asserts:
   `{tmp}`: its length is pytest's, not the message's), matching the case's
   pattern (which names the file, the line or YAML path, and the reason), with no traceback;
 - nothing at the case's output path, and no other file or folder created, changed or removed in the
-  case folder (inputs byte-identical, no hidden temp files left behind);
+  case folder (inputs byte-identical, no hidden temp files left behind) but the files the user's own code
+  writes there (`user_writes`);
+- nothing left running: every command runs with PIPEBENCH_TEST_CASE set to a value of its own, which every
+  process it starts inherits, and no process holding it may outlive the command (SIGKILL'd ones given a moment
+  to be reaped);
 - for a hostile input (`memory_mb`), that all this holds with the process's address space capped
   (RLIMIT_AS): refusing it must not cost memory that grows with the input.
 
@@ -16,9 +20,10 @@ Most cases call pipebench.cli.main in the test process (its stderr read at the f
 case's environment set and everything put back after): the same checks, no interpreter to start. A case
 runs `python -m pipebench.cli ARGS` in a fresh process when it needs one (a capped address space, its
 own stdin) or when it is one of the sample (`process=True`, a few cases from each corpus module): there
-the exit code, the absence of a traceback and a clean exit (no signal) are checked on a real process,
-and the command runs a second time with PIPEBENCH_DEBUG=1, which must give the traceback (or, for a
-usage error, the same line).
+the exit code, the absence of a traceback and a clean exit (no signal) are checked on a real process (the
+`pipebench` command itself, so the working folder is not on its sys.path, as `python -m` would put it),
+and the command runs a second time with PIPEBENCH_DEBUG=1 (unless `debug_too` is False), which must give
+the traceback (or, for a usage error, the same line).
 
 Cases are data: corpus modules (tests/test_bad_*.py) list `Bad(...)` values and parametrize over
 `cases(...)` of them, which marks each for its tier (tests/conftest.py); the `run_case` fixture runs one.
@@ -29,10 +34,12 @@ import hashlib
 import os
 import re
 import resource
+import secrets
 import shutil
 import stat
 import subprocess
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +86,8 @@ class Bad:
     memory_mb: int | None = None
     process: bool = False
     tf: bool = False
+    user_writes: tuple[str, ...] = ()
+    debug_too: bool = True
 
     def __str__(self) -> str:
         return self.name
@@ -127,11 +136,14 @@ def run_case(case: Bad, folder: Path, capfd: pytest.CaptureFixture, monkeypatch:
     case.make(folder)
     before = snapshot(folder)
     args = [a.format(tmp=folder) for a in case.args]
+    marker = f"{case.name}-{os.getpid()}-{secrets.token_hex(4)}"
     if case.in_process:
-        code, stderr = _in_process(case, folder, args, capfd, monkeypatch)
+        code, stderr = _in_process(case, folder, args, capfd, monkeypatch, marker)
     else:
-        code, stderr = _as_process(case, folder, args)
-    debugged = _as_process(case, folder, args, debug=True) if case.process else None
+        code, stderr = _as_process(case, folder, args, marker=marker)
+    debugged = _as_process(case, folder, args, debug=True, marker=marker) if case.process and case.debug_too else None
+    left = still_running(MARKER, marker)
+    assert not left, f"{case.name}: processes outlived the command: {left}"
     case.after(folder)
     shown = f"exit {code}; stderr:\n{stderr[-3000:]}"
     assert code > 0, f"{case.name}: expected a failure exit code; {shown}"
@@ -150,8 +162,35 @@ def run_case(case: Bad, folder: Path, capfd: pytest.CaptureFixture, monkeypatch:
         assert not os.path.lexists(folder / case.out) or (case.out in before), \
             f"{case.name}: {case.out} was written"
     after = snapshot(folder)
-    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k) and k not in case.user_writes)
     assert not changed, f"{case.name}: the command changed {changed[:10]}"
+
+
+#: Set, with a value of its own, for every command a case runs (module docstring).
+MARKER = "PIPEBENCH_TEST_CASE"
+
+
+def still_running(variable: str, value: str, grace_sec: float = 3.0) -> list[str]:
+    """Give the processes (not this one, not zombies) whose environment sets `variable` to `value`, after giving
+    killed ones `grace_sec` to go."""
+    needle = f"{variable}={value}".encode()
+    deadline = time.monotonic() + grace_sec
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                environ = Path(f"/proc/{entry}/environ").read_bytes()
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            state = stat[stat.rfind(b")") + 2:].split()[0]
+            if needle in environ.split(b"\0") and state not in (b"Z", b"X"):
+                found.append(f"{entry}: {Path(f'/proc/{entry}/cmdline').read_bytes()[:120]!r}")
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
 
 
 def _check_debug(case: Bad, line: str, pattern: str, code: int, stderr: str) -> None:
@@ -174,20 +213,23 @@ def _check_debug(case: Bad, line: str, pattern: str, code: int, stderr: str) -> 
 _UNSET = ("PIPEBENCH_DEBUG", "TF_CPP_MIN_LOG_LEVEL")
 
 
-def _as_process(case: Bad, folder: Path, args: list[str], debug: bool = False) -> tuple[int, str]:
-    """Give (exit code, stderr) of `python -m pipebench.cli ARGS` run in `folder` (with PIPEBENCH_DEBUG=1: `debug`)."""
+def _as_process(case: Bad, folder: Path, args: list[str], debug: bool = False, marker: str = "") -> tuple[int, str]:
+    """Give (exit code, stderr) of `pipebench ARGS` run in `folder` (with PIPEBENCH_DEBUG=1: `debug`)."""
     env = {k: v for k, v in os.environ.items() if k not in _UNSET}
     env.update({k: v.format(tmp=folder) for k, v in case.env.items()})
+    env[MARKER] = marker
     if debug:
         env["PIPEBENCH_DEBUG"] = "1"
-    result = subprocess.run([sys.executable, "-m", "pipebench.cli", *args], cwd=folder, env=env,
+    command = Path(sys.executable).with_name("pipebench")
+    launcher = [str(command)] if command.exists() else [sys.executable, "-m", "pipebench.cli"]
+    result = subprocess.run([*launcher, *args], cwd=folder, env=env,
                             input=case.stdin, capture_output=True, timeout=case.timeout_sec,
                             preexec_fn=None if case.memory_mb is None else _address_space(case.memory_mb))
     return result.returncode, result.stderr.decode("utf-8", "replace")
 
 
 def _in_process(case: Bad, folder: Path, args: list[str], capfd: pytest.CaptureFixture,
-                monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+                monkeypatch: pytest.MonkeyPatch, marker: str = "") -> tuple[int, str]:
     """Give (exit code, stderr) of pipebench.cli.main(ARGS) called here, with `folder` the working directory; an
     exception that escapes main fails the case as the traceback it would print."""
     from pipebench.cli import main
@@ -197,6 +239,7 @@ def _in_process(case: Bad, folder: Path, args: list[str], capfd: pytest.CaptureF
         monkeypatch.delenv(name, raising=False)
     for name, value in case.env.items():
         monkeypatch.setenv(name, value.format(tmp=folder))
+    monkeypatch.setenv(MARKER, marker)
     environ = dict(os.environ)
     capfd.readouterr()
     try:

@@ -130,3 +130,13 @@ def test_usage_errors_are_one_line_naming_the_subcommand_and_help_is_argparses(m
     ours = _helps(build_parser())
     monkeypatch.setattr("pipebench.cli._Parser", argparse.ArgumentParser)
     assert ours == _helps(build_parser()) and len(ours) > 10
+
+
+def test_diagnose_help_says_the_limits_the_diagnosis_applies():
+    """The CLI repeats diagnose's default limits to build its help without importing the diagnose package."""
+    from pipebench import cli
+    from pipebench.diagnose import run
+
+    assert (cli.DIAGNOSE_TIMEOUT_SEC, cli.DIAGNOSE_MEMORY_CAP_MB) == (run.TIMEOUT_SEC, run.MEMORY_CAP_MB)
+    text = build_parser()._subparsers._group_actions[0].choices["diagnose"].format_help()
+    assert "--timeout SEC" in text and "(default 1800)" in text and "--memory-cap MB" in text and "8192" in text

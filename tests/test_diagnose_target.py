@@ -24,7 +24,21 @@ def test_settings_are_yaml_scalars_or_lists():
                            "empty="]) == {"batch_size": 512, "files": ["a.txt", "b.txt"], "shuffle": True,
                                          "name": "x", "rate": 0.5, "none": None, "empty": ""}
     for bad, error in ((["batch_size"], UsageError), (["1x=2"], UsageError), (["a=1", "a=2"], UsageError),
-                       (["a={b: 1}"], UsageError), (["a=[[1]]"], UsageError), (["a=[1"], ConfigError)):
-        with pytest.raises(error):
+                       (["a={b: 1}"], UsageError), (["a=[[1]]"], UsageError), (["a=[1"], UsageError),
+                       (["a=!!python/object/apply:os.system [id]"], UsageError)):
+        with pytest.raises(error) as raised:
             parse_settings(bad)
+        assert not isinstance(raised.value, ConfigError), "every --set error is a usage error (exit 2)"
+
+
+def test_the_paths_the_settings_name_are_inputs(tmp_path, monkeypatch):
+    from pipebench.diagnose.target import named_paths
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / "d" / name).write_text("x")
+    paths, folders = named_paths({"files": ["d/a.txt", "gone.txt"], "pattern": "d/*.txt", "root": "d", "n": 3,
+                                  "name": "gzip"})
+    assert sorted(map(str, paths)) == ["d", "d/a.txt", "d/a.txt", "d/b.txt"] and list(map(str, folders)) == ["d"]
 

@@ -62,7 +62,8 @@ def _rows(value: Any, batched: bool) -> list[bytes]:
         array = array[None, ...]
     head = f"{array.dtype.str}{array.shape[1:]}".encode()
     if array.dtype == object:
-        return [head + b"\0".join(len(x).to_bytes(8, "little") + x for x in row.reshape(-1)) for row in array]
+        return [head + b"\0".join(len(x).to_bytes(8, "little") + x for x in np.asarray(row, dtype=object).reshape(-1))
+                for row in array]
     flat = np.ascontiguousarray(array).reshape(array.shape[0], -1)
     return [head + row.tobytes() for row in flat]
 

@@ -1,23 +1,28 @@
-"""`pipebench diagnose` on the CLI's side: start the worker, show its progress, write the output folder.
+"""`pipebench diagnose` on the CLI's side: check the output folder, start the worker, show its progress, write the
+output folder.
 
-No TensorFlow here: the user's function runs only in the worker (pipebench.diagnose.worker), a
-fresh process watched as a trial's is (pipebench.measure.manager.watch: a timeout and a memory cap,
-its process group killed on Ctrl-C). The folder is written only when the diagnosis completes, whole
-or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md, the rewritten module and, when
-the kept rewrite can be written as edits of the user's own calls, a patch of their file (pipebench.diagnose.patch).
+No TensorFlow here: the user's function runs only in the worker (pipebench.diagnose.worker), a fresh process
+started and watched as a trial's is (pipebench.measure.manager: the working folder kept off its sys.path, a
+timeout and a memory cap, its threads' stacks asked for before a timeout kills it, and whatever it or the user's
+code started ended with it, pipebench.children). Its scratch folder (the request, the progress, the worker's
+TMPDIR) is removed after it, on Ctrl-C and SIGTERM too, and by a later command after kill -9.
+
+`--out` is checked before the worker starts: it may not replace, hold or lie inside an input (the user's module,
+--model's, every file or folder a --set value names), nor exist without --force. The folder is written only when
+the diagnosis completes, whole or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md, the
+rewritten module and, when the kept rewrite can be written as edits of the user's own calls, a patch of their
+file (pipebench.diagnose.patch).
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import tempfile
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipebench.atomic import atomic_dir
+from pipebench.atomic import atomic_dir, check_output
 from pipebench.diagnose.records import Diagnosis, Outcome, Request
 from pipebench.errors import DataError, PipebenchError, UsageError
 from pipebench.pipeline.function import FunctionRef
@@ -29,79 +34,125 @@ WARMUP_SEC = 5.0
 CONTENT_SEC = 5.0
 CONTENT_MIN_EXAMPLES = 20_000
 EPOCH_CAP_EXAMPLES = 2_000_000
+#: How long a diagnosis may take before its worker is stopped (--timeout).
 TIMEOUT_SEC = 30 * 60
+#: What the worker's processes may hold in memory, together, before they are stopped (--memory-cap).
 MEMORY_CAP_MB = 8192
+#: A line TensorFlow's C++ logging writes as it starts (absl's notice, oneDNN's): not what a worker died of.
+_TF_LOG = re.compile(r"[IWEF]\d{4} |WARNING: All log messages before absl")
+#: The progress line the worker writes before it imports the user's module and calls the function.
+LOADING = "loading "
 
 
 def default_out(ref: FunctionRef) -> Path:
     return Path(f"diagnosis-{Path(ref.path).stem}-{ref.name}")
 
 
-def _progress(path: Path, log: Callable[[str], None]) -> Callable[[], None]:
-    """Give a poll that logs the worker's new progress lines (complete lines only)."""
-    offset = 0
+class _Progress:
+    """Logs the worker's new progress lines (complete lines only) and keeps the last: what the worker was doing."""
 
-    def poll() -> None:
-        nonlocal offset
-        if not path.exists():
+    def __init__(self, path: Path, log: Callable[[str], None]) -> None:
+        self.path, self.log, self.offset, self.last = path, log, 0, ""
+
+    def __call__(self) -> None:
+        if not self.path.exists():
             return
-        with open(path, "rb") as f:
-            f.seek(offset)
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
             text = f.read()
         complete = text[: text.rfind(b"\n") + 1]
-        offset += len(complete)
+        self.offset += len(complete)
         for line in complete.decode("utf-8", "replace").splitlines():
-            log(line)
-    return poll
+            self.last = line
+            self.log(line)
+
+    def phase(self, ref: FunctionRef) -> str:
+        """Give what the worker was doing, in words."""
+        if not self.last or self.last.startswith(LOADING):
+            return f"importing {Path(ref.path).name} and calling {ref.name}"
+        return f"running the pipeline (its last step: {self.last.strip()[:80]})"
+
+
+def _where_it_was(stderr: Path, ref: FunctionRef) -> str:
+    """Give where the user's code was when the worker dumped its stacks (faulthandler), or ''."""
+    from pipebench.children import stderr_tail
+
+    folder = str(Path(ref.path).parent)
+    for file, line, function in re.findall(r'File "([^"]+)", line (\d+) in (\S+)', stderr_tail(stderr, 64_000)):
+        if str(Path(file).parent) == folder:
+            return f"; it was at {Path(file).name}:{line} (in {function})"
+    return ""
 
 
 def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeout_sec: float = TIMEOUT_SEC,
                memory_cap_mb: int = MEMORY_CAP_MB) -> Diagnosis:
     """Run the diagnosis in a fresh worker; give its Diagnosis, or raise its one-line error."""
     from pipebench.children import last_stderr_line
-    from pipebench.measure.manager import Limits, watch, worker_environment
+    from pipebench.measure.manager import Limits, start_worker, watch, worker_environment
     from pipebench.measure.trial import Threads
 
+    ref = FunctionRef(request.function, request.name)
     request_path, result_path, stderr_path = folder / "request.json", folder / "result.json", folder / "stderr.txt"
     request_path.write_text(json.dumps(request.to_json()))
     started = time.monotonic()
     with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", "pipebench.diagnose.worker", str(request_path),
-                                 str(result_path)], env=worker_environment({}, Threads(None, None)),
-                                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True)
-    poll = _progress(Path(request.progress_file), log)
-    killed, _ = watch(proc, Limits(timeout_sec, memory_cap_mb << 20), time.monotonic, started, poll)
-    poll()
+        worker = start_worker("pipebench.diagnose.worker", [str(request_path), str(result_path)],
+                              worker_environment({}, Threads(None, None)), stderr, folder / "tmp")
+    progress = _Progress(Path(request.progress_file), log)
+    try:
+        killed, peak = watch(worker.proc, Limits(timeout_sec, memory_cap_mb << 20), time.monotonic, started, progress)
+    finally:
+        worker.end()  # threads and processes the user's code started end with the diagnosis
+    progress()
+    head = f"{ref.path}:{ref.name}: the diagnosis stopped"
+    if killed and killed[0] == "memory_cap":
+        raise PipebenchError(f"{head}: its processes passed the memory cap of {memory_cap_mb:,} MiB (RSS "
+                             f"{peak / 2**20:,.0f} MiB) while {progress.phase(ref)}; give it more with --memory-cap")
     if killed:
-        raise PipebenchError(f"{request.function}:{request.name}: the diagnosis stopped: {killed[1]}")
+        raise PipebenchError(f"{head}: no result after {timeout_sec:,.0f} s (--timeout) while {progress.phase(ref)}"
+                             + _where_it_was(stderr_path, ref))
     if not result_path.exists():
-        raise PipebenchError(f"{request.function}:{request.name}: the diagnosis worker exited with code "
-                             f"{proc.returncode} and no result: {last_stderr_line(stderr_path)}"[:290])
+        code = worker.proc.returncode
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        said = last_stderr_line(stderr_path)
+        said = "" if _TF_LOG.match(said) or said == "(no output)" else f": {said[:120]}"
+        raise PipebenchError(f"{head}: the worker {how}, with no answer, while {progress.phase(ref)} (did the "
+                             f"code end the process, os._exit or a crash?){said}")
     outcome = Outcome.load(result_path)
     if outcome.error is not None:
         raise {"usage": UsageError, "data": DataError}.get(outcome.error_kind, PipebenchError)(outcome.error)
     return outcome.diagnosis
 
 
+def inputs_of(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None) -> tuple[list[Path], list[Path]]:
+    """Give the diagnosis's inputs: (the modules and every path a --set value names, the folders of its patterns)."""
+    from pipebench.diagnose.target import named_paths
+
+    paths, folders = named_paths(kwargs)
+    return [Path(ref.path), *([Path(model.path)] if model else []), *paths], folders
+
+
 def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None, out: Path | None, rounds: int,
              force: bool = False, log: Callable[[str], None] = print, window_sec: float = WINDOW_SEC,
-             settle_sec: float = SETTLE_SEC, epoch_cap_examples: int = EPOCH_CAP_EXAMPLES) -> tuple[Diagnosis, Path]:
+             settle_sec: float = SETTLE_SEC, epoch_cap_examples: int = EPOCH_CAP_EXAMPLES,
+             timeout_sec: float = TIMEOUT_SEC, memory_cap_mb: int = MEMORY_CAP_MB) -> tuple[Diagnosis, Path]:
     """Diagnose the function; write the output folder; give the diagnosis and the folder's path."""
+    from pipebench.children import scratch_folder
     from pipebench.diagnose.export import best, module_name, rewritten_module
     from pipebench.diagnose.patch import NoPatch, patch
     from pipebench.diagnose.report import to_markdown
 
     out = Path(out) if out is not None else default_out(ref)
-    if (out.exists() or out.is_symlink()) and not force:
-        raise UsageError(f"{out}: already exists (use --force to replace it)")
     if rounds < 2:
         raise UsageError(f"--rounds {rounds}: at least 2 (fewer give no interval)")
-    with tempfile.TemporaryDirectory(prefix="pipebench-diagnose-") as scratch:
-        folder = Path(scratch)
+    inputs, pattern_folders = inputs_of(ref, kwargs, model)
+    check_output(out, force, inputs)  # before any work: a refusal after a diagnosis of minutes wastes them
+    check_output(out, force, pattern_folders, inside_inputs=True)
+    with scratch_folder("diagnose") as folder:
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
                           WARMUP_SEC, CONTENT_SEC, CONTENT_MIN_EXAMPLES, epoch_cap_examples,
                           str(folder / "progress.txt"))
-        found = run_worker(request, folder, log)
+        found = run_worker(request, folder, log, timeout_sec, memory_cap_mb)
     chosen = best(found)
     diff, why = None, "no rewrite was kept"
     if chosen is not None:
@@ -110,7 +161,7 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         except NoPatch as err:
             why = str(err)
     patch_name = Path(module_name(found)).with_suffix(".patch").name
-    with atomic_dir(out, force=force, inputs=[Path(ref.path)]) as tmp:
+    with atomic_dir(out, force=force, inputs=inputs) as tmp:
         (tmp / "diagnosis.json").write_text(json.dumps(found.to_json(), indent=2, allow_nan=False) + "\n")
         (tmp / "diagnosis.md").write_text(to_markdown(found, patch_name if diff else None, why))
         (tmp / module_name(found)).write_text(rewritten_module(found))

@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
+from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.diagnose.records import (
     Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Profiler, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
-from pipebench.errors import PipebenchError, UsageError
+from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
 
@@ -156,14 +157,26 @@ class Diagnoser:
     # --- the diagnosis --------------------------------------------------------------------------------------------
 
     def run(self) -> Diagnosis:
-        from pipebench.diagnose import content as contents
-        from pipebench.diagnose.replay import replay, steps_of
-        from pipebench.diagnose.walk import walk
-        from pipebench.pipeline.user_code import load
+        """Load the user's function and diagnose its dataset; what their pipeline raises while it runs (a map's op
+        failing on a record, a py_function raising) is a UserCodeError naming their file and line."""
+        from pipebench.diagnose.run import LOADING
+        from pipebench.pipeline.user_code import failure_while_running, load
 
         started = time.time()
         r = self.request
+        self.log(f"{LOADING}{Path(r.function).name}:{r.name}")
         loaded = load(r.function, r.name, r.kwargs)
+        try:
+            return self._diagnose(loaded, started)
+        except self.tf.errors.OpError as err:
+            raise UserCodeError(failure_while_running(err, loaded.function, r.function, loaded.dataset)) from None
+
+    def _diagnose(self, loaded, started: float) -> Diagnosis:
+        from pipebench.diagnose import content as contents
+        from pipebench.diagnose.replay import replay, steps_of
+        from pipebench.diagnose.walk import walk
+
+        r = self.request
         walked = walk(loaded.dataset, loaded.sites, loaded.module)
         contents.check_structure(loaded.dataset.element_spec)
         self.walked, self.loaded = walked, loaded
@@ -546,6 +559,7 @@ def _profiler() -> Profiler:
 def main(argv: list[str]) -> int:
     manager = os.environ.get("PIPEBENCH_MANAGER_PID")
     die_with_parent(int(manager) if manager else None)
+    answer_stack_requests()
     request_path, result_path = Path(argv[0]), Path(argv[1])
     request = Request.load(request_path)
 
@@ -569,4 +583,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    flush_and_exit(main(sys.argv[1:]))  # threads the user's code started must not keep the diagnosis waiting

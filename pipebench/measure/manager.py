@@ -5,22 +5,22 @@ memory cap becomes a record with `status` and `reason`, never an exception that 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import psutil
+from typing import IO, Any
 
 from pipebench.atomic import atomic_write_json
-from pipebench.children import kill_group, last_stderr_line, stderr_tail
+from pipebench.children import (
+    STACK_SIGNAL, TAG_VARIABLE, end_tree, kill_group, last_stderr_line, new_tag, stderr_tail, worker_command)
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
@@ -30,6 +30,9 @@ THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREAD
 #: In each trial's folder: the TrialSpec the worker ran (a busy trial is measured again from it).
 TRIAL_FILE = "trial.json"
 _POLL_SEC = 0.1
+#: How long a worker that was sent STACK_SIGNAL (it dumps its threads' stacks to its stderr) gets before it is killed.
+STACK_WAIT_SEC = 1.0
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass
@@ -96,14 +99,52 @@ def worker_environment(variables: dict[str, str | None], threads: Threads,
     return env
 
 
-def _tree_rss(proc: psutil.Process) -> int:
-    total = 0
-    for p in [proc, *proc.children(recursive=True)]:
+def tree_rss(pid: int) -> int:
+    """Give the resident memory of process `pid` and of every process below it, in bytes.
+
+    Read from the files of the processes already known (/proc/PID/statm, and each thread's
+    /proc/PID/task/TID/children), never a scan of all of /proc.
+    """
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
         try:
-            total += p.memory_info().rss
-        except psutil.Error:
-            pass
+            with open(f"/proc/{current}/statm", "rb") as f:
+                total += int(f.read().split()[1]) * _PAGE_BYTES
+            for thread in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{thread}/children", "rb") as f:
+                    todo += [int(child) for child in f.read().split()]
+        except (OSError, ValueError, IndexError):  # it ended meanwhile
+            continue
     return total
+
+
+@dataclass
+class Started:
+    """A worker process pipebench started, and the tag its whole tree carries (pipebench.children)."""
+
+    proc: subprocess.Popen
+    tag: str
+
+    def end(self) -> None:
+        """End what is left of it and of what it started (pipebench.children.end_tree)."""
+        end_tree(self.proc, self.tag)
+
+
+def start_worker(module: str, args: list[str], env: dict[str, str], output: IO[bytes], tmp: Path,
+                 preexec_fn: Callable[[], None] | None = None) -> Started:
+    """Start `python -m MODULE ARGS` (the working folder kept off its sys.path) in a session of its own, tagged, its
+    temp files in `tmp` (TMPDIR: TensorFlow's autograph writes its generated modules there), stdout and stderr to
+    `output`, no stdin."""
+    tag = new_tag()
+    tmp.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(worker_command(module, *args), env={**env, TAG_VARIABLE: tag, "TMPDIR": str(tmp)},
+                            stdin=subprocess.DEVNULL, stdout=output, stderr=output, start_new_session=True,
+                            preexec_fn=preexec_fn)
+    return Started(proc, tag)
 
 
 class _WindowReader:
@@ -151,9 +192,9 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
     windows = _WindowReader(trial_dir / PROGRESS_FILE)
     started = clock()
     with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen([sys.executable, "-m", "pipebench.measure.worker", str(trial_path), str(result_path)],
-                                env=trial_environment(trial), stdin=subprocess.DEVNULL, stdout=stderr,
-                                stderr=stderr, start_new_session=True, preexec_fn=preexec_fn)
+        started_worker = start_worker("pipebench.measure.worker", [str(trial_path), str(result_path)],
+                                      trial_environment(trial), stderr, trial_dir / SCRATCH_DIR / "tmp", preexec_fn)
+    proc = started_worker.proc
     sampler = sampler_factory(proc.pid) if sampler_factory else None
     if sampler is not None:
         sampler.start()
@@ -168,6 +209,7 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
     try:
         killed_for, peak_rss = watch(proc, limits, clock, started, pruned if on_progress is not None else None)
     finally:
+        started_worker.end()  # what the user's code started (a function pipeline's) does not outlive the trial
         samples = sampler.stop() if sampler is not None else []
         shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)  # FIFOs a killed worker could not remove
     if on_progress is not None and not killed_for:
@@ -187,34 +229,62 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
 
 def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], started: float,
           check: Callable[[], tuple[str, str] | None] | None = None) -> tuple[tuple[str, str] | None, int]:
-    """Poll a worker until it exits; kill its process group past the memory cap or the timeout, or when `check`
+    """Wait for a worker to exit; kill its process group past the memory cap or the timeout, or when `check`
     (polled too) gives a reason. Give (why it was killed as (status, reason), or None; the tree's peak RSS).
 
-    Ctrl-C or an error here kills the worker too: a worker is never left behind.
+    Before a worker is killed for its timeout it is asked for its threads' stacks (STACK_SIGNAL), so its stderr
+    says where it was. Ctrl-C or an error here kills the worker too: a worker is never left behind.
     """
     killed_for = None
     peak_rss = 0
+    exited = _exit_handle(proc)
     try:
-        watched = psutil.Process(proc.pid)
         while proc.poll() is None:
             elapsed = clock() - started
-            rss = _tree_rss(watched)
+            rss = tree_rss(proc.pid)
             peak_rss = max(peak_rss, rss)
             if rss > limits.memory_cap_bytes:
                 killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "
                                             f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
             elif elapsed > limits.timeout_sec:
                 killed_for = ("timeout", f"no result after {limits.timeout_sec:.0f} s (killed)")
+                _ask_for_stacks(proc, exited)
             elif check is not None:
                 killed_for = check()
             if killed_for:
                 kill_group(proc)
                 break
-            time.sleep(_POLL_SEC)
+            _wait(exited, _POLL_SEC)
     except BaseException:
         kill_group(proc)
         raise
+    finally:
+        if exited is not None:
+            os.close(exited)
     return killed_for, peak_rss
+
+
+def _exit_handle(proc: subprocess.Popen) -> int | None:
+    """Give a pidfd that turns readable when `proc` exits (Linux 5.3+), or None where there is none."""
+    try:
+        return os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait(exited: int | None, seconds: float) -> None:
+    """Sleep `seconds`, or less when the worker exits meanwhile."""
+    if exited is None:
+        time.sleep(seconds)
+    else:
+        select.select([exited], [], [], seconds)
+
+
+def _ask_for_stacks(proc: subprocess.Popen, exited: int | None) -> None:
+    """Have the worker write its threads' stacks to its stderr (it registered STACK_SIGNAL with faulthandler)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, STACK_SIGNAL)
+        _wait(exited, STACK_WAIT_SEC)
 
 
 def _outcome_record(returncode: int, killed_for, result_path: Path, stderr_path: Path) -> TrialRecord:

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
+from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.errors import PipebenchError, UnavailableError, UserCodeError, failure_reason
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
@@ -230,7 +231,7 @@ def _run_function(tf, trial: TrialSpec, function: FunctionPipeline, on_window) -
     except PipebenchError:
         raise
     except Exception as err:  # noqa: BLE001 — the user's pipeline failed as it ran: their file and line, one line
-        raise UserCodeError(failure_while_running(err, called.function, function.path)) from err
+        raise UserCodeError(failure_while_running(err, called.function, function.path, called.dataset)) from err
 
 
 def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, Any]:
@@ -343,6 +344,7 @@ def _quality(tf, trial: TrialSpec, pipeline: UnderTest) -> float:
 def main(argv: list[str]) -> int:
     manager = os.environ.get("PIPEBENCH_MANAGER_PID")
     die_with_parent(int(manager) if manager else None)  # no orphan trials when the manager dies, even by kill -9
+    answer_stack_requests()
     trial_path, result_path = Path(argv[0]), Path(argv[1])
     trial = TrialSpec.load(trial_path)
     started = time.time()
@@ -367,4 +369,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    flush_and_exit(main(sys.argv[1:]))  # threads a function pipeline's code started must not keep the trial waiting

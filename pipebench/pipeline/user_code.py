@@ -18,8 +18,10 @@ This module imports TensorFlow: it runs in workers only.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
+import keyword
 import re
 import sys
 import traceback
@@ -63,14 +65,29 @@ def _user_frame(tb: types.TracebackType | None, files: set[str]) -> Place | None
     return found
 
 
+def _module_name(file: Path) -> str:
+    """Give the name the user's module is imported under: its file's stem, as when it runs as a script's import,
+    unless that name is taken (a module already imported from elsewhere: `pipebench`, `tensorflow`), belongs to the
+    standard library (`random.py`) or is no Python name; then a private name of this file's own."""
+    stem = file.stem
+    taken = sys.modules.get(stem)
+    if stem.isidentifier() and not keyword.iskeyword(stem) and stem not in sys.stdlib_module_names \
+            and (taken is None or getattr(taken, "__file__", None) == str(file)):
+        return stem
+    digest = hashlib.sha256(str(file).encode()).hexdigest()[:12]
+    return f"pipebench_user_{digest}_{stem}" if stem.isidentifier() else f"pipebench_user_{digest}"
+
+
 def import_user_module(path: str) -> types.ModuleType:
-    """Give the user's module, imported from `path` under its file's stem (its folder first on sys.path, as a
-    script's is, so its own sibling imports work); UsageError naming its file and line when it does not import."""
+    """Give the user's module, imported from `path` (its folder first on sys.path, as a script's is, so its own
+    sibling imports work) under its file's stem or a private name (_module_name); UsageError naming its file and
+    line when it does not import."""
     file = Path(path).resolve()
-    name = file.stem if file.stem.isidentifier() else f"pipebench_user_{abs(hash(str(file)))}"
+    name = _module_name(file)
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(file):
         return sys.modules[name]
-    sys.path.insert(0, str(file.parent))
+    if sys.path[:1] != [str(file.parent)]:
+        sys.path.insert(0, str(file.parent))
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -216,15 +233,55 @@ def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, 
     return result, recorder.sites
 
 
-def failure_while_running(err: BaseException, function: Any, path: str) -> str:
+def _graphs(dataset: Any) -> list[Any]:
+    """Give the graphs of every function the dataset's stages run (their inputs' too, nested functions included)."""
+    found, todo, seen = [], [dataset], set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for wrapper in node._functions():
+            graphs = [wrapper.function.graph]
+            while graphs:
+                graph = graphs.pop()
+                found.append(graph)
+                graphs += [f.graph for f in getattr(graph, "_functions", {}).values() if hasattr(f, "graph")]
+        todo += node._inputs()
+    return found
+
+
+def _failing_op_place(text: str, dataset: Any, file: str) -> Place | None:
+    """Give where in the user's file the op a TensorFlow error names (`StringToNumberOp could not ...`) was written,
+    when exactly one place there made an op of that type: read from the ops' tracebacks in the pipeline's graphs."""
+    kinds = set(re.findall(r"\b([A-Z][A-Za-z0-9]*?)(?:Op|V\d)?\b(?= could not| failed|:)", text))
+    if not kinds or dataset is None:
+        return None
+    places = set()
+    try:
+        for graph in _graphs(dataset):
+            for op in graph.get_operations():
+                if op.type in kinds:
+                    mine = [Place(file, frame.lineno) for frame in op.traceback
+                            if str(Path(frame.filename).resolve()) == file]
+                    if mine:
+                        places.add(mine[-1])
+    except Exception:  # noqa: BLE001 — private attributes of another TensorFlow: no place rather than no line
+        return None
+    return places.pop() if len(places) == 1 else None
+
+
+def failure_while_running(err: BaseException, function: Any, path: str, dataset: Any = None) -> str:
     """Give one line for an error the user's pipeline raised while it ran (its map functions, a py_function): the
-    last place in the user's file its traceback or TensorFlow's message names (else the function's `def` line),
-    and the cause (a py_function's own exception line, not TensorFlow's wrapping of it)."""
+    last place in the user's file its traceback or TensorFlow's message names, else the line that made the op the
+    message names (found in `dataset`'s function graphs), else the function's `def` line; and the cause (a
+    py_function's own exception line, not TensorFlow's wrapping of it, nor the iterator path pipebench's sink
+    added)."""
     file = str(Path(path).resolve())
     text = getattr(err, "message", None) or str(err)
     named = [Place(str(Path(f).resolve()), int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', text)]
     named = [p for p in named if p.file == file]
-    place = named[-1] if named else _user_frame(err.__traceback__, {file})
+    place = named[-1] if named else _user_frame(err.__traceback__, {file}) or _failing_op_place(text, dataset, file)
     where = f"{place.file}:{place.line}" if place else _def_place(function, path)
     if "Traceback (most recent call last)" in text:  # a py_function: its own exception is the traceback's last line
         lines = [line.strip() for line in text.partition("[[")[0].splitlines() if line.strip()]
@@ -232,6 +289,8 @@ def failure_while_running(err: BaseException, function: Any, path: str) -> str:
     else:
         cause = failure_reason(err, _REASON_CHARS * 2).partition("[[")[0].strip()
     cause = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", cause)
+    cause = re.sub(r"Error in user-defined function passed to \S+ transformation with iterator: [\w:\[\]]+: ", "",
+                   cause)
     return f"{where}: the pipeline {getattr(function, '__name__', 'it')} returned failed while it ran: " \
            f"{cause[:_REASON_CHARS * 2]}"
 
