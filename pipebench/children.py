@@ -37,8 +37,10 @@ STDERR_TAIL_BYTES = 2000
 _NO_OUTPUT = "(no output)"
 #: Carried by a worker and everything it starts (module docstring).
 TAG_VARIABLE = "PIPEBENCH_WORKER_TAG"
-#: Runs MODULE as `python -m MODULE` would, but for the working folder on sys.path (`python -c` puts '' first).
-_BOOT = ("import sys; sys.path[:1] == [''] and sys.path.pop(0); module = sys.argv.pop(1); import runpy; "
+#: Runs MODULE as `python -m MODULE` would, but for the working folder on sys.path (`python -c` puts '' first),
+#: with the folder pipebench was imported from first when the new interpreter would not find it by itself.
+_BOOT = ("import sys; sys.path[:1] == [''] and sys.path.pop(0); root = sys.argv.pop(1); "
+         "root and sys.path.insert(0, root); module = sys.argv.pop(1); import runpy; "
          "runpy.run_module(module, run_name='__main__', alter_sys=True)")
 #: The signal on which a worker writes every thread's Python stack to its stderr (faulthandler): where it hung.
 STACK_SIGNAL = signal.SIGUSR1
@@ -74,9 +76,25 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def _own_root() -> str:
+    """Give the folder pipebench was imported from when a fresh interpreter would not find it there by itself (it
+    came through the working folder or a script's folder, as in SageMaker's script mode, or through an editable
+    install's hook), else '' (an installed pipebench: its site-packages, or PYTHONPATH, is on every interpreter's
+    path already)."""
+    import site
+
+    import pipebench
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(pipebench.__file__)))
+    found_anyway = [*site.getsitepackages(), site.getusersitepackages(),
+                    *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    return "" if root in {os.path.abspath(entry) for entry in found_anyway if entry} else root
+
+
 def worker_command(module: str, *args: str) -> list[str]:
-    """Give the command line of `python -m MODULE ARGS` with this interpreter, the working folder kept off sys.path."""
-    return [sys.executable, "-c", _BOOT, module, *args]
+    """Give the command line of `python -m MODULE ARGS` with this interpreter, the working folder kept off sys.path
+    (pipebench's own folder kept on it when that is how it was found)."""
+    return [sys.executable, "-c", _BOOT, _own_root(), module, *args]
 
 
 def _start_ticks(pid: int) -> int | None:
