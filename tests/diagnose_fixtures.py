@@ -1,4 +1,5 @@
-"""The diagnose corpus's data and helpers: one small synthetic data set in libsvm and TFRecord, shared."""
+"""The diagnose corpus's data and helpers: one small synthetic data set in libsvm, TFRecord and raw Criteo text,
+shared; the corpus written here (tests/diagnose_corpus) and the one taken from public repositories (its real/)."""
 from __future__ import annotations
 
 import importlib.util
@@ -6,9 +7,12 @@ import sys
 from pathlib import Path
 
 CORPUS = Path(__file__).parent / "diagnose_corpus"
-#: Every corpus pipeline that returns a dataset (tf1_tensors.py is refused).
+REAL_CORPUS = CORPUS / "real"
+#: The corpus pipelines written here (tf1_tensors.py returns a TF1 iterator's tensors: captured too).
 PIPELINES = ("lambdaji_libsvm", "parse_single", "many_files", "py_function", "augment", "dict_features", "well_built",
              "cached")
+#: The input_fns taken from public repositories (tests/diagnose_corpus/real/README.md).
+REAL = tuple(sorted(p.stem for p in REAL_CORPUS.glob("real_*.py")))
 ROWS = 3000
 
 
@@ -17,18 +21,23 @@ def make_data(folder: Path) -> dict[str, list[str]]:
     from pipebench.synth import SynthSpec, synthesize
 
     found = {}
-    for fmt, files in (("libsvm", 3), ("tfrecord", 12)):
+    for fmt, files in (("libsvm", 3), ("tfrecord", 12), ("criteo", 3)):
         described = synthesize(SynthSpec(rows=ROWS, out=folder / fmt, files=files, format=fmt, feature_size=5000,
                                          seed=7))
         found[fmt] = [str(folder / fmt / f.name) for f in described.files]
     return found
 
 
+def path_of(name: str) -> Path:
+    """Give a corpus module's file, written here or real."""
+    return (REAL_CORPUS if name.startswith("real_") else CORPUS) / f"{name}.py"
+
+
 def case(name: str) -> dict:
     """Give a corpus module's CASE (its format, files argument and other arguments), read without importing TF."""
     import ast
 
-    tree = ast.parse((CORPUS / f"{name}.py").read_text())
+    tree = ast.parse(path_of(name).read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "CASE":
             return ast.literal_eval(node.value)

@@ -61,11 +61,18 @@ CASES = [
     Bad("diagnose-returns-a-generator", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py:1: input_fn returned a generator, not a tf\.data\.Dataset: return tf\.data\.Dataset\."
         r"from_generator", out="out", make=_write("def input_fn():\n    yield 1\n"), code=2, tf=True),
-    Bad("diagnose-returns-tf1-tensors", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
+    Bad("diagnose-returns-tensors", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^{tmp}/user\.py:4: input_fn returned tensors \(a Tensor\), as a TF1 iterator's get_next\(\) gives, not a "
         r"tf\.data\.Dataset: return the dataset itself", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    dataset = tf.data.Dataset.range(10).batch(2)\n"
-                    "    return tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"), code=2, tf=True),
+                    "    return next(iter(dataset))\n"), code=2, tf=True),
+    Bad("diagnose-tf1-computes-on-get-next", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
+        r"^{tmp}/user\.py:7: input_fn computes on get_next\(\)'s tensors \(TypeError: unsupported operand .*\): a "
+        r"TF1 iterator's dataset is taken only when its get_next\(\) is returned as it is or restructured; move the "
+        r"computation into dataset\.map$", out="out",
+        make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    dataset = tf.data.Dataset.range(10).batch(2)\n"
+                    "    batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"
+                    "    return batch * 2\n"), code=2, tf=True),
     Bad("diagnose-zip", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^unsupported dataset structure: ZipDataset combines 2 datasets", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    a = tf.data.Dataset.range(8)\n"

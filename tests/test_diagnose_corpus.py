@@ -90,36 +90,45 @@ def test_the_walk_reads_parameters_functions_and_what_tensorflow_does(data):
     assert well.stages[2].parallelism == "AUTOTUNE" and not any("inject_prefetch" in t for t in well.stages[3].tf_does)
 
 
-def test_a_tf1_function_returning_tensors_is_refused_in_one_line(data):
-    with pytest.raises(UsageError, match=r"tf1_tensors\.py:\d+: input_fn returned tensors .*return the dataset"):
-        load(str(CORPUS / "tf1_tensors.py"), "input_fn", kwargs_of("tf1_tensors", data))
+def test_a_tf1_function_returning_tensors_is_captured_behind_its_iterator(data):
+    loaded = load(str(CORPUS / "tf1_tensors.py"), "input_fn", kwargs_of("tf1_tensors", data))
+    assert loaded.tf1 == "tf.compat.v1.data.make_one_shot_iterator"
+    assert next(iter(loaded.dataset)).shape == (256,)
+
+
+def test_tensors_not_from_a_tf1_iterator_are_refused_in_one_line(data, tmp_path):
+    (tmp_path / "eager.py").write_text("import tensorflow as tf\n\n\ndef input_fn(files):\n"
+                                       "    return next(iter(tf.data.TextLineDataset(files).batch(2)))\n")
+    with pytest.raises(UsageError, match=r"eager\.py:4: input_fn returned tensors .*return the dataset"):
+        load(str(tmp_path / "eager.py"), "input_fn", {"files": data["libsvm"]})
 
 
 def test_vectorize_finds_a_batched_equivalent_only_where_one_gives_the_same_values(data):
     from pipebench.diagnose.vectorize import batched_equivalent
 
     assert batched_equivalent(_walked("lambdaji_libsvm", data)[1], 1).mechanism == "libsvm"
-    assert batched_equivalent(_walked("parse_single", data)[1], 1).mechanism == "vectorized_map"
-    assert batched_equivalent(_walked("dict_features", data)[1], 1).mechanism == "vectorized_map"
+    assert batched_equivalent(_walked("parse_single", data)[1], 1).mechanism == "parse_example"
+    assert batched_equivalent(_walked("dict_features", data)[1], 1).mechanism == "parse_example"
     # a function that reads the wrong token on a batch is refused, not vectorised with other values
     assert "other values" in batched_equivalent(_walked("lambdaji_libsvm", data)[1], 1).why \
         or batched_equivalent(_walked("lambdaji_libsvm", data)[1], 1).mechanism == "libsvm"
 
 
-def _diagnose(name: str, data) -> tuple[Diagnosis, list[str]]:
+def _diagnose(name: str, data, scratch: Path, train: bool = False) -> tuple[Diagnosis, list[str]]:
     from pipebench.diagnose.worker import Diagnoser
 
     said: list[str] = []
     request = Request(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data), None, rounds=2,
-                      window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_sec=0.0, content_min_examples=1000,
-                      epoch_cap_examples=EPOCH_CAP, progress_file="")
+                      window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_cap_rows=EPOCH_CAP,
+                      scratch=str(scratch), progress_file="", train=train, profile=False)
     found = Diagnoser(request, said.append).run()
     return from_json(Diagnosis, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis"), said
 
 
 @pytest.fixture(scope="module")
-def diagnoses(data) -> dict[str, Diagnosis]:
-    return {name: _diagnose(name, data)[0] for name in PIPELINES}
+def diagnoses(data, tmp_path_factory) -> dict[str, Diagnosis]:
+    return {name: _diagnose(name, data, tmp_path_factory.mktemp(name), train=name == "well_built")[0]
+            for name in PIPELINES}
 
 
 #: How many examples a test reads of a pipeline that repeats forever (the `cached` one): three whole epochs of its
@@ -159,7 +168,7 @@ def _patched_epoch(found: Diagnosis, rewrite, tmp_path: Path, data, name: str):
 
 #: The rewrites each pipeline's preconditions admit (built and measured), by kind.
 PROPOSED = {
-    "lambdaji_libsvm": {"vectorize", "shrink_prefetch", "parallel_reads", "options"},
+    "lambdaji_libsvm": {"vectorize", "parallel_reads", "options"},
     "parse_single": {"vectorize", "parallel_reads"},
     "many_files": {"parallel_interleave"},
     "py_function": {"parallel_map", "parallel_reads"},
@@ -212,9 +221,27 @@ def test_named_rewrites_carry_their_measured_share(diagnoses):
     assert not [r for r in diagnoses["cached"].rewrites if r.kind == "cache"], "no second cache beside its own"
 
 
-def test_the_content_check_reads_an_epoch_of_the_first_files_only(diagnoses):
-    assert diagnoses["lambdaji_libsvm"].content_scope.startswith("one epoch of the first 1 of 3 files: 1,000 examples")
-    assert diagnoses["many_files"].content_scope.startswith("one epoch of the first 4 of 12 files")
+def test_the_content_check_reads_a_sample_of_the_files_spread_across_them(diagnoses):
+    assert diagnoses["lambdaji_libsvm"].content_scope == ("a sample of 3 of 3 file(s) (filenames): 3,000 rows from "
+                                                          "the start, middle and end of each")
+    assert diagnoses["many_files"].content_scope.startswith("a sample of 4 of 12 file(s) (files): 1,000 rows")
+
+
+def test_a_huge_prefetch_is_named_with_what_it_holds_and_measured_capped(diagnoses):
+    (buffer,) = [b for b in diagnoses["lambdaji_libsvm"].buffers if b.kind == "prefetch"]
+    assert (buffer.stage, buffer.elements, buffer.rows) == (2, 500_000, 500_000)
+    assert buffer.mib is not None and buffer.mib > 10 and buffer.fill_sec is not None and buffer.fill_sec > 0
+    assert "measured as prefetch(tf.data.AUTOTUNE)" in buffer.measured_as
+    assert diagnoses["lambdaji_libsvm"].measured_as[0].startswith("stage 2: measured as prefetch")
+
+
+def test_what_each_parameter_feeds_is_found_by_probing(diagnoses):
+    feeds = {p.name: p for p in diagnoses["lambdaji_libsvm"].feeds}
+    assert feeds["batch_size"].feeds == "arguments" and feeds["num_epochs"].feeds == "arguments"
+    assert feeds["perform_shuffle"].feeds == "stages" and feeds["filenames"].feeds == "arguments"
+    steps = {s.origin: s for s in diagnoses["lambdaji_libsvm"].steps}
+    assert steps[5].tied == {"batch_size": "batch_size"} and steps[4].tied == {"count": "num_epochs"}
+    assert steps[3].tied is None, "shuffle(256) equals batch_size=256 by chance: not tied"
 
 
 def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
@@ -226,17 +253,17 @@ def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
             assert set(rewrite["gain"]) == {"mean", "low", "high", "n"}
 
 
-def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data):
+def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data, tmp_path):
     from pipebench.diagnose.worker import Diagnoser
 
     request = Request(str(CORPUS / "well_built.py"), "input_fn", kwargs_of("well_built", data),
                       f"{CORPUS / 'keras_model.py'}:build_model", rounds=2, window_sec=0.05, settle_sec=0.0,
-                      warmup_sec=0.5, content_sec=0.0, content_min_examples=1000, epoch_cap_examples=100_000,
-                      progress_file="")
+                      warmup_sec=0.5, content_cap_rows=100_000, scratch=str(tmp_path), progress_file="",
+                      profile=False)
     found = Diagnoser(request, lambda text: None).run()
     assert found.train is not None and "keras_model.py:build_model" in found.train.model
     original = found.train.terms[0]
-    assert original.pipeline == "original" and original.train_examples_per_sec.mean > 0
+    assert original.pipeline == "original" and original.train_rows_per_sec.mean > 0
     assert original.slowdown.n == 2
 
 
@@ -247,6 +274,19 @@ def test_the_module_ties_an_argument_to_a_parameter_by_name_and_value_not_by_val
     vectorize = [r for r in found.rewrites if r.kind == "vectorize"][0]
     text = rewritten_module(dataclasses.replace(found, rewrites=(dataclasses.replace(vectorize, kept=True),),
                                                 combined=None))
-    assert "dataset.batch(256)" in text and "dataset.batch(batch_size)" in text  # vectorize's batch, the user's
+    assert "dataset.batch(batch_size)" in text and "dataset.batch(256)" not in text  # the user's batch, moved
     assert "dataset.shuffle(256," in text and "dataset.repeat(num_epochs)" in text
     assert "_diagnosed('perform_shuffle', perform_shuffle, True)" in text  # it chose the stages: checked, not followed
+
+
+def test_the_tf_profiler_answers_beside_pipebench_on_the_same_pipeline(data):
+    """The test set-up installs the profiler's tools: xprof with the latest TensorFlow (its input pipeline
+    analysis), tensorboard-plugin-profile 2.19 with TF 2.14 (its tf.data bottleneck analysis)."""
+    from pipebench.diagnose.profiler import profile
+
+    loaded, walked = _walked("lambdaji_libsvm", data)
+    found = profile(loaded.dataset, walked.stages, 1)
+    assert found.available, found.answer
+    assert found.iterator.startswith("Iterator::") and found.stage is not None
+    assert found.agrees is (found.stage == 1)
+    assert "tf_data_bottleneck_analysis" in found.answer or "input_pipeline_analyzer" in found.answer

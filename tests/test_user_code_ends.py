@@ -89,7 +89,7 @@ def _pids(folder: Path) -> list[int]:
 def _until_measuring(proc: subprocess.Popen) -> None:
     """Read the command's output until the worker measures (the user's module imported and its children started)."""
     for line in proc.stdout:
-        if line.startswith("measuring"):
+        if "] measuring" in line:
             return
     pytest.fail(f"the diagnosis ended before it measured: {proc.wait()} {proc.stderr.read()[-2000:]}")
 

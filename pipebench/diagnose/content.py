@@ -102,19 +102,19 @@ def compare(original: Epoch, again: Epoch, rewrite: Epoch) -> Content:
     if mine == theirs and same_sizes:
         same_order = None if order_random else [key(e) for e in original.examples] == [key(e) for e in rewrite.examples]
         if same_order is False:
-            semantics = "order: the same examples come in another order"
+            semantics = "order: the same rows come in another order"
         return Content(True, same_order, len(rewrite.examples), len(original.examples), semantics, random, capped)
     largest = max(original.batch_sizes, default=1)
     missing, extra = mine - theirs, theirs - mine
     if mine == theirs:
-        semantics = (f"batch boundaries: the same examples in batches of other sizes "
+        semantics = (f"batch boundaries: the same rows in batches of other sizes "
                      f"({_sizes(original.batch_sizes)} → {_sizes(rewrite.batch_sizes)})")
     elif not extra and sum(missing.values()) < largest:
-        semantics = f"the last partial batch: {sum(missing.values())} examples of the epoch are dropped"
+        semantics = f"the last partial batch: {sum(missing.values())} rows of the epoch are dropped"
     elif not missing and sum(extra.values()) < largest:
-        semantics = f"the last partial batch: {sum(extra.values())} more examples are kept"
+        semantics = f"the last partial batch: {sum(extra.values())} more rows are kept"
     else:
-        semantics = (f"{sum(missing.values())} of {len(original.examples)} examples differ"
+        semantics = (f"{sum(missing.values())} of {len(original.examples)} rows differ"
                      + (f" (compared without the random component(s) {', '.join(random)})" if random else ""))
     return Content(False, None, len(rewrite.examples), len(original.examples), semantics, random, capped)
 

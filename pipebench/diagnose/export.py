@@ -6,14 +6,18 @@ so what was measured is what is written). The user's own functions are imported 
 module by name, never copied; pipebench's own helpers (the batched libsvm decoder, the options
 setter) are copied from pipebench.pipeline.decoders as `pipebench pipelines export` copies them.
 
-A step's argument whose value one of the function's parameters gave (a unique match with what it
-was called with) is written as that parameter; the parameters no step follows (a flag that chose
-the stages, a folder the function globbed) are checked: called with another value, the module
-raises instead of building a pipeline for other arguments than the ones diagnosed.
+A step's argument that one of the function's parameters feeds (pipebench.diagnose.ties probed each parameter by
+calling the function with other values: `Step.tied`) is written as that parameter, or as the line it follows
+(`10 * batch_size`), so the module takes the values users train with. A parameter that chooses which stages
+exist (a flag), or that could not be probed, is checked: called with another value, the module raises instead
+of building a pipeline for other arguments than the ones diagnosed; one that feeds nothing takes any value.
+Without probes (an older diagnosis), an argument is tied to a parameter by its name and its value.
 
 When the pipeline cannot be replayed (a stage pipebench cannot call again, a function that is
 nested or a lambda, a default that is not a plain value), input_fn calls the user's own function
-and sets only the kept tf.data options; the other kept rewrites are listed for the user to apply.
+and sets only the kept tf.data options; the other kept rewrites are listed for the user to apply. A TF1
+input_fn (its get_next() tensors) is called through `dataset_of_tf1`, copied from
+pipebench.pipeline.tf1_capture, so the module returns the dataset behind its iterator.
 
 The user's text enters the module only as literals (pipebench.pipeline.export's `literal`) or
 comments (`comment`), never as code: the module runs nothing it was given.
@@ -38,6 +42,30 @@ _FIXED = '''def _diagnosed(name, value, diagnosed):
     if value != diagnosed:
         raise ValueError(f"input_fn was rewritten by pipebench diagnose for {name}={diagnosed!r}, not {value!r}: "
                          f"diagnose again with --set {name}=...")'''
+
+
+def tf1_capture_source() -> tuple[list[str], str]:
+    """Give the imports and the code of pipebench.pipeline.tf1_capture, to copy into a module (its docstring and
+    its `from __future__` and tensorflow imports left out: the module has its own)."""
+    import ast
+    import importlib.util
+
+    path = Path(importlib.util.find_spec("pipebench.pipeline.tf1_capture").origin)
+    text = path.read_text()
+    tree = ast.parse(text)
+    imports, parts = [], []
+    lines = text.splitlines(keepends=True)
+    for node in tree.body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        segment = "".join(lines[first - 1:node.end_lineno]).rstrip("\n")  # decorators included
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__") and "tensorflow" not in segment:
+                imports.append(segment)
+            continue
+        parts.append(segment)
+    return imports, "\n\n\n".join(parts)
 
 
 def module_name(found: Diagnosis) -> str:
@@ -83,9 +111,15 @@ class _Writer:
         self.helper_functions: list[str] = []
         self.user = False
 
-    def arg(self, value: Any, argument: str | None = None) -> str:
-        """Give `value` as the parameter it came from, when one did (TIE_HINTS; files: `argument` None), else as
-        a literal."""
+    def arg(self, value: Any, argument: str | None = None, step: Step | None = None, key: str | None = None) -> str:
+        """Give `value` as the parameters' expression that fed it (the step's `tied[key]`), else, without probes,
+        as the parameter it came from (TIE_HINTS; files: `argument` None), else as a literal."""
+        if step is not None and step.tied and key in step.tied:
+            expression = step.tied[key]
+            self.used |= {name for name in self.found.parameters if name in expression.replace("*", " ").split()}
+            return expression
+        if self.found.feeds:  # probed: a value no parameter fed is the value written
+            return _code(value)
         name = _tie(value, self.found.kwargs, TIE_HINTS.get(argument) if argument else None)
         if name is not None:
             self.used.add(name)
@@ -113,18 +147,26 @@ class _Writer:
             if VECTORIZED_SOURCE not in self.helpers:
                 self.helpers.append(VECTORIZED_SOURCE)
             return f"vectorized({reference})"
+        if step.function == "parse_example":
+            self.helper_functions.append("batched_parse")
+            return f"batched_parse({reference})"
         return reference
 
     def line(self, step: Step) -> str | None:
         a = step.args
         kind = step.kind
         if kind == "source" and "slices" in a:
-            return f"dataset = tf.data.Dataset.from_tensor_slices({self.arg(a['slices'])})"
+            return f"dataset = tf.data.Dataset.from_tensor_slices({self.arg(a['slices'], None, step, 'slices')})"
         if kind == "source":
             if a.get("files") is None:
                 return None
-            files = self.arg(a["files"]) if _tie(a["files"], self.found.kwargs) else (
-                self.arg(a["files"][0]) if len(a["files"]) == 1 else literal(a["files"]))
+            if step.tied and "files" in step.tied:
+                files = self.arg(a["files"], None, step, "files")
+            elif self.found.feeds:
+                files = literal(a["files"])
+            else:
+                files = self.arg(a["files"]) if _tie(a["files"], self.found.kwargs) else (
+                    self.arg(a["files"][0]) if len(a["files"]) == 1 else literal(a["files"]))
             extra = "".join(f", {k}={_code(a[k])}" for k in ("compression_type", "buffer_size", "num_parallel_reads")
                             if a.get(k) is not None)
             return f"dataset = tf.data.{a['reader']}({files}{extra})"
@@ -135,19 +177,22 @@ class _Writer:
             return f"dataset = dataset.map({fn}{self.kw(a, 'num_parallel_calls', 'deterministic')})"
         if kind == "batch":
             user = self.found.stages[step.origin].kind == "batch" if step.origin is not None else False
-            size = self.arg(a["batch_size"], "batch_size") if user else literal(a["batch_size"])
+            size = self.arg(a["batch_size"], "batch_size", step, "batch_size") if user else literal(a["batch_size"])
             return (f"dataset = dataset.batch({size}"
                     f"{self.kw(a, 'drop_remainder', 'num_parallel_calls', 'deterministic', skip_false=True)})")
         if kind == "unbatch":
             return "dataset = dataset.unbatch()"
         if kind == "shuffle":
-            seed = "" if a["seed"] is None else f", seed={self.arg(a['seed'], 'seed')}"
-            return (f"dataset = dataset.shuffle({self.arg(a['buffer_size'], 'buffer_size')}{seed}, "
+            seed = "" if a["seed"] is None else f", seed={self.arg(a['seed'], 'seed', step, 'seed')}"
+            return (f"dataset = dataset.shuffle({self.arg(a['buffer_size'], 'buffer_size', step, 'buffer_size')}{seed}, "
                     f"reshuffle_each_iteration={_code(a['reshuffle_each_iteration'])})")
         if kind == "prefetch":
-            return f"dataset = dataset.prefetch({_code(a['buffer_size'])})"
+            tied = step.tied and "buffer_size" in step.tied
+            return f"dataset = dataset.prefetch({self.arg(a['buffer_size'], None, step, 'buffer_size') if tied else _code(a['buffer_size'])})"
         if kind == "repeat":
-            return f"dataset = dataset.repeat({'' if a['count'] is None else self.arg(a['count'], 'count')})"
+            tied = step.tied and "count" in step.tied
+            count = self.arg(a["count"], "count", step, "count") if tied or a["count"] is not None else ""
+            return f"dataset = dataset.repeat({count})"
         if kind == "cache":
             return f"dataset = dataset.cache({literal(a['filename'])})"
         if kind == "interleave":
@@ -156,9 +201,10 @@ class _Writer:
         if kind in ("flat_map", "filter"):
             return f"dataset = dataset.{kind}({fn})"
         if kind in ("take", "skip"):
-            return f"dataset = dataset.{kind}({self.arg(a['count'], 'count')})"
+            return f"dataset = dataset.{kind}({self.arg(a['count'], 'count', step, 'count')})"
         if kind == "shard":
-            return f"dataset = dataset.shard({self.arg(a['num_shards'], 'num_shards')}, {self.arg(a['index'], 'index')})"
+            return (f"dataset = dataset.shard({self.arg(a['num_shards'], 'num_shards', step, 'num_shards')}, "
+                    f"{self.arg(a['index'], 'index', step, 'index')})")
         return None
 
     def kw(self, a: dict, *names: str, skip_false: bool = False) -> str:
@@ -209,6 +255,12 @@ def _options(found: Diagnosis, rewrite: Rewrite | None) -> dict[str, Any]:
 
 def _header(found: Diagnosis, rewrite: Rewrite | None, note: str | None) -> list[str]:
     text = [f"input_fn rewritten by pipebench {pipebench.__version__} diagnose from {found.function}.", ""]
+    if found.tf1:
+        text.append(f"TF1: the original returns get_next() of {found.tf1}; this input_fn returns the dataset itself "
+                    "(TF2: iterate it, or give it to model.fit).")
+    if found.upgraded:
+        text.append(f"TF1 names TensorFlow 2 lacks: it uses {found.upgraded.file}, TensorFlow's tf_upgrade_v2 "
+                    f"conversion of the original ({found.upgraded.changes} changes; upgrade_report.txt).")
     if rewrite is None:
         text.append("No rewrite was kept: this input_fn builds the pipeline as it was.")
     else:
@@ -241,8 +293,8 @@ def rewritten_module(found: Diagnosis) -> str:
         options = {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
                                        for k, v in r.options.items()}}
         params = signature or "*args, **kwargs"
-        body = [f"dataset = user.{name}(" + (", ".join(f"{p}={p}" for p in found.parameters) if signature is not None
-                                              else "*args, **kwargs") + ")"]
+        call = ", ".join(f"{p}={p}" for p in found.parameters) if signature is not None else "*args, **kwargs"
+        body = [f"dataset = dataset_of_tf1(user.{name}, {call})" if found.tf1 else f"dataset = user.{name}({call})"]
         writer = _Writer(found)
         writer.user = True
         fixed = []
@@ -250,7 +302,8 @@ def rewritten_module(found: Diagnosis) -> str:
         note = None
         body = [line for line in lines if line is not None]
         params = signature
-        fixed = [p for p in found.parameters if p not in writer.used]
+        free = {p.name for p in found.feeds if p.feeds == "nothing"}
+        fixed = [p for p in found.parameters if p not in writer.used and p not in free]
     if options:
         writer.helper_functions.append("apply_options")
         body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
@@ -265,9 +318,15 @@ def rewritten_module(found: Diagnosis) -> str:
     helpers = []
     if writer.user:
         imports = ["import importlib.util", "import os", "import sys", "", *imports]
-        constants.append(f"USER_FILE = {literal(user_file)}")
+        constants.append(f"USER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+                         f"{literal(found.upgraded.file)})  # tf_upgrade_v2's conversion of {Path(user_file).name}"
+                         if found.upgraded else f"USER_FILE = {literal(user_file)}")
         helpers.append(USER_MODULE_LOADER)
         constants.append("user = _user_module(USER_FILE)")
+    if any(line.startswith("dataset = dataset_of_tf1(") for line in body):
+        extra, source = tf1_capture_source()
+        imports = sorted(set(imports + extra) - {""}, key=lambda line: (line.startswith("import tensorflow"), line))
+        helpers.append(source)
     if options:
         constants.insert(0, f"OPTIONS = {literal(options)}")
     if checks:

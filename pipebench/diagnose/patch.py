@@ -3,8 +3,8 @@
 Each stage was recorded with the line that wrote it (pipebench.pipeline.user_code); its call is found in
 the file's syntax tree (the call of that method whose span holds the line, unique there) and edited
 in place: an argument changed or added (`num_parallel_calls=tf.data.AUTOTUNE`), a call inserted
-after it (`.cache()`), `.batch(...)` moved before a map, or a map's function replaced by a batched
-one. Functions the rewrite needs (pipebench's batched libsvm decoder, the vectorized_map wrapper,
+after it (`.cache()`), a map moved after the batch that followed it (across the shuffle, repeat and prefetch
+between them, a prefetch of single examples dropped), or a map's function replaced by a batched one. Functions the rewrite needs (pipebench's batched libsvm decoder, the vectorized_map wrapper,
 the options) are appended at the end of the file as pipebench's own code; the user's functions are
 never rewritten. When a call cannot be found unambiguously there is no patch, and the report says
 why (diagnosis.md lists the changes call by call either way).
@@ -122,6 +122,11 @@ class _Patcher:
                 self.helpers.append("vectorized")
                 self.appended.append(VECTORIZED_SOURCE)
             return f"vectorized({own})"
+        if step.function == "parse_example":
+            if "batched_parse" not in self.helpers:
+                self.helpers.append("batched_parse")
+                self.appended += function_sources(["batched_parse"])
+            return f"batched_parse({own})"
         if step.function == "libsvm":
             from pipebench.diagnose.export import libsvm_helper
 
@@ -156,7 +161,10 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
         raise NoPatch("the pipeline cannot be replayed")
     previous_origin = None
     moved_batches = set()
+    skip = set()
     for position, step in enumerate(steps):
+        if position in skip:
+            continue
         if step.origin is None:  # inserted after the stage before it
             if previous_origin is None:
                 raise NoPatch("a step added before the source")
@@ -175,12 +183,28 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
             continue
         if step.kind == "batch" and position + 1 < len(steps) and steps[position + 1].origin is not None \
                 and original[steps[position + 1].origin].kind == "map" and step.origin > steps[position + 1].origin:
-            # batch moved before the map it followed: its call is written there and removed where it was
-            batch_node, map_node = p.call(step.origin), p.call(steps[position + 1].origin)
-            anchor = p.end(map_node.func.value)
-            args = p.text[p.end(batch_node.func):p.end(batch_node)]
-            p.edits.append(_Edit(anchor, anchor, f".batch{args}"))
-            p.edits.append(_Edit(p.end(batch_node.func.value), p.end(batch_node), ""))
+            # the batch moved before the map it followed: the map's call is removed where it was (and a prefetch of
+            # single examples the rewrite drops between them), and written after the batch's, with what the rewrite
+            # adds right after it
+            map_step = steps[position + 1]
+            batch_node, map_node = p.call(step.origin), p.call(map_step.origin)
+            function = p.function_text(map_step, map_node) if map_step.function != original[map_step.origin].function \
+                else p.segment(map_node.args[0])
+            args = "".join(f", {name}={_value(value)}" for name, value in map_step.args.items()
+                           if name != "libsvm" and value is not None)
+            added, after = "", position + 2
+            while after < len(steps) and steps[after].origin is None:
+                added += f".{steps[after].kind}({_insert_args(steps[after])})"
+                skip.add(after)
+                after += 1
+            kept = {s.origin for s in steps}
+            for dropped in [s.origin for s in found.steps if map_step.origin < (s.origin or -1) < step.origin
+                            and s.kind == "prefetch" and s.origin not in kept]:
+                node = p.call(dropped)
+                p.edits.append(_Edit(p.end(node.func.value), p.end(node), ""))
+            p.edits.append(_Edit(p.end(map_node.func.value), p.end(map_node), ""))
+            p.edits.append(_Edit(p.end(batch_node), p.end(batch_node), f".map({function}{args}){added}"))
+            skip.add(position + 1)
             moved_batches.add(step.origin)
             previous_origin = step.origin
             continue

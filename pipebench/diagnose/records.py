@@ -20,7 +20,10 @@ from pipebench.typed import load_json, to_json
 
 #: 2 (2026-11-26): a rewrite's gain is an Interval {"mean", "low", "high", "n"} (was {"ratio", "low", "high",
 #: "rounds"}); the version key is `schema_version` (was `diagnosis_version`).
-DIAGNOSIS_VERSION = 2
+#: 3 (2026-11-28): figures count rows (`rows_per_sec`, `cpu_us_per_row`: were examples, counted as elements);
+#: stages inside an interleave's function (`Stage.inside`); `tf1`, `upgraded`, `ignored_calls`, `buffers`, `measured_as`,
+#: `feeds`, `inner_notes`, `content_rows`; the profiler's answer as a record of its own (`Profiler`).
+DIAGNOSIS_VERSION = 3
 AUTOTUNE = "AUTOTUNE"
 
 
@@ -58,6 +61,7 @@ class Stage:
     batched: bool  # its elements hold a batch: examples per element is the leading dimension
     reads: str | None  # the reader a source or interleave opens per file (TFRecordDataset, TextLineDataset)
     params: dict[str, Any]  # its arguments as plain values (batch_size, seed, count, cycle_length, ...)
+    inside: int | None  # the interleave or flat_map stage whose function builds it per element; None: the outer chain
 
     @property
     def label(self) -> str:
@@ -73,7 +77,7 @@ class Step:
     args: dict[str, Any]  # plain values; "AUTOTUNE" for tf.data.AUTOTUNE
     origin: int | None  # the stage it comes from (its function, its source); None: added by a rewrite
     function: str | None = None  # how its function is made: "user", "vectorized_map", "libsvm" (see replay)
-    tied: dict[str, str] | None = None  # argument → the input_fn parameter that gave its value
+    tied: dict[str, str] | None = None  # argument → the expression of input_fn's parameters that gave its value
 
 
 @dataclass(frozen=True)
@@ -82,13 +86,14 @@ class StageCost:
 
     stages: tuple[int, ...]  # the stages this prefix adds (a stage before an interleave or cache joins it)
     stage: int  # the one that does the work
-    sequential: bool
+    sequential: bool  # it may use fewer cores than the machine has (why_sequential says why)
     why_sequential: str | None
-    prefix_examples_per_sec: Interval
-    prefix_cpu_us_per_example: Interval
-    cpu_us_per_example: float  # its own: what its prefix adds to the most any shorter prefix cost
-    share: float  # of the whole pipeline's CPU per example
-    capacity_examples_per_sec: float | None  # cores it may use / its own CPU per example; None when it costs nothing
+    lanes: float  # the cores it may use
+    prefix_rows_per_sec: Interval  # rows: the leading dimension of a batch's label (or first component), 1 per example
+    prefix_cpu_us_per_row: Interval
+    cpu_us_per_row: float  # its own: what its prefix adds to the most any shorter prefix cost
+    share: float  # of the whole pipeline's CPU per row
+    capacity_rows_per_sec: float | None  # the cores it may use / its own CPU per row; None when it costs nothing
 
 
 @dataclass(frozen=True)
@@ -131,8 +136,8 @@ class TrainTerms:
     """The train step and its ceiling with one pipeline (pipebench.measure.figures' slowdown)."""
 
     pipeline: str  # "original" or "rewritten"
-    train_examples_per_sec: Interval
-    ceiling_examples_per_sec: Interval
+    train_rows_per_sec: Interval
+    ceiling_rows_per_sec: Interval
     slowdown: Interval  # 1 − train / ceiling, paired per round
     waiting: Interval  # share of step time blocked in get_next
 
@@ -148,10 +153,47 @@ class Train:
 
 @dataclass(frozen=True)
 class Profiler:
-    """The TF Profiler's tf.data bottleneck analysis beside pipebench's, or why it is unavailable."""
+    """The TF Profiler's answer beside pipebench's bottleneck (pipebench.diagnose.profiler), or why there is none."""
 
     available: bool
-    answer: str  # its bottleneck and hint, or "unavailable: reason"
+    answer: str  # its bottleneck and hint in words, or "unavailable: reason"
+    iterator: str | None  # the iterator it names, as the profiler spells it ("Iterator::Root::Prefetch::ParallelMapV2")
+    stage: int | None  # the stage that iterator belongs to, when one does
+    agrees: bool | None  # whether that is pipebench's bottleneck (None: nothing to compare)
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """The user's TF1 module as TensorFlow's tf_upgrade_v2 converted it, diagnosed in its place."""
+
+    file: str  # its name in the output folder: upgraded_<the user's module>.py
+    changes: int
+    report: str  # the converter's report, one change a line
+    source: str  # the converted module's text
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer of the user's pipeline large enough to say what it holds and how long it takes to fill."""
+
+    stage: int
+    kind: str  # "prefetch" or "shuffle"
+    elements: int  # as written
+    rows: int  # what it holds, in rows
+    mib: float | None  # what it holds in memory, estimated from a sample's bytes per row (None: unknown)
+    fill_sec: float | None  # how long filling it takes at the rate measured up to it (None: not measured)
+    measured_as: str  # how the measurement treated it, in words
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """What one of input_fn's parameters does to the pipeline, found by calling the function with another value."""
+
+    name: str
+    feeds: str  # "arguments" (live in the export), "stages" (chooses which stages exist: checked), "functions"
+    #             (changes what a stage's function does: checked where the export does not call the user's
+    #             function), "nothing", "unknown" (not probed or the probe failed: checked)
+    arguments: tuple[str, ...]  # what it feeds, e.g. "stage 4 batch(batch_size)"; for "stages", what changed
 
 
 @dataclass(frozen=True)
@@ -168,9 +210,17 @@ class Diagnosis:
     cores: int
     element: str  # the element structure, in words
     options: dict[str, Any]  # tf.data options set on the root (those not at their defaults)
+    tf1: str | None  # how the dataset was captured behind a TF1 iterator (get_next() returned), None: it returned one
+    upgraded: Upgrade | None  # the TF1 module converted by tf_upgrade_v2 and diagnosed in its place, when it was
+    ignored_calls: tuple[str, ...]  # TF1 switches the code called that diagnose ignored (disable_eager_execution)
     stages: tuple[Stage, ...]
+    inner_notes: dict[str, str]  # by stage index: why an interleave's own function was not walked
     steps: tuple[Step, ...]  # the original pipeline as replayable steps (empty when a stage cannot be replayed)
-    content_scope: str  # what the content check read: one epoch of all files, or of the first K of them
+    feeds: tuple[Parameter, ...]  # what each of input_fn's parameters feeds (pipebench.diagnose.ties)
+    buffers: tuple[Buffer, ...]
+    measured_as: tuple[str, ...]  # how the pipeline measured differs from the user's (capped buffers, a take left out)
+    content_scope: str  # what the content check read: a sample of the files (pipebench.diagnose.sample) or more
+    content_rows: int  # the rows of the original the content check compared
     replay_note: str | None  # why the original cannot be replayed, if it cannot
     costs: tuple[StageCost, ...]
     bottleneck: int  # an index into stages
@@ -202,10 +252,11 @@ class Request:
     window_sec: float
     settle_sec: float
     warmup_sec: float  # the train arms' warm-up cap (pipebench.measure.windows)
-    content_sec: float  # an epoch the content check reads should take about this long at the original's rate
-    content_min_examples: int  # but hold at least this many examples
-    epoch_cap_examples: int  # the content check compares at most this many examples of an endless epoch
+    content_cap_rows: int  # the content check compares at most this many rows (when no sample can be made)
+    scratch: str  # a folder the worker may write (the content check's sample of the data)
     progress_file: str
+    train: bool = True  # measure the train step (tests of what is not timing leave it out)
+    profile: bool = True  # run the TF Profiler beside it
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -6,7 +6,8 @@ calls each later stage's public method with the arguments the stage had, every o
 user's own function included (its Python function, traced again). The root's options are applied
 last, as they merged there in the original. pipebench.diagnose.export writes the same steps as code.
 
-A step's `function` says how its function is made: "user" (the stage's own), "vectorized_map"
+A step's `function` says how its function is made: "user" (the stage's own), "parse_example" (the stage's
+function parsing a whole batch: pipebench.pipeline.decoders.batched_parse), "vectorized_map"
 (`tf.vectorized_map` of the stage's function over a batch, pfor without its while-loop fallback), or
 "libsvm" (the batched libsvm decoder of pipebench.pipeline.decoders, reshaped to the user's structure:
 pipebench.diagnose.vectorize).
@@ -34,6 +35,8 @@ def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
     """Give the original pipeline as steps, or () and why a stage cannot be replayed."""
     steps = []
     for stage in walked.stages:
+        if stage.inside is not None:  # built by an interleave's function, which the replay calls as it is
+            continue
         if stage.kind not in REPLAYABLE:
             return (), f"stage {stage.index} {stage.call} ({', '.join(stage.ops)}) cannot be replayed"
         if stage.kind == "source" and "reader" not in stage.params and stage.index != 0:
@@ -66,6 +69,10 @@ def step_function(step: Step, walked: Walked):
         from pipebench.diagnose.vectorize import vectorized
 
         return vectorized(own)
+    if step.function == "parse_example":
+        from pipebench.pipeline.decoders import batched_parse
+
+        return batched_parse(own)
     if step.function == "libsvm":
         from pipebench.diagnose.vectorize import libsvm_batch_decoder
 
@@ -118,7 +125,7 @@ def options_of(settings: dict[str, Any]) -> tf.data.Options:
 def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | None = None, one_epoch: bool = False,
            files: int | None = None):
     """Give the dataset the steps build, with the root's options (and `options` on top); `one_epoch`: without
-    repeat; `files`: reading only the first that many of the source's files (pipebench.diagnose.content)."""
+    repeat; `files`: reading only the first that many of the source's files."""
     dataset = None
     for step in steps:
         if step.kind == "source":

@@ -1,8 +1,8 @@
 """diagnosis.md and the terminal summary, from the Diagnosis record alone (no TensorFlow, no figure of its own).
 
-The TF Profiler's tf.data bottleneck analysis (xprof) would be a second opinion beside pipebench's
-bottleneck; it needs the xprof package, which pipebench does not install, so the report says it is
-unavailable and why (pipebench.diagnose.worker).
+Every rate is in rows (a batch's rows, one per example). The TF Profiler's answer (pipebench.diagnose.profiler)
+stands beside pipebench's bottleneck, with whether the two agree; without the `profile` extra it says how to get
+it.
 """
 from __future__ import annotations
 
@@ -22,22 +22,33 @@ def _content(rewrite: Rewrite) -> str:
     c = rewrite.content
     if c is None:
         return "—"
-    said = "same elements" if c.same_elements else f"differs: {c.semantics}"
+    said = "same rows" if c.same_elements else f"differs: {c.semantics}"
     if c.same_elements and c.semantics:
         said += f" ({c.semantics})"
     if c.random_components:
         said += f"; random in the original itself: {', '.join(c.random_components)}"
     if c.capped:
-        said += f"; first {c.original_examples:,} examples of an endless epoch"
+        said += f"; its first {c.original_examples:,} rows"
     return said
 
 
+def _depth(stages: tuple[Stage, ...], stage: Stage) -> int:
+    depth, parent = 0, stage.inside
+    while parent is not None:
+        depth, parent = depth + 1, stages[parent].inside
+    return depth
+
+
 def pipeline_text(stages: tuple[Stage, ...]) -> list[str]:
-    """Give the pipeline as the user would write it, one call a line, with where each was written."""
+    """Give the pipeline as the user would write it, one call a line, with where each was written; the stages an
+    interleave's function builds per element indented under it."""
     lines = []
-    width = max(len(s.call) for s in stages) + 4
+    width = max(len(s.call) + 4 * _depth(stages, s) for s in stages) + 8
     for stage in stages:
-        call = stage.call if stage.index == 0 else "    " + stage.call
+        depth = _depth(stages, stage)
+        first = stage.index == 0 or (depth and stages[stage.index - 1].index == stage.inside)
+        call = ("    " * (depth + 1) + "# per element: " if depth and first else "    " * (depth + (0 if stage.index == 0
+                                                                                            else 1))) + stage.call
         where = [stage.place.text] if stage.place else []
         if stage.function and stage.function.place:
             where.append(f"{stage.function.name} at {stage.function.place.text}")
@@ -52,17 +63,40 @@ def _interval(value: Interval, fmt: str = ",.0f", scale: float = 1.0, unit: str 
 def summary_lines(found: Diagnosis) -> list[str]:
     """Give the few lines the terminal shows at the end."""
     neck = found.stages[found.bottleneck]
-    lines = [f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}"]
+    lines = []
+    if found.tf1:
+        lines.append(f"TF1: diagnosed the dataset behind {found.tf1}; the rewritten module returns the dataset")
+    lines.append(f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}")
+    lines.append(f"profiler: {_profiler(found)}")
+    for buffer in found.buffers:
+        lines.append(f"buffer: {_buffer(found, buffer)}")
     for rewrite in found.rewrites:
         lines.append(f"  {rewrite.name}: {rewrite.verdict}")
     if found.combined is not None:
         lines.append(f"  {found.combined.name}: {found.combined.verdict}")
     if found.train is not None:
         for terms in found.train.terms:
-            lines.append(f"train ({terms.pipeline}): {_interval(terms.train_examples_per_sec)} examples/s, ceiling "
-                         f"{_interval(terms.ceiling_examples_per_sec)}; input costs training "
+            lines.append(f"train ({terms.pipeline}): {_interval(terms.train_rows_per_sec)} rows/s, ceiling "
+                         f"{_interval(terms.ceiling_rows_per_sec)}; input costs training "
                          f"{_interval(terms.slowdown, '.0%')}")
     return lines
+
+
+def _profiler(found: Diagnosis) -> str:
+    p = found.profiler
+    if not p.available:
+        return p.answer
+    agreement = {True: "agrees with pipebench's bottleneck", False: "differs from pipebench's bottleneck",
+                 None: "not matched to a stage"}[p.agrees]
+    return f"{p.answer} — {agreement}"
+
+
+def _buffer(found: Diagnosis, b) -> str:
+    stage = found.stages[b.stage]
+    return (f"{stage.call} (stage {b.stage}) holds {b.rows:,} rows" + (f", ~{b.mib:,.0f} MiB" if b.mib is not None
+                                                                       else "")
+            + (f", ~{b.fill_sec:,.1f} s to fill at the rate measured before it" if b.fill_sec is not None else "")
+            + f"; {b.measured_as}")
 
 
 def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str | None = None) -> str:
@@ -71,9 +105,22 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
            "",
            f"`{found.function}{found.signature}` called with "
            + (", ".join(f"`{k}={echo(v, 100)}`" for k, v in found.kwargs.items()) or "no arguments")
-           + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.",
-           "", "## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",
-           f"Elements: {found.element}.", ""]
+           + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.", ""]
+    if found.tf1:
+        out += [f"**A TF1 input_fn.** It returns the tensors of {found.tf1}; diagnose captured the dataset behind that "
+                "iterator before anything ran, and the rewritten module returns the dataset itself (TF2: `model.fit` "
+                "and `tf.distribute` take it as it is).", ""]
+    if found.upgraded:
+        out += [f"**TF1 names TensorFlow 2 lacks.** Loading it failed at a TF1 name, so diagnose converted a copy "
+                f"with TensorFlow's own tf_upgrade_v2 ({found.upgraded.changes} changes, listed in "
+                f"`upgrade_report.txt`) and diagnosed that: `{found.upgraded.file}`, beside this file. Your file is "
+                "unchanged.", ""]
+    for said in found.ignored_calls:
+        out += [f"Ignored: {said}: pipebench runs eagerly, as TensorFlow 2 does.", ""]
+    out += ["## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",
+            f"Elements: {found.element}.", ""]
+    for index, note in found.inner_notes.items():
+        out += [f"Stage {index}'s function builds a pipeline per element that is not listed: {note}.", ""]
     if found.options:
         out += [f"tf.data options set: {', '.join(f'{k}={v!r}' for k, v in found.options.items())}.", ""]
     out += ["| # | stage | parallelism | buffer | deterministic | drop_remainder | stateful ops | TensorFlow already |",
@@ -88,21 +135,32 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
         out += ["", f"Rewrites that change stages are not tried: {found.replay_note}."]
     neck = found.stages[found.bottleneck]
     out += ["", "## Where the time goes", "",
-            "Each prefix of the pipeline (its source up to a stage, the root's options applied) measured in "
-            "paired, interleaved rounds in one worker; a stage's own cost is what its prefix's CPU per example "
-            "adds to the costliest shorter prefix.", "",
-            "| prefix up to | examples/s | CPU-µs/example (prefix) | own CPU-µs/example | share | runs on |",
+            "Each prefix of the pipeline (its source up to a stage, the root's options applied; a stage inside an "
+            "interleave's function: the interleave with that function stopped there) measured in interleaved "
+            "rounds in one worker; a stage's own cost is what its prefix's CPU per row adds to the costliest shorter "
+            "prefix. Rows: a batch counts its rows (the leading dimension of its label), an example one.", "",
+            "| prefix up to | rows/s | CPU-µs/row (prefix) | own CPU-µs/row | share | runs on |",
             "|---|---|---|---|---|---|"]
     for c in found.costs:
         stage = found.stages[c.stage]
-        out.append(f"| {stage.index} {stage.label} | {_interval(c.prefix_examples_per_sec)} | "
-                   f"{_interval(c.prefix_cpu_us_per_example, '.2f')} | {c.cpu_us_per_example:.2f} | {c.share:.0%} | "
-                   f"{'one core: ' + c.why_sequential if c.sequential else 'parallel'} |")
+        out.append(f"| {stage.index} {stage.label} | {_interval(c.prefix_rows_per_sec)} | "
+                   f"{_interval(c.prefix_cpu_us_per_row, '.2f')} | {c.cpu_us_per_row:.2f} | {c.share:.0%} | "
+                   f"{f'{c.lanes:g} core(s): ' + c.why_sequential if c.sequential else 'parallel'} |")
     out += ["", f"**Bottleneck: stage {neck.index}, {neck.label}** — {found.bottleneck_why}.", "",
-            f"TF Profiler's tf.data bottleneck analysis: {found.profiler.answer}.", "", "## Rewrites", "",
+            f"**The TF Profiler**, on the same pipeline: {_profiler(found)}.", ""]
+    if found.measured_as:
+        out += ["**Measured as**, where the pipeline measured differs from yours (the rewrites are measured the same "
+                "way, and the rewritten module keeps what you wrote):", ""]
+        out += [f"- {said}" for said in found.measured_as]
+        out += [""]
+    if found.buffers:
+        out += ["**Large buffers** (what they hold, and how long filling them takes; measured capped where said):", ""]
+        out += [f"- {_buffer(found, b)}" for b in found.buffers]
+        out += [""]
+    out += ["## Rewrites", "",
             "Each measured against the original in the same interleaved rounds (gain: rewrite / original, 95% "
-            "interval); kept only when the interval lies above 1 and one epoch yields the same elements "
-            f"(content compared over {found.content_scope}).", "",
+            "interval); kept only when the interval lies above 1 and it yields the same rows as the original "
+            f"over {found.content_scope} ({found.content_rows:,} rows compared).", "",
             "| rewrite | gain | content | kept | why |", "|---|---|---|---|---|"]
     for r in found.rewrites:
         out.append(f"| {r.name} | {_gain(r)} | {_content(r)} | {'**kept**' if r.kept else 'no'} | {r.verdict}"
@@ -120,11 +178,11 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
         out.append(f"Not measured: {found.train_note}.")
     else:
         out += [f"Model: {found.train.model}; {found.train.why}.", "",
-                "| pipeline | train examples/s | ceiling (one batch in memory) | input costs training "
+                "| pipeline | train rows/s | ceiling (one batch in memory) | input costs training "
                 "(1 − train/ceiling) | waiting share |", "|---|---|---|---|---|"]
         for t in found.train.terms:
-            out.append(f"| {t.pipeline} | {_interval(t.train_examples_per_sec)} | "
-                       f"{_interval(t.ceiling_examples_per_sec)} | {_interval(t.slowdown, '.0%')} | "
+            out.append(f"| {t.pipeline} | {_interval(t.train_rows_per_sec)} | "
+                       f"{_interval(t.ceiling_rows_per_sec)} | {_interval(t.slowdown, '.0%')} | "
                        f"{_interval(t.waiting, '.0%')} |")
     chosen = best(found)
     out += ["", "## The rewritten module", "",
@@ -133,6 +191,17 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
                                                                           "was kept).")]
     if chosen is not None and chosen.steps:
         out += ["", "What changes, call by call:", "", "```python", *_changes(found, chosen), "```"]
+    if found.feeds:
+        out += ["", "Its parameters, each probed by calling your function with another value:", ""]
+        for p in found.feeds:
+            said = {"arguments": "live: " + "; ".join(p.arguments),
+                    "stages": f"chooses which stages exist ({'; '.join(p.arguments)}): checked against the value "
+                              "diagnosed", "nothing": "feeds no stage: any value is taken",
+                    "functions": f"changes what a stage's function does ({'; '.join(p.arguments)}): checked where "
+                                 "the module builds the pipeline itself",
+                    "unknown": "not probed" + (f" ({'; '.join(p.arguments)})" if p.arguments else "")
+                               + ": checked against the value diagnosed"}[p.feeds]
+            out.append(f"- `{p.name}`: {said}")
     if patch_name:
         out += ["", f"`{patch_name}` makes the same change in your own file (`patch -p1 < {patch_name}` in its folder); "
                 "it edits your calls and appends pipebench's helpers, never your functions."]

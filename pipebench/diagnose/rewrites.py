@@ -21,8 +21,8 @@ from pipebench.diagnose.records import AUTOTUNE, Stage, Step
 
 #: A per-example map vectorised in place maps batches of this many examples, then unbatches them.
 VECTOR_BATCH = 256
-#: A prefetch of single elements at least this deep is "huge" (lambdaji's DeepFM: prefetch(500000)).
-HUGE_PREFETCH = 10_000
+#: The longest a diagnosis fills a cache rewrite's epoch to measure it (a cache costs an epoch to fill).
+CACHE_FILL_BUDGET_SEC = 15.0
 #: A decode stage above this share of the pipeline's CPU makes parsing "dominant" (convert to a binary format).
 PARSING_DOMINATES = 0.5
 _PY_FUNCTIONS = {"EagerPyFunc", "PyFunc", "PyFuncStateless"}
@@ -69,9 +69,16 @@ def _insert_after(origin: int, step: Step) -> Transform:
     return transform
 
 
+#: Stages a stateless, one-to-one map commutes with: batching first and mapping each batch after them gives the same
+#: rows (a shuffle the same multiset, its draws over undecoded records).
+_COMMUTES = ("shuffle", "repeat", "prefetch", "take", "skip")
+
+
 def vectorize(origin: int, mechanism: str, libsvm: dict | None, batch_origin: int | None) -> Transform:
-    """Give the transform that maps whole batches at stage `origin`: batch first when only prefetches lie between
-    it and the pipeline's batch (`batch_origin`), else batch(VECTOR_BATCH) → map → unbatch in place."""
+    """Give the transform that maps whole batches at stage `origin`: with `batch_origin` (the pipeline's batch,
+    after only stages the map commutes with), the batch moves before the map, the stages between it and the map
+    stay before the batch, and a prefetch of single examples among them gives way to one prefetch(AUTOTUNE) after
+    the batched map; else batch(VECTOR_BATCH) → map → unbatch in place."""
     def transform(steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
         i = _index(steps, origin, "map")
         if i is None:
@@ -80,9 +87,15 @@ def vectorize(origin: int, mechanism: str, libsvm: dict | None, batch_origin: in
         mapped = dataclasses.replace(steps[i], args=args, function={"direct": "user"}.get(mechanism, mechanism))
         if batch_origin is not None:
             j = _index(steps, batch_origin, "batch")
-            if j is None or j < i or any(s.kind != "prefetch" for s in steps[i + 1:j]):
+            if j is None or j < i or any(s.kind not in _COMMUTES for s in steps[i + 1:j]):
                 return None
-            return steps[:i] + (steps[j], mapped) + steps[i + 1:j] + steps[j + 1:]
+            between = steps[i + 1:j]
+            kept = tuple(s for s in between if s.kind != "prefetch")
+            dropped = len(kept) < len(between)
+            after = steps[j + 1:]
+            tail = (Step("prefetch", {"buffer_size": AUTOTUNE}, None),) if dropped and not (
+                after and after[0].kind == "prefetch") else ()
+            return steps[:i] + kept + (steps[j], mapped) + tail + after
         batch = Step("batch", {"batch_size": VECTOR_BATCH, "drop_remainder": False, "num_parallel_calls": None,
                                "deterministic": None}, origin)
         return steps[:i] + (batch, mapped, Step("unbatch", {}, origin)) + steps[i + 1:]
@@ -103,13 +116,19 @@ def _fn(stage: Stage) -> str:
 
 
 def _batch_after(stages: list[Stage], index: int) -> int | None:
-    """Give the batch stage right after `index` when only prefetches lie between, else None."""
+    """Give the batch stage after `index` in its chain when only stages a map commutes with lie between, else None."""
     for later in stages[index + 1:]:
+        if later.inside != stages[index].inside:
+            continue
         if later.kind == "batch":
             return later.index
-        if later.kind != "prefetch":
+        if later.kind not in _COMMUTES:
             return None
     return None
+
+
+def _between(stages: list[Stage], index: int, batch: int) -> list[Stage]:
+    return [s for s in stages[index + 1:batch] if s.inside == stages[index].inside]
 
 
 def _random(stage: Stage) -> bool:
@@ -117,9 +136,10 @@ def _random(stage: Stage) -> bool:
 
 
 def cache_point(stages: list[Stage]) -> int | None:
-    """Give the highest stage a cache may follow: everything up to it finite, stateless and in order; None if none."""
+    """Give the highest stage of the outer chain a cache may follow: everything up to it finite, stateless and in
+    order; None if none."""
     point = None
-    for stage in stages[1:]:
+    for stage in [s for s in stages if s.inside is None][1:]:
         if _random(stage) or stage.kind in ("repeat", "cache", "take", "skip", "other", "shard"):
             break
         point = stage.index
@@ -128,28 +148,51 @@ def cache_point(stages: list[Stage]) -> int | None:
 
 def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shares: dict[int, float],
             bottleneck: int, batched: dict[int, Any], cache_bytes: float | None, memory_budget_bytes: float,
-            parallel_stages: bool) -> list[Candidate]:
+            parallel_stages: bool, cache_fill_sec: float | None = None) -> list[Candidate]:
     """Give the rewrites whose preconditions hold (module docstring).
 
     `shares`: each stage's share of the pipeline's CPU (0 for one that joined another's prefix);
     `batched`: for each per-example, stateless map, what pipebench.diagnose.vectorize found;
-    `cache_bytes`: what a cache at `cache_point` would hold (None: unknown).
+    `cache_bytes`: what a cache at `cache_point` would hold (None: unknown); `cache_fill_sec`: how long an epoch
+    of it takes to fill at the rate measured (None: unknown).
     """
     found: list[Candidate] = []
+    outer = [s for s in stages if s.inside is None]
     for stage in stages:
         share = shares.get(stage.index)
         fn = _fn(stage)
+        if stage.inside is not None:  # built by an interleave's function: named with its cost, changed by hand
+            if stage.kind == "map" and stage.index in batched and batched[stage.index].mechanism:
+                found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
+                                       f"{fn} maps one example at a time inside {stages[stage.inside].call} and is "
+                                       f"stateless; {batched[stage.index].why}",
+                                       "batch before it in that function, then map each batch", None, False,
+                                       cost_share=share, note="it runs inside the interleave's function, which "
+                                       "pipebench calls as it is: batch before it there"))
+            continue
         if stage.kind == "map" and stage.index in batched:
             result = batched[stage.index]
             if result.mechanism and replayable:
                 batch_origin = _batch_after(stages, stage.index)
                 how = {"direct": f"{fn} itself takes a batch", "vectorized_map": f"tf.vectorized_map({fn}) over a batch",
+                       "parse_example": f"{fn} parsing the whole batch (parse_single_example as parse_example)",
                        "libsvm": "pipebench's batched libsvm decoder in its place"}[result.mechanism]
-                where = ("batch first, then map it over each batch" if batch_origin is not None else
-                         f"batch({VECTOR_BATCH}) → map → unbatch() in its place")
+                between = _between(stages, stage.index, batch_origin) if batch_origin is not None else []
+                crossed = [s.call for s in between if s.kind != "prefetch"]
+                dropped = [s.call for s in between if s.kind == "prefetch"]
+                where = ("batch first, then map it over each batch" + (f" (the batch moves before {', '.join(crossed)})"
+                                                                      if crossed else "")
+                         + (f"; {', '.join(dropped)} of single examples gives way to prefetch(tf.data.AUTOTUNE) after "
+                            "the batched map" if dropped else "")
+                         if batch_origin is not None else f"batch({VECTOR_BATCH}) → map → unbatch() in its place")
+                shuffles = [s for s in between if s.kind == "shuffle"]
+                semantics = (f"order: {shuffles[0].call} now shuffles the records {fn} reads, not what it makes of "
+                             "them: the same rows, in other draws" if shuffles else None)
                 found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
-                                       f"{fn} maps one example at a time and is stateless; {result.why}",
-                                       f"{where}: {how}", None, True,
+                                       f"{fn} maps one example at a time and "
+                                       + ("is stateless" if not stage.stateful_ops else "decodes libsvm lines, which "
+                                          "pipebench's decoder decodes alike") + f"; {result.why}",
+                                       f"{where}: {how}", semantics, True,
                                        vectorize(stage.index, result.mechanism, result.libsvm, batch_origin)))
             else:
                 found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
@@ -190,24 +233,18 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    "another", f"{stage.params['reader']}(files, num_parallel_reads=tf.data.AUTOTUNE)",
                                    "order: records of several files come interleaved, not file after file", True,
                                    _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=share))
-        if stage.kind == "prefetch" and isinstance(stage.params.get("buffer_size"), int) \
-                and stage.params["buffer_size"] >= HUGE_PREFETCH and not stage.batched and replayable:
-            found.append(Candidate(f"shrink prefetch({stage.params['buffer_size']})", "shrink_prefetch", stage.index,
-                                   f"it buffers {stage.params['buffer_size']:,} single examples",
-                                   "prefetch(tf.data.AUTOTUNE)", None, True,
-                                   _set(stage.index, "prefetch", buffer_size=AUTOTUNE)))
     neck = stages[bottleneck]
     after = stages[bottleneck + 1] if bottleneck + 1 < len(stages) else None
     if replayable and after is not None and after.kind != "prefetch" and neck.parallelism is None \
-            and neck.kind not in ("prefetch", "repeat"):
+            and neck.kind not in ("prefetch", "repeat") and neck.inside is None and after.inside is None:
         found.append(Candidate(f"prefetch after {neck.label}", "prefetch", neck.index,
                                f"{neck.label} is the bottleneck and runs in the thread of the stages after it",
                                f"insert prefetch(tf.data.AUTOTUNE) after {neck.call}", None, True,
                                _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None))))
-    point = cache_point(stages)
-    if point is not None and not (point + 1 < len(stages) and stages[point + 1].kind == "cache"):
-        repeats = [s for s in stages[point + 1:] if s.kind == "repeat" and (s.params["count"] is None
-                                                                            or s.params["count"] > 1)]
+    point = cache_point(outer)
+    later = [s for s in outer if point is not None and s.index > point]
+    if point is not None and not (later and later[0].kind == "cache"):
+        repeats = [s for s in later if s.kind == "repeat" and (s.params["count"] is None or s.params["count"] > 1)]
         where = stages[point]
         text = f"cache after {where.label}"
         why = f"stages up to {where.call} are finite, stateless and in order (no shuffle or random op above it)"
@@ -220,6 +257,11 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    note=("its size is unknown" if cache_bytes is None else
                                          f"it would hold ~{cache_bytes / 2**30:.1f} GiB, more than the memory "
                                          f"budget {memory_budget_bytes / 2**30:.1f} GiB")))
+        elif cache_fill_sec is not None and cache_fill_sec > CACHE_FILL_BUDGET_SEC:
+            found.append(Candidate(text, "cache", point, why, f"insert cache() after {where.call}", None, False,
+                                   note=f"filling it (an epoch, ~{cache_bytes / 2**20:,.0f} MiB) would take "
+                                        f"~{cache_fill_sec:,.0f} s at the rate measured, more than a diagnosis "
+                                        f"spends on one rewrite ({CACHE_FILL_BUDGET_SEC:.0f} s): not measured"))
         elif replayable:
             found.append(Candidate(text, "cache", point, f"{why}; it holds ~{cache_bytes / 2**20:,.0f} MiB",
                                    f"insert cache() after {where.call}", None, True,

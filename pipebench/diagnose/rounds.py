@@ -2,11 +2,14 @@
 order (RMIT, pipebench.measure.round_order), so drift on the machine hits every arm alike; or, to compare arms
 with one base arm, pairs of windows side by side (ABBA), one pair per arm per round.
 
-The arms share one process, so none may run on what another left behind (pipebench.measure.windows
-says why): every arm's iterator is released after its window, and before each window the worker
-waits until the process is idle (the released pipelines' threads gone), then lets the arm settle
-untimed on a fresh iterator — long enough to fill its shuffle buffers — before the timed window.
-A window's CPU seconds are then the arm's own. No TensorFlow import here: the arms are handed in.
+The arms share one process, so none may run on what another left behind (pipebench.measure.windows says why).
+`pipebench diagnose`'s arms keep their iterators from window to window: a fresh iterator per window would time
+tf.data's start (AUTOTUNE raising parallelism from its initial guess, every buffer filling again), and a pipeline
+parsing per example read half of what a plain loop over it reads. Between windows an arm's pipeline refills its
+buffers and then blocks, so before each window the worker waits until the process is idle (every other pipeline
+blocked), then lets the arm settle untimed — the first time long enough to fill its shuffle buffers — before the
+timed window. A window's CPU seconds are then the arm's own. An arm that is released (a trial's) starts afresh
+instead. No TensorFlow import here: the arms are handed in.
 """
 from __future__ import annotations
 
@@ -43,33 +46,36 @@ def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, sett
     for round_index in range(rounds):
         for arm in round_order(arms, round_index, seed):
             wait_until_idle()
-            settle(arm, settle_sec, settle_examples.get(arm.name, 0))
+            settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.releasable or not found[arm.name] else 0)
             window = arm.timed(window_sec, round_index)
             arm.release()
             found[arm.name].append(window)
         log(f"round {round_index + 1}/{rounds}: " + ", ".join(
             f"{name} {windows[-1].examples / windows[-1].seconds:,.0f}" for name, windows in found.items())
-            + " examples/s")
+            + " rows/s")
     return found
 
 
 def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: float, settle_sec: float,
                   settle_examples: Mapping[str, int], seed: str,
-                  log: Callable[[str], None] = lambda text: None) -> dict[str, list[tuple[Window, Window]]]:
-    """Give, for each of `others`, its (base window, own window) pairs, one per round; arms must be calibrated.
+                  log: Callable[[str], None] = lambda text: None,
+                  first_round: int = 0) -> dict[str, list[tuple[Window, Window]]]:
+    """Give, for each of `others`, its (base window, own window) pairs, one per round (numbered from `first_round`:
+    a comparison continued keeps its ABBA and visiting order); arms must be calibrated.
 
     Each round visits the others in a random order, and times each right beside a window of `base`, in
     ABBA order (base first in one round, second in the next), so a pair shares the machine's state of
     that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
     """
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
-    for round_index in range(rounds):
+    for round_index in range(first_round, first_round + rounds):
         for position, other in enumerate(round_order(others, round_index, seed)):
             pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
             timed = {}
             for arm in pair:
                 wait_until_idle()
-                settle(arm, settle_sec, settle_examples.get(arm.name, 0))
+                first = round_index == first_round and (arm is not base or position == 0)
+                settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.releasable or first else 0)
                 timed[arm.name] = arm.timed(window_sec, round_index)
                 arm.release()
             found[other.name].append((timed[base.name], timed[other.name]))

@@ -11,7 +11,8 @@ TMPDIR) is removed after it, on Ctrl-C and SIGTERM too, and by a later command a
 --model's, every file or folder a --set value names), nor exist without --force. The folder is written only when
 the diagnosis completes, whole or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md, the
 rewritten module and, when the kept rewrite can be written as edits of the user's own calls, a patch of their
-file (pipebench.diagnose.patch).
+file (pipebench.diagnose.patch); for a TF1 module TensorFlow's tf_upgrade_v2 converted, the converted module and
+the converter's report (pipebench.pipeline.tf1_upgrade).
 """
 from __future__ import annotations
 
@@ -29,11 +30,10 @@ from pipebench.pipeline.function import FunctionRef
 
 DEFAULT_ROUNDS = 5
 WINDOW_SEC = 0.5
-SETTLE_SEC = 0.3
-WARMUP_SEC = 5.0
-CONTENT_SEC = 5.0
-CONTENT_MIN_EXAMPLES = 20_000
-EPOCH_CAP_EXAMPLES = 2_000_000
+SETTLE_SEC = 0.2
+WARMUP_SEC = 3.0
+#: The most rows the content check compares when it cannot sample the data (the files are no argument's).
+CONTENT_CAP_ROWS = 60_000
 #: How long a diagnosis may take before its worker is stopped (--timeout).
 TIMEOUT_SEC = 30 * 60
 #: What the worker's processes may hold in memory, together, before they are stopped (--memory-cap).
@@ -134,7 +134,7 @@ def inputs_of(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | Non
 
 def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None, out: Path | None, rounds: int,
              force: bool = False, log: Callable[[str], None] = print, window_sec: float = WINDOW_SEC,
-             settle_sec: float = SETTLE_SEC, epoch_cap_examples: int = EPOCH_CAP_EXAMPLES,
+             settle_sec: float = SETTLE_SEC, content_cap_rows: int = CONTENT_CAP_ROWS,
              timeout_sec: float = TIMEOUT_SEC, memory_cap_mb: int = MEMORY_CAP_MB) -> tuple[Diagnosis, Path]:
     """Diagnose the function; write the output folder; give the diagnosis and the folder's path."""
     from pipebench.children import scratch_folder
@@ -150,12 +150,13 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
     check_output(out, force, pattern_folders, inside_inputs=True)
     with scratch_folder("diagnose") as folder:
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
-                          WARMUP_SEC, CONTENT_SEC, CONTENT_MIN_EXAMPLES, epoch_cap_examples,
-                          str(folder / "progress.txt"))
+                          WARMUP_SEC, content_cap_rows, str(folder / "scratch"), str(folder / "progress.txt"))
         found = run_worker(request, folder, log, timeout_sec, memory_cap_mb)
     chosen = best(found)
     diff, why = None, "no rewrite was kept"
-    if chosen is not None:
+    if chosen is not None and found.upgraded is not None:
+        why = f"the module diagnosed is tf_upgrade_v2's conversion of yours, {found.upgraded.file}, beside it"
+    elif chosen is not None:
         try:
             diff = patch(found, chosen)
         except NoPatch as err:
@@ -167,4 +168,9 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         (tmp / module_name(found)).write_text(rewritten_module(found))
         if diff:
             (tmp / patch_name).write_text(diff)
+        if found.upgraded is not None:  # the rewritten module imports the converted one, beside it
+            (tmp / found.upgraded.file).write_text(found.upgraded.source)
+            (tmp / "upgrade_report.txt").write_text(f"tf_upgrade_v2 (TensorFlow {found.tf_version}) on "
+                                                    f"{Path(ref.path).name}: {found.upgraded.changes} changes\n\n"
+                                                    + found.upgraded.report + "\n")
     return found, out

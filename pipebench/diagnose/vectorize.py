@@ -5,13 +5,19 @@ Three ways, tried in order; the first whose batch output equals the per-example 
 (same structure, dtypes, shapes and values, on SAMPLE_EXAMPLES examples) is the one offered:
 
 1. `direct`: the user's own function, called on a batch (it may be written with batch-safe ops);
-2. `vectorized_map`: `tf.vectorized_map` of the user's function (pfor; its while-loop fallback is
+2. `parse_example`: the user's function traced with `tf.io.parse_single_example` standing for
+   `tf.io.parse_example` (pipebench.pipeline.decoders.batched_parse), when it parses Examples: one op
+   parses the batch, and what the function does with the parsed features (picking, renaming,
+   casting) runs on the batch;
+3. `vectorized_map`: `tf.vectorized_map` of the user's function (pfor; its while-loop fallback is
    off, since a loop over the batch is no faster than mapping each example): pfor has batched
-   equivalents for many ops, `parse_single_example` among them (it becomes `parse_example`);
-3. `libsvm`: a known batched equivalent for a per-line libsvm decoder: when every output of the
+   equivalents for many ops;
+4. `libsvm`: a known batched equivalent for a per-line libsvm decoder: when every output of the
    user's function on a sample of lines is the line's label, ids or values (any dtype, any shape of
    that many numbers), pipebench's batched libsvm decoder (pipebench.pipeline.decoders, two
-   `tf.strings.split` over the whole batch) reshaped to the user's structure.
+   `tf.strings.split` over the whole batch) reshaped to the user's structure. Only this one is tried
+   for a stateful function (a `py_function` decoding in Python): it does not run the user's function,
+   and its values are checked on the sample here and on the content check's rows.
 
 The sample check is the precondition; the whole epoch is compared again before a rewrite is kept
 (pipebench.diagnose.content).
@@ -119,8 +125,19 @@ def _libsvm_spec(lines: list[bytes], outputs: list[Any]) -> dict | None:
     return {"field_size": field_size, "structure": _structure_spec(outputs[0], roles)}
 
 
-def batched_equivalent(walked: Walked, stage: int) -> Batched:
-    """Give how to map whole batches in place of per-example stage `stage` (a map), checked on a sample."""
+def _parses_examples(walked: Walked, stage: int) -> bool:
+    """Tell whether the stage's traced function parses tf.train.Examples."""
+    node = walked.nodes[stage]
+    try:
+        ops = {op.type for op in node._map_func.function.graph.get_operations()}
+    except AttributeError:
+        return False
+    return any(op.startswith(("ParseExample", "ParseSingleExample")) for op in ops)
+
+
+def batched_equivalent(walked: Walked, stage: int, known_only: bool = False) -> Batched:
+    """Give how to map whole batches in place of per-example stage `stage` (a map), checked on a sample;
+    `known_only`: only pipebench's own batched equivalents (a stateful function's)."""
     function = walked.functions[stage]
     upstream = walked.prefix(stage - 1).take(SAMPLE_EXAMPLES)
     try:
@@ -130,8 +147,14 @@ def batched_equivalent(walked: Walked, stage: int) -> Batched:
     if not outputs:
         return Batched(None, None, "the stage's input yields no element to check on")
     stacked = tf.nest.map_structure(lambda *xs: np.stack(xs), *outputs)
+    from pipebench.pipeline.decoders import batched_parse
+
     tried = []
-    for mechanism, make in (("direct", lambda: function), ("vectorized_map", lambda: vectorized(function))):
+    ways = [("direct", lambda: function)]
+    if _parses_examples(walked, stage):
+        ways.append(("parse_example", lambda: batched_parse(function)))
+    ways.append(("vectorized_map", lambda: vectorized(function)))
+    for mechanism, make in [] if known_only else ways:
         try:
             batch = _numpy(next(iter(upstream.batch(SAMPLE_EXAMPLES).map(make()))))
         except Exception as err:  # noqa: BLE001 — a function that does not take a batch: the next way is tried

@@ -12,15 +12,23 @@ belong to the next stage downstream. `with_options` nodes are not stages: option
 root, and every prefix gets the root's options again. A reader (TextLineDataset, TFRecordDataset,
 FixedLengthRecordDataset) is a source, whatever it wraps.
 
+An interleave or flat_map whose function is the user's own (not a reader such as `tf.data.TFRecordDataset`) builds
+a pipeline per element: the model Garden's Criteo reader batches and decodes inside one. Its function is called
+once, eagerly, on the first element of its input (a file name, a shard index), and the pipeline it returns is
+walked too: its stages follow the interleave's in the list, each with `inside` naming the interleave, and an inner
+stage's prefix is that pipeline up to it (pipebench.diagnose.costs says why it is measured on its own). Whether a
+stage's elements are batches (and so how rows are counted) follows the inner pipeline through its interleave.
+
 Statefulness is read as map_parallelization reads it (grappler's function_utils IsFunctionStateful):
 a function is stateful when one of its own nodes is a stateful op, Assert exempt, an If or While
 only through its branches; an op the registry does not know counts as stateful.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +68,15 @@ class Walked:
     functions: list[Any]  # per stage: the Python function it runs, or None
     root: Any
     options: dict[str, Any]  # the root's options that are set, by path ("deterministic", "autotune.enabled", ...)
+    inner_notes: dict[int, str] = field(default_factory=dict)  # why a user function's pipeline was not walked
 
     def prefix(self, stage: int):
-        """Give the original pipeline up to and including `stage`, with the root's options re-applied."""
-        return self.root if stage == len(self.nodes) - 1 else self.nodes[stage].with_options(self.root.options())
+        """Give the original pipeline up to and including `stage` (an inner stage: the pipeline the interleave's
+        function built for its first element, up to that stage), with the root's options re-applied."""
+        last_outer = max(i for i, s in enumerate(self.stages) if s.inside is None)
+        if stage == last_outer:
+            return self.root
+        return self.nodes[stage].with_options(self.root.options())
 
 
 def _value(tensor: Any) -> Any:
@@ -141,8 +154,8 @@ def stateful_ops(concrete: Any) -> tuple[str, ...]:
 def user_function(function: Any, module: Any) -> UserFunction:
     """Give the record of a stage's Python function: its name, where it is defined, whether it can be imported."""
     inner = function
-    while isinstance(inner, functools.partial):
-        inner = inner.func
+    while isinstance(inner, functools.partial) or hasattr(inner, "python_function"):
+        inner = inner.func if isinstance(inner, functools.partial) else inner.python_function  # a @tf.function
     api = getattr(inner, "_tf_api_names", None)
     if api:
         return UserFunction(f"tf.{api[0]}", None, f"tf.{api[0]}", None)
@@ -224,13 +237,17 @@ def _reader_params(node: Any) -> dict[str, Any]:
 
 
 def _slices(members: list[Any]) -> dict[str, Any]:
-    """Give a source that is one from_tensor_slices of file names (strings) as {"slices": [...]}, else {}."""
-    if len(members) != 1 or type(members[0]).__name__ != "_TensorSliceDataset":
+    """Give a source that is one from_tensor_slices of file names (strings) as {"slices": [...]}; one that slices
+    them and more (list_files shuffling them) as {"listed": [...]} (what it lists, not how: it is not replayed from
+    them); else {}."""
+    slices = [m for m in members if type(m).__name__ == "_TensorSliceDataset"]
+    if len(slices) != 1:
         return {}
-    spec = members[0].element_spec
+    spec = slices[0].element_spec
     if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0):
         return {}
-    return {"slices": [f.decode() for f in members[0].as_numpy_iterator()]}
+    names = [f.decode() for f in slices[0].as_numpy_iterator()]
+    return {"slices": names} if len(members) == 1 else {"listed": names}
 
 
 def _params(kind: str, node: Any) -> dict[str, Any]:
@@ -343,8 +360,71 @@ def _tf_does(kind: str, params: dict, stateful: tuple[str, ...] | None, options:
     return tuple(said)
 
 
-def walk(dataset: Any, sites: dict, module: Any) -> Walked:
+def _inner_pipeline(node: Any, function: Any, module: Any) -> tuple[Any, dict] | str:
+    """Give the dataset an interleave / flat_map's own function returns for the first element of its input, and the
+    dataset calls it made; or why there is none (module docstring)."""
+    from pipebench.pipeline.user_code import _SiteRecorder
+
+    if not hasattr(function, "__code__") or str(Path(function.__code__.co_filename).resolve()).startswith(_TF_ROOT):
+        return "its function is TensorFlow's"
+    try:
+        element = next(iter(node._input_dataset.take(1)), None)
+    except Exception as err:  # noqa: BLE001 — the upstream fails on its own: the run will say so where it matters
+        return f"its input failed to give an element ({type(err).__name__})"
+    if element is None:
+        return "its input yields no element"
+    args = element if isinstance(element, tuple) else (element,)
+    try:
+        with _SiteRecorder() as recorder:
+            inner = function(*args)
+    except Exception as err:  # noqa: BLE001 — a function that only runs traced: its pipeline stays one stage
+        return f"its function does not run alone on an element ({type(err).__name__})"
+    if not isinstance(inner, tf.data.Dataset):
+        return f"its function returns a {type(inner).__name__}"
+    return inner, recorder.sites
+
+
+def walk(dataset: Any, sites: dict, module: Any, inner_of: dict | None = None) -> Walked:
     """Give the dataset's stages (module docstring); UsageError for a structure diagnose cannot follow."""
+    outer = _walk_chain(dataset, sites, module)
+    stages, nodes, functions = [], [], []
+    notes: dict[int, str] = {}
+    for position, stage in enumerate(outer.stages):
+        index = len(stages)
+        node, function = outer.nodes[position], outer.functions[position]
+        found = None
+        if stage.kind in ("interleave", "flat_map") and function is not None:
+            found = _inner_pipeline(node, function, module)
+            if isinstance(found, str):
+                notes[index] = found
+                found = None
+        batched = stages[-1].batched if stages else stage.batched
+        if stage.kind in _BATCHING:
+            batched = True
+        elif stage.kind == "unbatch":
+            batched = False
+        inner_walked = walk(found[0], found[1], module) if found else None
+        if inner_walked is not None:
+            batched = inner_walked.stages[-1].batched
+        elif stage.kind in ("interleave", "flat_map"):
+            batched = False
+        stages.append(dataclasses.replace(stage, index=index, batched=batched, inside=None))
+        nodes.append(node)
+        functions.append(function)
+        if inner_walked is None:
+            continue
+        for sub in inner_walked.stages:
+            parent = index if sub.inside is None else index + 1 + sub.inside
+            stages.append(dataclasses.replace(sub, index=len(stages), inside=parent))
+            nodes.append(inner_walked.nodes[sub.index] if sub.index != len(inner_walked.stages) - 1
+                         else inner_walked.root)
+            functions.append(inner_walked.functions[sub.index])
+        notes.update({index + 1 + key: note for key, note in inner_walked.inner_notes.items()})
+    return Walked(stages, nodes, functions, dataset, outer.options, notes)
+
+
+def _walk_chain(dataset: Any, sites: dict, module: Any) -> Walked:
+    """Give the stages of one chain, from its source to `dataset` (no inner pipelines)."""
     nodes = _chain(dataset)
     options = set_options(dataset.options())
     groups = _groups(nodes, sites)
@@ -379,7 +459,7 @@ def walk(dataset: Any, sites: dict, module: Any) -> Walked:
             buffer_size=None if params.get("buffer_size") is None or kind == "source" else str(params["buffer_size"]),
             deterministic=params.get("deterministic"), drop_remainder=params.get("drop_remainder"),
             stateful_ops=stateful, tf_does=_tf_does(kind, params, stateful, options, following, following is None, op),
-            batched=batched, reads=reads, params=params))
+            batched=batched, reads=reads, params=params, inside=None))
         kept.append(node)
         functions.append(function)
     return Walked(stages, kept, functions, dataset, options)

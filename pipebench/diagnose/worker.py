@@ -3,36 +3,42 @@
 The CLI (pipebench.diagnose.run) starts it through the trial manager's process watch, so TensorFlow
 starts here, after the environment is set, and never in the CLI. In order:
 
-1. load the user's function and call it (pipebench.pipeline.user_code); walk its stages (walk);
-2. read one epoch of the original twice (content): what a rewrite must yield again;
-3. measure every prefix in interleaved rounds (rounds; pipebench.capacity's prefix method: a stage's
-   cost is what its prefix's CPU per example adds); name the bottleneck;
-4. propose rewrites (rewrites; vectorize); build each, compare its epoch with the original's, and
+1. load the user's function and call it (pipebench.pipeline.user_code; a TF1 one's dataset is captured behind its
+   iterator, pipebench.pipeline.tf1_capture); walk its stages, inside interleaves too (walk);
+2. measure every prefix in interleaved rounds (costs; pipebench.capacity's prefix method: a stage's cost is what
+   its prefix's CPU per row adds), every figure in rows; name the bottleneck. A buffer of the user's that holds
+   MEASURE_CAP_ROWS rows or more is named with its memory and fill time, and measured capped (a prefetch's work
+   per element does not depend on its depth; refilling a million rows before every window would cost the
+   diagnosis minutes per window);
+3. read the original over a bounded sample of the data (sample: a few files, rows from their start, middle and
+   end), twice: what a rewrite must yield again;
+4. propose rewrites (rewrites; vectorize); build each, compare it with the original over the sample, and
    measure each against the original, a window of each side by side in every round (ABBA); keep a rewrite when
-   the 95% interval of its paired gain lies above 1 and it yields the same elements (or its change
-   of semantics is the one it names);
+   the 95% interval of its paired gain lies above 1 and it yields the same rows (or its change of semantics is
+   the one it names);
 5. measure the kept rewrites together against the original the same way;
-6. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
-   original and with the rewritten pipeline (train).
+6. the TF Profiler's answer on the same pipeline (profiler);
+7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
+   original and with the rewritten pipeline (train);
+8. what each parameter feeds (ties), so the exported module takes other values of them.
 
 Progress goes to the request's progress file, one line per event; the answer to RESULT, written whole.
 """
 from __future__ import annotations
 
-import importlib.util
+import contextlib
 import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.diagnose.records import (
-    Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Profiler, Request, Rewrite, Stage, StageCost, Step, Train,
+    Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
@@ -40,59 +46,31 @@ from pipebench.parent_death import die_with_parent
 
 #: The share of this machine's free memory a cache may take.
 CACHE_MEMORY_SHARE = 0.5
+#: A buffer of the user's holding at least this many rows is measured capped (module docstring, 2).
+MEASURE_CAP_ROWS = 50_000
+#: A buffer of the user's holding at least this many rows (or elements) is named, with its memory and fill time.
+NAMED_BUFFER_ROWS = 10_000
+#: Elements read to estimate what a row holds in memory.
+BYTES_SAMPLE_ELEMENTS = 64
+#: A rewrite whose gain's interval at EARLY_CONFIDENCE already lies above or below 1 after this many rounds stops.
+EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
+#: Rounds for the prefixes (where the time goes) and for the train step: fewer than a rewrite's comparison, whose
+#: verdict keeps or refuses it, with an interval all the same.
+PREFIX_ROUNDS_LESS, TRAIN_ROUNDS = 1, 3
 
 
-@dataclass
-class _Prefix:
-    """A measured prefix of the user's pipeline, as pipebench.capacity.profile.stage_costs reads one."""
-
-    end: int
-    adds: tuple[int, ...]
-    stage: str
-    sequential: bool
-    why_sequential: str | None
-
-
-def why_sequential(stage: Stage) -> str | None:
-    """Give why a stage runs on one core at most, or None when it runs in parallel."""
-    kind = stage.kind
-    if kind == "source":
-        reads = stage.params.get("num_parallel_reads")
-        if "reader" in stage.params:
-            return None if reads not in (None, 1) else f"one {stage.params['reader']} reader without parallel reads"
-        return "the source yields its elements in one thread"
-    if kind in ("map", "interleave", "batch") and stage.parallelism not in (None, "1"):
-        return None
-    if kind == "map":
-        if stage.parallelism == "1":
-            return "a map with num_parallel_calls 1 runs one call at a time"
-        parallel = [said for said in stage.tf_does if "runs it in parallel" in said]
-        return None if parallel else "; ".join(s for s in stage.tf_does if "map_parallelization" in s)
-    return {"interleave": "interleave without num_parallel_calls reads its inputs in turn",
-            "batch": "batch takes its input elements one at a time (parallel_batch spreads only the copying)",
-            "shuffle": "shuffle fills and samples one buffer in one thread",
-            "prefetch": "prefetch moves elements in one background thread",
-            "cache": "cache serves its elements in order from one iterator",
-            "repeat": "repeat passes elements on in its consumer's thread"}.get(
-        kind, f"{kind} runs in its consumer's thread")
-
-
-def measured_prefixes(stages: list[Stage]) -> list[_Prefix]:
-    """Give the prefixes to measure: every stage's, but for those that join a neighbour's (capacity's rule)."""
-    from pipebench.pipeline.prefixes import skipped_ends
-
-    kinds = tuple("interleave" if s.kind == "flat_map" and s.reads else s.kind for s in stages[1:])
-    skipped = skipped_ends(kinds)
-    found, previous = [], -1
-    for end in range(len(stages)):
-        if end in skipped:
-            continue
-        adds = tuple(range(previous + 1, end + 1))
-        working = [i for i in adds if stages[i].kind != "repeat"] or list(adds)
-        stage = stages[working[-1]]
-        found.append(_Prefix(end, adds, stage.label, why_sequential(stage) is not None, why_sequential(stage)))
-        previous = end
-    return found
+def _rows(tf, element, batched: bool):
+    """Give the rows an element holds: 1 for an example; else the leading dimension of its label (the second of a
+    (features, label) pair) or of its first component of rank ≥ 1."""
+    if not batched:
+        return tf.constant(1, tf.int64)
+    if isinstance(element, tuple) and len(element) == 2:
+        leaf = tf.nest.flatten(element[1])[0]
+    else:
+        leaves = tf.nest.flatten(element)
+        leaf = next((t for t in leaves if getattr(t.shape, "rank", 1) != 0), leaves[0])
+    rows = leaf.nrows() if isinstance(leaf, tf.RaggedTensor) else tf.shape(leaf)[0]
+    return tf.cast(rows, tf.int64)
 
 
 class Diagnoser:
@@ -101,56 +79,58 @@ class Diagnoser:
     def __init__(self, request: Request, log: Callable[[str], None]) -> None:
         import tensorflow as tf
 
-        self.tf, self.request, self.log = tf, request, log
+        self.tf, self.request = tf, request
+        self.started = time.monotonic()
+        self._log = log
         self.seed = f"{request.function}:{request.name}"  # seeds every round order (pipebench.measure.round_order)
-        self.files: int | None = None  # the content check reads this many of the source's files (None: all)
-        self.epoch_scale = 1.0  # the whole epoch's examples over those the content check reads
+        self.cores = len(os.sched_getaffinity(0))
+
+    def log(self, text: str) -> None:
+        self._log(f"[{time.monotonic() - self.started:5.1f} s] {text}")
 
     # --- arms -------------------------------------------------------------------------------------------------
 
-    def _count(self, batched: bool):
-        tf = self.tf
-
-        def count(element):
-            if not batched:
-                return tf.constant(1, tf.int64)
-            first = tf.nest.flatten(element)[0]
-            rows = first.nrows() if isinstance(first, tf.RaggedTensor) else tf.shape(first)[0]
-            return tf.cast(rows, tf.int64)
-        return count
-
     def input_arm(self, name: str, dataset, batched: bool):
-        """Give an input arm over `dataset` (the trial worker's loop; single examples sunk through shard(K, 0))."""
+        """Give an input arm over `dataset` (the trial worker's loop counting rows; single examples sunk through
+        shard(K, 0))."""
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.windows import Arm
         from pipebench.measure.worker import input_loop
         from pipebench.pipeline.prefixes import Element, sink_every
 
+        tf = self.tf
         per_step = 1 if batched else sink_every(Element(True, 1, "one example"))
         if per_step > 1:
             dataset = dataset.repeat().shard(per_step, 0)
-        arm = Arm(name, lambda: iter(dataset), input_loop(self.tf, self._count(batched), per_step),
-                  cpu_clock=process_tree_cpu_sec)
-        arm.release()  # its pipeline must not run while others are checked or measured (pipebench.diagnose.rounds)
-        return arm
-
-    def rounds(self, arms: list, settle_examples: dict[str, int]) -> dict[str, list]:
-        from pipebench.diagnose.rounds import calibrate, interleaved_rounds
-
-        calibrate(arms)
-        r = self.request
-        return interleaved_rounds(arms, r.rounds, r.window_sec, r.settle_sec, settle_examples, self.seed, self.log)
+        # An arm of batches keeps its iterator from window to window (pipebench.diagnose.rounds says why); one that
+        # sinks single examples starts afresh each window (its sink's buffer holds thousands of rows, which a kept
+        # iterator would refill behind every other arm's window). Either starts at its first call.
+        return Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: _rows(tf, element, batched), per_step),
+                   releasable=per_step > 1, cpu_clock=process_tree_cpu_sec, start=False)
 
     def gains(self, original, arms: list) -> dict[str, Interval]:
-        """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds."""
+        """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
+        arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
+        the verdict reads, since this is a second look) stops there; its 95% interval is from those rounds."""
         from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
         from pipebench.measure.intervals import ratio_interval
 
         calibrate([original, *arms])
         r = self.request
-        fill = self._fill_examples(self.walked.stages)
-        pairs = paired_rounds(original, arms, r.rounds, r.window_sec, r.settle_sec,
-                              {arm.name: fill for arm in [original, *arms]}, self.seed, self.log)
+        fill = self._fill_rows([s for s in self.walked.stages if s.inside is None], self.measure_steps)
+        settle = {arm.name: fill for arm in [original, *arms]}
+        first = min(EARLY_ROUNDS, r.rounds)
+        pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
+        open_arms = [arm for arm in arms if not _decided(pairs[arm.name], EARLY_CONFIDENCE)]
+        if open_arms and r.rounds > first:
+            if len(open_arms) < len(arms):
+                self.log(f"decided after {first} rounds: " + ", ".join(a.name for a in arms if a not in open_arms))
+            more = paired_rounds(original, open_arms, r.rounds - first, r.window_sec, r.settle_sec, settle,
+                                 self.seed, self.log, first_round=first)
+            for name, found in more.items():
+                pairs[name] += found
+        for arm in [original, *arms]:
+            arm.close()
         return {name: ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found]))
                 for name, found in pairs.items()}
 
@@ -164,54 +144,74 @@ class Diagnoser:
 
         started = time.time()
         r = self.request
-        self.log(f"{LOADING}{Path(r.function).name}:{r.name}")
-        loaded = load(r.function, r.name, r.kwargs)
+        self._log(f"{LOADING}{Path(r.function).name}:{r.name}")
+        loaded = load(r.function, r.name, r.kwargs, upgrade_into=Path(r.scratch) / "upgraded")
+        self.path = str(loaded.upgraded.path) if loaded.upgraded else r.function  # what later calls load
+        if loaded.upgraded:
+            self.log(f"TF1 names TensorFlow 2 lacks: diagnosing TensorFlow's tf_upgrade_v2 conversion of "
+                     f"{Path(r.function).name} ({loaded.upgraded.changes} changes)")
         try:
             return self._diagnose(loaded, started)
         except self.tf.errors.OpError as err:
-            raise UserCodeError(failure_while_running(err, loaded.function, r.function, loaded.dataset)) from None
+            raise UserCodeError(failure_while_running(err, loaded.function, self.path, loaded.dataset)) from None
 
     def _diagnose(self, loaded, started: float) -> Diagnosis:
         from pipebench.diagnose import content as contents
-        from pipebench.diagnose.replay import replay, steps_of
+        from pipebench.diagnose.replay import steps_of
         from pipebench.diagnose.walk import walk
 
         r = self.request
+        if loaded.tf1:
+            self.log(f"TF1: the dataset behind {loaded.tf1}, captured before anything ran")
+        for said in loaded.ignored:
+            self.log(f"ignored: {said} (diagnose runs eagerly, as TensorFlow 2 does)")
         walked = walk(loaded.dataset, loaded.sites, loaded.module)
         contents.check_structure(loaded.dataset.element_spec)
         self.walked, self.loaded = walked, loaded
         stages = walked.stages
         self.log(f"{r.name}: {len(stages)} stages")
         for stage in stages:
-            self.log(f"  {stage.index}: {stage.call}" + (f"  # {stage.place.text}" if stage.place else ""))
+            depth = 0
+            parent = stage.inside
+            while parent is not None:
+                depth, parent = depth + 1, stages[parent].inside
+            self.log(f"  {'  ' * depth}{stage.index}: {'↳ ' if depth else ''}{stage.call}"
+                     + (f"  # {stage.place.text}" if stage.place else ""))
+        for index, note in walked.inner_notes.items():
+            self.log(f"  stage {index}: its function's pipeline is not listed: {note}")
         steps, replay_note = steps_of(walked)
         if steps:
             replay_note = self._replay_differs(steps)
             steps = () if replay_note else steps
+        parameters, self.tied, self.inserted = self._parameters()
+        steps = _tie(steps, self.tied, self.inserted, loaded.kwargs)
         self.steps = steps
-        batched = stages[-1].batched
-        self.batched = batched
+        self.batched = stages[_last_outer(stages)].batched
+        self.transforms: dict[str, list] = {}  # by rewrite name: how it is built
+        self.measure_steps, capped = self._capped(steps)
+        self.notes = capped
+        self.sample = self._make_sample()
         costs, bottleneck, why = self._stage_costs()
-        self.files, scope = self._content_files(costs[-1].prefix_examples_per_sec.mean)
-        one_epoch = replay(steps, walked, one_epoch=True, files=self.files) if steps else walked.root
-        original = contents.read_epoch(one_epoch, batched, r.epoch_cap_examples)
-        again = contents.read_epoch(one_epoch, batched, r.epoch_cap_examples)
-        self.epochs = (original, again)
-        scope = f"{scope}: {len(original.examples):,} examples" + (" (cut at the cap)" if original.capped else "")
+        buffers = self._buffers(costs, capped)
+        scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
-        candidates = self._candidates(shares, bottleneck)
+        candidates = self._candidates(shares, bottleneck, costs)
         rewrites = self._prove(candidates)
         kept = [(c, rw) for c, rw in zip(candidates, rewrites) if rw.kept]
         combined = self._combined(kept) if len(kept) > 1 else None
         best = combined if combined is not None else (kept[0][1] if kept else None)
-        train, train_note = self._train(best)
+        profiler = self._profiler(bottleneck) if r.profile else _not_asked("the profiler")
+        train, train_note = self._train(best) if r.train else (None, "not asked for (Request.train)")
+        self.log(f"done in {time.time() - started:.0f} s")
         return Diagnosis(
             DIAGNOSIS_VERSION, f"{r.function}:{r.name}", str(loaded.signature), tuple(loaded.signature.parameters),
-            _plain_defaults(loaded.signature), dict(r.kwargs), self.tf.__version__, _cores(),
-            _element_text(loaded.dataset.element_spec), dict(walked.options), tuple(stages), steps, scope, replay_note,
-            tuple(costs), bottleneck, why, _profiler(), tuple(rewrites), combined, train, train_note,
-            time.time() - started)
+            _plain_defaults(loaded.signature), dict(r.kwargs), self.tf.__version__, self.cores,
+            _element_text(loaded.dataset.element_spec), dict(walked.options), loaded.tf1, _upgrade(loaded.upgraded),
+            tuple(loaded.ignored),
+            tuple(stages), {str(k): v for k, v in walked.inner_notes.items()}, steps, parameters, tuple(buffers),
+            tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())), scope, content_rows, replay_note, tuple(costs), bottleneck, why, profiler, tuple(rewrites), combined,
+            train, train_note, time.time() - started)
 
     def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
         """Give why replaying the steps does not rebuild the user's pipeline (compared stage by stage), or None."""
@@ -224,129 +224,259 @@ class Diagnoser:
             return "replaying its stages gives another pipeline: " + " ".join(s.call for s in mine)[:160]
         return None
 
-    def _content_files(self, rate: float) -> tuple[int | None, str]:
-        """Give how many of the source's files the content check reads (None: all) and that in words: the first
-        files holding what the original yields in `request.content_sec` at `rate` (at least
-        `content_min_examples`), so that checking every rewrite's epoch takes seconds, not an epoch of the data."""
-        import math
+    # --- buffers and what is measured -------------------------------------------------------------------------------
 
-        source = self.walked.stages[0].params
-        files = source.get("files") or source.get("slices")
-        if not self.steps or not files:
-            return None, "one epoch"
-        everything = f"one epoch of all {len(files)} file(s)"
-        reader = source.get("reader") or (self.walked.stages[1].reads if len(self.walked.stages) > 1 else None)
-        if len(files) == 1 or reader not in ("TextLineDataset", "TFRecordDataset"):
-            return None, everything
+    def _rows_per_element(self, stage: Stage) -> int:
+        """Give the rows one element at `stage` holds: the batch size of the batch before it, or 1."""
+        if not stage.batched:
+            return 1
+        chain = [s for s in self.walked.stages if s.inside == stage.inside and s.index <= stage.index]
+        batch = next((s for s in reversed(chain) if s.kind in ("batch", "padded_batch")), None)
+        size = batch.params.get("batch_size") if batch is not None else None
+        return size if isinstance(size, int) and size > 0 else 1
+
+    def _capped(self, steps: tuple[Step, ...]) -> tuple[tuple[Step, ...], dict[int, str]]:
+        """Give the steps the measurements replay: the user's buffers of MEASURE_CAP_ROWS rows or more capped (a
+        prefetch to AUTOTUNE, a shuffle to that many rows), and how each capped one was measured."""
+        import dataclasses
+
+        capped: dict[int, str] = {}
+        found = []
+        for step in steps:
+            stage = self.walked.stages[step.origin] if step.origin is not None else None
+            size = step.args.get("buffer_size")
+            if stage is not None and step.kind == "take" and isinstance(step.args.get("count"), int) \
+                    and step.args["count"] >= 0:
+                rows = step.args["count"] * self._rows_per_element(stage)
+                capped[stage.index] = (f"measured without {stage.call}: an epoch of {rows:,} rows would make a "
+                                       "window mostly the pipeline's start")
+                continue
+            if stage is not None and step.kind in ("prefetch", "shuffle") and isinstance(size, int):
+                per = self._rows_per_element(stage)
+                if size * per >= MEASURE_CAP_ROWS:
+                    if step.kind == "prefetch":
+                        step = dataclasses.replace(step, args={**step.args, "buffer_size": "AUTOTUNE"})
+                        capped[stage.index] = "measured as prefetch(tf.data.AUTOTUNE): a prefetch does the same " \
+                                              "work per element whatever its depth"
+                    else:
+                        cap = max(1, MEASURE_CAP_ROWS // per)
+                        step = dataclasses.replace(step, args={**step.args, "buffer_size": cap})
+                        capped[stage.index] = f"measured with its buffer capped at {cap:,} elements: a shuffle " \
+                                              "does the same work per element whatever its buffer"
+            found.append(step)
+        return tuple(found), capped
+
+    def _prefix(self, end: int):
+        """Give the prefix of the pipeline up to stage `end` as it is measured (capped buffers replayed)."""
+        from pipebench.diagnose.replay import replay
+
+        stages = self.walked.stages
+        if self.measure_steps == self.steps or not self.steps:
+            return self.walked.prefix(end)
+        stage = stages[end]
+        if stage.inside is None:
+            upto = tuple(s for s in self.measure_steps if s.origin is None or s.origin <= end)
+            return replay(upto, self.walked)
+        return self.walked.prefix(end)  # inside an interleave's function: its own buffers, as written
+
+    def _original(self):
+        """Give the original pipeline as it is measured."""
+        from pipebench.diagnose.replay import replay
+
+        return replay(self.measure_steps, self.walked) if self.steps and self.measure_steps != self.steps \
+            else self.walked.root
+
+    def _fill_rows(self, stages: list[Stage], steps: tuple[Step, ...] = ()) -> int:
+        """Give the rows a fresh iterator reads before its shuffle buffers are full (as measured: capped)."""
+        sizes = {s.origin: s.args.get("buffer_size") for s in steps if s.kind == "shuffle"}
+        total = 0
+        for stage in stages:
+            if stage.kind == "shuffle":
+                size = sizes.get(stage.index, stage.params["buffer_size"])
+                if isinstance(size, int):
+                    total += size * self._rows_per_element(stage)
+        return total
+
+    def _bytes_per_row(self, end: int) -> float | None:
+        """Give what a row holds in memory after stage `end`, from a few elements (strings by their length)."""
         tf = self.tf
-        records = int(getattr(tf.data, reader)(files[0]).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
-        target = max(self.request.content_min_examples, rate * self.request.content_sec)
-        count = max(1, math.ceil(target / max(records, 1)))
-        if count >= len(files):
-            return None, everything
-        self.epoch_scale = len(files) / count
-        return count, f"one epoch of the first {count} of {len(files)} files"
+        rows, size = 0, 0
+        batched = self.walked.stages[end].batched
+        try:
+            for element in self._prefix(end).take(BYTES_SAMPLE_ELEMENTS if not batched else 2):
+                leaves = tf.nest.flatten(element)
+                size += sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else t.numpy().nbytes
+                            for t in leaves)
+                rows += int(_rows(tf, element, batched))
+        except (self.tf.errors.OpError, ValueError, TypeError):
+            return None
+        return size / rows if rows else None
+
+    def _buffers(self, costs: list[StageCost], capped: dict[int, str]) -> list[Buffer]:
+        """Give the user's large buffers: what each holds, in rows and memory, and how long it takes to fill."""
+        found = []
+        for stage in self.walked.stages:
+            size = stage.params.get("buffer_size")
+            if stage.kind not in ("prefetch", "shuffle") or not isinstance(size, int):
+                continue
+            rows = size * self._rows_per_element(stage)
+            if rows < NAMED_BUFFER_ROWS and size < NAMED_BUFFER_ROWS:
+                continue
+            per_row = self._bytes_per_row(stage.index)
+            before = [c for c in costs if max(c.stages) < stage.index]
+            rate = before[-1].prefix_rows_per_sec.mean if before else None
+            fill = rows / rate if rate else None
+            found.append(Buffer(stage.index, stage.kind, size, rows, None if per_row is None else
+                                rows * per_row / 2**20, fill, capped.get(stage.index, "measured as written")))
+            self.log(f"buffer: {stage.call} holds {rows:,} rows"
+                     + (f" (~{rows * per_row / 2**20:,.0f} MiB)" if per_row else "")
+                     + (f", ~{fill:,.1f} s to fill at {rate:,.0f} rows/s" if fill else "")
+                     + f"; {capped.get(stage.index, 'measured as written')}")
+        return found
+
+    # --- where the time goes --------------------------------------------------------------------------------------
 
     def _stage_costs(self) -> tuple[list[StageCost], int, str]:
         """Measure every prefix in interleaved rounds; give the stage costs, the bottleneck and why it is one."""
         from pipebench.capacity.profile import RoundValue, stage_costs
+        from pipebench.diagnose.costs import measured_prefixes
+        from pipebench.diagnose.rounds import calibrate, interleaved_rounds
 
         stages = self.walked.stages
-        measured = measured_prefixes(stages)
+        measured = measured_prefixes(stages, self.cores)
         self._fill_own_cache()
-        self.log(f"measuring {len(measured)} prefixes in {self.request.rounds} interleaved rounds")
-        arms = [self.input_arm(f"prefix {p.end}", self.walked.prefix(p.end), stages[p.end].batched)
-                for p in measured]
-        settle = {arm.name: self._fill_examples(stages[:p.end + 1]) for arm, p in zip(arms, measured)}
-        windows = self.rounds(arms, settle)
+        r = self.request
+        rounds = max(2, min(r.rounds, max(3, r.rounds - PREFIX_ROUNDS_LESS)))
+        self.log(f"measuring {len(measured)} prefixes in {rounds} interleaved rounds")
+        arms = [self.input_arm(f"prefix {p.end}", self._prefix(p.end), stages[p.end].batched) for p in measured]
+        settle = {arm.name: self._fill_rows([s for s in stages[:p.end + 1] if s.inside is None], self.measure_steps)
+                  for arm, p in zip(arms, measured)}
+        calibrate(arms)
+        windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
+        for arm in arms:
+            arm.close()
         values = [[RoundValue(w.examples, w.seconds, w.cpu_sec) for w in windows[arm.name]] for arm in arms]
-        found = stage_costs(list(zip(measured, values)))
+        found = stage_costs([(_Measured(stages[p.stage].label, p.sequential, p.why_sequential), v)
+                             for p, v in zip(measured, values)])
         whole = max(c.prefix_cpu_sec_per_example.mean for c in found) or 1.0
-        cores = _cores()
         costs = []
         for p, cost in zip(measured, found):
-            stage = [i for i in p.adds if stages[i].kind != "repeat"] or list(p.adds)
             own = cost.cpu_sec_per_example
-            capacity = (1 if p.sequential else cores) / own if own > 0 else None
-            costs.append(StageCost(p.adds, stage[-1], p.sequential, p.why_sequential,
+            capacity = p.lanes / own if own > 0 else None
+            costs.append(StageCost(p.adds, p.stage, p.sequential, p.why_sequential, p.lanes,
                                    cost.prefix_examples_per_sec, cost.prefix_cpu_sec_per_example.scaled(1e6),
                                    own * 1e6, own / whole, capacity))
-        limited = [c for c in costs if c.capacity_examples_per_sec is not None]
+        limited = [c for c in costs if c.capacity_rows_per_sec is not None]
         if limited:
-            neck = min(limited, key=lambda c: c.capacity_examples_per_sec)
-            why = (f"{stages[neck.stage].label} can pass at most ~{neck.capacity_examples_per_sec:,.0f} examples/s: "
-                   f"{neck.cpu_us_per_example:.2f} CPU-µs per example on "
-                   + ("one core (" + neck.why_sequential + ")" if neck.sequential else f"{cores} cores")
-                   + f"; {neck.share:.0%} of the pipeline's CPU")
+            neck = min(limited, key=lambda c: c.capacity_rows_per_sec)
+            runs_on = (f"{neck.lanes:g} core{'s' if neck.lanes != 1 else ''} ({neck.why_sequential})"
+                       if neck.sequential else f"{self.cores} cores")
+            why = (f"{stages[neck.stage].label} can pass at most ~{neck.capacity_rows_per_sec:,.0f} rows/s: "
+                   f"{neck.cpu_us_per_row:.2f} CPU-µs per row on {runs_on}; {neck.share:.0%} of the pipeline's CPU")
         else:
             neck = costs[-1]
-            why = "no stage adds measurable CPU per example"
+            why = "no stage adds measurable CPU per row"
         self.log(f"bottleneck: stage {neck.stage} {stages[neck.stage].label}: {why}")
         return costs, neck.stage, why
 
-    def _fill_examples(self, stages: list[Stage]) -> int:
-        """Give the examples a fresh iterator reads before its shuffle buffers are full."""
-        total = 0
-        for stage in stages:
-            if stage.kind == "shuffle":
-                size = stage.params["buffer_size"]
-                batch = next((s.params["batch_size"] for s in reversed(stages[:stage.index]) if s.kind == "batch"), 1) \
-                    if stage.batched else 1
-                total += size * batch
-        return total
+    def _fill_own_cache(self) -> None:
+        """Complete the user's own cache, if the pipeline has one, through its prefix: every prefix and the root
+        share it (one cache per dataset), so windows measure the steady state, epochs served from memory. At most
+        CACHE_FILL_BUDGET_SEC: a cache an epoch of which takes longer is left unfilled (an abandoned cache keeps
+        nothing), and the figures say so."""
+        from pipebench.diagnose.rewrites import CACHE_FILL_BUDGET_SEC
 
-    def _candidates(self, shares: dict[int, float], bottleneck: int) -> list:
-        import psutil
-
-        from pipebench.diagnose.rewrites import cache_point, propose
-        from pipebench.diagnose.vectorize import batched_equivalent
-
-        stages = self.walked.stages
-        batched = {}
-        for stage in stages:
-            if stage.kind == "map" and stage.stateful_ops == () and stage.index > 0 \
-                    and not stages[stage.index - 1].batched and self.walked.functions[stage.index] is not None:
-                batched[stage.index] = batched_equivalent(self.walked, stage.index)
-        point = cache_point(stages)
-        cache_bytes = self._bytes_at(point) if point is not None else None
-        parallel = any(s.parallelism is not None or any("runs it in parallel" in t for t in s.tf_does)
-                       for s in stages)
-        found = propose(stages, bool(self.steps), self.walked.options, shares, bottleneck, batched, cache_bytes,
-                        psutil.virtual_memory().available * CACHE_MEMORY_SHARE, parallel)
-        self.log(f"{len(found)} rewrites proposed: " + "; ".join(c.name for c in found))
-        return found
-
-    def _bytes_at(self, stage: int) -> float | None:
-        """Give the bytes one epoch holds after `stage` (a sample's bytes per example × the epoch's examples)."""
+        self.cache_rows = None
+        stages = [s for s in self.walked.stages if s.inside is None]
+        caches = [s.index for s in stages if s.kind == "cache"]
+        if not caches or any(s.kind == "repeat" for s in stages if s.index < caches[0]):
+            return
+        start, count = time.perf_counter(), 0
         tf = self.tf
-        examples, size = 0, 0
-        for element in self.walked.prefix(stage).take(256):
-            leaves = tf.nest.flatten(element)
-            size += sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else t.numpy().nbytes
-                        for t in leaves)
-            examples += int(tf.shape(leaves[0])[0]) if self.walked.stages[stage].batched else 1
-        if not examples or self.epochs[0].capped:
-            return None
-        return size / examples * len(self.epochs[0].examples) * self.epoch_scale
+        ones = self.walked.prefix(caches[0]).map(lambda *e: tf.constant(1, tf.int64)).batch(4096)
+        for counted in ones:  # 4,096 elements a Python step
+            count += int(counted.shape[0])
+            if time.perf_counter() - start > CACHE_FILL_BUDGET_SEC:
+                self.notes[caches[0]] = (f"its cache was not filled: an epoch takes more than "
+                                         f"{CACHE_FILL_BUDGET_SEC:.0f} s to read ({count:,} elements read); the figures "
+                                         "include reading through it")
+                self.log(f"stage {caches[0]}: {self.notes[caches[0]]}")
+                return
+        self.cache_rows = count * self._rows_per_element(stages[caches[0]])
+        self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
 
-    def _build(self, transforms: list, options: dict[str, Any], one_epoch: bool):
-        """Give the original with `transforms` and `options` applied (None when the transforms do not compose)."""
+    # --- what a rewrite must yield again --------------------------------------------------------------------------
+
+    def _make_sample(self):
+        """Give a bounded sample of the files the arguments name (pipebench.diagnose.sample), or None."""
+        from pipebench.diagnose.sample import sample_arguments
+
+        batch = max((s.params.get("batch_size") for s in self.walked.stages
+                     if s.kind == "batch" and isinstance(s.params.get("batch_size"), int)), default=None)
+        folder = Path(self.request.scratch) / "sample"
+        folder.mkdir(parents=True, exist_ok=True)
+        return sample_arguments(dict(self.loaded.kwargs), folder, batch)
+
+    def _content_setup(self) -> tuple[str, int]:
+        """Read the original twice over a bounded sample of the data (pipebench.diagnose.sample); give the scope in
+        words and the rows compared. Without a sample (no argument names the files), over its first rows."""
+        from pipebench.diagnose import content as contents
+        from pipebench.diagnose.replay import steps_of
+        from pipebench.diagnose.walk import walk
+        from pipebench.pipeline.user_code import load
+
+        r = self.request
+        sample = self.sample
+        self.sample_walked, self.sample_steps = self.walked, self.steps
+        scope = None
+        if sample is not None:
+            loaded = load(self.path, r.name, sample.kwargs)
+            walked = walk(loaded.dataset, loaded.sites, loaded.module)
+            steps, note = steps_of(walked)
+            steps = _tie(steps, self.tied, self.inserted, loaded.kwargs)
+            same = [(s.kind, s.inside) for s in walked.stages] == [(s.kind, s.inside) for s in self.walked.stages]
+            if same and (not self.steps or (steps and len(steps) == len(self.steps))):
+                self.sample_walked, self.sample_steps = walked, steps if self.steps else ()
+                scope = sample.scope
+        cap = r.content_cap_rows if scope is None else sample.rows * 4 + 1
+        original = self._sample_build([], {})
+        self.epochs = (contents.read_epoch(original, self.batched, cap),
+                       contents.read_epoch(self._sample_build([], {}), self.batched, cap))
+        rows = len(self.epochs[0].examples)
+        if scope is None:
+            scope = (f"the first {rows:,} rows (no argument names the files, so no sample of them could be made)"
+                     if self.epochs[0].capped else f"one whole epoch: {rows:,} rows")
+        return scope, rows
+
+    def _sample_build(self, transforms: list, options: dict[str, Any]):
+        """Give the pipeline over the sample (one epoch) with `transforms` and `options` applied; None when the
+        transforms do not compose."""
+        from pipebench.diagnose.replay import options_of, replay
+        from pipebench.diagnose.rewrites import compose
+
+        if not self.sample_steps:
+            root = self.sample_walked.root
+            return root.with_options(options_of(options)) if options else root
+        steps = compose(transforms, self.sample_steps)
+        return None if steps is None else replay(steps, self.sample_walked, options, one_epoch=True)
+
+    def _build(self, transforms: list, options: dict[str, Any]):
+        """Give the pipeline as measured with `transforms` and `options` applied (None when they do not compose)."""
         from pipebench.diagnose.replay import options_of, replay
         from pipebench.diagnose.rewrites import compose
 
         if not self.steps:
             root = self.walked.root
             return root.with_options(options_of(options)) if options else root
-        steps = compose(transforms, self.steps)
-        return None if steps is None else replay(steps, self.walked, options, one_epoch,
-                                                  self.files if one_epoch else None)
+        steps = compose(transforms, self.measure_steps)
+        return None if steps is None else replay(steps, self.walked, options)
 
     def _content(self, transforms: list, options: dict[str, Any]) -> Content | str:
-        """Give how a rewrite's epoch compares with the original's, or why it could not be read."""
+        """Give how a rewrite compares with the original over the sample, or why it could not be read."""
         from pipebench.diagnose import content as contents
         from pipebench.errors import failure_reason
 
-        dataset = self._build(transforms, options, one_epoch=True)
+        dataset = self._sample_build(transforms, options)
         if dataset is None:
             return "the rewrites do not compose"
         original_spec = self.walked.root.element_spec
@@ -357,30 +487,72 @@ class Diagnoser:
         if [s.dtype for s in self.tf.nest.flatten(dataset.element_spec)] != \
                 [s.dtype for s in self.tf.nest.flatten(original_spec)]:
             return "its elements have other dtypes"
+        cap = max(len(self.epochs[0].examples) + 1, 1) if not self.epochs[0].capped else len(self.epochs[0].examples)
         try:
-            epoch = contents.read_epoch(dataset, self.batched, self.request.epoch_cap_examples)
+            epoch = contents.read_epoch(dataset, self.batched, cap * 2)
         except Exception as err:  # noqa: BLE001 — a rewrite that fails on the data is refused, not a crash
             return f"it fails on the data: {failure_reason(err, 160)}"
         return contents.compare(*self.epochs, epoch)
 
+    # --- rewrites -------------------------------------------------------------------------------------------------
+
+    def _candidates(self, shares: dict[int, float], bottleneck: int, costs: list[StageCost]) -> list:
+        import psutil
+
+        from pipebench.diagnose.rewrites import cache_point, propose
+        from pipebench.diagnose.vectorize import batched_equivalent
+
+        stages = self.walked.stages
+        batched = {}
+        for stage in stages:
+            chain = [s for s in stages if s.inside == stage.inside and s.index < stage.index]
+            if stage.kind == "map" and stage.stateful_ops is not None and chain and not chain[-1].batched \
+                    and self.walked.functions[stage.index] is not None:
+                batched[stage.index] = batched_equivalent(self.walked, stage.index,
+                                                          known_only=bool(stage.stateful_ops))
+        point = cache_point(stages)
+        cache_bytes = cache_fill = None
+        if point is not None:
+            per_row = self._bytes_per_row(point)
+            epoch_rows = self._epoch_rows()
+            if per_row is not None and epoch_rows is not None:
+                cache_bytes = per_row * epoch_rows
+                upto = [c for c in costs if max(c.stages) <= point]
+                rate = upto[-1].prefix_rows_per_sec.mean if upto else None
+                cache_fill = epoch_rows / rate if rate else None
+        parallel = any(s.parallelism is not None or any("runs it in parallel" in t for t in s.tf_does)
+                       for s in stages)
+        found = propose(stages, bool(self.steps), self.walked.options, shares, bottleneck, batched, cache_bytes,
+                        psutil.virtual_memory().available * CACHE_MEMORY_SHARE, parallel, cache_fill)
+        self.log(f"{len(found)} rewrites proposed: " + "; ".join(c.name for c in found))
+        return found
+
+    def _epoch_rows(self) -> float | None:
+        """Give the rows one epoch holds: the data files' bytes over the sample's bytes per row (None: unknown)."""
+        sample = self.sample
+        if sample is None or sample.compressed or not sample.rows or not sample.bytes:
+            return None
+        return sample.data_bytes / (sample.bytes / sample.rows)
+
     def _prove(self, candidates: list) -> list[Rewrite]:
         """Build, check and measure every automatic candidate against the original; give each one's Rewrite."""
         arms, checked = [], {}
-        original = self._original_arm()
+        original = self.input_arm("original", self._original(), self.batched)
         for index, c in enumerate(candidates):
             if not c.automatic:
                 continue
             transforms = [c.transform] if c.transform else []
+            self.transforms[c.name] = transforms
             found = self._content(transforms, c.options)
             checked[index] = found
             self.log(f"{c.name}: " + (found if isinstance(found, str) else
-                                      ("same elements" if found.same_elements else found.semantics or "differs")
+                                      ("same rows" if found.same_elements else found.semantics or "differs")
                                       + (f"; {found.semantics}" if found.same_elements and found.semantics else "")))
-            if isinstance(found, str):
+            if isinstance(found, str) or not found.same_elements:
                 continue
-            dataset = self._build(transforms, c.options, one_epoch=False)
+            dataset = self._build(transforms, c.options)
             arm = self.input_arm(c.name, dataset, self.batched)
-            if c.fills_cache or self._own_cache:
+            if c.fills_cache or (self._own_cache and self.cache_rows is not None):
                 self._fill(arm)
             arms.append((index, arm))
         gains = {}
@@ -390,22 +562,6 @@ class Diagnoser:
             gains = {index: found[arm.name] for index, arm in arms}
         return [self._verdict(c, gains.get(i), checked.get(i)) for i, c in enumerate(candidates)]
 
-    def _original_arm(self):
-        """Give the original's input arm (its own cache, if it has one, was filled before the prefixes were)."""
-        return self.input_arm("original", self.walked.root, self.batched)
-
-    def _fill_own_cache(self) -> None:
-        """Complete the user's own cache, if the pipeline has one, through its prefix: every prefix and the root
-        share it (one cache per dataset), so windows measure the steady state, epochs served from memory."""
-        stages = self.walked.stages
-        caches = [s.index for s in stages if s.kind == "cache"]
-        if not caches or any(s.kind == "repeat" for s in stages[:caches[0]]):
-            return
-        tf = self.tf
-        start = time.perf_counter()
-        count = int(self.walked.prefix(caches[0]).reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
-        self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
-
     @property
     def _own_cache(self) -> bool:
         """Whether the user's pipeline caches: a replayed rewrite has a cache of its own to fill."""
@@ -413,12 +569,13 @@ class Diagnoser:
 
     def _fill(self, arm) -> None:
         """Run a cached arm past one epoch so its cache is complete (later iterators read it from memory)."""
-        need = int(len(self.epochs[0].examples) * self.epoch_scale * 1.05) + 1
+        epoch = self.cache_rows or self._epoch_rows()
+        need = int((epoch or len(self.epochs[0].examples)) * 1.05) + 1
         seen, start = 0, time.perf_counter()
         while seen < need:
             seen += arm.call()[0]
         arm.release()
-        self.log(f"cache filled: {seen:,} examples in {time.perf_counter() - start:.1f} s")
+        self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
 
     def _verdict(self, c, gain: Interval | None, found: Content | str | None) -> Rewrite:
         steps = ()
@@ -452,6 +609,7 @@ class Diagnoser:
 
         transforms = [c.transform for c, _ in kept if c.transform]
         options = {k: v for c, _ in kept for k, v in c.options.items()}
+        self.transforms["combined: " + " + ".join(c.name for c, _ in kept)] = transforms
         semantics = "; ".join(c.semantics for c, _ in kept if c.semantics) or None
         combined = Candidate("combined: " + " + ".join(c.name for c, _ in kept), "combined", None,
                              "every kept rewrite", "; ".join(c.change for c, _ in kept), semantics, True,
@@ -459,15 +617,25 @@ class Diagnoser:
                              fills_cache=any(c.fills_cache for c, _ in kept))
         found = self._content(transforms, options)
         gain = None
-        if not isinstance(found, str):
-            dataset = self._build(transforms, options, one_epoch=False)
+        if not isinstance(found, str) and found.same_elements:
+            dataset = self._build(transforms, options)
             arm = self.input_arm("combined", dataset, self.batched)
-            if combined.fills_cache or self._own_cache:
+            if combined.fills_cache or (self._own_cache and self.cache_rows is not None):
                 self._fill(arm)
-            original = self._original_arm()
+            original = self.input_arm("original", self._original(), self.batched)
             self.log("measuring the combination beside the original")
             gain = self.gains(original, [arm])["combined"]
         return self._verdict(combined, gain, found)
+
+    # --- beside it: the profiler, training, the parameters ------------------------------------------------------
+
+    def _profiler(self, bottleneck: int):
+        from pipebench.diagnose.profiler import profile
+
+        self.log("the TF Profiler on the same pipeline")
+        found = profile(self._original(), self.walked.stages, bottleneck)
+        self.log(f"profiler: {found.answer}")
+        return found
 
     def _train(self, best: Rewrite | None) -> tuple[Train | None, str | None]:
         """Give the train terms with the original and the rewritten pipeline, or why there are none."""
@@ -475,7 +643,7 @@ class Diagnoser:
         from pipebench.measure.figures import figures
         from pipebench.measure.windows import Timing, measure
 
-        root = self.walked.root
+        root = self._original()
         if self.request.model:
             from pipebench.pipeline.user_code import bind, call_user_function, import_user_module, user_function
 
@@ -491,11 +659,12 @@ class Diagnoser:
             trainer = deepfm_trainer(root)
             if isinstance(trainer, str):
                 return None, f"no --model given, and the elements do not fit DeepFM: {trainer}"
-        timing = Timing(self.request.warmup_sec, 5.0, self.request.window_sec, self.request.rounds, self.request.rounds)
+        rounds = min(self.request.rounds, TRAIN_ROUNDS)
+        timing = Timing(self.request.warmup_sec, 5.0, self.request.window_sec, rounds, rounds)
         cached = any(s.kind == "cache" for s in self.walked.stages)
         pipelines = [("original", root, not cached)]
         if best is not None and best.kept:
-            pipelines.append(("rewritten", self._build_steps(best),
+            pipelines.append(("rewritten", self._build_rewrite(best),
                               not any(s.kind == "cache" for s in best.steps) and not cached))
         terms = []
         for label, dataset, releasable in pipelines:
@@ -505,12 +674,64 @@ class Diagnoser:
             terms.append(TrainTerms(label, f.throughput, f.synthetic, f.slowdown, f.waiting))
         return Train(trainer.model, trainer.why, tuple(terms)), None
 
-    def _build_steps(self, rewrite: Rewrite):
-        from pipebench.diagnose.replay import options_of, replay
+    def _build_rewrite(self, rewrite: Rewrite):
+        """Give a kept rewrite's pipeline as measured (its transforms over the measured steps)."""
+        return self._build(self.transforms.get(rewrite.name, []), rewrite.options)
 
-        if rewrite.steps:
-            return replay(rewrite.steps, self.walked, rewrite.options)
-        return self.walked.root.with_options(options_of(rewrite.options))
+    def _parameters(self):
+        """Give what each parameter feeds, the arguments they tie and the repeats they add (pipebench.diagnose.ties),
+        each parameter probed by calling the function again with another value."""
+        from pipebench.diagnose.ties import find
+        from pipebench.diagnose.walk import walk
+        from pipebench.pipeline.user_code import load
+
+        r = self.request
+
+        def walk_with(kwargs: dict[str, Any]):
+            with _quiet(self.tf):
+                again = load(self.path, r.name, kwargs)
+                walked = walk(again.dataset, again.sites, again.module)
+            return walked.stages, _marks(walked)
+
+        self.log("probing what each parameter feeds")
+        return find((self.walked.stages, _marks(self.walked)), dict(self.loaded.kwargs), walk_with, self.log)
+
+
+def _upgrade(upgraded):
+    from pipebench.diagnose.records import Upgrade
+
+    if upgraded is None:
+        return None
+    return Upgrade(upgraded.path.name, upgraded.changes, upgraded.report, upgraded.path.read_text())
+
+
+def _not_asked(what: str):
+    from pipebench.diagnose.records import Profiler
+
+    return Profiler(False, f"unavailable: {what} was not asked for", None, None, None)
+
+
+class _Measured:
+    """A measured prefix as pipebench.capacity.profile.stage_costs reads one."""
+
+    def __init__(self, stage: str, sequential: bool, why_sequential: str | None) -> None:
+        self.stage, self.sequential, self.why_sequential = stage, sequential, why_sequential
+
+
+def _last_outer(stages: list[Stage]) -> int:
+    return max(i for i, s in enumerate(stages) if s.inside is None)
+
+
+@contextlib.contextmanager
+def _quiet(tf) -> Iterator[None]:
+    """Keep TensorFlow's Python warnings (autograph's, retracing) out of the worker's stderr for a block."""
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _compose(transforms: list, steps):
@@ -519,8 +740,64 @@ def _compose(transforms: list, steps):
     return compose(transforms, steps)
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0))
+def _graph_mark(graph_def) -> str:
+    """Give a digest of what a traced function computes: its ops and their attributes, not the names TensorFlow
+    numbers anew at each trace (nor attributes naming other functions)."""
+    import hashlib
+
+    items = []
+    for node in graph_def.node:
+        attrs = []
+        for key in sorted(node.attr):
+            value = node.attr[key]
+            if key.startswith("_") or value.HasField("func") or (value.HasField("list") and value.list.func) \
+                    or (node.op == "Placeholder" and key == "shape") or key in ("output_shapes", "Tshape"):
+                continue  # a function's inputs' static shapes (a batch of 256 rows) are not what it computes
+            attrs.append((key, value.SerializeToString(deterministic=True)))
+        items.append((node.op, tuple(attrs)))
+    return hashlib.sha256(repr(sorted(items)).encode()).hexdigest()[:16]
+
+
+def _decided(pairs: list, confidence: float) -> bool:
+    """Tell whether a paired comparison's ratio interval at `confidence` lies wholly above or below 1."""
+    from pipebench.diagnose.rounds import rates
+    from pipebench.measure.intervals import ratio_interval
+
+    found = ratio_interval(rates([b for _, b in pairs]), rates([a for a, _ in pairs]), confidence)
+    return found.decided and (found.low > 1.0 or found.high < 1.0)
+
+
+def _marks(walked) -> list[str]:
+    """Give per stage with a function a mark of what the traced function computes (a closure's captured value
+    changes it; the shapes it is traced for do not)."""
+    found = []
+    for node in walked.nodes:
+        wrapper = getattr(node, "_map_func", None) or getattr(node, "_predicate", None)
+        mark = ""
+        if wrapper is not None:
+            try:
+                mark = _graph_mark(wrapper.function.graph.as_graph_def())
+            except Exception:  # noqa: BLE001 — a function TensorFlow cannot serialise: its elements still say
+                mark = "?"
+        found.append(mark)
+    return found
+
+
+def _tie(steps: tuple[Step, ...], tied: dict[tuple[int, str], str], inserted: list[tuple[int, str]],
+         kwargs: dict[str, Any]) -> tuple[Step, ...]:
+    """Give the steps with the arguments a parameter feeds marked (Step.tied), and the repeat(1) a parameter
+    would make a repeat of more after its stage (pipebench.diagnose.ties)."""
+    import dataclasses
+
+    found = []
+    for step in steps:
+        mine = {argument: text for (origin, argument), text in tied.items()
+                if origin == step.origin and argument in step.args}
+        found.append(dataclasses.replace(step, tied=mine or None))
+        for after, name in inserted:
+            if step.origin == after:
+                found.append(Step("repeat", {"count": kwargs[name]}, None, tied={"count": name}))
+    return tuple(found)
 
 
 def _plain_defaults(signature) -> dict[str, Any]:
@@ -546,14 +823,6 @@ def _element_text(spec: Any) -> str:
 
     return ", ".join(f"{name}: {leaf.dtype.name}{list(leaf.shape) if leaf.shape.rank is not None else '[?]'}"
                      for name, leaf in zip(component_names(spec), tf.nest.flatten(spec)))
-
-
-def _profiler() -> Profiler:
-    """Give the TF Profiler's answer, or why it is unavailable (module docstring of pipebench.diagnose.report)."""
-    if importlib.util.find_spec("xprof") is None and importlib.util.find_spec("tensorboard_plugin_profile") is None:
-        return Profiler(False, "unavailable: its tf.data bottleneck analysis is in the xprof package "
-                               "(tensorboard-plugin-profile), which is not installed here")
-    return Profiler(False, "unavailable: pipebench does not read xprof's tf_data_bottleneck_analysis output yet")
 
 
 def main(argv: list[str]) -> int:

@@ -52,14 +52,19 @@ class Arm:
     """One loop over one dataset, renewing the iterator at the end of the data (a new epoch, as Keras fit does)."""
 
     def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop, releasable: bool = True,
-                 cpu_clock: Callable[[], float] | None = None) -> None:
+                 cpu_clock: Callable[[], float] | None = None, start: bool = True) -> None:
         self.name, self._make_iterator, self._loop = name, make_iterator, loop
         self.cpu_clock = cpu_clock  # CPU seconds used so far (pipebench.measure.cpu_clock); None: not recorded
         self.times_waiting = name != "input"  # an input arm has no step to wait
         self.releasable = releasable  # False: a fresh iterator would lose state (a partly filled cache)
-        self._iterator: object | None = make_iterator()
+        self._iterator: object | None = make_iterator() if start else None  # start=False: at its first call
         self.steps = 1
         self.epochs_renewed = 0
+
+    def close(self) -> None:
+        """Drop the iterator, releasable or not: the arm's measurements are over, and its pipeline must not run
+        behind what is measured next."""
+        self._iterator = None
 
     def release(self) -> bool:
         """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give

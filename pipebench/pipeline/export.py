@@ -29,10 +29,16 @@ SPEC_MARK = "The spec:"
 #: The exported modules' import of the user's own module from its file, as pipebench imported it
 #: (pipebench.pipeline.user_code): by its file's stem, its folder on sys.path.
 USER_MODULE_LOADER = '''def _user_module(path):
-    """Give the user's module, imported from its file as pipebench imported it."""
+    """Give the user's module, imported from its file as pipebench imported it (under a private name when its own
+    is taken or the standard library's: a pipebench.py, a random.py)."""
     folder, name = os.path.dirname(path), os.path.splitext(os.path.basename(path))[0]
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
-        return sys.modules[name]
+    taken = sys.modules.get(name)
+    if taken is not None and getattr(taken, "__file__", None) == path:
+        return taken
+    if taken is not None or name in sys.stdlib_module_names or not name.isidentifier():
+        name = "_user_" + "".join(c if c.isalnum() else "_" for c in name)
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+            return sys.modules[name]
     if folder not in sys.path:
         sys.path.insert(0, folder)
     spec = importlib.util.spec_from_file_location(name, path)

@@ -49,11 +49,22 @@ class Loaded:
     signature: inspect.Signature
     kwargs: dict[str, Any]  # the arguments it was called with, defaults filled in
     sites: dict[int, tuple[Place, str, Any]] = field(default_factory=dict)  # id(dataset) → (place, call, dataset)
+    tf1: str | None = None  # how the dataset was captured behind a TF1 iterator (pipebench.pipeline.tf1_capture)
+    ignored: tuple[str, ...] = ()  # TF1 switches the user's code called that were ignored, with their places
+    upgraded: Any = None  # the module as tf_upgrade_v2 converted it, when it was (pipebench.pipeline.tf1_upgrade)
 
 
 def _short(err: BaseException) -> str:
     """Give the exception as 'Type: first lines', on one line, cut to _REASON_CHARS."""
     return failure_reason(err, _REASON_CHARS)
+
+
+def _users(line: str, err: BaseException) -> UserCodeError:
+    """Give the one-line UserCodeError for what the user's code raised, the whole of its text kept as `detail`
+    (what a TF1 name TF 2 lacks is told from: pipebench.pipeline.tf1_upgrade)."""
+    found = UserCodeError(line)
+    found.detail = f"{type(err).__name__}: {err}"
+    return found
 
 
 def _user_frame(tb: types.TracebackType | None, files: set[str]) -> Place | None:
@@ -102,7 +113,7 @@ def import_user_module(path: str) -> types.ModuleType:
             raise
         place = _user_frame(err.__traceback__, {str(file)})
         where = f"{place.file}:{place.line}" if place else str(file)
-        raise UserCodeError(f"{where}: importing {file.name} failed: {_short(err)}") from None
+        raise _users(f"{where}: importing {file.name} failed: {_short(err)}", err) from None
     return module
 
 
@@ -229,7 +240,7 @@ def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, 
                 raise
             place = _user_frame(err.__traceback__, {file})
             where = f"{place.file}:{place.line}" if place else _def_place(function, path)
-            raise UserCodeError(f"{where}: {name} raised {_short(err)}") from None
+            raise _users(f"{where}: {name} raised {_short(err)}", err) from None
     return result, recorder.sites
 
 
@@ -295,14 +306,51 @@ def failure_while_running(err: BaseException, function: Any, path: str, dataset:
            f"{cause[:_REASON_CHARS * 2]}"
 
 
-def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VALUE") -> Loaded:
-    """Give the dataset `path`'s function `name` returns when called with `kwargs` (one-line UsageError otherwise;
-    `give` as bind's)."""
-    module = import_user_module(path)
-    function = user_function(module, name, path)
-    signature, bound = bind(function, name, kwargs, path, give)
-    result, sites = call_user_function(function, name, bound, path)
-    if not isinstance(result, tf.data.Dataset):
-        what, change = _what_it_is(result)
-        raise UsageError(f"{_def_place(function, path)}: {name} returned {what}, not a tf.data.Dataset: {change}")
-    return Loaded(result, module, function, signature, dict(bound.arguments), sites)
+def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VALUE",
+         upgrade_into: Path | None = None) -> Loaded:
+    """Give the dataset `path`'s function `name` returns when called with `kwargs`, or the dataset behind the TF1
+    iterator whose get_next() tensors it returns (pipebench.pipeline.tf1_capture); one-line UsageError otherwise
+    (`give` as bind's). With `upgrade_into`, TF1 code that fails at a name TF 2 lacks is converted there by
+    tf_upgrade_v2 and loaded again (pipebench.pipeline.tf1_upgrade)."""
+    try:
+        return _load(path, name, kwargs, give)
+    except UserCodeError as err:
+        from pipebench.pipeline.tf1_upgrade import needs_upgrade, upgrade
+
+        if upgrade_into is None or not needs_upgrade(getattr(err, "detail", str(err))):
+            raise
+        upgraded = upgrade(path, upgrade_into)
+        if upgraded is None:
+            raise
+        import dataclasses
+
+        return dataclasses.replace(_load(str(upgraded.path), name, kwargs, give), upgraded=upgraded)
+
+
+def _load(path: str, name: str, kwargs: dict[str, Any], give: str) -> Loaded:
+    from pipebench.pipeline.tf1_capture import capturing, dataset_of
+
+    with capturing() as seen:
+        module = import_user_module(path)
+        function = user_function(module, name, path)
+        signature, bound = bind(function, name, kwargs, path, give)
+        try:
+            result, sites = call_user_function(function, name, bound, path)
+        except UserCodeError as err:
+            if seen.iterators:  # it computed on the stand-ins: TensorFlow refused them at once
+                made = seen.iterators[-1]
+                raise UserCodeError(f"{str(err).partition(': ')[0]}: {name} computes on get_next()'s tensors "
+                                    f"({str(err).partition(' raised ')[2][:70]}): a TF1 iterator's dataset is taken "
+                                    "only when its get_next() is returned as it is or restructured; move the "
+                                    "computation into dataset.map") from None
+            raise
+    ignored = tuple(f"{call} ({Path(file).name}:{line})" for call, file, line in seen.ignored_calls)
+    if isinstance(result, tf.data.Dataset):
+        return Loaded(result, module, function, signature, dict(bound.arguments), sites, None, ignored)
+    captured = dataset_of(result, seen)
+    if isinstance(captured, tuple):
+        return Loaded(captured[0], module, function, signature, dict(bound.arguments), sites, captured[1], ignored)
+    what, change = _what_it_is(result)
+    if isinstance(captured, str):
+        what, change = f"{what} after a TF1 iterator, but {captured}", "return get_next() of the iterator as it is"
+    raise UsageError(f"{_def_place(function, path)}: {name} returned {what}, not a tf.data.Dataset: {change}")

@@ -1,4 +1,4 @@
-"""TF1-style: returns the tensors of an iterator's get_next(), not the dataset (refused in one line)."""
+"""TF1-style: returns the tensors of an iterator's get_next(), not the dataset (diagnose captures the dataset behind it)."""
 import tensorflow as tf
 
 CASE = {"format": "libsvm", "files": "filenames", "kwargs": {"batch_size": 256}}

@@ -1,0 +1,189 @@
+"""The parts of `pipebench diagnose` that need no TensorFlow: which prefixes are measured (inside interleaves too),
+how many cores a stage may use, which stage a profiler's iterator names, what a parameter feeds, and the bounded
+sample of the data the content check reads (its start, middle and end)."""
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+from pipebench.diagnose.costs import lanes, measured_prefixes
+from pipebench.diagnose.profiler import stage_of
+from pipebench.diagnose.records import Stage
+from pipebench.diagnose.sample import MAX_ROWS, MIN_ROWS, rows_target, sample_arguments, spread
+from pipebench.diagnose.ties import find, probes
+
+
+def _stage(index: int, kind: str, inside: int | None = None, parallelism: str | None = None, **params) -> Stage:
+    return Stage(index, kind, (), f".{kind}()", None, None, parallelism, None, None, None, None, (), False, None,
+                 params, inside)
+
+
+def _model_garden() -> list[Stage]:
+    """range(8).interleave(make_dataset, AUTOTUNE) → prefetch, make_dataset: TextLine → batch → map."""
+    return [_stage(0, "source"), _stage(1, "interleave", parallelism="AUTOTUNE", cycle_length=8,
+                                        num_parallel_calls="AUTOTUNE"),
+            _stage(2, "source", 1, reader="TextLineDataset"), _stage(3, "batch", 1, batch_size=256),
+            _stage(4, "map", 1, parallelism="AUTOTUNE"), _stage(5, "prefetch")]
+
+
+def test_the_stages_inside_an_interleave_are_measured_on_their_own_before_it():
+    stages = _model_garden()
+    found = measured_prefixes(stages, cores=2)
+    assert [p.end for p in found] == [2, 3, 4, 1, 5], "inner stages first, then the outer chain through the interleave"
+    assert [p.adds for p in found] == [(2,), (3,), (4,), (0, 1), (5,)], "the range joins the interleave's prefix"
+    assert [p.stage for p in found] == [2, 3, 4, 1, 5]
+
+
+def test_a_sequential_stage_inside_a_parallel_interleave_may_use_as_many_cores_as_run_at_once():
+    stages = _model_garden()
+    assert lanes(stages, 3, cores=2) == (2.0, None), "batch runs in each of the interleave's inner pipelines"
+    serial = [_stage(0, "source"), _stage(1, "interleave", cycle_length=8), _stage(2, "source", 1),
+              _stage(3, "batch", 1)]
+    cores, why = lanes(serial, 3, cores=2)
+    assert cores == 1.0 and why.startswith("batch takes its input elements one at a time")
+
+
+def test_a_repeat_is_measured_with_the_stage_before_it_and_a_cache_with_all_above_it():
+    stages = [_stage(0, "source", reader="TFRecordDataset"), _stage(1, "map"), _stage(2, "repeat"),
+              _stage(3, "batch")]
+    assert [p.end for p in measured_prefixes(stages, 2)] == [0, 2, 3]
+    cached = [_stage(0, "source"), _stage(1, "map"), _stage(2, "cache"), _stage(3, "shuffle")]
+    assert [p.end for p in measured_prefixes(cached, 2)] == [2, 3]
+
+
+def test_a_profilers_iterator_is_matched_to_the_stage_it_runs_from_the_root():
+    lambdaji = [_stage(0, "source"), _stage(1, "map"), _stage(2, "prefetch"), _stage(3, "shuffle"),
+                _stage(4, "repeat"), _stage(5, "batch")]
+    # inject_prefetch's own prefetch at the root matches no stage; the user's prefetch(500000) is stage 2
+    assert stage_of("Iterator::Root::Prefetch::BatchV2::Shuffle::Prefetch::ParallelMapV2", lambdaji) == 1
+    assert stage_of("Iterator::Root::Prefetch::BatchV2::Shuffle::Prefetch", lambdaji) == 2
+    assert stage_of("Iterator::Root::Prefetch::BatchV2::ShuffleAndRepeat::Prefetch::ParallelMapV2[3]::FlatMap",
+                    lambdaji) == 0, "a reader of several files is a flat_map over them"
+    assert stage_of("Iterator::Root::Prefetch::ParallelInterleaveV4[0]::ParallelMapV2", _model_garden()) == 4, \
+        "into the pipeline the interleave's function builds"
+    assert stage_of("Iterator::Root::SomethingNew", lambdaji) is None
+
+
+def _walk_with(kwargs):
+    """A pipeline's stages as a function builds them: shuffle only with the flag, batch(batch_size),
+    shuffle(10 * batch_size), repeat(epochs), the files as given; `workers` feeds nothing; `mode` is text;
+    `field_size` changes the map's function (its mark), not its arguments; `if epochs_if > 1: repeat(epochs_if)`."""
+    stages = [_stage(0, "source", files=list(kwargs["files"])), _stage(1, "map")]
+    if kwargs["shuffle"]:
+        stages.append(_stage(len(stages), "shuffle", buffer_size=10 * kwargs["batch_size"]))
+    if kwargs.get("epochs_if", 1) > 1:
+        stages.append(_stage(len(stages), "repeat", count=kwargs["epochs_if"]))
+    stages += [_stage(len(stages), "repeat", count=kwargs["epochs"]),
+               _stage(len(stages) + 1, "batch", batch_size=kwargs["batch_size"])]
+    marks = ["", f"parse {kwargs.get('field_size', 39)}"] + [""] * (len(stages) - 2)
+    return stages, marks
+
+
+def test_a_parameter_is_live_where_it_feeds_arguments_and_checked_where_it_chooses_stages():
+    kwargs = {"files": ["a", "b"], "batch_size": 256, "epochs": 1, "shuffle": True, "workers": 4, "mode": "train",
+              "field_size": 39}
+    feeds, tied, inserted = find(_walk_with(kwargs), kwargs, _walk_with)
+    by_name = {p.name: p for p in feeds}
+    assert by_name["batch_size"].feeds == "arguments" and tied[(4, "batch_size")] == "batch_size"
+    assert tied[(2, "buffer_size")] == "10 * batch_size", "a line through the probes, not a value match"
+    assert tied[(3, "count")] == "epochs" and tied[(0, "files")] == "files"
+    assert by_name["shuffle"].feeds == "stages" and by_name["workers"].feeds == "nothing"
+    assert by_name["mode"].feeds == "unknown" and probes("train") == []
+    assert by_name["field_size"].feeds == "functions" and inserted == []
+
+
+def test_a_repeat_only_a_value_above_one_adds_is_a_repeat_of_one_all_along():
+    kwargs = {"files": ["a"], "batch_size": 64, "epochs": 1, "shuffle": False, "epochs_if": 1}
+    feeds, tied, inserted = find(_walk_with(kwargs), kwargs, _walk_with)
+    assert {p.name: p.feeds for p in feeds}["epochs_if"] == "arguments" and inserted == [(1, "epochs_if")]
+    kwargs["epochs_if"] = 3  # diagnosed with a repeat already there: its count is tied as any argument
+    feeds, tied, inserted = find(_walk_with(kwargs), kwargs, _walk_with)
+    assert tied[(2, "count")] == "epochs_if" and inserted == []
+
+
+def test_a_parameter_that_fails_with_another_value_stays_checked():
+    def refusing(kwargs):
+        if kwargs["batch_size"] != 256:
+            raise ValueError("only 256")
+        return _walk_with({**kwargs, "shuffle": False})
+    kwargs = {"files": ["a"], "batch_size": 256, "epochs": 1, "shuffle": False}
+    feeds, tied, inserted = find(refusing(kwargs), kwargs, refusing)
+    assert {p.name: p.feeds for p in feeds}["batch_size"] == "unknown" and (3, "batch_size") not in tied
+
+
+def test_the_sample_spreads_over_the_files_and_holds_a_few_batches():
+    assert spread(1) == [0] and spread(3) == [0, 1, 2] and spread(32) == [0, 10, 21, 31]
+    assert rows_target(None) == MIN_ROWS and rows_target(4096) == 16_384 and rows_target(1 << 20) == MAX_ROWS
+
+
+def _lines(path: Path, count: int) -> None:
+    path.write_text("".join(f"{i % 2} 1:{i}\n" for i in range(count)))
+
+
+def test_the_sample_of_a_text_file_holds_rows_from_its_start_middle_and_end(tmp_path):
+    _lines(tmp_path / "a.txt", 100_000)
+    sample = sample_arguments({"files": [str(tmp_path / "a.txt")], "batch_size": 64}, tmp_path / "s", 64)
+    rows = (Path(sample.kwargs["files"][0])).read_text().splitlines()
+    numbers = [int(line.split(":")[1]) for line in rows]
+    assert len(rows) == sample.rows == MIN_ROWS
+    assert numbers[0] == 0 and 99_999 in numbers, "the first and the last line"
+    assert any(45_000 < n < 55_000 for n in numbers), "lines from its middle"
+    assert all(line.count(" ") == 1 for line in rows), "whole lines only"
+    assert sample.scope.startswith("a sample of 1 of 1 file(s) (files): 6,000 rows from the start, middle and end")
+
+
+def _tfrecords(path: Path, count: int) -> None:
+    from pipebench.converters.tfrecord import masked_crc32c
+
+    with open(path, "wb") as f:
+        for i in range(count):
+            payload = f"record {i:07d}".encode() * (1 + i % 3)
+            header = struct.pack("<Q", len(payload))
+            f.write(header + struct.pack("<I", masked_crc32c(header)) + payload
+                    + struct.pack("<I", masked_crc32c(payload)))
+
+
+def test_the_sample_of_a_tfrecord_file_finds_whole_records_again_after_a_seek(tmp_path):
+    _tfrecords(tmp_path / "a.tfrecord", 60_000)
+    sample = sample_arguments({"pattern": str(tmp_path / "*.tfrecord")}, tmp_path / "s", None)
+    mirror = Path(sample.kwargs["pattern"]).parent
+    data = (mirror / "a.tfrecord").read_bytes()
+    found, pos = [], 0
+    while pos < len(data):
+        length = struct.unpack("<Q", data[pos:pos + 8])[0]
+        found.append(int(data[pos + 12:pos + 12 + length][7:14]))
+        pos += 16 + length
+    assert pos == len(data) and len(found) == sample.rows
+    assert found[0] == 0 and found[-1] == 59_999 and any(25_000 < n < 35_000 for n in found)
+    assert sample.kwargs["pattern"].endswith("/*.tfrecord"), "the pattern is kept, its folder mirrored"
+
+
+def test_a_list_of_many_files_is_sampled_first_middle_and_last_and_small_files_are_whole(tmp_path):
+    names = []
+    for i in range(10):
+        _lines(tmp_path / f"part-{i}.txt", 50)
+        names.append(str(tmp_path / f"part-{i}.txt"))
+    sample = sample_arguments({"files": names, "n": 3}, tmp_path / "s", 8)
+    kept = [os.path.basename(p) for p in sample.kwargs["files"]]
+    assert kept == ["part-0.txt", "part-3.txt", "part-6.txt", "part-9.txt"] and sample.kwargs["n"] == 3
+    assert sample.rows == 4 * 50 and sample.of_files == 10
+
+
+def test_without_the_profilers_tools_its_answer_says_how_to_get_them(monkeypatch):
+    from pipebench.diagnose import profiler
+
+    monkeypatch.setattr(profiler, "_tool_reader", lambda: None)
+    found = profiler.profile(None, [], 0)
+    assert not found.available and found.answer == "unavailable: install pipebench[profile] (xprof, the TF " \
+                                                   "Profiler's tools)"
+
+
+def test_a_small_file_is_sampled_whole_without_losing_a_line_where_its_runs_meet(tmp_path):
+    from pipebench.diagnose.sample import _lines
+
+    path = tmp_path / "a.txt"
+    path.write_text("".join(f"{i % 2} 1:{i}\n" for i in range(1000)))
+    data, rows = _lines(path, 667)
+    numbers = [int(line.split(b":")[1]) for line in data.splitlines()]
+    assert rows == 1000 and numbers == list(range(1000)), "head, middle and end meet at line boundaries"

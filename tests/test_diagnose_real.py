@@ -1,0 +1,210 @@
+"""pipebench diagnose on input_fns taken from public repositories (tests/diagnose_corpus/real: each file names its
+repository, path, commit and licence; only wiring changed): the stages it reads, inside an interleave's function
+too; rows, not elements; TF1 functions captured behind their iterator and exported as TF2; every rewrite it builds
+yields the original's rows; and the exported module, called with other values of every parameter that feeds a
+stage, yields what the user's own function yields with them. Never timing: rounds and windows are minimal, and no
+assertion reads a gain."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from diagnose_fixtures import REAL, import_file, kwargs_of, make_data, path_of
+from lazy import lazy
+
+from pipebench.diagnose.records import Diagnosis, Request
+from pipebench.typed import from_json
+
+pytestmark = pytest.mark.tf
+contents = lazy("pipebench.diagnose.content")
+load = lazy("pipebench.pipeline.user_code", "load")
+walk = lazy("pipebench.diagnose.walk", "walk")
+#: The rows a test reads of a pipeline (some repeat forever).
+CAP = 4_000
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, list[str]]:
+    return make_data(tmp_path_factory.mktemp("diagnose-real-data"))
+
+
+def _diagnose(name: str, data, scratch: Path) -> Diagnosis:
+    from pipebench.diagnose.worker import Diagnoser
+
+    request = Request(str(path_of(name)), "input_fn", kwargs_of(name, data), None, rounds=2, window_sec=0.05,
+                      settle_sec=0.0, warmup_sec=0.5, content_cap_rows=CAP, scratch=str(scratch), progress_file="",
+                      train=False, profile=False)
+    found = Diagnoser(request, lambda text: None).run()
+    return from_json(Diagnosis, json.loads(json.dumps(found.to_json(), allow_nan=False)), "diagnosis")
+
+
+@pytest.fixture(scope="module")
+def diagnoses(data, tmp_path_factory) -> dict[str, Diagnosis]:
+    return {name: _diagnose(name, data, tmp_path_factory.mktemp(name)) for name in REAL}
+
+
+def _epoch(dataset, batched: bool = True):
+    return contents.read_epoch(dataset, batched, CAP)
+
+
+def _users_dataset(name: str, kwargs: dict):
+    """Give the dataset the user's own function gives (a TF1 one's behind its iterator, as a TF2 caller gets it; one
+    with TF1 names TF 2 lacks: its tf_upgrade_v2 conversion's, what it can run as under TF 2)."""
+    import tempfile
+
+    from pipebench.pipeline.tf1_capture import dataset_of_tf1
+    from pipebench.pipeline.tf1_upgrade import upgrade
+
+    module = import_file(path_of(name), f"users_{name}")
+    try:
+        return dataset_of_tf1(module.input_fn, **kwargs)
+    except AttributeError:
+        converted = upgrade(str(path_of(name)), Path(tempfile.mkdtemp(prefix="pipebench-test-upgrade-")))
+        return dataset_of_tf1(import_file(converted.path, f"upgraded_{name}").input_fn, **kwargs)
+
+
+def test_every_real_input_fn_names_its_source_and_licence():
+    for name in REAL:
+        head = path_of(name).read_text()[:3000]
+        for key in ("Repository: ", "Path: ", "Commit: ", "Licence: ", "Wiring changed: "):
+            assert key in head, f"{name} does not say its {key.strip(': ')}"
+        commit = head.split("Commit: ")[1].split()[0]
+        assert len(commit) == 40 and all(c in "0123456789abcdef" for c in commit), name
+
+
+def test_the_model_gardens_reader_is_listed_with_the_stages_its_interleave_builds(data):
+    loaded = load(str(path_of("real_tfmodels_criteo_tsv")), "input_fn", kwargs_of("real_tfmodels_criteo_tsv", data))
+    walked = walk(loaded.dataset, loaded.sites, loaded.module)
+    stages = walked.stages
+    kinds = [(s.kind, s.inside) for s in stages]
+    assert kinds == [("source", None), ("interleave", None), ("source", 1), ("batch", 1), ("map", 1),
+                     ("prefetch", None)], kinds
+    file = str(path_of("real_tfmodels_criteo_tsv"))
+    assert all(s.place is not None and s.place.file == file for s in stages), "each at the line that wrote it"
+    assert stages[4].function.short == "_parse_fn" and stages[3].params["drop_remainder"] is True
+    assert stages[1].batched and stages[-1].batched, "batching inside the interleave: its elements are batches"
+    # an inner stage's prefix is the interleave with its function stopped there: lines, then batches of lines
+    lines = next(iter(walked.prefix(2)))
+    batch = next(iter(walked.prefix(3)))
+    assert lines.dtype.name == "string" and lines.shape.rank == 0 and batch.shape.rank == 1
+
+
+def test_rows_count_the_label_of_a_batch_not_the_element(data):
+    import tensorflow as tf
+
+    from pipebench.diagnose.worker import _rows
+
+    loaded = load(str(path_of("real_tfmodels_criteo_tsv")), "input_fn", kwargs_of("real_tfmodels_criteo_tsv", data))
+    features, label = next(iter(loaded.dataset))
+    assert label.shape == (256, 1)
+    assert int(_rows(tf, (features, label), True)) == 256 and int(_rows(tf, label[0], False)) == 1
+
+
+def test_tf1_input_fns_are_captured_behind_their_iterator_before_anything_runs(data, tmp_path):
+    for name in ("real_aws_deepfm_ps_tf1", "real_deepctr_tfrecord_tf1"):
+        loaded = load(str(path_of(name)), "input_fn", kwargs_of(name, data), upgrade_into=tmp_path / name)
+        assert "make_one_shot_iterator" in loaded.tf1
+        first = next(iter(loaded.dataset))
+        assert isinstance(first, tuple) and len(first) == 2, "features and labels, as get_next() gave them"
+    # the AWS sample keeps TF1 names TF 2 lacks (tf.parse_example, dataset.make_one_shot_iterator()): converted
+    aws = load(str(path_of("real_aws_deepfm_ps_tf1")), "input_fn", kwargs_of("real_aws_deepfm_ps_tf1", data),
+               upgrade_into=tmp_path / "again")
+    assert aws.upgraded is not None and aws.upgraded.changes >= 4
+    assert "tf.io.parse_example" in aws.upgraded.path.read_text()
+    assert "tf.parse_example(" in path_of("real_aws_deepfm_ps_tf1").read_text(), "the user's file is unchanged"
+    marker = tmp_path / "ran"
+    (tmp_path / "computes.py").write_text(
+        "import tensorflow as tf\n\n\ndef input_fn(files):\n"
+        f"    def touch(x):\n        open({str(marker)!r}, 'w').close()\n        return x\n"
+        "    dataset = tf.data.TextLineDataset(files).map(lambda x: tf.py_function(touch, [x], tf.string))\n"
+        "    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"
+        "    return tf.strings.length(features)\n")
+    from pipebench.errors import UserCodeError
+
+    with pytest.raises(UserCodeError, match=r"computes\.py:10: input_fn computes on get_next\(\)'s tensors"):
+        load(str(tmp_path / "computes.py"), "input_fn", {"files": data["libsvm"]})
+    assert not marker.exists(), "refused without running the pipeline"
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(name, data, diagnoses, tmp_path):
+    from pipebench.diagnose.export import module_name, rewritten_module
+
+    found = diagnoses[name]
+    assert 0 <= found.bottleneck < len(found.stages) and found.costs
+    assert all(c.prefix_rows_per_sec.mean > 0 for c in found.costs)
+    original = _epoch(_users_dataset(name, kwargs_of(name, data)))
+    again = _epoch(_users_dataset(name, kwargs_of(name, data)))
+    for index, rewrite in enumerate(found.rewrites):
+        if not rewrite.automatic or rewrite.content is None or not rewrite.same_elements:
+            continue
+        alone = dataclasses.replace(found, rewrites=(dataclasses.replace(rewrite, kept=True),), combined=None)
+        path = tmp_path / f"r{index}" / module_name(found)
+        path.parent.mkdir()
+        path.write_text(rewritten_module(alone))
+        _beside(found, path.parent)
+        exported = _epoch(import_file(path, f"rewritten_{name}_{index}").input_fn(**kwargs_of(name, data)))
+        assert contents.compare(original, again, exported).same_elements, f"{name}: exported {rewrite.name}"
+
+
+def _beside(found: Diagnosis, folder: Path) -> None:
+    """Write what the output folder holds beside the rewritten module: a TF1 module's tf_upgrade_v2 conversion."""
+    if found.upgraded is not None:
+        (folder / found.upgraded.file).write_text(found.upgraded.source)
+
+
+def _other_values(found: Diagnosis, kwargs: dict) -> list[dict]:
+    """Give, per parameter that feeds a stage's arguments, the kwargs with another value of it."""
+    changed = []
+    for parameter in found.feeds:
+        if parameter.feeds != "arguments":
+            continue
+        value = kwargs.get(parameter.name)
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            other = value * 2 if value > 1 else 2
+        elif isinstance(value, list) and value:
+            other = value[::-1] if len(value) > 1 else value + value
+        else:
+            continue
+        changed.append({**kwargs, parameter.name: other})
+    return changed
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_the_export_takes_other_values_of_every_parameter_that_feeds_a_stage(name, data, diagnoses, tmp_path):
+    from pipebench.diagnose.export import module_name, rewritten_module
+
+    found = diagnoses[name]
+    path = tmp_path / module_name(found)
+    path.write_text(rewritten_module(found))
+    _beside(found, tmp_path)
+    module = import_file(path, f"rewritten_{name}_values")
+    kwargs = kwargs_of(name, data)
+    for other in _other_values(found, kwargs):
+        mine = _epoch(module.input_fn(**other))
+        theirs, again = _epoch(_users_dataset(name, other)), _epoch(_users_dataset(name, other))
+        assert contents.compare(theirs, again, mine).same_elements, \
+            f"{name} with {[k for k in other if other[k] != kwargs[k]]}"
+    flags = [p.name for p in found.feeds if p.feeds in ("stages", "unknown") and isinstance(kwargs.get(p.name), bool)]
+    for flag in flags:  # a flag that chose the stages: refused, or (the user's own function called) followed
+        other = {**kwargs, flag: not kwargs[flag]}
+        try:
+            mine = module.input_fn(**other)
+        except ValueError as err:
+            if "rewritten by pipebench diagnose" in str(err):
+                continue  # refused: it chose stages the module does not build
+            mine = err
+        except Exception as err:  # noqa: BLE001 — compared with what the user's own function does with it
+            mine = err
+        try:
+            theirs = _users_dataset(name, other)
+        except Exception as err:  # noqa: BLE001 — the user's own function refuses that value (a Pipe-mode branch)
+            assert isinstance(mine, type(err)), f"{name}: {flag}: the module gave {mine!r}, the function {err!r}"
+            continue
+        assert not isinstance(mine, Exception), f"{name}: {flag}: {mine!r}"
+        assert contents.compare(_epoch(theirs), _epoch(_users_dataset(name, other)), _epoch(mine)).same_elements
