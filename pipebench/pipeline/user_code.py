@@ -338,7 +338,6 @@ def _load(path: str, name: str, kwargs: dict[str, Any], give: str) -> Loaded:
             result, sites = call_user_function(function, name, bound, path)
         except UserCodeError as err:
             if seen.iterators:  # it computed on the stand-ins: TensorFlow refused them at once
-                made = seen.iterators[-1]
                 raise UserCodeError(f"{str(err).partition(': ')[0]}: {name} computes on get_next()'s tensors "
                                     f"({str(err).partition(' raised ')[2][:70]}): a TF1 iterator's dataset is taken "
                                     "only when its get_next() is returned as it is or restructured; move the "
