@@ -50,6 +50,24 @@ def _epoch(dataset, batched: bool = True):
     return contents.read_epoch(dataset, batched, CAP)
 
 
+#: Reads of the user's function, at most, to see that it is random (`_compare`).
+READS = 5
+
+
+def _compare(name: str, kwargs: dict, mine, reads: list):
+    """Compare `mine` with the user's function (`reads`: its epochs read so far, kept for the next call). An unseeded
+    shuffle of three file names (real_algoperf_criteo1tb) repeats its order in one read of six, so two equal reads
+    do not prove a function deterministic, and a rewrite's other (equally possible) order would count as a
+    difference: when `mine` differs and every read agreed, read again, at most READS reads (one time in 1,296)."""
+    while len(reads) < 2:
+        reads.append(_epoch(_users_dataset(name, kwargs)))
+    found = contents.compare(reads[0], reads[1], mine)
+    while not found.same_elements and len(reads) < READS and all(r.examples == reads[0].examples for r in reads):
+        reads.append(_epoch(_users_dataset(name, kwargs)))
+        found = contents.compare(reads[0], reads[-1], mine)
+    return found
+
+
 def _users_dataset(name: str, kwargs: dict):
     """Give the dataset the user's own function gives (a TF1 one's behind its iterator, as a TF2 caller gets it; one
     with TF1 names TF 2 lacks: its tf_upgrade_v2 conversion's, what it can run as under TF 2)."""
@@ -136,8 +154,7 @@ def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(na
     found = diagnoses[name]
     assert 0 <= found.bottleneck < len(found.stages) and found.costs
     assert all(c.prefix_rows_per_sec.mean > 0 for c in found.costs)
-    original = _epoch(_users_dataset(name, kwargs_of(name, data)))
-    again = _epoch(_users_dataset(name, kwargs_of(name, data)))
+    reads: list = []
     for index, rewrite in enumerate(found.rewrites):
         if not rewrite.automatic or rewrite.content is None or not rewrite.same_elements:
             continue
@@ -147,7 +164,7 @@ def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(na
         path.write_text(rewritten_module(alone))
         _beside(found, path.parent)
         exported = _epoch(import_file(path, f"rewritten_{name}_{index}").input_fn(**kwargs_of(name, data)))
-        assert contents.compare(original, again, exported).same_elements, f"{name}: exported {rewrite.name}"
+        assert _compare(name, kwargs_of(name, data), exported, reads).same_elements, f"{name}: exported {rewrite.name}"
 
 
 def _beside(found: Diagnosis, folder: Path) -> None:
@@ -187,8 +204,7 @@ def test_the_export_takes_other_values_of_every_parameter_that_feeds_a_stage(nam
     kwargs = kwargs_of(name, data)
     for other in _other_values(found, kwargs):
         mine = _epoch(module.input_fn(**other))
-        theirs, again = _epoch(_users_dataset(name, other)), _epoch(_users_dataset(name, other))
-        assert contents.compare(theirs, again, mine).same_elements, \
+        assert _compare(name, other, mine, []).same_elements, \
             f"{name} with {[k for k in other if other[k] != kwargs[k]]}"
     flags = [p.name for p in found.feeds if p.feeds in ("stages", "unknown") and isinstance(kwargs.get(p.name), bool)]
     for flag in flags:  # a flag that chose the stages: refused, or (the user's own function called) followed

@@ -79,7 +79,7 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
                 timed[arm.name] = arm.timed(window_sec, round_index)
                 arm.release()
             found[other.name].append((timed[base.name], timed[other.name]))
-        log(f"round {round_index + 1}/{rounds}: " + ", ".join(
+        log(f"round {round_index + 1}/{first_round + rounds}: " + ", ".join(
             f"{name} {pairs[-1][1].examples / pairs[-1][1].seconds / (pairs[-1][0].examples / pairs[-1][0].seconds):.2f}×"
             for name, pairs in found.items()) + f" of {base.name}")
     return found
