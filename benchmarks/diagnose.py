@@ -1,19 +1,28 @@
-"""Does `pipebench diagnose` find the slow stage and prove rewrites that hold? Every corpus pipeline, end to end.
+"""Does `pipebench diagnose` hold on the code users really have? Every corpus pipeline, end to end, on big data.
 
-For each pipeline of tests/diagnose_corpus (the TF1 one is refused, so skipped), this runs the
-diagnosis as `pipebench diagnose` does (fresh worker, default settings) and prints the bottleneck
-stage, the rewrites proposed and kept with each gain's 95% interval, the combined gain and the time
-the diagnosis took. Then it measures every kept rewrite once more, independently: in a fresh
-process, the exported module (that rewrite alone, as pipebench writes it) against the user's own
-input_fn, in paired interleaved rounds, and prints whether that gain's interval excludes 1 too. The
-rewrite is built as a user would get it: their file with pipebench's patch applied (it can use their
-nested functions), else the exported module.
+For each pipeline of tests/diagnose_corpus (written here) and tests/diagnose_corpus/real (taken from public
+repositories), on synthetic data of `--rows` rows laid out two ways (one file; `--files` files), this runs the
+diagnosis as `pipebench diagnose` does (fresh worker, default settings) and then checks it from outside, each
+check in a fresh process, one at a time:
 
-Goals (issue 25): the per-line libsvm decode and the parse_single_example pipelines each get a
-kept rewrite whose gain's lower end is at least 3×; the already well-built pipeline gets no kept
-rewrite that fails to reproduce; each diagnosis takes at most 5 minutes.
+- time: the diagnosis took at most 2 minutes;
+- rows: the rate it reports for the whole pipeline is within 1.5× of the rows/s a plain `for element in
+  dataset` loop over the user's own function reads (warmed up, then timed, restarting at each epoch's end, rows
+  counted by the label's leading dimension);
+- every kept rewrite: exported alone (the module pipebench writes), it yields the rows the user's function
+  yields over the whole data (one epoch, or the first 200,000 rows), and it is faster measured again, beside
+  the user's function, in paired interleaved rounds (its interval above 1: "reproduces");
+- per-line and per-record pipelines (a per-example map over libsvm or TFRecord): the best pipeline diagnose
+  exports (the combination, or the kept rewrite) against pipebench's own fastest ordering of that format (the
+  aws-sample preset: batch → vectorized decode → repeat → prefetch) on the same files and batch size, paired
+  side by side: at least 0.8×;
+- the profiler: whether the TF Profiler's answer names the same stage as pipebench's bottleneck;
+- a TF1 input_fn that computes on its iterator's tensors (the dataset cannot be captured), over a pipeline with a
+  prefetch(500000): `pipebench diagnose` refuses it in one line within 10 s, before anything runs.
 
-    python benchmarks/diagnose.py [--rows 100000] [--rounds 5] [--only NAME ...]
+    python benchmarks/diagnose.py [--rows 200000] [--files 16] [--rounds 5] [--only NAME ...] [--layouts one many]
+
+Run it alone on the machine: it measures. It prints one block per diagnosis and a table at the end.
 """
 from __future__ import annotations
 
@@ -30,122 +39,283 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from diagnose_fixtures import CORPUS, PIPELINES, kwargs_of  # noqa: E402
+from diagnose_fixtures import PIPELINES, REAL, case, path_of  # noqa: E402
 
-from pipebench.diagnose.export import module_name, rewritten_module  # noqa: E402
+from pipebench.diagnose.export import best, module_name, rewritten_module  # noqa: E402
 from pipebench.diagnose.run import diagnose  # noqa: E402
-from pipebench.pipeline.function import parse_function_ref  # noqa: E402
 from pipebench.measure.intervals import Interval  # noqa: E402
+from pipebench.pipeline.function import parse_function_ref  # noqa: E402
+
+GOAL_SEC = 120.0
+RATE_TOLERANCE = 1.5
+BEST_ORDERING_FLOOR = 0.8
+PLAIN_WARMUP_SEC, PLAIN_SEC = 3.0, 8.0
+CONTENT_ROWS = 200_000
+ALL = (*PIPELINES, "tf1_tensors", *REAL)
 
 
-def _data(folder: Path, rows: int) -> dict[str, list[str]]:
+def _data(folder: Path, rows: int, files: int) -> dict[str, list[str]]:
     from pipebench.synth import SynthSpec, synthesize
 
     found = {}
-    for fmt, files in (("libsvm", 4), ("tfrecord", 32)):
+    for fmt in ("libsvm", "tfrecord", "criteo"):
         described = synthesize(SynthSpec(rows=rows, out=folder / fmt, files=files, format=fmt, seed=7))
         found[fmt] = [str(folder / fmt / f.name) for f in described.files]
     return found
 
 
-def remeasure(original: str, rewritten: str, kwargs: dict, rounds: int) -> Interval:
-    """Give rewritten / original throughput measured in a fresh process (the `--remeasure` mode below)."""
-    out = subprocess.run([sys.executable, __file__, "--remeasure", original, rewritten, json.dumps(kwargs),
-                          str(rounds)], capture_output=True, text=True, check=True, env={**os.environ,
-                                                                                          "TF_CPP_MIN_LOG_LEVEL": "3"})
-    found = json.loads(out.stdout.strip().splitlines()[-1])
-    return Interval(found["mean"], found["low"], found["high"], found["n"])
+def _kwargs(name: str, data: dict[str, list[str]]) -> dict:
+    found = case(name)
+    return {found["files"]: data[found["format"]], **found["kwargs"]}
 
 
-def _remeasure_here(original: str, rewritten: str, kwargs: dict, rounds: int) -> None:
-    """Measure two input_fns in this process in paired interleaved rounds; print the ratio as JSON."""
+def _child(*args: str) -> dict:
+    """Run this file's child mode in a fresh process; give the JSON it printed last."""
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# --- the child modes: each in a fresh process -------------------------------------------------------------------
+
+def _dataset_of(path: str, kwargs: dict):
+    from pipebench.pipeline.tf1_capture import dataset_of_tf1
     from pipebench.pipeline.user_code import import_user_module
-    from pipebench.diagnose.rounds import calibrate, interleaved_rounds, rates
+
+    return dataset_of_tf1(import_user_module(path).input_fn, **kwargs)
+
+
+def _rows_of(element) -> int:
+    import tensorflow as tf
+
+    leaf = tf.nest.flatten(element[1] if isinstance(element, tuple) and len(element) == 2 else element)[0]
+    return int(leaf.shape[0]) if leaf.shape.rank else 1
+
+
+def child_plain(path: str, kwargs: dict) -> dict:
+    """Read the user's function with a plain Python loop: rows/s after a warm-up, restarting at each epoch's end."""
+    dataset = _dataset_of(path, kwargs)
+    iterator = iter(dataset)
+
+    def step() -> int:
+        nonlocal iterator
+        try:
+            return _rows_of(next(iterator))
+        except StopIteration:
+            iterator = iter(dataset)
+            return _rows_of(next(iterator))
+
+    start = time.perf_counter()
+    while time.perf_counter() - start < PLAIN_WARMUP_SEC:
+        step()
+    rows, start = 0, time.perf_counter()
+    while time.perf_counter() - start < PLAIN_SEC:
+        rows += step()
+    return {"rows_per_sec": rows / (time.perf_counter() - start)}
+
+
+def child_content(original: str, rewritten: str, kwargs: dict) -> dict:
+    """Compare one epoch (at most CONTENT_ROWS rows) of the rewritten module with the user's function."""
+    from pipebench.diagnose import content
+
+    theirs = _dataset_of(original, kwargs)
+    epochs = [content.read_epoch(theirs, True, CONTENT_ROWS), content.read_epoch(theirs, True, CONTENT_ROWS)]
+    mine = content.read_epoch(_dataset_of(rewritten, kwargs), True, CONTENT_ROWS)
+    found = content.compare(*epochs, mine)
+    return {"same": found.same_elements, "rows": found.examples, "semantics": found.semantics}
+
+
+def _preset_dataset(fmt: str, files: list[str], batch_size: int):
+    from pipebench.measure.build import build
+    from pipebench.pipeline.presets import preset
+
+    return build(preset("aws-sample", format=fmt, files=tuple(files), batch_size=batch_size, epochs=None)).dataset
+
+
+def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: int = 0) -> dict:
+    """Measure B against A in paired interleaved rounds (rows/s, B / A); `preset` as A: pipebench's fastest
+    ordering of `fmt` on the same files."""
+    import tensorflow as tf
+
+    from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
+    from pipebench.diagnose.worker import _rows
     from pipebench.measure.intervals import ratio_interval
     from pipebench.measure.windows import Arm
     from pipebench.measure.worker import input_loop
 
-    import tensorflow as tf
+    def arm(name: str, dataset) -> Arm:
+        made = Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: _rows(tf, element, True)))
+        made.release()
+        return made
 
-    def count(element):
-        return tf.cast(tf.shape(tf.nest.flatten(element)[0])[0], tf.int64)
-
-    arms = []
-    for name, path in (("original", original), ("rewritten", rewritten)):
-        dataset = import_user_module(path).input_fn(**kwargs)
-        arms.append(Arm(name, (lambda d: lambda: iter(d))(dataset), input_loop(tf, count)))
-    calibrate(arms)
-    windows = interleaved_rounds(arms, rounds, 1.0, 0.5, {}, seed=1)
-    ratio = ratio_interval(rates(windows["rewritten"]), rates(windows["original"]))
-    print(json.dumps(dataclasses.asdict(ratio)))
+    files = next(v for v in kwargs.values() if isinstance(v, list))
+    first = arm("a", _preset_dataset(fmt, files, batch) if a == "preset" else _dataset_of(a, kwargs))
+    second = arm("b", _dataset_of(b, kwargs))
+    calibrate([first, second])
+    pairs = paired_rounds(first, [second], rounds, 1.0, 0.5, {}, "benchmark")["b"]
+    ratio = ratio_interval(rates([y for _, y in pairs]), rates([x for x, _ in pairs]))
+    return dataclasses.asdict(ratio)
 
 
-def _rewritten_file(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
-    """Give a file whose input_fn builds the rewrite as a user gets it: their file with pipebench's patch applied,
-    or, when there is no patch, the exported module (that rewrite alone); and which of the two."""
+# --- the benchmark ------------------------------------------------------------------------------------------------
+
+def _per_example(found) -> str | None:
+    """Give the format of a per-line / per-record pipeline (a per-example map over libsvm or TFRecord), else None."""
+    source = found.stages[0].params.get("reader")
+    maps = [s for s in found.stages if s.kind == "map" and s.inside is None]
+    first_map = maps[0] if maps else None
+    if first_map is None or found.stages[first_map.index - 1].batched:
+        return None
+    return {"TextLineDataset": "libsvm", "TFRecordDataset": "tfrecord"}.get(source)
+
+
+def _write_module(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
+    """Give a file whose input_fn builds the rewrite as a user gets it, and which: their file with pipebench's patch
+    applied (it can use their nested functions), else the exported module (that rewrite alone)."""
     from pipebench.diagnose.patch import NoPatch, patched_text
 
-    folder.mkdir(parents=True)
-    try:
-        path = folder / f"{name}.py"
-        path.write_text(patched_text(found, rewrite, (CORPUS / f"{name}.py").read_text()))
-        return path, "the patched file"
-    except NoPatch:
-        alone = dataclasses.replace(found, rewrites=(rewrite,), combined=None)
-        path = folder / module_name(found)
-        path.write_text(rewritten_module(alone))
-        return path, "the exported module"
+    folder.mkdir(parents=True, exist_ok=True)
+    if found.upgraded is None:
+        try:
+            path = folder / f"{name}.py"
+            path.write_text(patched_text(found, rewrite, path_of(name).read_text()))
+            return path, "the patched file"
+        except NoPatch:
+            pass
+    alone = dataclasses.replace(found, rewrites=(rewrite,), combined=None) if rewrite is not found.combined \
+        else found
+    path = folder / module_name(found)
+    path.write_text(rewritten_module(alone))
+    return path, "the exported module"
+
+
+def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict:
+    kwargs = _kwargs(name, data)
+    started = time.monotonic()
+    progress = open(work / f"progress-{layout}-{name}.txt", "w")
+
+    def log(text: str) -> None:
+        progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")
+        progress.flush()
+
+    found, _ = diagnose(parse_function_ref(f"{path_of(name)}:input_fn"), kwargs, None, work / f"out-{layout}-{name}",
+                        rounds, log=log)
+    took = time.monotonic() - started
+    reported = found.costs[-1].prefix_rows_per_sec
+    plain = _child("plain", str(path_of(name)), json.dumps(kwargs))["rows_per_sec"]
+    row = {"name": name, "layout": layout, "seconds": took, "reported": reported.mean, "plain": plain,
+           "rate_ratio": reported.mean / plain, "profiler": found.profiler.agrees, "kept": [], "best": None,
+           "tf1": found.tf1, "stages": len(found.stages)}
+    print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s; reported {reported.text(',.0f')} rows/s, plain loop "
+          f"{plain:,.0f} rows/s ({row['rate_ratio']:.2f}×); profiler {found.profiler.answer[:160]} "
+          f"(agrees: {found.profiler.agrees})")
+    for rewrite in [*found.rewrites, *([found.combined] if found.combined else [])]:
+        if not rewrite.kept:
+            continue
+        module, how = _write_module(found, rewrite, work / f"{layout}-{name}-{rewrite.kind}-{rewrite.stage}", name)
+        same = _child("content", str(path_of(name)), str(module), json.dumps(kwargs))
+        again = Interval(**_child("pair", str(path_of(name)), str(module), json.dumps(kwargs), str(rounds)))
+        holds = again.low is not None and again.low > 1.0
+        row["kept"].append({"rewrite": rewrite.name, "gain": rewrite.gain.text(".2f", unit="×"),
+                            "again": again.text(".2f", unit="×"), "reproduces": holds, "same_rows": same["same"]})
+        print(f"  KEPT {rewrite.name}: {rewrite.gain.text('.2f', unit='×')}; again ({how}) {again.text('.2f', unit='×')}: "
+              f"{'reproduces' if holds else 'DOES NOT reproduce'}; rows over {same['rows']:,}: "
+              f"{'same' if same['same'] else 'DIFFER: ' + str(same['semantics'])}")
+    per_example = _per_example(found)
+    if per_example is not None:
+        chosen = best(found)
+        module = _write_module(found, chosen, work / f"{layout}-{name}-best", name)[0] if chosen else path_of(name)
+        batch = found.stages[[s.kind for s in found.stages].index("batch")].params["batch_size"]
+        ratio = Interval(**_child("pair", "preset", str(module), json.dumps(kwargs), str(rounds), per_example,
+                                  str(batch)))
+        row["best"] = {"format": per_example, "ratio": ratio.mean, "text": ratio.text(".2f", unit="×"),
+                       "what": chosen.name if chosen else "the original (nothing kept)"}
+        print(f"  best ({row['best']['what']}) vs pipebench's fastest {per_example} ordering: "
+              f"{ratio.text('.2f', unit='×')}")
+    sys.stdout.flush()
+    return row
+
+
+REFUSED_TF1 = """import tensorflow as tf
+
+
+def input_fn(files):
+    dataset = tf.data.TextLineDataset(files).map(lambda line: tf.strings.length(line)).prefetch(500000)
+    features = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+    return tf.reshape(features, [-1, 1])
+"""
+
+
+def refusal(work: Path, data: dict) -> float:
+    """Time `pipebench diagnose` refusing a TF1 input_fn that computes on get_next()'s tensors; give the seconds."""
+    module = work / "tf1_computes.py"
+    module.write_text(REFUSED_TF1)
+    started = time.monotonic()
+    done = subprocess.run([str(Path(sys.executable).with_name("pipebench")), "diagnose", f"{module}:input_fn",
+                           "--set", f"files={json.dumps(data['libsvm'])}", "--out", str(work / "refused")],
+                          capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - started
+    print(f"TF1 refusal: exit {done.returncode} in {took:.1f} s: {done.stderr.strip()[-300:]}")
+    return took
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--only", nargs="+", choices=PIPELINES)
-    parser.add_argument("--remeasure", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--only", nargs="+", choices=ALL)
+    parser.add_argument("--layouts", nargs="+", choices=("one", "many"), default=["one", "many"])
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.remeasure:
-        original, rewritten, kwargs, rounds = args.remeasure
-        _remeasure_here(original, rewritten, json.loads(kwargs), int(rounds))
+    if args.child:
+        mode, *rest = args.child
+        if mode == "plain":
+            print(json.dumps(child_plain(rest[0], json.loads(rest[1]))))
+        elif mode == "content":
+            print(json.dumps(child_content(rest[0], rest[1], json.loads(rest[2]))))
+        else:
+            print(json.dumps(child_pair(rest[0], rest[1], json.loads(rest[2]), int(rest[3]),
+                                        *(rest[4:5] or [""]), *(int(x) for x in rest[5:6]))))
         return
     work = Path(tempfile.mkdtemp(prefix="pipebench-diagnose-bench-"))
-    data = _data(work / "data", args.rows)
-    print(f"work folder {work} (each pipeline's progress-NAME.txt and out-NAME/)")
-    print(f"{args.rows:,} rows (libsvm: 4 files, TFRecord: 32 files), default settings, {args.rounds} rounds; "
+    print(f"work folder {work}; {args.rows:,} rows, layouts {args.layouts} ({args.files} files for many); "
           f"{len(os.sched_getaffinity(0))} vCPUs; load average {os.getloadavg()[0]:.2f} at the start")
-    for name in args.only or PIPELINES:
-        kwargs = kwargs_of(name, data)
-        started = time.monotonic()
-        progress = open(work / f"progress-{name}.txt", "w")
-
-        def log(text: str) -> None:  # called within this iteration only (by diagnose below)
-            progress.write(f"{time.monotonic() - started:6.1f} s  {text}\n")  # noqa: B023
-            progress.flush()  # noqa: B023
-
-        found, out = diagnose(parse_function_ref(f"{CORPUS / name}.py:input_fn"), kwargs, None,
-                              work / f"out-{name}", args.rounds, log=log)
-        took = time.monotonic() - started
-        neck = found.stages[found.bottleneck]
-        print(f"\n## {name}: diagnosed in {took:.0f} s; load average {os.getloadavg()[0]:.2f}")
-        print(f"bottleneck: stage {neck.index} {neck.label} ({found.costs[[c.stage for c in found.costs].index(neck.index)].share:.0%} "
-              "of the CPU)" if neck.index in [c.stage for c in found.costs] else f"bottleneck: stage {neck.index}")
-        for rewrite in found.rewrites:
-            gain = "named only" if rewrite.gain is None else rewrite.gain.text(".2f", unit="×")
-            line = f"  {'KEPT' if rewrite.kept else 'no  '} {rewrite.name}: {gain}"
-            if rewrite.kept:
-                path, how = _rewritten_file(found, rewrite, work / f"{name}-{rewrite.kind}-{rewrite.stage}", name)
-                again = remeasure(str(CORPUS / f"{name}.py"), str(path), kwargs, args.rounds)
-                holds = again.low is not None and again.low > 1.0
-                line += (f"; independently ({how}) {again.text('.2f', unit='×')}: "
-                         f"{'reproduces' if holds else 'DOES NOT reproduce'}")
-            print(line)
-        if found.combined is not None:
-            print(f"  combined: {found.combined.gain.text('.2f', unit='×') if found.combined.gain else '—'}; "
-                  f"{found.combined.verdict}")
-        if found.train is not None:
-            for terms in found.train.terms:
-                print(f"  train ({terms.pipeline}): input costs training {terms.slowdown.text('.0%')}")
-        sys.stdout.flush()
+    rows, refused = [], None
+    for layout in args.layouts:
+        data = _data(work / f"data-{layout}", args.rows, 1 if layout == "one" else args.files)
+        if refused is None:
+            refused = refusal(work, data)
+        for name in args.only or ALL:
+            try:
+                rows.append(run_one(name, layout, data, work, args.rounds))
+            except Exception as err:  # noqa: BLE001 — one pipeline's failure is a row of the table, not the end
+                print(f"\n## {name} ({layout}): FAILED: {type(err).__name__}: {str(err)[-600:]}")
+                rows.append({"name": name, "layout": layout, "failed": str(err)[-300:]})
+    print("\n| pipeline | layout | seconds | reported / plain loop | kept rewrites (again) | best vs pipebench's | "
+          "profiler agrees |\n|---|---|---|---|---|---|---|")
+    for row in rows:
+        if "failed" in row:
+            print(f"| {row['name']} | {row['layout']} | FAILED | | | | |")
+            continue
+        kept = "; ".join(f"{k['rewrite']} {k['gain']} (again {k['again']}{'' if k['same_rows'] else ', ROWS DIFFER'})"
+                         for k in row["kept"]) or "none"
+        best_text = f"{row['best']['text']} ({row['best']['format']})" if row["best"] else "—"
+        print(f"| {row['name']} | {row['layout']} | {row['seconds']:.0f} | {row['rate_ratio']:.2f} | {kept} | "
+              f"{best_text} | {row['profiler']} |")
+    ok = [r for r in rows if "failed" not in r]
+    agree = [r for r in ok if r["profiler"] is not None]
+    print(f"\ngoals: {sum(r['seconds'] <= GOAL_SEC for r in ok)}/{len(ok)} diagnoses ≤ {GOAL_SEC:.0f} s; "
+          f"{sum(1 / RATE_TOLERANCE <= r['rate_ratio'] <= RATE_TOLERANCE for r in ok)}/{len(ok)} reported rates "
+          f"within {RATE_TOLERANCE}× of the plain loop; "
+          f"{sum(k['reproduces'] and k['same_rows'] for r in ok for k in r['kept'])}/"
+          f"{sum(len(r['kept']) for r in ok)} kept rewrites reproduce with the same rows; "
+          f"{sum(r['best']['ratio'] >= BEST_ORDERING_FLOOR for r in ok if r['best'])}/"
+          f"{sum(1 for r in ok if r['best'])} per-example pipelines ≥ {BEST_ORDERING_FLOOR}× pipebench's fastest "
+          f"ordering; the profiler agrees on {sum(r['profiler'] for r in agree)}/{len(agree)}; "
+          f"{len(rows) - len(ok)} failed; the TF1 refusal took {refused:.1f} s (≤ 10 s)")
 
 
 if __name__ == "__main__":
