@@ -1,5 +1,7 @@
 """Rounds inside a worker, with loops that stand in for TensorFlow: alternation, settle windows, the
-adaptive stop and its cap. The loops report a chosen waiting share; nothing here asserts a duration."""
+adaptive stop and its cap. The loops run on a clock of their own (FakeClock: a call of N steps takes N ms of
+it, nothing sleeps), so the rounds decide the same way on any machine, however fast or loaded; nothing here
+asserts a duration."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,29 +14,39 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.windows import Arm, Timing, measure
 
 M = Timing(warmup_max_sec=0.05, steady_cv_pct=100.0, window_sec=0.01, windows=3, max_windows=8)
+STEP_SEC = 0.001
 
 
-def _took(steps: int) -> float:
-    """Sleep ~1 ms a step; give the seconds it really took (on a loaded machine a sleep overshoots)."""
-    start = time.perf_counter()
-    time.sleep(0.001 * steps)
-    return time.perf_counter() - start
+class FakeClock:
+    """Seconds that pass only when a loop says its call took them."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def take(self, steps: int) -> float:
+        """A call of `steps` steps: STEP_SEC each; give the seconds it took."""
+        self.now += STEP_SEC * steps
+        return STEP_SEC * steps
 
 
-def _loop(shares):
-    """A loop whose calls take ~1 ms a step and say they waited `share` of the time they took, the shares taken
-    in turn.
+def _loop(clock: FakeClock, shares):
+    """A loop whose calls take 1 ms a step and say they waited `share` of that time, the shares taken in turn.
 
     Calibration grows a call past the 10 ms windows, so each window is one call and takes one share."""
     turn = itertools.cycle(shares)
 
     def loop(iterator, steps):
-        return 10 * steps, _took(steps) * next(turn)
+        return 10 * steps, clock.take(steps) * next(turn)
     return loop
 
 
 def _arms(train_shares):
-    return [Arm("train", lambda: None, _loop(train_shares)), Arm("synthetic", lambda: None, _loop([0.0]))]
+    clock = FakeClock()
+    return [Arm("train", lambda: None, _loop(clock, train_shares), clock=clock),
+            Arm("synthetic", lambda: None, _loop(clock, [0.0]), clock=clock)]
 
 
 def test_a_decided_waiting_share_stops_at_the_minimum_rounds():
@@ -52,17 +64,17 @@ def test_an_undecided_share_measures_more_rounds_and_says_when_the_cap_was_hit()
 
 def _paired(train_share_of_ceiling, waited: float):
     """A train arm making the given shares of the synthetic arm's examples in the same time, in turn, and waiting
-    `waited` of its time; the synthetic arm makes a million examples a second. Both count the time a call really
-    took, so the rates are the given ones on a loaded machine too (a test run beside others)."""
+    `waited` of its time; the synthetic arm makes a million examples a second."""
+    clock = FakeClock()
     turn = itertools.cycle(train_share_of_ceiling)
 
     def train(iterator, steps):
-        took = _took(steps)
+        took = clock.take(steps)
         return round(1_000_000 * took * next(turn)), took * waited
 
     def synthetic(iterator, steps):
-        return round(1_000_000 * _took(steps)), 0.0
-    return [Arm("train", lambda: None, train), Arm("synthetic", lambda: None, synthetic)]
+        return round(1_000_000 * clock.take(steps)), 0.0
+    return [Arm("train", lambda: None, train, clock=clock), Arm("synthetic", lambda: None, synthetic, clock=clock)]
 
 
 def test_rounds_follow_the_basis_the_verdict_reads():
@@ -129,26 +141,29 @@ def test_rounds_alternate_the_arms_in_a_seeded_random_order():
 
 
 def test_an_input_trial_has_one_arm_and_no_waiting():
-    found = measure([Arm("input", lambda: None, _loop([0.0]))], M, seed=0)
+    clock = FakeClock()
+    found = measure([Arm("input", lambda: None, _loop(clock, [0.0]), clock=clock)], M, seed=0)
     assert found["rounds"] == 3 and {w.arm for w in found["windows_measured"]} == {"input"}
     assert all(w.waited_sec is None for w in found["windows_measured"])
 
 
 def test_an_empty_pipeline_is_a_clear_error():
-    arm = Arm("input", lambda: None, lambda iterator, steps: (0, 0.0))
+    arm = Arm("input", lambda: None, lambda iterator, steps: (0, 0.0), clock=FakeClock())
     with pytest.raises(PipebenchError, match="yields no examples"):
         measure([arm], M, seed=0)
 
 
 def _tracking_arms(releasable: bool):
     """A train arm whose loop records, per call, which iterator it ran on (a fresh one per make_iterator)."""
+    clock = FakeClock()
     made, used = itertools.count(), []
+    step = _loop(clock, [0.0])
 
     def loop(iterator, steps):
         used.append(iterator)
-        return _loop([0.0])(iterator, steps)
-    train = Arm("train", lambda: next(made), loop, releasable=releasable)
-    return [train, Arm("synthetic", lambda: None, _loop([0.0]))], used
+        return step(iterator, steps)
+    train = Arm("train", lambda: next(made), loop, releasable=releasable, clock=clock)
+    return [train, Arm("synthetic", lambda: None, _loop(clock, [0.0]), clock=clock)], used
 
 
 def test_the_pipeline_does_not_run_while_the_synthetic_arm_is_timed():
@@ -177,12 +192,13 @@ def test_a_cached_pipeline_keeps_its_iterator_and_the_synthetic_window_waits_for
 def test_calibration_does_not_time_the_first_call_which_traces_the_loop():
     """A first call slower than a whole call (tracing, the pipeline starting) once left one step per call, so
     the call's own dispatch counted as the pipeline's; the steps grow past it, even past the warm-up deadline."""
-    calls = []
+    clock, calls = FakeClock(), []
 
     def loop(iterator, steps):
-        time.sleep(0.3 if not calls else 0.001 * steps)  # the first call traces; then ~1 ms a step
+        clock.now += 0.3 if not calls else STEP_SEC * steps  # the first call traces; then 1 ms a step
         calls.append(steps)
         return 10 * steps, 0.0
 
-    found = measure([Arm("input", lambda: None, loop)], dataclasses.replace(M, warmup_max_sec=0.05, windows=1), seed=1)
+    found = measure([Arm("input", lambda: None, loop, clock=clock)],
+                    dataclasses.replace(M, warmup_max_sec=0.05, windows=1), seed=1)
     assert calls[0] == 1 and found["steps_per_call"] >= 8, calls

@@ -20,7 +20,8 @@ from typing import IO, Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.children import (
-    STACK_SIGNAL, TAG_VARIABLE, end_tree, kill_group, last_stderr_line, new_tag, stderr_tail, worker_command)
+    STACK_SIGNAL, TAG_VARIABLE, ProcessTree, end_tree, kill_group, last_stderr_line, new_tag, stderr_tail,
+    worker_command)
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
@@ -29,10 +30,11 @@ from pipebench.pinning import Pinning, placed
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
 #: In each trial's folder: the TrialSpec the worker ran (a busy trial is measured again from it).
 TRIAL_FILE = "trial.json"
-_POLL_SEC = 0.1
+#: How often the watcher wakes while a worker runs (the memory cap, the timeout, the worker's progress) when the
+#: worker's exit does not wake it first: four light reads a second, not a scan of /proc.
+_POLL_SEC = 0.25
 #: How long a worker that was sent STACK_SIGNAL (it dumps its threads' stacks to its stderr) gets before it is killed.
 STACK_WAIT_SEC = 1.0
-_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass
@@ -57,7 +59,7 @@ class ProcessFacts:
     exit_code: int | None
     signal: int | None
     stderr_tail: str | None
-    rss_peak_bytes: int  # the largest of the manager's 10 Hz polls of the tree, the sampler's, and the root's VmHWM
+    rss_peak_bytes: int  # the largest of the manager's polls of the tree (4 Hz), the sampler's, and the root's VmHWM
 
 
 @dataclass
@@ -97,29 +99,6 @@ def worker_environment(variables: dict[str, str | None], threads: Threads,
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PIPEBENCH_MANAGER_PID"] = str(os.getpid())
     return env
-
-
-def tree_rss(pid: int) -> int:
-    """Give the resident memory of process `pid` and of every process below it, in bytes.
-
-    Read from the files of the processes already known (/proc/PID/statm, and each thread's
-    /proc/PID/task/TID/children), never a scan of all of /proc.
-    """
-    total, todo, seen = 0, [pid], set()
-    while todo:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        try:
-            with open(f"/proc/{current}/statm", "rb") as f:
-                total += int(f.read().split()[1]) * _PAGE_BYTES
-            for thread in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{thread}/children", "rb") as f:
-                    todo += [int(child) for child in f.read().split()]
-        except (OSError, ValueError, IndexError):  # it ended meanwhile
-            continue
-    return total
 
 
 @dataclass
@@ -232,16 +211,21 @@ def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], st
     """Wait for a worker to exit; kill its process group past the memory cap or the timeout, or when `check`
     (polled too) gives a reason. Give (why it was killed as (status, reason), or None; the tree's peak RSS).
 
+    It sleeps on the worker's pidfd (its exit wakes it at once) and wakes _POLL_SEC apart otherwise, reading the
+    tree's memory from the files of the processes it knows (pipebench.children.ProcessTree): silent beside the
+    measurement (benchmarks/observer.py).
+
     Before a worker is killed for its timeout it is asked for its threads' stacks (STACK_SIGNAL), so its stderr
     says where it was. Ctrl-C or an error here kills the worker too: a worker is never left behind.
     """
     killed_for = None
     peak_rss = 0
     exited = _exit_handle(proc)
+    tree = ProcessTree(proc.pid)
     try:
         while proc.poll() is None:
             elapsed = clock() - started
-            rss = tree_rss(proc.pid)
+            rss = tree.rss_bytes(time.monotonic())
             peak_rss = max(peak_rss, rss)
             if rss > limits.memory_cap_bytes:
                 killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "

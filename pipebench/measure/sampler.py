@@ -34,6 +34,7 @@ from types import ModuleType
 import numpy as np
 import psutil
 
+from pipebench.children import ProcessTree
 from pipebench.measure.machine import open_nvml, physical_cores
 from pipebench.page_cache import resident_fraction_of
 
@@ -158,10 +159,9 @@ class Sampler:
         self._nvml: ModuleType | None = None
         self._gpus: list = []
         self._root: psutil.Process | None = None
-        self._tree: list[psutil.Process] | None = None
-        self._tree_t = 0.0
+        self._tree = ProcessTree(pid, relist_sec=_TREE_REFRESH_SEC)
         self._last_t = 0.0
-        self._last_cpu: dict[tuple[int, float], float] = {}
+        self._last_cpu: dict[tuple[int, int], float] = {}
         self._last_cores: list | None = None
         self.vcpus = 1
         self.physical_cores = 1
@@ -253,29 +253,13 @@ class Sampler:
             self._samples.append(sample)
             return sample
 
-    def _tree_cpu_seconds(self, now: float) -> tuple[dict[tuple[int, float], float], int, int]:
-        """Give ({(pid, create time): CPU seconds}, summed RSS, summed threads) of the live tree."""
-        if self._tree is None or now - self._tree_t >= _TREE_REFRESH_SEC:
-            try:  # listing children scans all of /proc: do it about once a second, not every sample
-                self._tree = [self._root, *self._root.children(recursive=True)]
-                self._tree_t = now
-            except psutil.Error:
-                return {}, 0, 0
-        processes = self._tree
-        cpu, rss, threads = {}, 0, 0
-        for index, process in enumerate(processes):
-            try:
-                with process.oneshot():
-                    if process.status() != psutil.STATUS_ZOMBIE:
-                        times = process.cpu_times()
-                        cpu[(process.pid, process.create_time())] = times.user + times.system
-                        rss += process.memory_info().rss
-                        threads += process.num_threads()
-                        continue
-            except psutil.Error:
-                pass
-            if index == 0:
-                return {}, 0, 0  # the root exited (a zombie until the manager reaps it): the trial is over
+    def _tree_cpu_seconds(self, now: float) -> tuple[dict[tuple[int, int], float], int, int]:
+        """Give ({(pid, start ticks): CPU seconds}, summed RSS, summed threads) of the live tree; all empty once the
+        root has exited (a zombie until the manager reaps it: the trial is over). Read from the files of the
+        processes already known (pipebench.children.ProcessTree), the tree listed again about once a second."""
+        cpu, rss, threads = self._tree.usage(now)
+        if not any(pid == self.pid for pid, _ in cpu):
+            return {}, 0, 0
         return cpu, rss, threads
 
     def _gpu_readings(self) -> tuple[list[float], list[int]]:

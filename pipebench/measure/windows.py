@@ -52,8 +52,10 @@ class Arm:
     """One loop over one dataset, renewing the iterator at the end of the data (a new epoch, as Keras fit does)."""
 
     def __init__(self, name: str, make_iterator: Callable[[], object], loop: Loop, releasable: bool = True,
-                 cpu_clock: Callable[[], float] | None = None, start: bool = True) -> None:
+                 cpu_clock: Callable[[], float] | None = None, start: bool = True,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         self.name, self._make_iterator, self._loop = name, make_iterator, loop
+        self.clock = clock  # wall seconds (a test drives the round logic with a clock of its own: no sleeps)
         self.cpu_clock = cpu_clock  # CPU seconds used so far (pipebench.measure.cpu_clock); None: not recorded
         self.times_waiting = name != "input"  # an input arm has no step to wait
         self.releasable = releasable  # False: a fresh iterator would lose state (a partly filled cache)
@@ -91,11 +93,11 @@ class Arm:
         the arm has a CPU clock: read just outside the timed span, so reading it costs the window nothing)."""
         examples, waited = 0, 0.0
         cpu_start = self.cpu_clock() if self.cpu_clock else None
-        start = time.perf_counter()
+        start = self.clock()
         while True:
             got, wait = self.call()
             examples, waited = examples + got, waited + wait
-            elapsed = time.perf_counter() - start
+            elapsed = self.clock() - start
             if elapsed >= seconds:
                 cpu_sec = None if cpu_start is None else self.cpu_clock() - cpu_start
                 return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None,
@@ -112,9 +114,9 @@ class Arm:
         """
         self.call()
         while self.steps < MAX_STEPS:
-            t0 = time.perf_counter()
+            t0 = self.clock()
             self.call()
-            if time.perf_counter() - t0 >= CALL_SEC:
+            if self.clock() - t0 >= CALL_SEC:
                 return
             self.steps = min(self.steps * 2, MAX_STEPS)
 
@@ -139,20 +141,21 @@ class Timing:
 
 def _warm_up(arms: Sequence[Arm], timing: Timing) -> tuple[float, bool]:
     """Calibrate every arm and warm them up in turns until each is steady (capped); give (seconds, steady)."""
-    start = time.perf_counter()
+    clock = arms[0].clock
+    start = clock()
     deadline = start + timing.warmup_max_sec
     for arm in arms:
         arm.calibrate()
     rates: dict[str, list[float]] = {arm.name: [] for arm in arms}
     steady = False
-    while time.perf_counter() < deadline:
+    while clock() < deadline:
         for arm in arms:
             window = arm.timed(WARMUP_SLICE_SEC, -1)
             rates[arm.name].append(window.examples / window.seconds)
         if all(stats.is_steady(r, timing.steady_cv_pct) for r in rates.values()):
             steady = True
             break
-    return time.perf_counter() - start, steady
+    return clock() - start, steady
 
 
 def wait_until_idle(max_sec: float = IDLE_MAX_SEC) -> float:
