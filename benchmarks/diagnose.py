@@ -139,9 +139,8 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
     ordering of `fmt` on the same files."""
     import tensorflow as tf
 
-    from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
+    from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
     from pipebench.diagnose.worker import _rows
-    from pipebench.measure.intervals import ratio_interval
     from pipebench.measure.windows import Arm
     from pipebench.measure.worker import input_loop
 
@@ -155,8 +154,7 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
     second = arm("b", _dataset_of(b, kwargs))
     calibrate([first, second])
     pairs = paired_rounds(first, [second], rounds, 1.0, 0.5, {}, "benchmark")["b"]
-    ratio = ratio_interval(rates([y for _, y in pairs]), rates([x for x, _ in pairs]))
-    return dataclasses.asdict(ratio)
+    return dataclasses.asdict(gain(pairs))
 
 
 # --- the benchmark ------------------------------------------------------------------------------------------------

@@ -187,3 +187,34 @@ def test_a_small_file_is_sampled_whole_without_losing_a_line_where_its_runs_meet
     data, rows = _lines(path, 667)
     numbers = [int(line.split(b":")[1]) for line in data.splitlines()]
     assert rows == 1000 and numbers == list(range(1000)), "head, middle and end meet at line boundaries"
+
+
+class _BankedArm:
+    """An arm whose first calls read what its buffers banked (`draining`: rows per call as the bank empties), then
+    100 rows a call, on a clock that passes only as its calls say: 0.1 s a call."""
+
+    def __init__(self, draining: list[int]) -> None:
+        self.now, self.draining, self.calls = 0.0, draining, 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def call(self) -> tuple[int, float]:
+        self.now += 0.1
+        self.calls += 1
+        return (self.draining[self.calls - 1] if self.calls <= len(self.draining) else 100), 0.0
+
+
+def test_an_arm_settles_until_it_has_drained_what_its_buffers_banked():
+    from pipebench.diagnose.rounds import SETTLE_MAX_SEC, settle
+
+    for draining, calls in (([], 2), ([1000], 3), ([1000, 500, 250], 5), ([110], 2)):
+        arm = _BankedArm(draining)
+        settle(arm, 0.2, 0)
+        assert arm.calls == calls, draining  # the calls that drain, then two at the pipeline's own rate
+    arm = _BankedArm([])
+    settle(arm, 0.2, 5000)  # a first settle fills its shuffle buffers: 5,000 rows at least
+    assert arm.calls == 50
+    endless = _BankedArm([int(1e9 / 2 ** k) for k in range(100)])  # it never stops falling: the cap ends it
+    settle(endless, 0.2, 0)
+    assert 0.2 + SETTLE_MAX_SEC <= endless.now <= 0.2 + SETTLE_MAX_SEC + 0.11

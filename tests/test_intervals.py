@@ -86,3 +86,20 @@ def test_the_paired_order_judges_each_pair_over_the_rounds_it_shares():
     assert paired_order({**complete, "late": {2: 95.0}}) == ["late", "a", "b", "c"]
     # sharing no round with anyone, a configuration goes by its own mean, after the ones it ties with
     assert paired_order({"x": {0: 10.0}, "y": {1: 20.0}}) == ["y", "x"]
+
+
+def test_a_pooled_ratio_weighs_a_stalled_window_by_what_it_lasted():
+    from pipebench.measure.intervals import geometric_interval, pooled_ratio_interval
+
+    base = [(30_000, 1.0)] * 5
+    stalled = [(145_000, 1.0), (4_000, 1.5), (146_000, 1.0), (153_000, 1.0), (137_000, 1.0)]
+    pooled = pooled_ratio_interval(stalled, base)
+    assert pooled.mean == pytest.approx((585_000 / 5.5) / 30_000)  # the rows over the seconds, of both arms
+    assert pooled.low > 1.0  # decided: faster, the stall counted at its length
+    one_of_five = geometric_interval([(r / s) / 30_000 for r, s in stalled])
+    assert one_of_five.low < 1.0 < one_of_five.high  # a ratio per window: one stall of five leaves it undecided
+    same = [(30_000 * f, 1.0) for f in (0.97, 1.02, 1.0, 0.99, 1.03)]
+    assert pooled_ratio_interval(same, base).contains(1.0)
+    assert not pooled_ratio_interval([(1, 1.0)], [(1, 1.0)]).decided  # one pair: no interval
+    with pytest.raises(ValueError):
+        pooled_ratio_interval([(1, 1.0)], [])

@@ -7,25 +7,40 @@ The arms share one process, so none may run on what another left behind (pipeben
 tf.data's start (AUTOTUNE raising parallelism from its initial guess, every buffer filling again), and a pipeline
 parsing per example read half of what a plain loop over it reads. Between windows an arm's pipeline refills its
 buffers and then blocks, so before each window the worker waits until the process is idle (every other pipeline
-blocked), then lets the arm settle untimed — the first time long enough to fill its shuffle buffers — before the
-timed window. A window's CPU seconds are then the arm's own. An arm that is released (a trial's) starts afresh
+blocked), then lets the arm settle untimed — the first time long enough to fill its shuffle buffers, every time
+until it has drained what its buffers banked meanwhile (`settle`) — before the timed window. A window's CPU
+seconds are then the arm's own. An arm that is released (a trial's) starts afresh
 instead. No TensorFlow import here: the arms are handed in.
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 
+from pipebench.measure.intervals import Interval, pooled_ratio_interval
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Window
 from pipebench.measure.windows import Arm, wait_until_idle
 
 
+#: Settling goes on while an arm's rate falls by more than this from one call to the next (it is still draining what
+#: its buffers banked while other arms ran), at most SETTLE_MAX_SEC past the minimum.
+DRAIN_RATIO, SETTLE_MAX_SEC = 1.25, 2.0
+
+
 def settle(arm: Arm, seconds: float, examples: int) -> None:
-    """Run `arm` untimed for at least `seconds` and at least `examples` examples (its buffers filled)."""
-    seen, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds or seen < examples:
-        seen += arm.call()[0]
+    """Run `arm` untimed for at least `seconds` and at least `examples` examples (its buffers filled), and until it
+    no longer drains: a kept iterator banks rows in its buffers while other arms are timed, and a window that
+    started on them would read them at many times the pipeline's rate (a 16× "gain" seen so)."""
+    seen, start, last = 0, arm.clock(), None
+    while True:
+        began = arm.clock()
+        seen += (got := arm.call()[0])
+        now = arm.clock()
+        rate = got / max(now - began, 1e-9)
+        drained = last is not None and rate * DRAIN_RATIO >= last
+        if now - start >= seconds and seen >= examples and (drained or now - start >= seconds + SETTLE_MAX_SEC):
+            return
+        last = rate
 
 
 def calibrate(arms: Sequence[Arm]) -> None:
@@ -85,5 +100,8 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
     return found
 
 
-def rates(windows: Sequence[Window]) -> list[float]:
-    return [w.examples / w.seconds for w in windows]
+def gain(pairs: Sequence[tuple[Window, Window]], confidence: float | None = None) -> Interval:
+    """Give an arm's gain over its base from their (base, arm) window pairs: the pooled ratio of their rates with
+    its interval (pipebench.measure.intervals.pooled_ratio_interval: a stalled window weighs what it lasted)."""
+    windows = ([(b.examples, b.seconds) for _, b in pairs], [(a.examples, a.seconds) for a, _ in pairs])
+    return pooled_ratio_interval(*windows) if confidence is None else pooled_ratio_interval(*windows, confidence)

@@ -48,6 +48,10 @@ from pipebench.parent_death import die_with_parent
 CACHE_MEMORY_SHARE = 0.5
 #: A buffer of the user's holding at least this many rows is measured capped (module docstring, 2).
 MEASURE_CAP_ROWS = 50_000
+#: A prefetch so capped is measured this many rows deep (two elements at least): full in milliseconds, so an arm
+#: waiting for its next window is idle. AUTOTUNE would not do: its buffer grows, within half the RAM, behind every
+#: other arm's window (a round of 1 s windows took 29 s of waiting, and one window read 0.10× of the others).
+PREFETCH_MEASURE_ROWS = 1_024
 #: A buffer of the user's holding at least this many rows (or elements) is named, with its memory and fill time.
 NAMED_BUFFER_ROWS = 10_000
 #: Elements read to estimate what a row holds in memory.
@@ -84,6 +88,7 @@ class Diagnoser:
         self._log = log
         self.seed = f"{request.function}:{request.name}"  # seeds every round order (pipebench.measure.round_order)
         self.cores = len(os.sched_getaffinity(0))
+        self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
 
     def log(self, text: str) -> None:
         self._log(f"[{time.monotonic() - self.started:5.1f} s] {text}")
@@ -112,8 +117,7 @@ class Diagnoser:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
         the verdict reads, since this is a second look) stops there; its 95% interval is from those rounds."""
-        from pipebench.diagnose.rounds import calibrate, paired_rounds, rates
-        from pipebench.measure.intervals import ratio_interval
+        from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
 
         calibrate([original, *arms])
         r = self.request
@@ -129,10 +133,8 @@ class Diagnoser:
                                  self.seed, self.log, first_round=first)
             for name, found in more.items():
                 pairs[name] += found
-        for arm in [original, *arms]:
-            arm.close()
-        return {name: ratio_interval(rates([b for _, b in found]), rates([a for a, _ in found]))
-                for name, found in pairs.items()}
+        self.parked += [arm.close() for arm in [original, *arms]]
+        return {name: gain(found) for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
 
@@ -255,9 +257,10 @@ class Diagnoser:
                 per = self._rows_per_element(stage)
                 if size * per >= MEASURE_CAP_ROWS:
                     if step.kind == "prefetch":
-                        step = dataclasses.replace(step, args={**step.args, "buffer_size": "AUTOTUNE"})
-                        capped[stage.index] = "measured as prefetch(tf.data.AUTOTUNE): a prefetch does the same " \
-                                              "work per element whatever its depth"
+                        depth = max(2, PREFETCH_MEASURE_ROWS // per)
+                        step = dataclasses.replace(step, args={**step.args, "buffer_size": depth})
+                        capped[stage.index] = f"measured as prefetch({depth:,}): a prefetch does the same work per " \
+                                              "element whatever its depth"
                     else:
                         cap = max(1, MEASURE_CAP_ROWS // per)
                         step = dataclasses.replace(step, args={**step.args, "buffer_size": cap})
@@ -353,8 +356,7 @@ class Diagnoser:
                   for arm, p in zip(arms, measured)}
         calibrate(arms)
         windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        for arm in arms:
-            arm.close()
+        self.parked += [arm.close() for arm in arms]
         values = [[RoundValue(w.examples, w.seconds, w.cpu_sec) for w in windows[arm.name]] for arm in arms]
         found = stage_costs([(_Measured(stages[p.stage].label, p.sequential, p.why_sequential), v)
                              for p, v in zip(measured, values)])
@@ -760,10 +762,9 @@ def _graph_mark(graph_def) -> str:
 
 def _decided(pairs: list, confidence: float) -> bool:
     """Tell whether a paired comparison's ratio interval at `confidence` lies wholly above or below 1."""
-    from pipebench.diagnose.rounds import rates
-    from pipebench.measure.intervals import ratio_interval
+    from pipebench.diagnose.rounds import gain
 
-    found = ratio_interval(rates([b for _, b in pairs]), rates([a for a, _ in pairs]), confidence)
+    found = gain(pairs, confidence)
     return found.decided and (found.low > 1.0 or found.high < 1.0)
 
 
@@ -825,6 +826,11 @@ def _element_text(spec: Any) -> str:
                      for name, leaf in zip(component_names(spec), tf.nest.flatten(spec)))
 
 
+#: What the worker keeps until it exits: dropping a TensorFlow iterator waits for its threads to wind down, and the
+#: iterators of a diagnosis's arms took 30-110 s so, between its answer and the file that holds it.
+_KEPT: list = []
+
+
 def main(argv: list[str]) -> int:
     manager = os.environ.get("PIPEBENCH_MANAGER_PID")
     die_with_parent(int(manager) if manager else None)
@@ -836,8 +842,10 @@ def main(argv: list[str]) -> int:
         with open(request.progress_file, "a") as f:
             f.write(text.replace("\n", " ") + "\n")
 
+    diagnoser = Diagnoser(request, log)
+    _KEPT.append(diagnoser)  # its pipelines end with the process (os._exit), not torn down one by one (Arm.close)
     try:
-        outcome = Outcome(Diagnoser(request, log).run(), None, None)
+        outcome = Outcome(diagnoser.run(), None, None)
     except UsageError as err:
         outcome = Outcome(None, str(err), "usage")
     except PipebenchError as err:

@@ -63,10 +63,14 @@ class Arm:
         self.steps = 1
         self.epochs_renewed = 0
 
-    def close(self) -> None:
-        """Drop the iterator, releasable or not: the arm's measurements are over, and its pipeline must not run
-        behind what is measured next."""
-        self._iterator = None
+    def close(self) -> object | None:
+        """End the arm's measurements, releasable or not; give up its iterator (a later call starts afresh).
+
+        The caller keeps what it is given until the process ends, not dropping it: a pipeline no one calls fills
+        its buffers and then blocks (it runs behind nothing measured next), while dropping a TensorFlow iterator
+        waits for its threads to wind down (seconds per arm, tens of seconds a diagnosis)."""
+        iterator, self._iterator = self._iterator, None
+        return iterator
 
     def release(self) -> bool:
         """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give
