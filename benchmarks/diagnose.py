@@ -81,10 +81,17 @@ def _child(*args: str) -> dict:
 # --- the child modes: each in a fresh process -------------------------------------------------------------------
 
 def _dataset_of(path: str, kwargs: dict):
+    """Give the dataset the function at `path` gives (a TF1 one's behind its iterator; one with TF1 names TF 2 lacks:
+    its tf_upgrade_v2 conversion's, what it runs as under TF 2, as diagnose diagnoses it)."""
     from pipebench.pipeline.tf1_capture import dataset_of_tf1
+    from pipebench.pipeline.tf1_upgrade import upgrade
     from pipebench.pipeline.user_code import import_user_module
 
-    return dataset_of_tf1(import_user_module(path).input_fn, **kwargs)
+    try:
+        return dataset_of_tf1(import_user_module(path).input_fn, **kwargs)
+    except AttributeError:
+        converted = upgrade(path, Path(tempfile.mkdtemp(prefix="pipebench-bench-upgrade-")))
+        return dataset_of_tf1(import_user_module(str(converted.path)).input_fn, **kwargs)
 
 
 def _rows_of(element) -> int:
