@@ -5,6 +5,7 @@ and no assertion reads a gain."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from pathlib import Path
 
@@ -290,3 +291,5 @@ def test_the_tf_profiler_answers_beside_pipebench_on_the_same_pipeline(data):
     assert found.iterator.startswith("Iterator::") and found.stage is not None
     assert found.agrees is (found.stage == 1)
     assert "tf_data_bottleneck_analysis" in found.answer or "input_pipeline_analyzer" in found.answer
+    if importlib.util.find_spec("tensorboard_plugin_profile") is not None:  # 2.19 (TF 2.14's) still has the tool
+        assert found.answer.startswith("tensorboard_plugin_profile's tf_data_bottleneck_analysis: Iterator::")

@@ -202,3 +202,31 @@ def test_calibration_does_not_time_the_first_call_which_traces_the_loop():
     found = measure([Arm("input", lambda: None, loop, clock=clock)],
                     dataclasses.replace(M, warmup_max_sec=0.05, windows=1), seed=1)
     assert calls[0] == 1 and found["steps_per_call"] >= 8, calls
+
+
+def test_a_spent_iterator_is_dropped_off_the_measuring_thread():
+    """Dropping a TensorFlow iterator waits for its threads (seconds with autotune): at the end of the data the
+    arm starts the next epoch's iterator and leaves the spent one to a thread of its own."""
+    import threading
+
+    dropped: dict[int, int] = {}
+    made = itertools.count()
+
+    class Spent:
+        def __init__(self) -> None:
+            self.number = next(made)
+
+        def __del__(self) -> None:
+            dropped[self.number] = threading.get_ident()
+
+    def loop(iterator: Spent, steps: int) -> tuple[int, float]:
+        return (0, 0.0) if iterator.number == 0 else (steps, 0.0)  # the first epoch is already over
+
+    arm = Arm("input", Spent, loop, clock=FakeClock())
+    assert arm.call() == (1, 0.0) and arm.epochs_renewed == 1
+    deadline = time.monotonic() + 10
+    while 0 not in dropped and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 0 in dropped, "the spent iterator was dropped"
+    assert dropped[0] != threading.get_ident(), "not on the thread that measures"
+    assert 1 not in dropped, "the new epoch's iterator is the arm's"

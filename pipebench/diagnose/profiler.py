@@ -112,29 +112,45 @@ def _profile(dataset, logdir: str) -> None:
         tf.profiler.experimental.stop()
 
 
+def _tool_data(reader, files: list[str], tool: str) -> Any:
+    """Give one tool's data, the tool named as the installed converter lists its tools: tensorboard-plugin-profile
+    2.19 (the TF 2.14 env's) suffixes XSpace tools with '^' and asserts it; xprof 2.24 takes the bare name."""
+    listed = reader.xspace_to_tool_names(files) if hasattr(reader, "xspace_to_tool_names") else []
+    spelled = f"{tool}^" if f"{tool}^" in listed else tool
+    data, _ = reader.xspace_to_tool_data(files, spelled, {})
+    return data
+
+
 def _bottleneck_tool(reader, files: list[str]) -> tuple[str, str] | None:
-    """Give (iterator, suggestion) from tf_data_bottleneck_analysis, or None where the tool is gone."""
+    """Give (iterator, suggestion) from tf_data_bottleneck_analysis, or None where the tool is gone: of the input
+    pipelines it lists (an iterator each), the one with the largest latency; its bottleneck cell is HTML naming the
+    iterator's long name."""
     try:
-        data, _ = reader.xspace_to_tool_data(files, "tf_data_bottleneck_analysis", {})
+        data = _tool_data(reader, files, "tf_data_bottleneck_analysis")
     except Exception:  # noqa: BLE001 — an xprof without the tool raises or returns nothing
         return None
     if not data:
         return None
     found = json.loads(data)
     tables = found if isinstance(found, list) else [found]
+    worst: tuple[float, str, str] | None = None
     for table in tables:
         columns = [c.get("id") or c.get("label") for c in table.get("cols", [])]
+        if "bottleneck" not in columns:
+            continue
         for row in table.get("rows", []):
             values = dict(zip(columns, [cell.get("v") if isinstance(cell, dict) else cell for cell in row["c"]]))
-            iterator = values.get("iterator_long_name") or values.get("iterator_name")
-            if iterator:
-                return str(iterator), str(values.get("suggestion") or "").strip()
-    return None
+            named = re.search(r"Long Name</u>:\s*([^<\s]+)", str(values["bottleneck"]))
+            if named and (worst is None or float(values.get("max_latency") or 0) > worst[0]):
+                said = re.sub(r"<[^>]+>", "", str(values.get("suggestion") or "")).strip()
+                said = "" if said.startswith("See this for") else said  # a link's text, without the link
+                worst = (float(values.get("max_latency") or 0), named.group(1), said)
+    return None if worst is None else (worst[1], worst[2])
 
 
 def _input_analyzer(reader, files: list[str]) -> tuple[str, str] | None:
     """Give (the host input op with the most self time, the analyzer's conclusion), or None."""
-    data, _ = reader.xspace_to_tool_data(files, "input_pipeline_analyzer", {})
+    data = _tool_data(reader, files, "input_pipeline_analyzer")
     if not data:
         return None
     tables = json.loads(data)

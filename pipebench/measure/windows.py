@@ -25,7 +25,10 @@ No TensorFlow import here: the loops are handed in.
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,6 +47,8 @@ WARMUP_SLICE_SEC = 0.5
 IDLE_CPU_SHARE = 0.1
 #: How long each idleness reading lasts, and the longest wait for idleness before a synthetic window.
 IDLE_SLICE_SEC, IDLE_MAX_SEC = 0.05, 5.0
+#: The longest a process that exits normally waits for its spent iterators to wind down.
+REAP_WAIT_SEC = 30.0
 #: A loop: (iterator, steps) → (examples, seconds waited for input).
 Loop = Callable[[object, int], tuple[int, float]]
 
@@ -84,13 +89,22 @@ class Arm:
             self._iterator = self._make_iterator()
         got, waited = self._loop(self._iterator, self.steps)
         if got == 0:
-            self._iterator = self._make_iterator()
+            self._renew()
             self.epochs_renewed += 1
             got, waited = self._loop(self._iterator, self.steps)
             if got == 0:
                 raise PipebenchError("the pipeline yields no examples (batch larger than the data with "
                                      "drop_remainder, or an empty shard?)")
         return got, waited
+
+    def _renew(self) -> None:
+        """Start the next epoch's iterator and hand the spent one to the reaper: dropping an iterator whose pipeline
+        autotunes waits 0.4-2.5 s for its threads to wind down, and here that wait fell inside a timed window (a
+        TFRecord pipeline whose epoch lasts less than a window paid it in nearly every window, at 0.1x its rate).
+        The spent iterator is at the end of its data: its buffers are empty and its threads have nothing to do."""
+        spent = [self._iterator]
+        self._iterator = self._make_iterator()
+        _REAPER.take(spent)
 
     def timed(self, seconds: float, round_index: int) -> Window:
         """Run whole calls for at least `seconds`; give the window they made (with the CPU it used, when
@@ -123,6 +137,39 @@ class Arm:
             if self.clock() - t0 >= CALL_SEC:
                 return
             self.steps = min(self.steps * 2, MAX_STEPS)
+
+
+class _Reaper:
+    """Drops spent iterators on a thread of its own, one at a time, so their wind-down waits outside the windows
+    (TensorFlow runs the drop as an op and lets go of the GIL while it waits). A process that exits normally waits
+    for the drops first (atexit), never dropping one while the interpreter finalises; workers end by os._exit."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[list[object] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def take(self, box: list[object]) -> None:
+        """Drop what `box` holds on the reaper's thread (the box is its only holder: the caller keeps no name)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="pipebench-reaper", daemon=True)
+                self._thread.start()
+                atexit.register(self._finish)
+        self._queue.put(box)
+
+    def _run(self) -> None:
+        while (box := self._queue.get()) is not None:
+            box.clear()  # the last reference: the iterator winds down here
+            del box
+
+    def _finish(self) -> None:
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join(REAP_WAIT_SEC)
+
+
+_REAPER = _Reaper()
 
 
 @dataclasses.dataclass(frozen=True)
