@@ -218,3 +218,27 @@ def test_an_arm_settles_until_it_has_drained_what_its_buffers_banked():
     endless = _BankedArm([int(1e9 / 2 ** k) for k in range(100)])  # it never stops falling: the cap ends it
     settle(endless, 0.2, 0)
     assert 0.2 + SETTLE_MAX_SEC <= endless.now <= 0.2 + SETTLE_MAX_SEC + 0.11
+
+
+def test_a_rewrite_ahead_in_the_first_rounds_is_kept_only_when_fresh_rounds_confirm_it():
+    """The first rounds pick the fastest of several candidates, and stop early once decided: their figure is the
+    winner's. The gain a kept rewrite reports is the fresh rounds' one."""
+    from types import SimpleNamespace
+
+    from pipebench.diagnose.records import Content
+    from pipebench.diagnose.rewrites import Candidate
+    from pipebench.diagnose.worker import Diagnoser
+    from pipebench.measure.intervals import Interval
+
+    candidate = Candidate("options: deterministic=False", "options", None, "why", "change", None, True)
+    same = Content(True, None, 100, 100, None, (), False)
+    first = Interval(1.30, 1.10, 1.50, 5)
+
+    def verdict(confirmed: Interval | None):
+        return Diagnoser._verdict(SimpleNamespace(steps=()), candidate, first, same, confirmed)
+
+    kept = verdict(Interval(1.20, 1.05, 1.35, 5))
+    assert kept.kept and kept.gain.mean == 1.20 and "fresh rounds" in kept.verdict and "1.30" in kept.verdict
+    dropped = verdict(Interval(1.02, 0.95, 1.09, 5))
+    assert not dropped.kept and dropped.gain.mean == 1.02 and "not confirmed" in dropped.verdict
+    assert verdict(None).kept, "measured alone, once (the combination of confirmed rewrites)"

@@ -14,8 +14,8 @@ starts here, after the environment is set, and never in the CLI. In order:
    end), twice: what a rewrite must yield again;
 4. propose rewrites (rewrites; vectorize); build each, compare it with the original over the sample, and
    measure each against the original, a window of each side by side in every round (ABBA); keep a rewrite when
-   the 95% interval of its paired gain lies above 1 and it yields the same rows (or its change of semantics is
-   the one it names);
+   the 95% interval of its paired gain lies above 1, then again in fresh rounds from fresh iterators (the gain
+   it reports), and it yields the same rows (or its change of semantics is the one it names);
 5. measure the kept rewrites together against the original the same way;
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
@@ -552,17 +552,26 @@ class Diagnoser:
                                       + (f"; {found.semantics}" if found.same_elements and found.semantics else "")))
             if isinstance(found, str) or not found.same_elements:
                 continue
-            dataset = self._build(transforms, c.options)
-            arm = self.input_arm(c.name, dataset, self.batched)
-            if c.fills_cache or (self._own_cache and self.cache_rows is not None):
-                self._fill(arm)
-            arms.append((index, arm))
-        gains = {}
+            arms.append((index, self._rewrite_arm(c)))
+        gains, confirmed = {}, {}
         if arms:
             self.log(f"measuring {len(arms)} rewrites, each beside the original, in {self.request.rounds} rounds")
             found = self.gains(original, [arm for _, arm in arms])
             gains = {index: found[arm.name] for index, arm in arms}
-        return [self._verdict(c, gains.get(i), checked.get(i)) for i, c in enumerate(candidates)]
+        ahead = [i for i, g in gains.items() if g.decided and g.low > 1.0]
+        if ahead:
+            self.log(f"confirming {len(ahead)} faster rewrite(s) in fresh rounds, from fresh iterators")
+            again = self.gains(self.input_arm("original", self._original(), self.batched),
+                               [self._rewrite_arm(candidates[i]) for i in ahead])
+            confirmed = {i: again[candidates[i].name] for i in ahead}
+        return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i)) for i, c in enumerate(candidates)]
+
+    def _rewrite_arm(self, c):
+        """Give a fresh arm over candidate `c`'s pipeline, its cache filled where it has one to fill."""
+        arm = self.input_arm(c.name, self._build(self.transforms[c.name], c.options), self.batched)
+        if c.fills_cache or (self._own_cache and self.cache_rows is not None):
+            self._fill(arm)
+        return arm
 
     @property
     def _own_cache(self) -> bool:
@@ -579,7 +588,11 @@ class Diagnoser:
         arm.release()
         self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
 
-    def _verdict(self, c, gain: Interval | None, found: Content | str | None) -> Rewrite:
+    def _verdict(self, c, gain: Interval | None, found: Content | str | None,
+                 confirmed: Interval | None = None) -> Rewrite:
+        """Give the candidate's Rewrite. One that came out faster among several is kept only when fresh rounds,
+        from fresh iterators, confirm it (`confirmed`), and its gain is theirs: the first rounds chose it, so
+        their figure is the winner's (several candidates, rounds stopped once decided), biased upward."""
         steps = ()
         if c.automatic and self.steps:
             from pipebench.diagnose.rewrites import compose
@@ -594,8 +607,14 @@ class Diagnoser:
             verdict = f"not kept: it changes what training sees: {content.semantics}"
         elif gain is None or not gain.decided:
             verdict = "not kept: too few rounds for an interval"
-        elif gain.low > 1.0:
+        elif gain.low > 1.0 and confirmed is None:  # measured once, alone (the combination)
             verdict = f"kept: {gain.text('.2f', unit='×')} faster"
+        elif gain.low > 1.0:
+            first, gain = gain, confirmed
+            verdict = (f"kept: {gain.text('.2f', unit='×')} faster in fresh rounds (first rounds "
+                       f"{first.text('.2f', unit='×')})" if gain.decided and gain.low > 1.0 else
+                       f"not kept: {first.text('.2f', unit='×')} in the first rounds, not confirmed in fresh ones: "
+                       f"{gain.text('.2f', unit='×')}")
         elif gain.high < 1.0:
             verdict = f"not kept: slower, {gain.text('.2f', unit='×')}"
         else:

@@ -95,13 +95,6 @@ def capturing() -> Iterator[Capture]:
             return made
         return make
 
-    def method(how: str):
-        def make(self, *args, **kwargs):
-            made = CapturedIterator(self, how, _caller())
-            seen.iterators.append(made)
-            return made
-        return make
-
     def from_structure(*args, **kwargs):
         made = CapturedIterator(None, "Iterator.from_structure", _caller())
         seen.iterators.append(made)
@@ -116,7 +109,7 @@ def capturing() -> Iterator[Capture]:
     for name in ("make_one_shot_iterator", "make_initializable_iterator"):
         patch(compat_data, name, maker(f"tf.compat.v1.data.{name}"))
         patch(dataset_ops, name, maker(f"tf.compat.v1.data.{name}"))
-        patch(dataset_ops.DatasetV1, name, method(f"dataset.{name}()"))
+        patch(dataset_ops.DatasetV1, name, maker(f"dataset.{name}()"))  # as a method: `self` is the dataset
     patch(iterator_ops.Iterator, "from_structure", staticmethod(from_structure))
     for name in ("disable_eager_execution", "disable_v2_behavior"):
         patch(tf.compat.v1, name, ignored(f"tf.compat.v1.{name}()"))
