@@ -109,7 +109,11 @@ def test_emulator_cleans_up_after_an_error_and_reports_a_failed_writer(tmp_path)
         with PipeEmulator(root, {"train": ChannelFeed((str(tmp_path / "missing"),))}, epochs=1) as emulator:
             with open(emulator.fifo("train", 0), "rb") as fifo:
                 assert fifo.read() == b""
-            time.sleep(0.3)
+            # The reader's EOF comes before the writer's exit (its traceback, its interpreter's end): wait until the
+            # supervisor has heard the exit, not a fixed 0.3 s (which a loaded machine overran: no error, flaky).
+            deadline = time.monotonic() + 60
+            while not emulator.failures and time.monotonic() < deadline:
+                time.sleep(0.05)
     assert not root.exists()
 
 
