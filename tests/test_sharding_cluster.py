@@ -96,7 +96,8 @@ def test_workers_die_with_a_killed_or_interrupted_command(tmp_path, data, stop):
               f"on_start=lambda pids: Path({str(pids_file)!r}).write_text(json.dumps(pids)))")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until(pids_file.exists, "the cluster to start its workers", 120, parent)
+        wait_until(lambda: pids_file.exists() and pids_file.read_text().strip(), "the cluster to start its workers",
+                   120, parent)  # written without a rename: it can exist before it holds the list
         pids = json.loads(pids_file.read_text())
         time.sleep(2)  # let the workers get into TensorFlow: they must die from there, not just at startup
     finally:

@@ -312,7 +312,7 @@ def test_a_pipe_trial_killed_at_its_timeout_leaves_no_writer_and_no_fifo(data, t
         spotted.append(_WriterSpotter(pid))
         return spotted[-1]
 
-    outcome = run_worker(trial, trial_dir, Limits(timeout_sec=15, memory_cap_bytes=4 << 30), sampler_factory=spotter)
+    outcome = run_worker(trial, trial_dir, Limits(timeout_sec=45, memory_cap_bytes=4 << 30), sampler_factory=spotter)
     writers = spotted[0].writers
     assert outcome.record.status.value == "timeout" and len(writers) >= 2
     assert _gone(writers, trial_dir / "scratch"), "the killed trial left a writer or its FIFOs"

@@ -25,6 +25,7 @@ comments (`comment`), never as code: the module runs nothing it was given.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +75,15 @@ def module_name(found: Diagnosis) -> str:
 
 
 def best(found: Diagnosis) -> Rewrite | None:
-    """Give the rewrite the module builds: the combination when several were kept, else the one kept, else None."""
-    if found.combined is not None and found.combined.kept:
-        return found.combined
-    kept = [r for r in found.rewrites if r.kept]
+    """Give the rewrite the module builds (best_of)."""
+    return best_of(found.rewrites, found.combined)
+
+
+def best_of(rewrites: Sequence[Rewrite], combined: Rewrite | None) -> Rewrite | None:
+    """Give the kept rewrite, or kept combination, with the largest gain over the original, else None. The
+    combination is not taken on trust: on `augment` (2026-11-28) a parallel map alone gained 1.84x and with a
+    prefetch after it 1.37x. Each gain was measured against the original (paired), not against each other."""
+    kept = [r for r in (*rewrites, *([combined] if combined is not None else [])) if r.kept]
     return max(kept, key=lambda r: r.gain.mean) if kept else None
 
 

@@ -40,6 +40,7 @@ from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.diagnose.records import (
     Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
+from pipebench.diagnose.export import best_of
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
@@ -202,7 +203,7 @@ class Diagnoser:
         rewrites = self._prove(candidates)
         kept = [(c, rw) for c, rw in zip(candidates, rewrites) if rw.kept]
         combined = self._combined(kept) if len(kept) > 1 else None
-        best = combined if combined is not None else (kept[0][1] if kept else None)
+        best = best_of(rewrites, combined)
         profiler = self._profiler(bottleneck) if r.profile else _not_asked("the profiler")
         train, train_note = self._train(best) if r.train else (None, "not asked for (Request.train)")
         self.log(f"done in {time.time() - started:.0f} s")
