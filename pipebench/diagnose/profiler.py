@@ -115,10 +115,18 @@ def _profile(dataset, logdir: str) -> None:
 def _tool_data(reader, files: list[str], tool: str) -> Any:
     """Give one tool's data, the tool named as the installed converter lists its tools: tensorboard-plugin-profile
     2.19 (the TF 2.14 env's) suffixes XSpace tools with '^' and asserts it; xprof 2.24 takes the bare name."""
-    listed = reader.xspace_to_tool_names(files) if hasattr(reader, "xspace_to_tool_names") else []
-    spelled = f"{tool}^" if f"{tool}^" in listed else tool
-    data, _ = reader.xspace_to_tool_data(files, spelled, {})
-    return data
+    try:
+        listed = reader.xspace_to_tool_names(files) if hasattr(reader, "xspace_to_tool_names") else []
+    except Exception:  # noqa: BLE001 — no list: both spellings are tried
+        listed = []
+    spellings = [f"{tool}^", tool] if f"{tool}^" in listed else [tool, f"{tool}^"]
+    for spelled in spellings:
+        try:
+            data, _ = reader.xspace_to_tool_data(files, spelled, {})
+            return data
+        except AssertionError:  # 2.19 asserts the '^'; a newer converter may refuse it
+            continue
+    return None
 
 
 def _bottleneck_tool(reader, files: list[str]) -> tuple[str, str] | None:
@@ -192,7 +200,11 @@ def profile(dataset, stages: list[Stage], bottleneck: int) -> Profiler:
             iterator, said = tool
             how = f"{package}'s tf_data_bottleneck_analysis"
         else:
-            analyzed = _input_analyzer(reader, files)
+            try:
+                analyzed = _input_analyzer(reader, files)
+            except Exception as err:  # noqa: BLE001 — the profiler's own tool failed: said, not the diagnosis's end
+                return Profiler(False, f"unavailable: {package}'s input_pipeline_analyzer failed "
+                                       f"({type(err).__name__}: {err})"[:200], None, None, None)
             if analyzed is None:
                 return Profiler(False, f"unavailable: {package}'s tools gave no input-pipeline answer", None, None,
                                 None)

@@ -159,8 +159,8 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
         out += [""]
     out += ["## Rewrites", "",
             "Each measured against the original in the same interleaved rounds (gain: rewrite / original, 95% "
-            "interval); kept only when the interval lies above 1, then again in fresh rounds (the gain shown), "
-            "and it yields the same rows as the original "
+            "interval); kept only when the interval lies above 1, then again in fresh rounds (the gain shown; the "
+            "combination, measured alone, once), and it yields the same rows as the original "
             f"over {found.content_scope} ({found.content_rows:,} rows compared).", "",
             "| rewrite | gain | content | kept | why |", "|---|---|---|---|---|"]
     for r in found.rewrites:

@@ -539,7 +539,7 @@ class Diagnoser:
 
     def _prove(self, candidates: list) -> list[Rewrite]:
         """Build, check and measure every automatic candidate against the original; give each one's Rewrite."""
-        arms, checked = [], {}
+        arms, checked, built = [], {}, {}
         original = self.input_arm("original", self._original(), self.batched)
         for index, c in enumerate(candidates):
             if not c.automatic:
@@ -553,7 +553,8 @@ class Diagnoser:
                                       + (f"; {found.semantics}" if found.same_elements and found.semantics else "")))
             if isinstance(found, str) or not found.same_elements:
                 continue
-            arms.append((index, self._rewrite_arm(c)))
+            arm, built[index] = self._rewrite_arm(c)
+            arms.append((index, arm))
         gains, confirmed = {}, {}
         if arms:
             self.log(f"measuring {len(arms)} rewrites, each beside the original, in {self.request.rounds} rounds")
@@ -562,17 +563,19 @@ class Diagnoser:
         ahead = [i for i, g in gains.items() if g.decided and g.low > 1.0]
         if ahead:
             self.log(f"confirming {len(ahead)} faster rewrite(s) in fresh rounds, from fresh iterators")
+            # over the same datasets: a cache filled in the first rounds is the dataset's, and is read again
             again = self.gains(self.input_arm("original", self._original(), self.batched),
-                               [self._rewrite_arm(candidates[i]) for i in ahead])
+                               [self.input_arm(candidates[i].name, built[i], self.batched) for i in ahead])
             confirmed = {i: again[candidates[i].name] for i in ahead}
         return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i)) for i, c in enumerate(candidates)]
 
     def _rewrite_arm(self, c):
-        """Give a fresh arm over candidate `c`'s pipeline, its cache filled where it has one to fill."""
-        arm = self.input_arm(c.name, self._build(self.transforms[c.name], c.options), self.batched)
+        """Give an arm over candidate `c`'s pipeline, its cache filled where it has one to fill, and its dataset."""
+        dataset = self._build(self.transforms[c.name], c.options)
+        arm = self.input_arm(c.name, dataset, self.batched)
         if c.fills_cache or (self._own_cache and self.cache_rows is not None):
             self._fill(arm)
-        return arm
+        return arm, dataset
 
     @property
     def _own_cache(self) -> bool:

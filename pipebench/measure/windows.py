@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,8 +46,9 @@ WARMUP_SLICE_SEC = 0.5
 IDLE_CPU_SHARE = 0.1
 #: How long each idleness reading lasts, and the longest wait for idleness before a synthetic window.
 IDLE_SLICE_SEC, IDLE_MAX_SEC = 0.05, 5.0
-#: The longest a process that exits normally waits for its spent iterators to wind down.
-REAP_WAIT_SEC = 30.0
+#: The longest a process that exits normally waits for its spent iterators to wind down, and a window for
+#: those of earlier windows (one drop waits 0.4-2.5 s with autotuning; they run at once).
+REAP_WAIT_SEC, REAP_SETTLE_SEC = 30.0, 5.0
 #: A loop: (iterator, steps) → (examples, seconds waited for input).
 Loop = Callable[[object, int], tuple[int, float]]
 
@@ -109,6 +109,7 @@ class Arm:
     def timed(self, seconds: float, round_index: int) -> Window:
         """Run whole calls for at least `seconds`; give the window they made (with the CPU it used, when
         the arm has a CPU clock: read just outside the timed span, so reading it costs the window nothing)."""
+        _REAPER.settle(REAP_SETTLE_SEC)  # earlier windows' spent iterators wind down before this one starts
         examples, waited = 0, 0.0
         cpu_start = self.cpu_clock() if self.cpu_clock else None
         start = self.clock()
@@ -140,33 +141,36 @@ class Arm:
 
 
 class _Reaper:
-    """Drops spent iterators on a thread of its own, one at a time, so their wind-down waits outside the windows
-    (TensorFlow runs the drop as an op and lets go of the GIL while it waits). A process that exits normally waits
-    for the drops first (atexit), never dropping one while the interpreter finalises; workers end by os._exit."""
+    """Drops spent iterators off the measuring thread, each on a short-lived thread of its own (TensorFlow runs the
+    drop as an op and lets go of the GIL while it waits, so the waits overlap, and a short epoch's renewals cannot
+    pile up behind one thread). Before each window the drops of earlier windows finish (`settle`), so no window
+    pays for another's wind-down. A process that exits normally waits for the drops first (atexit), not dropping
+    one while the interpreter finalises; workers end by os._exit."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[list[object] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self._pending = 0
+        self._done = threading.Condition()
+        self._registered = False
 
     def take(self, box: list[object]) -> None:
-        """Drop what `box` holds on the reaper's thread (the box is its only holder: the caller keeps no name)."""
-        with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="pipebench-reaper", daemon=True)
-                self._thread.start()
-                atexit.register(self._finish)
-        self._queue.put(box)
+        """Drop what `box` holds (the box is its only holder: the caller keeps no name for it)."""
+        with self._done:
+            self._pending += 1
+            if not self._registered:
+                atexit.register(self.settle, REAP_WAIT_SEC)
+                self._registered = True
+        threading.Thread(target=self._drop, args=(box,), name="pipebench-reaper", daemon=True).start()
 
-    def _run(self) -> None:
-        while (box := self._queue.get()) is not None:
-            box.clear()  # the last reference: the iterator winds down here
-            del box
+    def _drop(self, box: list[object]) -> None:
+        box.clear()  # the last reference: the iterator winds down here
+        with self._done:
+            self._pending -= 1
+            self._done.notify_all()
 
-    def _finish(self) -> None:
-        self._queue.put(None)
-        if self._thread is not None:
-            self._thread.join(REAP_WAIT_SEC)
+    def settle(self, max_sec: float) -> None:
+        """Wait until every drop handed over so far has finished, at most `max_sec`."""
+        with self._done:
+            self._done.wait_for(lambda: self._pending == 0, timeout=max_sec)
 
 
 _REAPER = _Reaper()
