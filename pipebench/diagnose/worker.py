@@ -643,13 +643,10 @@ class Diagnoser:
         found = self._content(transforms, options)
         gain = None
         if not isinstance(found, str) and found.same_elements:
-            dataset = self._build(transforms, options)
-            arm = self.input_arm("combined", dataset, self.batched)
-            if combined.fills_cache or (self._own_cache and self.cache_rows is not None):
-                self._fill(arm)
+            arm, _ = self._rewrite_arm(combined)
             original = self.input_arm("original", self._original(), self.batched)
             self.log("measuring the combination beside the original")
-            gain = self.gains(original, [arm])["combined"]
+            gain = self.gains(original, [arm])[arm.name]
         return self._verdict(combined, gain, found)
 
     # --- beside it: the profiler, training, the parameters ------------------------------------------------------
