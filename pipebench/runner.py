@@ -11,6 +11,7 @@ given by URL have answered, so their failures leave no folder behind.
 from __future__ import annotations
 
 import contextlib
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,7 +116,9 @@ def run(experiment: Experiment, run_dir: Path | None = None, instance_type: str 
     log("\n".join(verdicts(result.rows)))
     log(action(result.rows, baseline_of(experiment.resolved), run_folder.path))
     log(f"results: {run_folder.path} (summary: {run_folder.path / SUMMARY_FILE})"
-        + (f"; stopped early: {result.stopped}" if result.stopped else ""))
+        + (f"; stopped early: {result.stopped}" if result.stopped else "")
+        + (f"; `pipebench run --resume {shlex.quote(str(run_folder.path))}` measures the trials it did not reach"
+           if result.unfinished else ""))
     if result.succeeded:  # with nothing measured there is nothing to report on or export
         from pipebench.report.next_steps import next_steps
 

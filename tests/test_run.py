@@ -118,6 +118,41 @@ def test_a_run_stopped_past_its_failure_budget_exits_3_after_writing_rows_and_su
     assert "4 of 4 trials failed" in (run_dir / "summary.md").read_text()
 
 
+def test_a_run_cut_by_its_time_budget_ends_with_the_action_and_says_how_to_finish(tmp_path, cli, fake_trials,
+                                                                                  monkeypatch):
+    """Issue 35: a quick run that hit its time budget ended without the action sentence, and without a word on how
+    to measure what it did not reach. Each trial takes 45 s of a fake clock; the budget is one minute."""
+    import functools
+
+    import pipebench.runner
+    import pipebench.search.loop
+
+    now = [0.0]
+    measure = fake_measure(lambda spec: float(spec.batch_size))
+
+    def slow_measure(*args, **kwargs):
+        now[0] += 45.0
+        return measure(*args, **kwargs)
+
+    fake_trials(measure)
+    monkeypatch.setattr(pipebench.runner, "run_trials", functools.partial(
+        pipebench.search.loop.run_trials, measure=slow_measure, clock=lambda: now[0]))
+    experiment = _experiment(tmp_path, modes=["input"], pipelines={"presets": ["aws-sample"]},
+                             grid={"batch_size": [256, 512, 1024, 2048, 4096]}, budget={"max_minutes": 1})
+    code, out, err = cli("run", experiment)
+    run_dir = _run_dir(tmp_path)
+    assert code == 0, err
+    assert len(results.load(run_dir).trials) == 2
+    assert "Fastest reading on this data: aws-sample on TFRecord" in out, out
+    assert (f"stopped early: time budget of 1 min used up; `pipebench run --resume {run_dir}` measures the trials "
+            "it did not reach") in out, out
+    code, out, err = cli("run", "--resume", str(run_dir))
+    assert code == 0 and len(results.load(run_dir).trials) == 4 and "--resume" in out, err
+    code, out, err = cli("run", "--resume", str(run_dir))
+    assert code == 0 and len(results.load(run_dir).trials) == 5, err
+    assert "stopped early" not in out and "--resume" not in out, out
+
+
 def test_a_run_in_which_no_trial_succeeded_exits_3_whatever_its_size(tmp_path, cli, fake_trials):
     """Regression (issue 28): a run whose every trial failed exited 0 when it had fewer than 4 trials (the failure
     budget's minimum) and ended advising to export "the fastest configuration"."""

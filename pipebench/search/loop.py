@@ -77,6 +77,7 @@ class LoopResult:
     rows: list[TrialRow]
     stopped: str | None = None
     failure_budget_spent: bool = False
+    unfinished: bool = False  # stopped by the time budget with trials left: `run --resume` measures them
 
     @property
     def succeeded(self) -> bool:
@@ -219,7 +220,8 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
                 result.failure_budget_spent = True
                 break
             if deadline is not None and clock() > deadline:
-                result.stopped = f"time budget of {budget['max_minutes']} min used up"
+                result.stopped = f"time budget of {budget['max_minutes']:g} min used up"
+                result.unfinished = len(rows) < (planner.total() or len(rows) + 1)  # unknown: say how to go on
                 break
             if budget["max_trials"] is not None and len(rows) >= budget["max_trials"]:
                 result.stopped = f"budget.max_trials ({budget['max_trials']}) reached"
