@@ -14,8 +14,8 @@ starts here, after the environment is set, and never in the CLI. In order:
    end), twice: what a rewrite must yield again;
 4. propose rewrites (rewrites; vectorize); build each, compare it with the original over the sample, and
    measure each against the original, a window of each side by side in every round (ABBA); keep a rewrite when
-   the 95% interval of its paired gain lies above 1, then again in fresh rounds from fresh iterators (the gain
-   it reports), and it yields the same rows (or its change of semantics is the one it names);
+   the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from fresh
+   iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the same rows (or its change of semantics is the one it names);
 5. measure the kept rewrites together against the original the same way;
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
@@ -114,10 +114,11 @@ class Diagnoser:
         return Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: _rows(tf, element, batched), per_step),
                    releasable=per_step > 1, cpu_clock=process_tree_cpu_sec, start=False)
 
-    def gains(self, original, arms: list) -> dict[str, Interval]:
+    def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
-        the verdict reads, since this is a second look) stops there; its 95% interval is from those rounds."""
+        the verdict reads, since this is a second look) stops there; its 95% interval is from those rounds.
+        `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept)."""
         from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
 
         calibrate([original, *arms])
@@ -127,7 +128,7 @@ class Diagnoser:
         first = min(EARLY_ROUNDS, r.rounds)
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         open_arms = [arm for arm in arms if not _decided(pairs[arm.name], EARLY_CONFIDENCE)]
-        if open_arms and r.rounds > first:
+        if open_arms and r.rounds > first and extend:
             if len(open_arms) < len(arms):
                 self.log(f"decided after {first} rounds: " + ", ".join(a.name for a in arms if a not in open_arms))
             more = paired_rounds(original, open_arms, r.rounds - first, r.window_sec, r.settle_sec, settle,
@@ -562,10 +563,12 @@ class Diagnoser:
             gains = {index: found[arm.name] for index, arm in arms}
         ahead = [i for i, g in gains.items() if g.decided and g.low > 1.0]
         if ahead:
-            self.log(f"confirming {len(ahead)} faster rewrite(s) in fresh rounds, from fresh iterators")
+            self.log(f"confirming {len(ahead)} faster rewrite(s) in {min(EARLY_ROUNDS, self.request.rounds)} fresh "
+                     "rounds, from fresh iterators")
             # over the same datasets: a cache filled in the first rounds is the dataset's, and is read again
             again = self.gains(self.input_arm("original", self._original(), self.batched),
-                               [self.input_arm(candidates[i].name, built[i], self.batched) for i in ahead])
+                               [self.input_arm(candidates[i].name, built[i], self.batched) for i in ahead],
+                               extend=False)
             confirmed = {i: again[candidates[i].name] for i in ahead}
         return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i)) for i, c in enumerate(candidates)]
 
