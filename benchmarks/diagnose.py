@@ -7,8 +7,8 @@ check in a fresh process, one at a time:
 
 - time: the diagnosis took at most 2 minutes;
 - rows: the rate it reports for the whole pipeline is within 1.5× of the rows/s a plain `for element in
-  dataset` loop over the user's own function reads (warmed up, then timed, restarting at each epoch's end, rows
-  counted by the label's leading dimension);
+  dataset` loop over the user's own function reads (warmed up, then the median of 4 timed windows, restarting at
+  each epoch's end, rows counted by the label's leading dimension; the windows are printed);
 - every kept rewrite: exported alone (the module pipebench writes), it yields the rows the user's function
   yields over the whole data (one epoch, or the first 200,000 rows), and it is faster measured again, beside
   the user's function, in paired interleaved rounds (its interval above 1: "reproduces");
@@ -30,6 +30,7 @@ import argparse
 import dataclasses
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,7 +50,9 @@ from pipebench.pipeline.function import parse_function_ref  # noqa: E402
 GOAL_SEC = 120.0
 RATE_TOLERANCE = 1.5
 BEST_ORDERING_FLOOR = 0.8
-PLAIN_WARMUP_SEC, PLAIN_SEC = 3.0, 8.0
+#: The plain loop: warmed up, then PLAIN_WINDOWS windows in PLAIN_SEC; its rate is their median (one stretch of
+#: 8 s read 57k rows/s for a pipeline read at 187k in another run: one draw decides nothing).
+PLAIN_WARMUP_SEC, PLAIN_SEC, PLAIN_WINDOWS = 3.0, 8.0, 4
 CONTENT_ROWS = 200_000
 ALL = (*PIPELINES, "tf1_tensors", *REAL)
 
@@ -121,10 +124,13 @@ def child_plain(path: str, kwargs: dict) -> dict:
     start = time.perf_counter()
     while time.perf_counter() - start < PLAIN_WARMUP_SEC:
         step()
-    rows, start = 0, time.perf_counter()
-    while time.perf_counter() - start < PLAIN_SEC:
-        rows += step()
-    return {"rows_per_sec": rows / (time.perf_counter() - start)}
+    rates = []
+    for _ in range(PLAIN_WINDOWS):
+        rows, start = 0, time.perf_counter()
+        while time.perf_counter() - start < PLAIN_SEC / PLAIN_WINDOWS:
+            rows += step()
+        rates.append(rows / (time.perf_counter() - start))
+    return {"rows_per_sec": statistics.median(rates), "windows": rates}
 
 
 def child_content(original: str, rewritten: str, kwargs: dict) -> dict:
@@ -213,12 +219,14 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
                         rounds, log=log)
     took = time.monotonic() - started
     reported = found.costs[-1].prefix_rows_per_sec
-    plain = _child("plain", str(path_of(name)), json.dumps(kwargs))["rows_per_sec"]
+    loop = _child("plain", str(path_of(name)), json.dumps(kwargs))
+    plain = loop["rows_per_sec"]
     row = {"name": name, "layout": layout, "seconds": took, "reported": reported.mean, "plain": plain,
            "rate_ratio": reported.mean / plain, "profiler": found.profiler.agrees, "kept": [], "best": None,
            "tf1": found.tf1, "stages": len(found.stages)}
     print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s; reported {reported.text(',.0f')} rows/s, plain loop "
-          f"{plain:,.0f} rows/s ({row['rate_ratio']:.2f}×); profiler {found.profiler.answer[:160]} "
+          f"{plain:,.0f} rows/s (median of {', '.join(f'{r:,.0f}' for r in loop['windows'])}) "
+          f"({row['rate_ratio']:.2f}×); profiler {found.profiler.answer[:160]} "
           f"(agrees: {found.profiler.agrees})")
     for rewrite in [*found.rewrites, *([found.combined] if found.combined else [])]:
         if not rewrite.kept:
