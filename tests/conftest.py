@@ -78,7 +78,7 @@ import sys  # noqa: E402
 sys.meta_path.insert(0, _TensorFlowGate())
 
 
-#: Seconds each test file took, one pytest at a time (2026-11-27, this 2-vCPU machine; files under 5 s left out):
+#: Seconds each test file took, one pytest at a time (2026-11-28, b451f2e, this 2-vCPU machine; files under 5 s left out):
 #: only the order work is handed out in, heaviest first, so a parallel run does not end waiting on one file.
 _FILE_SECONDS: dict[str, float] = json.loads((Path(__file__).parent / "file_seconds.json").read_text())
 

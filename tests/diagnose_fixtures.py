@@ -2,8 +2,10 @@
 shared; the corpus written here (tests/diagnose_corpus) and the one taken from public repositories (its real/)."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 CORPUS = Path(__file__).parent / "diagnose_corpus"
@@ -14,6 +16,10 @@ PIPELINES = ("lambdaji_libsvm", "parse_single", "many_files", "py_function", "au
 #: The input_fns taken from public repositories (tests/diagnose_corpus/real/README.md).
 REAL = tuple(sorted(p.stem for p in REAL_CORPUS.glob("real_*.py")))
 ROWS = 3000
+#: A measuring call's length in the tests' diagnoses (pipebench.measure.windows.CALL_SEC is 0.1 s): they check
+#: what diagnose builds, reads and writes, never its figures, and a diagnosis is mostly calls (calibrating,
+#: settling, timing: 22 of 41 s for real_submarine_libsvm).
+TEST_CALL_SEC = 0.02
 
 
 def make_data(folder: Path) -> dict[str, list[str]]:
@@ -57,3 +63,13 @@ def import_file(path: Path, name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@contextlib.contextmanager
+def short_calls() -> Iterator[None]:
+    """Measure with TEST_CALL_SEC calls while the block runs (the diagnoses run in the test process)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("pipebench.measure.windows.CALL_SEC", TEST_CALL_SEC)
+        yield

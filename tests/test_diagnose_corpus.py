@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data
+from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data, short_calls
 from lazy import lazy
 
 from pipebench.diagnose.records import Diagnosis, Request
@@ -128,8 +128,9 @@ def _diagnose(name: str, data, scratch: Path, train: bool = False) -> tuple[Diag
 
 @pytest.fixture(scope="module")
 def diagnoses(data, tmp_path_factory) -> dict[str, Diagnosis]:
-    return {name: _diagnose(name, data, tmp_path_factory.mktemp(name), train=name == "well_built")[0]
-            for name in PIPELINES}
+    with short_calls():
+        return {name: _diagnose(name, data, tmp_path_factory.mktemp(name), train=name == "well_built")[0]
+                for name in PIPELINES}
 
 
 #: How many examples a test reads of a pipeline that repeats forever (the `cached` one): three whole epochs of its

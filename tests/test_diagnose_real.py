@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose_fixtures import REAL, import_file, kwargs_of, make_data, path_of
+from diagnose_fixtures import REAL, import_file, kwargs_of, make_data, path_of, short_calls
 from lazy import lazy
 
 from pipebench.diagnose.records import Diagnosis, Request
@@ -44,7 +44,8 @@ def _diagnose(name: str, data, scratch: Path) -> Diagnosis:
 
 @pytest.fixture(scope="module")
 def diagnoses(data, tmp_path_factory) -> dict[str, Diagnosis]:
-    return {name: _diagnose(name, data, tmp_path_factory.mktemp(name)) for name in REAL}
+    with short_calls():
+        return {name: _diagnose(name, data, tmp_path_factory.mktemp(name)) for name in REAL}
 
 
 def _epoch(dataset, batched: bool = True):
