@@ -4,10 +4,11 @@
 # the model's TF APIs, PipeModeDataset, the private tf.data walk, the exported input_fn and the SageMaker entry
 # point; a test that touches no TensorFlow, or only through them, gives the same answer in both); build the docs.
 #
-# Fitting CI in 20 minutes on a 2-vCPU machine (docs/development/testing.md, "How CI is meant to fit in 20
-# minutes"; it takes 27 now): the system packages and the two environments install at once; the latest
-# environment's tests run on two pytest-xdist workers (PIPEBENCH_TEST_WORKERS=0: one process), with the TF 2.14 tests and the docs build beside them, their
-# output kept and printed after. The suite is CPU-bound, so what counts is keeping both vCPUs busy to the end.
+# Fitting CI in 20 minutes on a 2-vCPU machine (docs/development/testing.md, "How CI is meant to fit in 20 minutes";
+# it takes 27 now): the system packages and the two environments install at once; the latest environment's tests run
+# on two pytest-xdist workers (PIPEBENCH_TEST_WORKERS=0: one process), with the TF 2.14 tests and the docs build
+# beside them, their output kept and printed after. The suite is CPU-bound, so what counts is keeping both vCPUs busy
+# to the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
