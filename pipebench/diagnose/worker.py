@@ -15,7 +15,8 @@ starts here, after the environment is set, and never in the CLI. In order:
 4. propose rewrites (rewrites; vectorize); build each, compare it with the original over the sample, and
    measure each against the original, a window of each side by side in every round (ABBA); keep a rewrite when
    the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from fresh
-   iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the same rows (or its change of semantics is the one it names);
+   iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the same
+   rows (or its change of semantics is the one it names);
 5. measure the kept rewrites together against the original the same way;
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
