@@ -44,3 +44,32 @@ def test_interleaved_rounds_measure_every_arm_once_a_round():
     found = interleaved_rounds(arms, rounds=3, window_sec=0.001, settle_sec=0.0, settle_examples={}, seed=1)
     assert {name: [w.round for w in windows] for name, windows in found.items()} == \
         {"p0": [0, 1, 2], "p1": [0, 1, 2], "p2": [0, 1, 2]}
+
+
+def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
+    """A kept iterator's autotuned prefetch buffers double what they may bank each window (Arm.restart): every
+    RESTART_WINDOWS windows the arm starts a fresh one, setting the old aside for the caller to keep, and the window
+    after a restart settles as a first one does (its buffers filled first)."""
+    from pipebench.diagnose import rounds
+
+    made: list[object] = []
+
+    def arm(name):
+        return Arm(name, lambda: made.append(object()) or made[-1], lambda iterator, steps: (steps, 0.0),
+                   releasable=False, start=False)
+    base, other = arm("original"), arm("a")
+    settled: list[tuple[str, int]] = []
+    real_settle = rounds.settle
+    rounds.settle = lambda arm, seconds, examples: (settled.append((arm.name, examples)),
+                                                    real_settle(arm, seconds, examples))[1]
+    try:
+        calibrate([base, other])
+        paired_rounds(base, [other], rounds=rounds.RESTART_WINDOWS * 2, window_sec=0.001, settle_sec=0.0,
+                      settle_examples={"original": 7, "a": 7}, seed=3)
+    finally:
+        rounds.settle = real_settle
+    kept = base.close() + other.close()
+    assert len(made) == 2 * 2, "each arm's first iterator, and a fresh one after RESTART_WINDOWS windows"
+    assert sorted(map(id, kept)) == sorted(map(id, made)), "every iterator is given up by close, none dropped"
+    firsts = [i for i, (name, examples) in enumerate(settled) if name == "original" and examples]
+    assert [i // 2 for i in firsts] == [0, 4], "the base settles as a first window after each restart"

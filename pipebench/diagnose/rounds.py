@@ -9,8 +9,9 @@ parsing per example read half of what a plain loop over it reads. Between window
 buffers and then blocks, so before each window the worker waits until the process is idle (every other pipeline
 blocked), then lets the arm settle untimed — the first time long enough to fill its shuffle buffers, every time
 until it has drained what its buffers banked meanwhile (`settle`) — before the timed window. A window's CPU
-seconds are then the arm's own. An arm that is released (a trial's) starts afresh
-instead. No TensorFlow import here: the arms are handed in.
+seconds are then the arm's own. A kept iterator starts afresh every RESTART_WINDOWS windows, since each window
+doubles what its autotuned prefetch buffers may bank (pipebench.measure.windows.Arm.restart). An arm that is
+released (a trial's) starts afresh every window. No TensorFlow import here: the arms are handed in.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from pipebench.measure.windows import Arm, wait_until_idle
 #: Settling goes on while an arm's rate falls by more than this from one call to the next (it is still draining what
 #: its buffers banked while other arms ran), at most SETTLE_MAX_SEC past the minimum.
 DRAIN_RATIO, SETTLE_MAX_SEC = 1.25, 2.0
+#: A kept iterator's windows before it starts afresh: its prefetch buffers bank at most 2**4 elements each.
+RESTART_WINDOWS = 4
 
 
 def settle(arm: Arm, seconds: float, examples: int) -> None:
@@ -58,12 +61,13 @@ def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, sett
                        log: Callable[[str], None] = lambda text: None) -> dict[str, list[Window]]:
     """Give each arm's windows, one per round (module docstring); arms must be calibrated (`calibrate`)."""
     found: dict[str, list[Window]] = {arm.name: [] for arm in arms}
+    fresh = {arm.name for arm in arms}  # whose next window starts from a fresh iterator, or a first time
     for round_index in range(rounds):
         for arm in round_order(arms, round_index, seed):
             wait_until_idle()
-            settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.releasable or not found[arm.name] else 0)
+            settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0)
             window = arm.timed(window_sec, round_index)
-            arm.release()
+            _after_window(arm, fresh)
             found[arm.name].append(window)
         log(f"round {round_index + 1}/{rounds}: " + ", ".join(
             f"{name} {windows[-1].examples / windows[-1].seconds:,.0f}" for name, windows in found.items())
@@ -83,21 +87,31 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
     that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
     """
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
+    fresh = {arm.name for arm in [base, *others]}  # whose next window starts from a fresh iterator, or a first time
     for round_index in range(first_round, first_round + rounds):
         for position, other in enumerate(round_order(others, round_index, seed)):
             pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
             timed = {}
             for arm in pair:
                 wait_until_idle()
-                first = round_index == first_round and (arm is not base or position == 0)
-                settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.releasable or first else 0)
+                settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0)
                 timed[arm.name] = arm.timed(window_sec, round_index)
-                arm.release()
+                _after_window(arm, fresh)
             found[other.name].append((timed[base.name], timed[other.name]))
         log(f"round {round_index + 1}/{first_round + rounds}: " + ", ".join(
             f"{name} {pairs[-1][1].examples / pairs[-1][1].seconds / (pairs[-1][0].examples / pairs[-1][0].seconds):.2f}×"
             for name, pairs in found.items()) + f" of {base.name}")
     return found
+
+
+def _after_window(arm: Arm, fresh: set[str]) -> None:
+    """Release `arm` (a trial's), or restart its kept iterator every RESTART_WINDOWS windows; note in `fresh`
+    whether its next window starts afresh (its settle then fills its buffers first)."""
+    if arm.release() or arm.windows_since_start >= RESTART_WINDOWS:
+        arm.restart()
+        fresh.add(arm.name)
+    else:
+        fresh.discard(arm.name)
 
 
 def gain(pairs: Sequence[tuple[Window, Window]], confidence: float | None = None) -> Interval:

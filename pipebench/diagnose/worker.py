@@ -136,7 +136,7 @@ class Diagnoser:
                                  self.seed, self.log, first_round=first)
             for name, found in more.items():
                 pairs[name] += found
-        self.parked += [arm.close() for arm in [original, *arms]]
+        self.parked += [it for arm in [original, *arms] for it in arm.close()]
         return {name: gain(found) for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
@@ -359,7 +359,7 @@ class Diagnoser:
                   for arm, p in zip(arms, measured)}
         calibrate(arms)
         windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        self.parked += [arm.close() for arm in arms]
+        self.parked += [it for arm in arms for it in arm.close()]
         values = [[RoundValue(w.examples, w.seconds, w.cpu_sec) for w in windows[arm.name]] for arm in arms]
         found = stage_costs([(_Measured(stages[p.stage].label, p.sequential, p.why_sequential), v)
                              for p, v in zip(measured, values)])

@@ -65,23 +65,45 @@ class Arm:
         self.times_waiting = name != "input"  # an input arm has no step to wait
         self.releasable = releasable  # False: a fresh iterator would lose state (a partly filled cache)
         self._iterator: object | None = make_iterator() if start else None  # start=False: at its first call
+        self._set_aside: list[object] = []  # iterators `restart` set aside, given up by `close`
         self.steps = 1
         self.epochs_renewed = 0
+        self.windows_since_start = 0  # timed windows since its iterator started (`restart` says why it counts)
 
-    def close(self) -> object | None:
-        """End the arm's measurements, releasable or not; give up its iterator (a later call starts afresh).
+    def close(self) -> list[object]:
+        """End the arm's measurements, releasable or not; give up its iterator and those `restart` set aside (a
+        later call starts afresh).
 
         The caller keeps what it is given until the process ends, not dropping it: a pipeline no one calls fills
         its buffers and then blocks (it runs behind nothing measured next), while dropping a TensorFlow iterator
         waits for its threads to wind down (seconds per arm, tens of seconds a diagnosis)."""
-        iterator, self._iterator = self._iterator, None
-        return iterator
+        found = [i for i in [self._iterator, *self._set_aside] if i is not None]
+        self._iterator, self._set_aside = None, []
+        return found
+
+    def restart(self) -> None:
+        """Set the iterator aside, not dropping it (`close` gives it up), so the next call starts afresh.
+
+        A kept iterator banks: tf.data's legacy prefetch autotuner (prefetch(AUTOTUNE), TensorFlow's
+        prefetch_autotuner.cc) doubles a buffer's limit each time the buffer, once full, is drained, and a kept
+        iterator does that once per window (it fills while other arms run, the window drains it). Eleven windows
+        on, a cached pipeline's buffers held half a million rows: its windows read them at 2-3M rows/s, ten
+        times its rate, and the rounds slowed from 7 to 30 s while the buffers refilled. A fresh iterator starts
+        from a limit of one."""
+        if self._iterator is not None:
+            self._set_aside.append(self._iterator)
+        self._iterator, self.windows_since_start = None, 0
+
+    @property
+    def fresh(self) -> bool:
+        """Whether the next call starts a fresh iterator."""
+        return self._iterator is None
 
     def release(self) -> bool:
         """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give
         whether it was released."""
         if self.releasable:
-            self._iterator = None
+            self._iterator, self.windows_since_start = None, 0
         return self.releasable
 
     def call(self) -> tuple[int, float]:
@@ -103,7 +125,7 @@ class Arm:
         TFRecord pipeline whose epoch lasts less than a window paid it in nearly every window, at 0.1x its rate).
         The spent iterator is at the end of its data: its buffers are empty and its threads have nothing to do."""
         spent = [self._iterator]
-        self._iterator = self._make_iterator()
+        self._iterator, self.windows_since_start = self._make_iterator(), 0
         _REAPER.take(spent)
 
     def timed(self, seconds: float, round_index: int) -> Window:
@@ -119,6 +141,7 @@ class Arm:
             elapsed = self.clock() - start
             if elapsed >= seconds:
                 cpu_sec = None if cpu_start is None else self.cpu_clock() - cpu_start
+                self.windows_since_start += 1
                 return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None,
                               cpu_sec=cpu_sec)
 
