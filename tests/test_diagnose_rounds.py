@@ -60,8 +60,8 @@ def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
     base, other = arm("original"), arm("a")
     settled: list[tuple[str, int]] = []
     real_settle = rounds.settle
-    rounds.settle = lambda arm, seconds, examples: (settled.append((arm.name, examples)),
-                                                    real_settle(arm, seconds, examples))[1]
+    rounds.settle = lambda arm, seconds, examples, steady: (settled.append((arm.name, examples)),
+                                                            real_settle(arm, seconds, examples, steady))[1]
     try:
         calibrate([base, other])
         paired_rounds(base, [other], rounds=rounds.RESTART_WINDOWS * 2, window_sec=0.001, settle_sec=0.0,
@@ -73,3 +73,28 @@ def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
     assert sorted(map(id, kept)) == sorted(map(id, made)), "every iterator is given up by close, none dropped"
     firsts = [i for i, (name, examples) in enumerate(settled) if name == "original" and examples]
     assert [i // 2 for i in firsts] == [0, 4], "the base settles as a first window after each restart"
+
+
+def _banked_arm(banked_calls: int):
+    """An arm on a fake clock whose first `banked_calls` calls read banked rows (0.01 s a call), then 0.1 s a call."""
+    now = [0.0]
+    left = [banked_calls]
+
+    def loop(iterator, steps):
+        now[0] += 0.01 if left[0] > 0 else 0.1
+        left[0] -= 1
+        return steps, 0.0
+    return Arm("a", lambda: object(), loop, clock=lambda: now[0]), left
+
+
+def test_settle_reads_past_banked_rows_that_come_at_a_steady_rate():
+    """Rows a user's big prefetch banked come from memory at a steady rate, so the rule that waits for the rate to
+    stop falling stopped inside them; with the arm's earlier windows' rate, settle reads on until the bank is gone."""
+    from pipebench.diagnose.rounds import settle
+
+    arm, left = _banked_arm(40)
+    settle(arm, 0.05, 0)
+    assert left[0] > 0, "the falling-rate rule alone stops inside the bank (this test's premise)"
+    arm, left = _banked_arm(40)
+    settle(arm, 0.05, 0, steady=10.0)  # its windows read 1 row per 0.1 s
+    assert left[0] < 0, "with the arm's steady rate, settle drains the bank and reads on"

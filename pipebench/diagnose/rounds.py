@@ -28,19 +28,25 @@ from pipebench.measure.windows import Arm, wait_until_idle
 DRAIN_RATIO, SETTLE_MAX_SEC = 1.25, 2.0
 #: A kept iterator's windows before it starts afresh: its prefetch buffers bank at most 2**4 elements each.
 RESTART_WINDOWS = 4
+#: Nor has an arm drained while a call reads more than this times the median of its earlier windows: banked rows
+#: read from memory come at a steady rate too (a user's prefetch(256) of 256-row batches banks 65,536 rows).
+BANK_RATIO = 2.0
 
 
-def settle(arm: Arm, seconds: float, examples: int) -> None:
+def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None) -> None:
     """Run `arm` untimed for at least `seconds` and at least `examples` examples (its buffers filled), and until it
     no longer drains: a kept iterator banks rows in its buffers while other arms are timed, and a window that
-    started on them would read them at many times the pipeline's rate (a 16× "gain" seen so)."""
+    started on them would read them at many times the pipeline's rate (a 16× "gain" seen so). Draining: its rate
+    still falls from one call to the next, or it is over BANK_RATIO times `steady` (the median rate of its earlier
+    windows: real_longmao_csv_criteo's whole pipeline, ~16k rows/s, read 131k in one window, its prefetch(256)
+    banked)."""
     seen, start, last = 0, arm.clock(), None
     while True:
         began = arm.clock()
         seen += (got := arm.call()[0])
         now = arm.clock()
         rate = got / max(now - began, 1e-9)
-        drained = last is not None and rate * DRAIN_RATIO >= last
+        drained = last is not None and rate * DRAIN_RATIO >= last and (steady is None or rate <= BANK_RATIO * steady)
         if now - start >= seconds and seen >= examples and (drained or now - start >= seconds + SETTLE_MAX_SEC):
             return
         last = rate
@@ -65,7 +71,8 @@ def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, sett
     for round_index in range(rounds):
         for arm in round_order(arms, round_index, seed):
             wait_until_idle()
-            settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0)
+            settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0,
+                   _median_rate(found[arm.name]))
             window = arm.timed(window_sec, round_index)
             _after_window(arm, fresh)
             found[arm.name].append(window)
@@ -88,20 +95,29 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
     """
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
     fresh = {arm.name for arm in [base, *others]}  # whose next window starts from a fresh iterator, or a first time
+    windows: dict[str, list[Window]] = {arm.name: [] for arm in [base, *others]}
     for round_index in range(first_round, first_round + rounds):
         for position, other in enumerate(round_order(others, round_index, seed)):
             pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
             timed = {}
             for arm in pair:
                 wait_until_idle()
-                settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0)
+                settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0,
+                       _median_rate(windows[arm.name]))
                 timed[arm.name] = arm.timed(window_sec, round_index)
+                windows[arm.name].append(timed[arm.name])
                 _after_window(arm, fresh)
             found[other.name].append((timed[base.name], timed[other.name]))
         log(f"round {round_index + 1}/{first_round + rounds}: " + ", ".join(
             f"{name} {pairs[-1][1].examples / pairs[-1][1].seconds / (pairs[-1][0].examples / pairs[-1][0].seconds):.2f}×"
             for name, pairs in found.items()) + f" of {base.name}")
     return found
+
+
+def _median_rate(windows: Sequence[Window]) -> float | None:
+    """Give the median rows/s of `windows`, None without one."""
+    rates = sorted(w.examples / w.seconds for w in windows if w.seconds > 0)
+    return rates[len(rates) // 2] if rates else None
 
 
 def _after_window(arm: Arm, fresh: set[str]) -> None:
