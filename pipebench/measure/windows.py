@@ -94,11 +94,6 @@ class Arm:
             self._set_aside.append(self._iterator)
         self._iterator, self.windows_since_start = None, 0
 
-    @property
-    def fresh(self) -> bool:
-        """Whether the next call starts a fresh iterator."""
-        return self._iterator is None
-
     def release(self) -> bool:
         """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give
         whether it was released."""
