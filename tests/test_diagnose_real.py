@@ -163,6 +163,16 @@ def test_tf1_input_fns_are_captured_behind_their_iterator_before_anything_runs(d
     assert not marker.exists(), "refused without running the pipeline"
 
 
+def test_every_real_reader_replays_and_a_decoder_of_string_columns_takes_a_batch(diagnoses):
+    """list_files is one stage a replay starts from as it is (real_longmao_csv_criteo and real_algoperf_criteo1tb
+    were not replayed, so nothing was rewritten and their large prefetch was refilled before every window), and a
+    decode_csv into a dict of string columns gives the same values on a batch (a batch's strings are objects,
+    single ones stacked are bytes: they were compared as other values)."""
+    assert {name: diagnoses[name].replay_note for name in REAL} == dict.fromkeys(REAL)
+    csv = [r for r in diagnoses["real_longmao_csv_criteo"].rewrites if r.kind == "vectorize"]
+    assert len(csv) == 1 and csv[0].automatic and csv[0].same_elements, csv
+
+
 @pytest.mark.parametrize("name", REAL)
 def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(name, data, diagnoses, tmp_path):
     from pipebench.diagnose.export import module_name, rewritten_module

@@ -94,8 +94,13 @@ def _same(batch: Any, stacked: Any) -> bool:
         tf.nest.assert_same_structure(batch, stacked)
     except (ValueError, TypeError):
         return False
-    return all(a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    return all(_dtype(a) == _dtype(b) and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
                for a, b in zip(tf.nest.flatten(batch), tf.nest.flatten(stacked)))
+
+
+def _dtype(value: np.ndarray) -> Any:
+    """Give a leaf's dtype, strings as one: a batch's strings come as objects, stacked single ones as bytes (|S8)."""
+    return "string" if value.dtype.kind in "OSU" else value.dtype
 
 
 def _libsvm_spec(lines: list[bytes], outputs: list[Any]) -> dict | None:
