@@ -98,3 +98,19 @@ def test_settle_reads_past_banked_rows_that_come_at_a_steady_rate():
     arm, left = _banked_arm(40)
     settle(arm, 0.05, 0, steady=10.0)  # its windows read 1 row per 0.1 s
     assert left[0] < 0, "with the arm's steady rate, settle drains the bank and reads on"
+
+
+def test_only_an_undecided_comparison_that_shows_a_gain_is_measured_further():
+    """After the first rounds: a decided comparison stops, and so does one whose mean shows no gain (real_longmao's
+    prefetch 0.71x and parallel interleave 0.79x took two more rounds each of two windows)."""
+    from pipebench.diagnose.rounds import still_open
+    from pipebench.measure.trial import Window
+
+    def pairs(*ratios):
+        return [(Window("original", i, 1000, 1.0, None), Window("a", i, int(1000 * r), 1.0, None))
+                for i, r in enumerate(ratios)]
+
+    assert still_open(pairs(1.3, 0.9, 1.2), 0.99), "ahead but undecided: more rounds"
+    assert not still_open(pairs(0.8, 1.1, 0.95), 0.99), "no gain seen: stops"
+    assert not still_open(pairs(3.0, 3.1, 2.9), 0.99), "decided above 1: stops"
+    assert not still_open(pairs(0.5, 0.52, 0.49), 0.99), "decided below 1: stops"

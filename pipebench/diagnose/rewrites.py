@@ -135,6 +135,16 @@ def _random(stage: Stage) -> bool:
     return stage.kind == "shuffle" or bool(stage.stateful_ops)
 
 
+def _inputs(outer: list[Stage], stage: Stage) -> int | None:
+    """Give how many inputs (files) an outer interleave reads when its chain up to it is a file list, shuffled or
+    not; None otherwise."""
+    before = [s for s in outer if s.index < stage.index]
+    if not before or before[0].kind != "source" or any(s.kind != "shuffle" for s in before[1:]):
+        return None
+    names = before[0].params.get("slices") or before[0].params.get("listed")
+    return len(names) if isinstance(names, list) else None
+
+
 def cache_point(stages: list[Stage]) -> int | None:
     """Give the highest stage of the outer chain a cache may follow: everything up to it finite, stateless and in
     order; None if none."""
@@ -220,11 +230,15 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                        note="py_function holds the GIL: it runs one call at a time however many "
                                             "threads call it"))
         if stage.kind == "interleave" and stage.parallelism is None and replayable:
+            single = _inputs(outer, stage) == 1
             found.append(Candidate(f"parallel interleave {fn}", "parallel_interleave", stage.index,
                                    "its cycle is opened and read one input at a time",
                                    "interleave(..., num_parallel_calls=tf.data.AUTOTUNE): same cycle, same order",
-                                   None, True, _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
-                                   cost_share=share))
+                                   None, not single,
+                                   None if single else _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
+                                   cost_share=share, note="not measured: its input holds one file here, so there is "
+                                   "nothing to read in parallel (with several files there would be)" if single
+                                   else None))
         if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
                 and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
                 and replayable:
@@ -278,8 +292,11 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
         cores = len(usable_cpus())
         found.append(Candidate(f"options: private thread pool of {cores}", "options", None,
                                "tf.data's parallel stages share TensorFlow's inter-op pool with everything else",
-                               f"options.threading.private_threadpool_size = {cores}", None, True,
-                               options={"threading.private_threadpool_size": cores}))
+                               f"options.threading.private_threadpool_size = {cores}", None, False,
+                               options={"threading.private_threadpool_size": cores},
+                               note="not measured: it acts only beside the training step's own ops; the "
+                                    "pipeline read alone leaves TensorFlow's inter-op pool to tf.data, so a "
+                                    "comparison of the pipeline alone cannot show it"))
     source = stages[0]
     if source.params.get("reader") == "TextLineDataset":
         parse = [s for s in stages if s.kind == "map" and shares.get(s.index, 0) >= PARSING_DOMINATES]

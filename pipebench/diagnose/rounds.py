@@ -130,6 +130,15 @@ def _after_window(arm: Arm, fresh: set[str]) -> None:
         fresh.discard(arm.name)
 
 
+def still_open(pairs: Sequence[tuple[Window, Window]], confidence: float) -> bool:
+    """Tell whether a comparison's first rounds leave it worth more rounds: its ratio interval at `confidence`
+    straddles 1 and its mean is above 1. One that has shown no gain (a mean ≤ 1) would rarely end with its 95%
+    interval above 1 in a few more rounds, and an undecided rewrite is not kept either way."""
+    found = gain(pairs, confidence)
+    decided = found.decided and (found.low > 1.0 or found.high < 1.0)
+    return not decided and found.mean > 1.0
+
+
 def gain(pairs: Sequence[tuple[Window, Window]], confidence: float | None = None) -> Interval:
     """Give an arm's gain over its base from their (base, arm) window pairs: the pooled ratio of their rates with
     its interval (pipebench.measure.intervals.pooled_ratio_interval: a stalled window weighs what it lasted)."""

@@ -118,9 +118,10 @@ class Diagnoser:
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
-        the verdict reads, since this is a second look) stops there; its 95% interval is from those rounds.
+        the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
+        (pipebench.diagnose.rounds.still_open); its 95% interval is from those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept)."""
-        from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
+        from pipebench.diagnose.rounds import calibrate, gain, paired_rounds, still_open
 
         calibrate([original, *arms])
         r = self.request
@@ -128,10 +129,11 @@ class Diagnoser:
         settle = {arm.name: fill for arm in [original, *arms]}
         first = min(EARLY_ROUNDS, r.rounds)
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        open_arms = [arm for arm in arms if not _decided(pairs[arm.name], EARLY_CONFIDENCE)]
+        open_arms = [arm for arm in arms if still_open(pairs[arm.name], EARLY_CONFIDENCE)]
         if open_arms and r.rounds > first and extend:
             if len(open_arms) < len(arms):
-                self.log(f"decided after {first} rounds: " + ", ".join(a.name for a in arms if a not in open_arms))
+                self.log(f"decided after {first} rounds, or no gain seen: "
+                         + ", ".join(a.name for a in arms if a not in open_arms))
             more = paired_rounds(original, open_arms, r.rounds - first, r.window_sec, r.settle_sec, settle,
                                  self.seed, self.log, first_round=first)
             for name, found in more.items():
@@ -790,14 +792,6 @@ def _graph_mark(graph_def) -> str:
             attrs.append((key, value.SerializeToString(deterministic=True)))
         items.append((node.op, tuple(attrs)))
     return hashlib.sha256(repr(sorted(items)).encode()).hexdigest()[:16]
-
-
-def _decided(pairs: list, confidence: float) -> bool:
-    """Tell whether a paired comparison's ratio interval at `confidence` lies wholly above or below 1."""
-    from pipebench.diagnose.rounds import gain
-
-    found = gain(pairs, confidence)
-    return found.decided and (found.low > 1.0 or found.high < 1.0)
 
 
 def _marks(walked) -> list[str]:
