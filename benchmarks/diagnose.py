@@ -15,7 +15,8 @@ check in a fresh process, one at a time:
 - per-line and per-record pipelines (a per-example map over libsvm or TFRecord): the best pipeline diagnose
   exports (the combination, or the kept rewrite) against pipebench's own fastest ordering of that format (the
   aws-sample preset: batch → vectorized decode → repeat → prefetch) on the same files and batch size, paired
-  side by side: at least 0.8×;
+  side by side: at least 0.8×. A pipeline that shuffles single rows before its batch is held to that ordering
+  with the same shuffle (of as many records or lines) before its batch: the same semantics, not fewer;
 - the profiler: whether the TF Profiler's answer names the same stage as pipebench's bottleneck;
 - a TF1 input_fn that computes on its iterator's tensors (the dataset cannot be captured), over a pipeline with a
   prefetch(500000): `pipebench diagnose` refuses it in one line within 10 s, before anything runs.
@@ -144,16 +145,24 @@ def child_content(original: str, rewritten: str, kwargs: dict) -> dict:
     return {"same": found.same_elements, "rows": found.examples, "semantics": found.semantics}
 
 
-def _preset_dataset(fmt: str, files: list[str], batch_size: int):
+def _preset_dataset(fmt: str, files: list[str], batch_size: int, shuffle: int):
+    """Give pipebench's fastest ordering of `fmt` (aws-sample); `shuffle` > 0: with the user's shuffle of that many
+    rows kept, as records or lines before the batch (the same semantics)."""
+    import dataclasses
+
     from pipebench.measure.build import build
     from pipebench.pipeline.presets import preset
+    from pipebench.pipeline.spec import Stage
 
-    return build(preset("aws-sample", format=fmt, files=tuple(files), batch_size=batch_size, epochs=None)).dataset
+    spec = preset("aws-sample", format=fmt, files=tuple(files), batch_size=batch_size, epochs=None)
+    if shuffle:
+        spec = dataclasses.replace(spec, stages=(Stage.of("shuffle", buffer_size=shuffle), *spec.stages))
+    return build(spec).dataset
 
 
-def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: int = 0) -> dict:
+def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: int = 0, shuffle: int = 0) -> dict:
     """Measure B against A in paired interleaved rounds (rows/s, B / A); `preset` as A: pipebench's fastest
-    ordering of `fmt` on the same files."""
+    ordering of `fmt` on the same files (with a shuffle of `shuffle` rows before its batch, when not 0)."""
     import tensorflow as tf
 
     from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
@@ -167,7 +176,8 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
         return made
 
     files = next(v for v in kwargs.values() if isinstance(v, list))
-    first = arm("a", _preset_dataset(fmt, files, batch) if a == "preset" else _dataset_of(a, kwargs))
+    first = arm("a", _preset_dataset(fmt, files, int(batch), int(shuffle)) if a == "preset"
+                else _dataset_of(a, kwargs))
     second = arm("b", _dataset_of(b, kwargs))
     calibrate([first, second])
     pairs = paired_rounds(first, [second], rounds, 1.0, 0.5, {}, "benchmark")["b"]
@@ -184,6 +194,19 @@ def _per_example(found) -> str | None:
     if first_map is None or found.stages[first_map.index - 1].batched:
         return None
     return {"TextLineDataset": "libsvm", "TFRecordDataset": "tfrecord"}.get(source)
+
+
+def _row_shuffle(found) -> int:
+    """Give the rows the user's pipeline shuffles one at a time before its batch (an outer shuffle of single
+    examples), 0 without one: pipebench's ordering it is held to shuffles as many."""
+    outer = [s for s in found.stages if s.inside is None]
+    batch = next((s.index for s in outer if s.kind == "batch"), None)
+    for stage in outer:
+        size = stage.params.get("buffer_size")
+        if stage.kind == "shuffle" and not stage.batched and isinstance(size, int) and (batch is None or
+                                                                                        stage.index < batch):
+            return size
+    return 0
 
 
 def _write_module(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
@@ -245,12 +268,14 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
         chosen = best(found)
         module = _write_module(found, chosen, work / f"{layout}-{name}-best", name)[0] if chosen else path_of(name)
         batch = found.stages[[s.kind for s in found.stages].index("batch")].params["batch_size"]
+        shuffle = _row_shuffle(found)
         ratio = Interval(**_child("pair", "preset", str(module), json.dumps(kwargs), str(rounds), per_example,
-                                  str(batch)))
+                                  str(batch), str(shuffle)))
         row["best"] = {"format": per_example, "ratio": ratio.mean, "text": ratio.text(".2f", unit="×"),
-                       "what": chosen.name if chosen else "the original (nothing kept)"}
-        print(f"  best ({row['best']['what']}) vs pipebench's fastest {per_example} ordering: "
-              f"{ratio.text('.2f', unit='×')}")
+                       "what": chosen.name if chosen else "the original (nothing kept)", "shuffle": shuffle}
+        print(f"  best ({row['best']['what']}) vs pipebench's fastest {per_example} ordering"
+              + (f" with the user's shuffle of {shuffle:,} rows before its batch" if shuffle else "")
+              + f": {ratio.text('.2f', unit='×')}")
     sys.stdout.flush()
     return row
 
@@ -295,7 +320,7 @@ def main() -> None:
             print(json.dumps(child_content(rest[0], rest[1], json.loads(rest[2]))))
         else:
             print(json.dumps(child_pair(rest[0], rest[1], json.loads(rest[2]), int(rest[3]),
-                                        *(rest[4:5] or [""]), *(int(x) for x in rest[5:6]))))
+                                        *(rest[4:5] or [""]), *(int(x) for x in rest[5:7]))))
         return
     work = Path(tempfile.mkdtemp(prefix="pipebench-diagnose-bench-"))
     print(f"work folder {work}; {args.rows:,} rows, layouts {args.layouts} ({args.files} files for many); "
