@@ -197,15 +197,14 @@ def _per_example(found) -> str | None:
 
 
 def _row_shuffle(found) -> int:
-    """Give the rows the user's pipeline shuffles one at a time before its batch (an outer shuffle of single
-    examples), 0 without one: pipebench's ordering it is held to shuffles as many."""
-    outer = [s for s in found.stages if s.inside is None]
-    batch = next((s.index for s in outer if s.kind == "batch"), None)
-    for stage in outer:
+    """Give the rows the user's pipeline shuffles one at a time (an outer shuffle of single examples), 0 without
+    one: pipebench's ordering it is held to shuffles as many before its batch."""
+    for stage in found.stages:
         size = stage.params.get("buffer_size")
-        if stage.kind == "shuffle" and not stage.batched and isinstance(size, int) and (batch is None or
-                                                                                        stage.index < batch):
-            return size
+        if stage.kind == "shuffle" and stage.inside is None and not stage.batched:
+            if isinstance(size, int):
+                return size
+            print(f"  (its shuffle {stage.call} has no fixed size: held to the ordering without a shuffle)")
     return 0
 
 

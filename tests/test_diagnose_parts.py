@@ -264,19 +264,22 @@ def test_the_module_builds_the_kept_rewrite_or_combination_with_the_largest_gain
 
 
 def test_what_cannot_act_on_the_pipeline_read_alone_is_named_and_not_measured():
-    """A parallel interleave over one file has nothing to read in parallel, and a private thread pool only matters
-    beside the training step's ops: both are named, neither costs a diagnosis rounds."""
+    """A parallel interleave that only reads one file has nothing to run in parallel (one whose function works on
+    what it reads overlaps that work, as a prefetch would: measured), and a private thread pool only matters beside
+    the training step's ops: both are named, neither costs a diagnosis rounds."""
     from pipebench.diagnose.rewrites import propose
 
-    def proposed(files: list[str]) -> list:
-        stages = [_stage(0, "source", listed=files), _stage(1, "interleave", cycle_length=4), _stage(2, "map"),
-                  _stage(3, "batch", batch_size=256)]
-        return propose(stages, True, {}, {s.index: 0.25 for s in stages}, 2, {}, None, 1e9, True)
+    def proposed(files: list[str], inner: str = "skip") -> list:
+        stages = [_stage(0, "source", listed=files), _stage(1, "interleave", cycle_length=4),
+                  _stage(2, "source", 1, reader="TextLineDataset"), _stage(3, inner, 1), _stage(4, "map"),
+                  _stage(5, "batch", batch_size=256)]
+        return propose(stages, True, {}, {s.index: 0.25 for s in stages}, 4, {}, None, 1e9, True)
 
     one = {c.kind: c for c in proposed(["a.txt"]) if c.kind == "parallel_interleave"}["parallel_interleave"]
     assert not one.automatic and one.transform is None and "one file" in one.note
-    several = [c for c in proposed(["a.txt", "b.txt"]) if c.kind == "parallel_interleave"]
-    assert len(several) == 1 and several[0].automatic and several[0].transform is not None
+    for measured in (proposed(["a.txt", "b.txt"]), proposed(["a.txt"], inner="shuffle")):
+        found = [c for c in measured if c.kind == "parallel_interleave"]  # several files, or work in its function
+        assert len(found) == 1 and found[0].automatic and found[0].transform is not None
     options = {tuple(c.options): c for c in proposed(["a.txt"]) if c.kind == "options"}
     pool = options[("threading.private_threadpool_size",)]
     assert not pool.automatic and "training step" in pool.note

@@ -291,7 +291,9 @@ def rewritten_module(found: Diagnosis) -> str:
     user_file = found.function.rpartition(":")[0]
     if None in lines:
         why = ("a default of its parameters is not a plain value" if signature is None else
-               found.replay_note or "a stage's function is nested or a lambda, so it cannot be imported by name")
+               found.replay_note or ("its source is list_files, which this module does not rebuild from its "
+                                     "arguments" if "listed" in found.stages[0].params else
+                                     "a stage's function is nested or a lambda, so it cannot be imported by name"))
         not_applied = [r for r in ([rewrite] if rewrite else []) if r.kind != "options"]
         note = (f"The pipeline is built by the user's own {name} ({why}); only the kept tf.data options are set here."
                 + (f" The rest ({rewrite.change}) is in the patch of the user's file beside this module, or call "

@@ -51,7 +51,7 @@ def _offsets(text: str) -> list[int]:
 
 def _method(stage: Stage) -> str:
     if stage.kind == "source":
-        return stage.params.get("reader") or "from_tensor_slices"
+        return stage.params.get("reader") or ("list_files" if "listed" in stage.params else "from_tensor_slices")
     return stage.kind
 
 

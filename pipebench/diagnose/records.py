@@ -120,7 +120,7 @@ class Rewrite:
     why: str  # the precondition that holds, in words
     change: str  # what it changes in the pipeline, in words
     semantics: str | None  # a change in what training sees that the rewrite brings by construction
-    automatic: bool  # pipebench builds and measures it; False: named with its measured cost only
+    automatic: bool  # pipebench builds and measures it; False: named (with its measured cost where it has one)
     steps: tuple[Step, ...]  # the rewritten pipeline (empty when not automatic)
     options: dict[str, Any]  # tf.data options it sets ("deterministic": False, ...)
     gain: Interval | None  # over the original, paired per round; None: not measured (not automatic or not built)

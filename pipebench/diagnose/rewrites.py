@@ -4,7 +4,9 @@ A rewrite is a transform of the pipeline's steps (pipebench.diagnose.records.Ste
 stage a step comes from, so kept rewrites compose: the combination applies each in turn. Where its
 precondition holds but pipebench cannot make it (a function it cannot vectorize, a py_function,
 text parsing that a binary format would avoid), it is still named, with the share of the
-pipeline's CPU it concerns.
+pipeline's CPU it concerns. So is one that cannot act on the pipeline read alone, which is all a
+diagnosis reads (a parallel interleave that only reads one file, a private thread pool): measuring
+it would cost rounds and show nothing.
 
 Never proposed: what TensorFlow already does (map_parallelization parallelises a stateless map,
 inject_prefetch adds a final prefetch, parallel_batch, map_and_batch_fusion): the stage records say
@@ -230,15 +232,16 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                        note="py_function holds the GIL: it runs one call at a time however many "
                                             "threads call it"))
         if stage.kind == "interleave" and stage.parallelism is None and replayable:
-            single = _inputs(outer, stage) == 1
+            inner = [s.kind for s in stages if s.inside == stage.index]
+            single = _inputs(outer, stage) == 1 and set(inner) <= {"source", "skip", "take"}
             found.append(Candidate(f"parallel interleave {fn}", "parallel_interleave", stage.index,
                                    "its cycle is opened and read one input at a time",
                                    "interleave(..., num_parallel_calls=tf.data.AUTOTUNE): same cycle, same order",
                                    None, not single,
                                    None if single else _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
-                                   cost_share=share, note="not measured: its input holds one file here, so there is "
-                                   "nothing to read in parallel (with several files there would be)" if single
-                                   else None))
+                                   cost_share=share, note="not measured: it reads one file here and its function "
+                                   "only reads it, so there is nothing to run in parallel (with several files there "
+                                   "would be)" if single else None))
         if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
                 and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
                 and replayable:

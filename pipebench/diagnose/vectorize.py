@@ -98,6 +98,17 @@ def _same(batch: Any, stacked: Any) -> bool:
                for a, b in zip(tf.nest.flatten(batch), tf.nest.flatten(stacked)))
 
 
+def _stack(*values: np.ndarray) -> np.ndarray:
+    """Stack single outputs as a batch holds them; strings as objects (a bytes array drops trailing NULs)."""
+    first = np.asarray(values[0])
+    if first.dtype.kind not in "OS":
+        return np.stack(values)
+    stacked = np.empty((len(values), *first.shape), dtype=object)
+    for index, value in enumerate(values):
+        stacked[index] = value
+    return stacked
+
+
 def _dtype(value: np.ndarray) -> Any:
     """Give a leaf's dtype, strings as one: a batch's strings come as objects, stacked single ones as bytes (|S8)."""
     return "string" if value.dtype.kind in "OSU" else value.dtype
@@ -151,7 +162,7 @@ def batched_equivalent(walked: Walked, stage: int, known_only: bool = False) -> 
         return Batched(None, None, f"the function failed on a sample ({type(err).__name__})")
     if not outputs:
         return Batched(None, None, "the stage's input yields no element to check on")
-    stacked = tf.nest.map_structure(lambda *xs: np.stack(xs), *outputs)
+    stacked = tf.nest.map_structure(_stack, *outputs)
     from pipebench.pipeline.decoders import batched_parse
 
     tried = []

@@ -221,7 +221,8 @@ class Diagnoser:
             train, train_note, time.time() - started)
 
     def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
-        """Give why replaying the steps does not rebuild the user's pipeline (compared stage by stage), or None."""
+        """Give why replaying the steps does not rebuild the user's pipeline (its outer stages compared one by one),
+        or None."""
         from pipebench.diagnose.replay import replay
         from pipebench.diagnose.walk import walk
 
