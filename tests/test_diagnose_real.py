@@ -84,6 +84,13 @@ def _differing(reads: list):
                                          not _same_rows(r, first), r.examples != first.examples))
 
 
+def _users_dataset_from(path: Path, module_name: str, kwargs: dict):
+    """Give the dataset the input_fn of the file at `path` gives (a TF1 one's behind its iterator)."""
+    from pipebench.pipeline.tf1_capture import dataset_of_tf1
+
+    return dataset_of_tf1(import_file(path, module_name).input_fn, **kwargs)
+
+
 def _users_dataset(name: str, kwargs: dict):
     """Give the dataset the user's own function gives (a TF1 one's behind its iterator, as a TF2 caller gets it; one
     with TF1 names TF 2 lacks: its tf_upgrade_v2 conversion's, what it can run as under TF 2)."""
@@ -191,6 +198,34 @@ def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(na
         _beside(found, path.parent)
         exported = _epoch(import_file(path, f"rewritten_{name}_{index}").input_fn(**kwargs_of(name, data)))
         assert _compare(name, kwargs_of(name, data), exported, reads).same_elements, f"{name}: exported {rewrite.name}"
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_every_rewrite_patched_into_the_users_own_file_yields_its_rows(name, data, diagnoses, tmp_path):
+    """The patch of the user's file is written as they wrote their calls (real_longmao_csv_criteo passes its map's
+    function by keyword, `map(map_func=parser_func)`: the patch raised IndexError and the diagnosis wrote nothing);
+    a rewrite it cannot write says why."""
+    from pipebench.diagnose.patch import NoPatch, patched_text
+
+    found = diagnoses[name]
+    reads: list = []
+    patched = 0
+    for index, rewrite in enumerate(found.rewrites):
+        if not rewrite.automatic or rewrite.content is None or not rewrite.same_elements:
+            continue
+        try:
+            text = patched_text(found, rewrite, path_of(name).read_text())
+        except NoPatch as err:
+            assert str(err), f"{name}: {rewrite.name}: a missing patch says why"
+            continue
+        path = tmp_path / f"p{index}" / path_of(name).name
+        path.parent.mkdir()
+        path.write_text(text)
+        patched += 1
+        mine = _epoch(_users_dataset_from(path, f"patched_{name}_{index}", kwargs_of(name, data)))
+        assert _compare(name, kwargs_of(name, data), mine, reads).same_elements, f"{name}: patched {rewrite.name}"
+    if name == "real_longmao_csv_criteo":
+        assert patched, "its vectorize is written into its own file"
 
 
 def _beside(found: Diagnosis, folder: Path) -> None:

@@ -71,6 +71,16 @@ def _find_call(tree: ast.AST, stage: Stage) -> ast.Call:
     return found[0]
 
 
+def _function_arg(node: ast.Call) -> ast.expr:
+    """Give the function a map call passes, positional or by keyword (`map(map_func=parse)`)."""
+    if node.args:
+        return node.args[0]
+    for keyword in node.keywords:
+        if keyword.arg == "map_func":
+            return keyword.value
+    raise NoPatch(f"no function found in the call at line {node.lineno}")
+
+
 class _Patcher:
     def __init__(self, found: Diagnosis, text: str) -> None:
         self.found, self.text = found, text
@@ -111,10 +121,13 @@ class _Patcher:
                 self.edits.append(_Edit(self.start(keyword.value), self.end(keyword.value), value))
                 return
         close = self.end(node) - 1
-        self.edits.append(_Edit(close, close, f"{', ' if node.args or node.keywords else ''}{name}={value}"))
+        given = [*node.args, *(k.value for k in node.keywords)]
+        after = self.text[self.end(max(given, key=self.end)):close] if given else ""
+        joint = "" if not given else " " if "," in after else ", "  # a call written with a trailing comma keeps it
+        self.edits.append(_Edit(close, close, f"{joint}{name}={value}"))
 
     def function_text(self, step: Step, node: ast.Call) -> str:
-        own = self.segment(node.args[0]) if node.args else None
+        own = self.segment(_function_arg(node))
         if step.function == "vectorized_map":
             if "vectorized" not in self.helpers:
                 from pipebench.diagnose.export import VECTORIZED_SOURCE
@@ -165,6 +178,8 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
     for position, step in enumerate(steps):
         if position in skip:
             continue
+        if step.origin is None and step.kind == "repeat" and step.tied:
+            continue  # the repeat a parameter makes with other values (diagnose.worker._tie): the file makes it itself
         if step.origin is None:  # inserted after the stage before it
             if previous_origin is None:
                 raise NoPatch("a step added before the source")
@@ -189,7 +204,7 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
             map_step = steps[position + 1]
             batch_node, map_node = p.call(step.origin), p.call(map_step.origin)
             function = p.function_text(map_step, map_node) if map_step.function != original[map_step.origin].function \
-                else p.segment(map_node.args[0])
+                else p.segment(_function_arg(map_node))
             args = "".join(f", {name}={_value(value)}" for name, value in map_step.args.items()
                            if name != "libsvm" and value is not None)
             added, after = "", position + 2
@@ -210,7 +225,8 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
             continue
         node = p.call(step.origin)
         if step.function and step.function != base.function:
-            p.edits.append(_Edit(p.start(node.args[0]), p.end(node.args[0]), p.function_text(step, node)))
+            given = _function_arg(node)
+            p.edits.append(_Edit(p.start(given), p.end(given), p.function_text(step, node)))
         for name, value in step.args.items():
             if name != "libsvm" and base.args.get(name) != value:
                 p.set_arg(node, name, _value(value))
