@@ -69,8 +69,10 @@ def _data(folder: Path, rows: int, files: int) -> dict[str, list[str]]:
 
 
 def _kwargs(name: str, data: dict[str, list[str]]) -> dict:
+    """Give a pipeline's arguments: its CASE's, its files filled in, and what the benchmark calls it with instead
+    (a CASE's "benchmark": the call training makes, where the tests' call differs)."""
     found = case(name)
-    return {found["files"]: data[found["format"]], **found["kwargs"]}
+    return {found["files"]: data[found["format"]], **found["kwargs"], **found.get("benchmark", {})}
 
 
 def _child(*args: str) -> dict:
@@ -228,8 +230,16 @@ def _write_module(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
     return path, "the exported module"
 
 
+def _cpu_times() -> tuple[int, int]:
+    """Give the machine's steal and total CPU ticks (/proc/stat): the hypervisor's steal is time this VM's vCPUs
+    were ready but ran another guest, so a diagnosis under steal is not one on an idle machine."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return fields[7], sum(fields)
+
+
 def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict:
     kwargs = _kwargs(name, data)
+    steal_before = _cpu_times()
     started = time.monotonic()
     progress = open(work / f"progress-{layout}-{name}.txt", "w")
 
@@ -240,13 +250,15 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
     found, _ = diagnose(parse_function_ref(f"{path_of(name)}:input_fn"), kwargs, None, work / f"out-{layout}-{name}",
                         rounds, log=log)
     took = time.monotonic() - started
+    steal_after = _cpu_times()
+    steal = (steal_after[0] - steal_before[0]) / max(1, steal_after[1] - steal_before[1])
     reported = found.costs[-1].prefix_rows_per_sec
     loop = _child("plain", str(path_of(name)), json.dumps(kwargs))
     plain = loop["rows_per_sec"]
     row = {"name": name, "layout": layout, "seconds": took, "reported": reported.mean, "plain": plain,
            "rate_ratio": reported.mean / plain, "profiler": found.profiler.agrees, "kept": [], "best": None,
-           "tf1": found.tf1, "stages": len(found.stages)}
-    print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s; reported {reported.text(',.0f')} rows/s, plain loop "
+           "tf1": found.tf1, "stages": len(found.stages), "steal": steal}
+    print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s (the host's steal: {steal:.0%}); reported {reported.text(',.0f')} rows/s, plain loop "
           f"{plain:,.0f} rows/s (median of {', '.join(f'{r:,.0f}' for r in loop['windows'])}) "
           f"({row['rate_ratio']:.2f}×); profiler {found.profiler.answer[:160]} "
           f"(agrees: {found.profiler.agrees})")
@@ -335,16 +347,16 @@ def main() -> None:
             except Exception as err:  # noqa: BLE001 — one pipeline's failure is a row of the table, not the end
                 print(f"\n## {name} ({layout}): FAILED: {type(err).__name__}: {str(err)[-600:]}")
                 rows.append({"name": name, "layout": layout, "failed": str(err)[-300:]})
-    print("\n| pipeline | layout | seconds | reported / plain loop | kept rewrites (again) | best vs pipebench's | "
-          "profiler agrees |\n|---|---|---|---|---|---|---|")
+    print("\n| pipeline | layout | seconds | steal | reported / plain loop | kept rewrites (again) | best vs pipebench's | "
+          "profiler agrees |\n|---|---|---|---|---|---|---|---|")
     for row in rows:
         if "failed" in row:
-            print(f"| {row['name']} | {row['layout']} | FAILED | | | | |")
+            print(f"| {row['name']} | {row['layout']} | FAILED | | | | | |")
             continue
         kept = "; ".join(f"{k['rewrite']} {k['gain']} (again {k['again']}{'' if k['same_rows'] else ', ROWS DIFFER'})"
                          for k in row["kept"]) or "none"
         best_text = f"{row['best']['text']} ({row['best']['format']})" if row["best"] else "—"
-        print(f"| {row['name']} | {row['layout']} | {row['seconds']:.0f} | {row['rate_ratio']:.2f} | {kept} | "
+        print(f"| {row['name']} | {row['layout']} | {row['seconds']:.0f} | {row['steal']:.0%} | {row['rate_ratio']:.2f} | {kept} | "
               f"{best_text} | {row['profiler']} |")
     ok = [r for r in rows if "failed" not in r]
     agree = [r for r in ok if r["profiler"] is not None]
