@@ -255,6 +255,22 @@ def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
             assert set(rewrite["gain"]) == {"mean", "low", "high", "n"}
 
 
+def test_a_busy_machine_is_said_first_with_its_share_and_a_quiet_one_is_said_too(diagnoses):
+    from pipebench.diagnose.records import Machine
+    from pipebench.diagnose.report import summary_lines, to_markdown
+
+    found = diagnoses["lambdaji_libsvm"]
+    assert set(found.to_json()["machine"]) == {"others_cpu_pct", "steal_pct", "threshold_pct", "busy"}
+    busy = dataclasses.replace(found, machine=Machine(80.0, 30.0, 25.0, True))
+    assert summary_lines(busy)[0].startswith("BUSY: other processes used 80% of a vCPU while it measured (30% of it "
+                                             "the hypervisor's steal")
+    assert "**The machine was busy**" in to_markdown(busy) and "diagnose again on a quiet machine" in to_markdown(busy)
+    quiet = dataclasses.replace(found, machine=Machine(3.0, 0.0, 25.0, False))
+    assert not summary_lines(quiet)[0].startswith("BUSY")
+    assert "The machine was quiet: other processes used 3% of a vCPU while it measured (busy past 25%)." \
+        in to_markdown(quiet)
+
+
 def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data, tmp_path):
     from pipebench.diagnose.worker import Diagnoser
 

@@ -4,8 +4,11 @@ sample of the data the content check reads (its start, middle and end)."""
 from __future__ import annotations
 
 import os
+import signal
 import struct
 from pathlib import Path
+
+import pytest
 
 from pipebench.diagnose.costs import lanes, measured_prefixes
 from pipebench.diagnose.profiler import stage_of
@@ -284,3 +287,25 @@ def test_what_cannot_act_on_the_pipeline_read_alone_is_named_and_not_measured():
     pool = options[("threading.private_threadpool_size",)]
     assert not pool.automatic and "training step" in pool.note
     assert options[("deterministic",)].automatic, "deterministic=False is still measured"
+
+
+@pytest.mark.slow
+def test_a_diagnosis_beside_a_process_spinning_on_a_core_reads_the_machine_as_busy():
+    import subprocess
+    import sys
+    import time
+
+    from pipebench.diagnose.worker import _machine_meter
+
+    # not a child of this process: the meter counts the worker's own tree (the user's processes) as its own
+    started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                             capture_output=True, text=True, check=True)
+    hog = int(started.stdout.strip())
+    try:
+        read = _machine_meter()
+        time.sleep(1.0)
+        found = read()
+    finally:
+        os.kill(hog, signal.SIGKILL)
+    assert found.busy and found.others_cpu_pct > found.threshold_pct == 25.0, found
+    assert found.steal_pct >= 0.0

@@ -23,7 +23,8 @@ from pipebench.typed import load_json, to_json
 #: 3 (2026-11-28): figures count rows (`rows_per_sec`, `cpu_us_per_row`: were examples, counted as elements);
 #: stages inside an interleave's function (`Stage.inside`); `tf1`, `upgraded`, `ignored_calls`, `buffers`, `measured_as`,
 #: `feeds`, `inner_notes`, `content_rows`; the profiler's answer as a record of its own (`Profiler`).
-DIAGNOSIS_VERSION = 3
+#: 4 (2026-11-29): `machine`, how busy the machine was while the diagnosis measured.
+DIAGNOSIS_VERSION = 4
 AUTOTUNE = "AUTOTUNE"
 
 
@@ -197,6 +198,18 @@ class Parameter:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """How busy the machine was while the diagnosis measured (pipebench.measure.sampler.OthersCpu): a neighbour, or
+    the hypervisor running another guest on this machine's vCPUs (its steal), changes every figure measured beside
+    it, as it does a trial's (`busy_machine`)."""
+
+    others_cpu_pct: float  # processes other than the worker's, and the steal, in % of one vCPU, over the measurement
+    steal_pct: float  # of which the hypervisor's steal, in % of one vCPU
+    threshold_pct: float  # measurement.busy_other_cpu_pct's default: past it the diagnosis is busy
+    busy: bool
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """What `pipebench diagnose` found: written whole as diagnosis.json."""
 
@@ -231,6 +244,7 @@ class Diagnosis:
     train: Train | None
     train_note: str | None  # why there are no train terms, if there are none
     seconds: float  # the diagnosis took, in the worker
+    machine: Machine  # how busy the machine was from the first measurement to the last
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -64,6 +64,8 @@ def summary_lines(found: Diagnosis) -> list[str]:
     """Give the few lines the terminal shows at the end."""
     neck = found.stages[found.bottleneck]
     lines = []
+    if found.machine.busy:
+        lines.append(f"BUSY: {_machine(found)}")
     if found.tf1:
         lines.append(f"TF1: diagnosed the dataset behind {found.tf1}; the rewritten module returns the dataset")
     lines.append(f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}")
@@ -80,6 +82,18 @@ def summary_lines(found: Diagnosis) -> list[str]:
                          f"{_interval(terms.ceiling_rows_per_sec)}; input costs training "
                          f"{_interval(terms.slowdown, '.0%')}")
     return lines
+
+
+def _machine(found: Diagnosis) -> str:
+    """Say how busy the machine was while the diagnosis measured, and what that means for its figures."""
+    m = found.machine
+    used = (f"other processes used {m.others_cpu_pct:.0f}% of a vCPU while it measured"
+            + (f" ({m.steal_pct:.0f}% of it the hypervisor's steal: the host ran another guest on this machine's "
+               "vCPUs)" if m.steal_pct >= 1 else ""))
+    if not m.busy:
+        return f"The machine was quiet: {used} (busy past {m.threshold_pct:.0f}%)."
+    return (f"{used}, past {m.threshold_pct:.0f}%: every figure here was measured beside that load and may be off "
+            "(a rewrite's gain too); diagnose again on a quiet machine")
 
 
 def _profiler(found: Diagnosis) -> str:
@@ -105,7 +119,9 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
            "",
            f"`{found.function}{found.signature}` called with "
            + (", ".join(f"`{k}={echo(v, 100)}`" for k, v in found.kwargs.items()) or "no arguments")
-           + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.", ""]
+           + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.", "",
+           ("**The machine was busy**: " if found.machine.busy else "") + _machine(found)
+           + ("." if found.machine.busy else ""), ""]
     if found.tf1:
         out += [f"**A TF1 input_fn.** It returns the tensors of {found.tf1}; diagnose captured the dataset behind that "
                 "iterator before anything ran, and the rewritten module returns the dataset itself (TF2: `model.fit` "

@@ -39,7 +39,7 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.diagnose.records import (
-    Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
+    Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
 from pipebench.diagnose.export import best_of
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
@@ -198,6 +198,7 @@ class Diagnoser:
         self.measure_steps, capped = self._capped(steps)
         self.notes = capped
         self.sample = self._make_sample()
+        machine = _machine_meter()
         costs, bottleneck, why = self._stage_costs()
         buffers = self._buffers(costs, capped)
         scope, content_rows = self._content_setup()
@@ -210,6 +211,10 @@ class Diagnoser:
         best = best_of(rewrites, combined)
         profiler = self._profiler(bottleneck) if r.profile else _not_asked("the profiler")
         train, train_note = self._train(best) if r.train else (None, "not asked for (Request.train)")
+        busy = machine()
+        if busy.busy:
+            self.log(f"busy: other processes and the hypervisor's steal used {busy.others_cpu_pct:.0f}% of a vCPU "
+                     f"while it measured")
         self.log(f"done in {time.time() - started:.0f} s")
         return Diagnosis(
             DIAGNOSIS_VERSION, f"{r.function}:{r.name}", str(loaded.signature), tuple(loaded.signature.parameters),
@@ -218,7 +223,7 @@ class Diagnoser:
             tuple(loaded.ignored),
             tuple(stages), {str(k): v for k, v in walked.inner_notes.items()}, steps, parameters, tuple(buffers),
             tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())), scope, content_rows, replay_note, tuple(costs), bottleneck, why, profiler, tuple(rewrites), combined,
-            train, train_note, time.time() - started)
+            train, train_note, time.time() - started, busy)
 
     def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
         """Give why replaying the steps does not rebuild the user's pipeline (its outer stages compared one by one),
@@ -732,6 +737,23 @@ class Diagnoser:
 
         self.log("probing what each parameter feeds")
         return find((self.walked.stages, _marks(self.walked)), dict(self.loaded.kwargs), walk_with, self.log)
+
+
+def _machine_meter() -> Callable[[], Machine]:
+    """Start reading how busy the machine is; give what reads it from then on (records.Machine): other processes'
+    CPU (the worker's own tree is not other: pipebench.measure.cpu_clock) and the hypervisor's steal."""
+    from pipebench.config import resolve_block
+    from pipebench.measure.cpu_clock import process_tree_cpu_sec
+    from pipebench.measure.sampler import OthersCpu, steal_cpu_sec
+
+    threshold = float(resolve_block("measurement", {})["busy_other_cpu_pct"])
+    others, stolen, start = OthersCpu(process_tree_cpu_sec), steal_cpu_sec(), time.monotonic()
+
+    def read() -> Machine:
+        pct = others.pct()
+        steal = 100.0 * (steal_cpu_sec() - stolen) / max(time.monotonic() - start, 1e-9)
+        return Machine(round(pct, 1), round(steal, 1), threshold, pct > threshold)
+    return read
 
 
 def _upgrade(upgraded):

@@ -300,6 +300,12 @@ class OthersCpu:
         return max(0.0, host - 100.0 * (mine_after - mine) / elapsed)
 
 
+def steal_cpu_sec() -> float:
+    """Give the hypervisor's steal so far, in CPU seconds summed over the vCPUs (time they were ready to run but
+    the host ran another guest; 0 where the kernel does not count it). `OthersCpu` counts it as others' CPU."""
+    return float(getattr(psutil.cpu_times(), "steal", 0.0))
+
+
 def others_busy_pct(seconds: float = 1.0) -> float:
     """Give the CPU that processes other than this one use now, over `seconds`, in % of one vCPU."""
     meter = OthersCpu()
