@@ -18,6 +18,9 @@ check in a fresh process, one at a time:
   side by side: at least 0.8×. A pipeline that shuffles single rows before its batch is held to that ordering
   with the same shuffle (of as many records or lines) before its batch: the same semantics, not fewer;
 - the profiler: whether the TF Profiler's answer names the same stage as pipebench's bottleneck;
+- the machine: how busy it was while each diagnosis measured (diagnosis.json's `machine`: other processes and the
+  host's steal); a busy one is diagnosed again at the end of its layout, as a run measures a busy trial again,
+  unless the machine is still busy then;
 - a TF1 input_fn that computes on its iterator's tensors (the dataset cannot be captured), over a pipeline with a
   prefetch(500000): `pipebench diagnose` refuses it in one line within 10 s, before anything runs.
 
@@ -46,6 +49,7 @@ from diagnose_fixtures import PIPELINES, REAL, case, path_of  # noqa: E402
 from pipebench.diagnose.export import best, module_name, rewritten_module  # noqa: E402
 from pipebench.diagnose.run import diagnose  # noqa: E402
 from pipebench.measure.intervals import Interval  # noqa: E402
+from pipebench.measure.sampler import steal_cpu_sec  # noqa: E402
 from pipebench.pipeline.function import parse_function_ref  # noqa: E402
 
 GOAL_SEC = 120.0
@@ -55,6 +59,8 @@ BEST_ORDERING_FLOOR = 0.8
 #: 8 s read 57k rows/s for a pipeline read at 187k in another run: one draw decides nothing).
 PLAIN_WARMUP_SEC, PLAIN_SEC, PLAIN_WINDOWS = 3.0, 8.0, 4
 CONTENT_ROWS = 200_000
+#: How long the machine is read before a busy diagnosis is measured again.
+QUIET_READ_SEC = 5.0
 ALL = (*PIPELINES, "tf1_tensors", *REAL)
 
 
@@ -230,16 +236,8 @@ def _write_module(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
     return path, "the exported module"
 
 
-def _cpu_times() -> tuple[int, int]:
-    """Give the machine's steal and total CPU ticks (/proc/stat): the hypervisor's steal is time this VM's vCPUs
-    were ready but ran another guest, so a diagnosis under steal is not one on an idle machine."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return fields[7], sum(fields)
-
-
 def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict:
     kwargs = _kwargs(name, data)
-    steal_before = _cpu_times()
     started = time.monotonic()
     progress = open(work / f"progress-{layout}-{name}.txt", "w")
 
@@ -250,16 +248,20 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
     found, _ = diagnose(parse_function_ref(f"{path_of(name)}:input_fn"), kwargs, None, work / f"out-{layout}-{name}",
                         rounds, log=log)
     took = time.monotonic() - started
-    steal_after = _cpu_times()
-    steal = (steal_after[0] - steal_before[0]) / max(1, steal_after[1] - steal_before[1])
+    machine = found.machine
     reported = found.costs[-1].prefix_rows_per_sec
+    stolen, began = steal_cpu_sec(), time.monotonic()
     loop = _child("plain", str(path_of(name)), json.dumps(kwargs))
+    plain_steal = 100.0 * (steal_cpu_sec() - stolen) / (time.monotonic() - began)
     plain = loop["rows_per_sec"]
     row = {"name": name, "layout": layout, "seconds": took, "reported": reported.mean, "plain": plain,
            "rate_ratio": reported.mean / plain, "profiler": found.profiler.agrees, "kept": [], "best": None,
-           "tf1": found.tf1, "stages": len(found.stages), "steal": steal}
-    print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s (the host's steal: {steal:.0%}); reported {reported.text(',.0f')} rows/s, plain loop "
-          f"{plain:,.0f} rows/s (median of {', '.join(f'{r:,.0f}' for r in loop['windows'])}) "
+           "tf1": found.tf1, "stages": len(found.stages), "others": machine.others_cpu_pct, "steal": machine.steal_pct,
+           "busy": machine.busy, "plain_steal": plain_steal}
+    print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s ({'BUSY: ' if machine.busy else ''}others "
+          f"{machine.others_cpu_pct:.0f}% of a vCPU, the host's steal {machine.steal_pct:.0f}%); reported {reported.text(',.0f')} rows/s, plain loop "
+          f"{plain:,.0f} rows/s (median of {', '.join(f'{r:,.0f}' for r in loop['windows'])}; the host's steal "
+          f"{plain_steal:.0f}% of a vCPU) "
           f"({row['rate_ratio']:.2f}×); profiler {found.profiler.answer[:160]} "
           f"(agrees: {found.profiler.agrees})")
     for rewrite in [*found.rewrites, *([found.combined] if found.combined else [])]:
@@ -314,6 +316,40 @@ def refusal(work: Path, data: dict) -> float:
     return took
 
 
+def _machine(row: dict) -> str:
+    return (f"{'BUSY ' if row['busy'] else ''}{row['others']:.0f} ({row['steal']:.0f})"
+            + (", measured again" if row.get("again") else ""))
+
+
+def _row(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict:
+    try:
+        return run_one(name, layout, data, work, rounds)
+    except Exception as err:  # noqa: BLE001 — one pipeline's failure is a row of the table, not the end
+        print(f"\n## {name} ({layout}): FAILED: {type(err).__name__}: {str(err)[-600:]}")
+        return {"name": name, "layout": layout, "failed": str(err)[-300:]}
+
+
+def _again(rows: list[dict], layout: str, data: dict, work: Path, rounds: int) -> None:
+    """Diagnose each of the layout's busy diagnoses once more at its end, as a run measures a busy trial again
+    (pipebench.measure.busy): while the machine is still busy (read over QUIET_READ_SEC), none; the second stands
+    for the first, whatever it shows."""
+    from pipebench.config import resolve_block
+    from pipebench.measure.sampler import others_busy_pct
+
+    threshold = float(resolve_block("measurement", {})["busy_other_cpu_pct"])
+    for index, row in enumerate(rows):
+        if row.get("layout") != layout or not row.get("busy"):
+            continue
+        now = others_busy_pct(QUIET_READ_SEC)
+        if now > threshold:
+            print(f"\n{row['name']} ({layout}) was busy; not measured again: the machine is still busy (others "
+                  f"{now:.0f}% of a vCPU)")
+            continue
+        print(f"\n{row['name']} ({layout}) was busy (others {row['others']:.0f}% of a vCPU): measured again")
+        (work / "again").mkdir(exist_ok=True)
+        rows[index] = {**_row(row["name"], layout, data, work / "again", rounds), "again": True}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
@@ -342,12 +378,9 @@ def main() -> None:
         if refused is None:
             refused = refusal(work, data)
         for name in args.only or ALL:
-            try:
-                rows.append(run_one(name, layout, data, work, args.rounds))
-            except Exception as err:  # noqa: BLE001 — one pipeline's failure is a row of the table, not the end
-                print(f"\n## {name} ({layout}): FAILED: {type(err).__name__}: {str(err)[-600:]}")
-                rows.append({"name": name, "layout": layout, "failed": str(err)[-300:]})
-    print("\n| pipeline | layout | seconds | steal | reported / plain loop | kept rewrites (again) | best vs pipebench's | "
+            rows.append(_row(name, layout, data, work, args.rounds))
+        _again(rows, layout, data, work, args.rounds)
+    print("\n| pipeline | layout | seconds | others (steal), % of a vCPU | reported / plain loop | kept rewrites (again) | best vs pipebench's | "
           "profiler agrees |\n|---|---|---|---|---|---|---|---|")
     for row in rows:
         if "failed" in row:
@@ -356,7 +389,7 @@ def main() -> None:
         kept = "; ".join(f"{k['rewrite']} {k['gain']} (again {k['again']}{'' if k['same_rows'] else ', ROWS DIFFER'})"
                          for k in row["kept"]) or "none"
         best_text = f"{row['best']['text']} ({row['best']['format']})" if row["best"] else "—"
-        print(f"| {row['name']} | {row['layout']} | {row['seconds']:.0f} | {row['steal']:.0%} | {row['rate_ratio']:.2f} | {kept} | "
+        print(f"| {row['name']} | {row['layout']} | {row['seconds']:.0f} | {_machine(row)} | {row['rate_ratio']:.2f} | {kept} | "
               f"{best_text} | {row['profiler']} |")
     ok = [r for r in rows if "failed" not in r]
     agree = [r for r in ok if r["profiler"] is not None]
@@ -368,7 +401,8 @@ def main() -> None:
           f"{sum(r['best']['ratio'] >= BEST_ORDERING_FLOOR for r in ok if r['best'])}/"
           f"{sum(1 for r in ok if r['best'])} per-example pipelines ≥ {BEST_ORDERING_FLOOR}× pipebench's fastest "
           f"ordering; the profiler agrees on {sum(r['profiler'] for r in agree)}/{len(agree)}; "
-          f"{len(rows) - len(ok)} failed; the TF1 refusal took {refused:.1f} s (≤ 10 s)")
+          f"{len(rows) - len(ok)} failed; {sum(r['busy'] for r in ok)} busy (measured beside other load or the "
+          f"host's steal); the TF1 refusal took {refused:.1f} s (≤ 10 s)")
 
 
 if __name__ == "__main__":
