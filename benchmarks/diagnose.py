@@ -330,20 +330,19 @@ def _row(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict:
 
 
 def _again(rows: list[dict], layout: str, data: dict, work: Path, rounds: int) -> None:
-    """Diagnose each of the layout's busy diagnoses once more at its end, as a run measures a busy trial again
-    (pipebench.measure.busy): while the machine is still busy (read over QUIET_READ_SEC), none; the second stands
-    for the first, whatever it shows."""
+    """Diagnose each of the layout's busy diagnoses once more at its end, by the rule a run follows for a busy trial
+    (pipebench.measure.busy.BusyRule: none once the machine reads busy then; the second stands for the first)."""
     from pipebench.config import resolve_block
+    from pipebench.measure.busy import BusyRule
     from pipebench.measure.sampler import others_busy_pct
 
-    threshold = float(resolve_block("measurement", {})["busy_other_cpu_pct"])
+    rule = BusyRule(float(resolve_block("measurement", {})["busy_other_cpu_pct"]),
+                    lambda: others_busy_pct(QUIET_READ_SEC))
     for index, row in enumerate(rows):
         if row.get("layout") != layout or not row.get("busy"):
             continue
-        now = others_busy_pct(QUIET_READ_SEC)
-        if now > threshold:
-            print(f"\n{row['name']} ({layout}) was busy; not measured again: the machine is still busy (others "
-                  f"{now:.0f}% of a vCPU)")
+        if not rule.may_measure_again():
+            print(f"\n{row['name']} ({layout}) was busy; not measured again: {rule.skipped}")
             continue
         print(f"\n{row['name']} ({layout}) was busy (others {row['others']:.0f}% of a vCPU): measured again")
         (work / "again").mkdir(exist_ok=True)
