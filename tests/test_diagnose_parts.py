@@ -12,9 +12,10 @@ import pytest
 
 from pipebench.diagnose.costs import lanes, measured_prefixes
 from pipebench.diagnose.profiler import stage_of
-from pipebench.diagnose.records import Stage
+from pipebench.diagnose.records import Stage, StageCost
 from pipebench.diagnose.sample import MAX_ROWS, MIN_ROWS, rows_target, sample_arguments, spread
 from pipebench.diagnose.ties import find, probes
+from pipebench.measure.intervals import Interval
 
 
 def _stage(index: int, kind: str, inside: int | None = None, parallelism: str | None = None, **params) -> Stage:
@@ -287,6 +288,36 @@ def test_what_cannot_act_on_the_pipeline_read_alone_is_named_and_not_measured():
     pool = options[("threading.private_threadpool_size",)]
     assert not pool.automatic and "training step" in pool.note
     assert options[("deterministic",)].automatic, "deterministic=False is still measured"
+
+
+def _cost(stage: int, rows_per_sec: float, cpu_us: float, share: float, sequential: bool = False) -> StageCost:
+    rate = Interval(rows_per_sec, rows_per_sec * 0.9, rows_per_sec * 1.1, 4)
+    return StageCost((stage,), stage, sequential, "one thread" if sequential else None, 1.0 if sequential else 2.0,
+                     rate, Interval(cpu_us, cpu_us, cpu_us, 4), cpu_us, share,
+                     (1.0 if sequential else 2.0) / (cpu_us * 1e-6))
+
+
+def test_a_rewrite_that_leaves_the_bottleneck_or_the_stages_before_it_as_they_are_is_bounded_by_them():
+    """The py_function pipeline as measured (TextLine 300k rows/s alone → map(py_function) ~1.2k in one thread →
+    batch ~1.3k): faster reads or a prefetch after the map leave the map, and cannot gain; vectorizing the map
+    leaves only the reads, 230× over it; a rewrite that changes every stage has no ceiling."""
+    from pipebench.diagnose.ceiling import MEASURE_ABOVE, ceiling
+    from pipebench.diagnose.rewrites import propose
+
+    stages = [_stage(0, "source", reader="TextLineDataset", files=["a", "b"]), _stage(1, "map"),
+              _stage(2, "batch", batch_size=256)]
+    costs = [_cost(0, 300_000, 3.0, 0.0), _cost(1, 1_213, 869.0, 1.0, sequential=True), _cost(2, 1_302, 870.0, 0.0)]
+    reads = ceiling((0,), stages, costs, 1)
+    assert reads is not None and reads.gain < MEASURE_ABOVE and not reads.measurable
+    assert "bottleneck map" in reads.why and "1,302" in reads.why
+    vectorized = ceiling((1, 2), stages, costs, 1)
+    assert vectorized.measurable and round(vectorized.gain) == 230 and "300,000 rows/s alone" in vectorized.why
+    assert ceiling(None, stages, costs, 1) is None and ceiling((0, 1, 2), stages, costs, 1) is None
+    parallel = [_cost(0, 300_000, 3.0, 0.0), _cost(1, 1_213, 869.0, 1.0), _cost(2, 1_302, 870.0, 0.0)]
+    assert ceiling((0,), stages, parallel, 1) is None, "a bottleneck on every core is no bound on freeing one"
+    found = {c.kind: c for c in propose(stages, True, {}, {0: 0.0, 1: 1.0, 2: 0.0}, 1, {}, None, 1e9, False)}
+    assert found["parallel_reads"].changes == (0,) and found["prefetch"].changes == (2,)
+    assert not ceiling(found["prefetch"].changes, stages, costs, 1).measurable
 
 
 @pytest.mark.slow

@@ -24,7 +24,8 @@ from pipebench.typed import load_json, to_json
 #: stages inside an interleave's function (`Stage.inside`); `tf1`, `upgraded`, `ignored_calls`, `buffers`, `measured_as`,
 #: `feeds`, `inner_notes`, `content_rows`; the profiler's answer as a record of its own (`Profiler`).
 #: 4 (2026-11-29): `machine`, how busy the machine was while the diagnosis measured.
-DIAGNOSIS_VERSION = 4
+#: 5 (2026-11-29): a rewrite's `ceiling`, the most it can gain, read from the prefixes (pipebench.diagnose.ceiling).
+DIAGNOSIS_VERSION = 5
 AUTOTUNE = "AUTOTUNE"
 
 
@@ -130,6 +131,7 @@ class Rewrite:
     kept: bool
     verdict: str  # why kept or not, in one line
     cost_share: float | None = None  # for a named rewrite: the measured share of the pipeline's CPU it concerns
+    ceiling: float | None = None  # the most it can gain (×), read from the measured prefixes; None: nothing bounds it
 
 
 @dataclass(frozen=True)

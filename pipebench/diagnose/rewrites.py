@@ -10,7 +10,8 @@ it would cost rounds and show nothing.
 
 Never proposed: what TensorFlow already does (map_parallelization parallelises a stateless map,
 inject_prefetch adds a final prefetch, parallel_batch, map_and_batch_fusion): the stage records say
-so instead. Every proposal is measured before it is kept (pipebench.diagnose.worker).
+so instead. Every proposal is measured before it is kept (pipebench.diagnose.worker), unless what it leaves as
+it is bounds its gain below what a comparison could show (its `changes`, pipebench.diagnose.ceiling).
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class Candidate:
     cost_share: float | None = None
     note: str | None = None  # a named rewrite's verdict
     fills_cache: bool = False  # its measurement must complete a cache first
+    changes: tuple[int, ...] | None = None  # the stages whose work or threads it changes; None: any of them
 
 
 def _index(steps: tuple[Step, ...], origin: int, kind: str | None = None, last: bool = False) -> int | None:
@@ -133,6 +135,18 @@ def _between(stages: list[Stage], index: int, batch: int) -> list[Stage]:
     return [s for s in stages[index + 1:batch] if s.inside == stages[index].inside]
 
 
+def _within(stages: list[Stage], index: int) -> list[int]:
+    """Give the stages stage `index`'s function builds, at any depth."""
+    found = []
+    for stage in stages:
+        parent = stage.inside
+        while parent is not None and parent != index:
+            parent = stages[parent].inside
+        if parent == index:
+            found.append(stage.index)
+    return found
+
+
 def _random(stage: Stage) -> bool:
     return stage.kind == "shuffle" or bool(stage.stateful_ops)
 
@@ -205,7 +219,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                        + ("is stateless" if not stage.stateful_ops else "decodes libsvm lines, which "
                                           "pipebench's decoder decodes alike") + f"; {result.why}",
                                        f"{where}: {how}", semantics, True,
-                                       vectorize(stage.index, result.mechanism, result.libsvm, batch_origin)))
+                                       vectorize(stage.index, result.mechanism, result.libsvm, batch_origin),
+                                       changes=tuple(range(stage.index, (batch_origin or stage.index) + 1))))
             else:
                 found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
                                        f"{fn} maps one example at a time and is stateless",
@@ -224,7 +239,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    "TensorFlow leaves it sequential: " + "; ".join(stage.tf_does),
                                    f"map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", semantics, replayable,
                                    _set(stage.index, "map", num_parallel_calls=AUTOTUNE) if replayable else None,
-                                   cost_share=share, note=None if replayable else "the pipeline cannot be replayed"))
+                                   cost_share=share, note=None if replayable else "the pipeline cannot be replayed",
+                                   changes=(stage.index,)))
             if py:
                 found.append(Candidate(f"rewrite {fn} in TF ops", "py_function", stage.index,
                                        f"{fn} calls Python through {', '.join(py)}, which holds the GIL",
@@ -241,7 +257,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    None if single else _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
                                    cost_share=share, note="not measured: it reads one file here and its function "
                                    "only reads it, so there is nothing to run in parallel (with several files there "
-                                   "would be)" if single else None))
+                                   "would be)" if single else None,
+                                   changes=(stage.index, *_within(stages, stage.index))))
         if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
                 and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
                 and replayable:
@@ -249,7 +266,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    f"{stage.params['reader']} reads its {len(stage.params['files'])} files one after "
                                    "another", f"{stage.params['reader']}(files, num_parallel_reads=tf.data.AUTOTUNE)",
                                    "order: records of several files come interleaved, not file after file", True,
-                                   _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=share))
+                                   _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=share,
+                                   changes=(stage.index,)))
     neck = stages[bottleneck]
     after = stages[bottleneck + 1] if bottleneck + 1 < len(stages) else None
     if replayable and after is not None and after.kind != "prefetch" and neck.parallelism is None \
@@ -257,7 +275,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
         found.append(Candidate(f"prefetch after {neck.label}", "prefetch", neck.index,
                                f"{neck.label} is the bottleneck and runs in the thread of the stages after it",
                                f"insert prefetch(tf.data.AUTOTUNE) after {neck.call}", None, True,
-                               _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None))))
+                               _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None)),
+                               changes=(neck.index + 1,)))
     point = cache_point(outer)
     later = [s for s in outer if point is not None and s.index > point]
     if point is not None and not (later and later[0].kind == "cache"):
@@ -282,7 +301,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
         elif replayable:
             found.append(Candidate(text, "cache", point, f"{why}; it holds ~{cache_bytes / 2**20:,.0f} MiB",
                                    f"insert cache() after {where.call}", None, True,
-                                   _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True))
+                                   _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True,
+                                   changes=tuple(s.index for s in outer if s.index <= point)))
     if parallel_stages and options.get("deterministic") is not False:
         found.append(Candidate("options: deterministic=False", "options", None,
                                "parallel stages keep their input order, so one slow element holds back the rest",

@@ -12,11 +12,12 @@ starts here, after the environment is set, and never in the CLI. In order:
    diagnosis minutes per window);
 3. read the original over a bounded sample of the data (sample: a few files, rows from their start, middle and
    end), twice: what a rewrite must yield again;
-4. propose rewrites (rewrites; vectorize); build each, compare it with the original over the sample, and
-   measure each against the original, a window of each side by side in every round (ABBA); keep a rewrite when
-   the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from fresh
-   iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the same
-   rows (or its change of semantics is the one it names);
+4. propose rewrites (rewrites; vectorize); name one whose ceiling (ceiling: what the stages it leaves pass) is
+   too low for a comparison to show, unmeasured; build each other one, compare it with the original over the
+   sample, and measure each against the original, a window of each side by side in every round (ABBA); keep a
+   rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from
+   fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the
+   same rows (or its change of semantics is the one it names);
 5. measure the kept rewrites together against the original the same way;
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
@@ -38,6 +39,7 @@ from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit
+from pipebench.diagnose.ceiling import Ceiling, ceiling
 from pipebench.diagnose.records import (
     Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
@@ -205,7 +207,7 @@ class Diagnoser:
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
         candidates = self._candidates(shares, bottleneck, costs)
-        rewrites = self._prove(candidates)
+        rewrites = self._prove(candidates, costs, bottleneck)
         kept = [(c, rw) for c, rw in zip(candidates, rewrites) if rw.kept]
         combined = self._combined(kept) if len(kept) > 1 else None
         best = best_of(rewrites, combined)
@@ -555,12 +557,17 @@ class Diagnoser:
             return None
         return sample.data_bytes / (sample.bytes / sample.rows)
 
-    def _prove(self, candidates: list) -> list[Rewrite]:
-        """Build, check and measure every automatic candidate against the original; give each one's Rewrite."""
+    def _prove(self, candidates: list, costs: list[StageCost], bottleneck: int) -> list[Rewrite]:
+        """Build, check and measure every automatic candidate against the original, unless its ceiling says it
+        cannot gain (pipebench.diagnose.ceiling); give each one's Rewrite."""
         arms, checked, built = [], {}, {}
         original = self.input_arm("original", self._original(), self.batched)
+        ceilings = {i: ceiling(c.changes, self.walked.stages, costs, bottleneck) for i, c in enumerate(candidates)}
         for index, c in enumerate(candidates):
             if not c.automatic:
+                continue
+            if ceilings[index] is not None and not ceilings[index].measurable:
+                self.log(f"{c.name}: not measured, at most ~{ceilings[index].gain:.2f}×: {ceilings[index].why}")
                 continue
             transforms = [c.transform] if c.transform else []
             self.transforms[c.name] = transforms
@@ -587,7 +594,8 @@ class Diagnoser:
                                [self.input_arm(candidates[i].name, built[i], self.batched) for i in ahead],
                                extend=False)
             confirmed = {i: again[candidates[i].name] for i in ahead}
-        return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i)) for i, c in enumerate(candidates)]
+        return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i])
+                for i, c in enumerate(candidates)]
 
     def _rewrite_arm(self, c):
         """Give an arm over candidate `c`'s pipeline, its cache filled where it has one to fill, and its dataset."""
@@ -613,7 +621,7 @@ class Diagnoser:
         self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
 
     def _verdict(self, c, gain: Interval | None, found: Content | str | None,
-                 confirmed: Interval | None = None) -> Rewrite:
+                 confirmed: Interval | None = None, bound: Ceiling | None = None) -> Rewrite:
         """Give the candidate's Rewrite. One that came out faster among several is kept only when fresh rounds,
         from fresh iterators, confirm it (`confirmed`), and its gain is theirs: the first rounds chose it, so
         their figure is the winner's (several candidates, rounds stopped once decided), biased upward."""
@@ -625,6 +633,8 @@ class Diagnoser:
         content = found if isinstance(found, Content) else None
         if not c.automatic:
             verdict = c.note or "named only"
+        elif bound is not None and not bound.measurable:
+            verdict = f"not measured: it can gain at most ~{bound.gain:.2f}×: {bound.why}"
         elif isinstance(found, str):
             verdict = f"not kept: {found}"
         elif not content.same_elements:
@@ -646,7 +656,7 @@ class Diagnoser:
         kept = verdict.startswith("kept")
         return Rewrite(c.name, c.kind, c.stage, c.why, c.change, c.semantics, c.automatic, tuple(steps),
                        dict(c.options), gain, None if content is None else content.same_elements, content, kept,
-                       verdict, c.cost_share)
+                       verdict, c.cost_share, None if bound is None else bound.gain)
 
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original; give the combination's Rewrite."""
