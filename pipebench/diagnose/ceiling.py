@@ -1,14 +1,16 @@
 """The most a rewrite can gain, read from the prefixes already measured (no TensorFlow here).
 
-A rewrite changes some stages and leaves the others as they are. Two of the stages it leaves bound what the
-rewritten pipeline can pass, whatever the rewrite does:
+A rewrite changes some stages and leaves the others as they are. What it leaves bounds what the rewritten
+pipeline can pass, whatever the rewrite does:
 
 - the stages before the first one it changes: the rewritten pipeline still pulls every row through them, and they
   pass at most what their prefix passed alone (nothing else competing for the cores);
 - the bottleneck, when it runs in one thread and the rewrite leaves it as it is: it passes at most what it passed
-  in its own prefix, or what one thread does at its CPU per row (its capacity), whichever is more.
+  in its own prefix, or what one thread does at its CPU per row (its capacity), whichever is more;
+- the machine: the stages it leaves still cost their CPU per row, and the cores give at most their number of
+  CPU-seconds a second (a rewrite adds threads or takes work away; none of ours makes the stages it leaves cheaper).
 
-The ceiling is the lower of the two over the whole pipeline's rate. A rewrite whose ceiling is under
+The ceiling is the lowest of these over the whole pipeline's rate. A rewrite whose ceiling is under
 MEASURE_ABOVE is named with it and not measured: its rounds cost as much as any other's (a slow pipeline's
 several seconds each) and could only show "no measurable difference" (a py_function at 1,300 rows/s measured
 "parallel reads" of a source that passes 300,000 alone for 8 rounds). The figures are the prefixes' means, so
@@ -38,10 +40,10 @@ class Ceiling:
         return self.gain > MEASURE_ABOVE
 
 
-def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[StageCost],
-            bottleneck: int) -> Ceiling | None:
-    """Give the ceiling of a rewrite that changes the stages `changes` (None: all of them), or None when nothing
-    it leaves bounds it (module docstring). `costs`: the measured prefixes, the whole pipeline last."""
+def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[StageCost], bottleneck: int,
+            cores: int) -> Ceiling | None:
+    """Give the ceiling of a rewrite that changes the stages `changes` (None: all of them) on `cores` cores, or None
+    when nothing it leaves bounds it (module docstring). `costs`: the measured prefixes, the whole pipeline last."""
     if changes is None or not changes or not costs:
         return None
     whole = costs[-1].prefix_rows_per_sec.mean
@@ -61,6 +63,12 @@ def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[St
         rate = max(neck.capacity_rows_per_sec or 0.0, neck.prefix_rows_per_sec.mean)
         found.append(Ceiling(rate / whole, f"it leaves the bottleneck {stages[bottleneck].label} as it is, which "
                                            f"passes at most ~{rate:,.0f} rows/s ({neck.why_sequential})"))
+    left = costs[-1].prefix_cpu_us_per_row.mean - sum(c.cpu_us_per_row for c in costs
+                                                       if set(c.stages) & set(changes))
+    if left > 0:
+        rate = cores * 1e6 / left
+        found.append(Ceiling(rate / whole, f"the stages it leaves cost ~{left:,.1f} CPU-µs per row, which {cores} "
+                                           f"cores pass at most ~{rate:,.0f} times a second"))
     if not found:
         return None
     low = min(found, key=lambda c: c.gain)

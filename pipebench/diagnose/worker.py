@@ -562,7 +562,8 @@ class Diagnoser:
         cannot gain (pipebench.diagnose.ceiling); give each one's Rewrite."""
         arms, checked, built = [], {}, {}
         original = self.input_arm("original", self._original(), self.batched)
-        ceilings = {i: ceiling(c.changes, self.walked.stages, costs, bottleneck) for i, c in enumerate(candidates)}
+        ceilings = {i: ceiling(c.changes, self.walked.stages, costs, bottleneck, self.cores)
+                    for i, c in enumerate(candidates)}
         for index, c in enumerate(candidates):
             if not c.automatic:
                 continue
