@@ -324,6 +324,9 @@ def test_a_rewrite_is_bounded_by_the_stages_it_leaves_as_they_are():
     reads = ceiling((0,), stages, both, 1, 2)
     assert reads.gain == pytest.approx(2e6 / 109.0 / 16_400) and "2 cores" in reads.why and not reads.measurable
     assert ceiling((0,), stages, both, 1, 4).measurable, "on 4 cores the same stages could pass more"
+    garden = [*_model_garden(), _stage(6, "repeat", count=None)]
+    cache = [c for c in propose(garden, True, {}, {}, 4, {}, 1e6, 1e9, True, 1.0) if c.kind == "cache"]
+    assert cache[0].automatic and cache[0].changes == (0, 1, 2, 3, 4, 5), "a cache skips what an interleave builds"
 
 
 @pytest.mark.slow

@@ -302,7 +302,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
             found.append(Candidate(text, "cache", point, f"{why}; it holds ~{cache_bytes / 2**20:,.0f} MiB",
                                    f"insert cache() after {where.call}", None, True,
                                    _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True,
-                                   changes=tuple(s.index for s in outer if s.index <= point)))
+                                   changes=tuple(i for s in outer if s.index <= point
+                                                 for i in (s.index, *_within(stages, s.index)))))
     if parallel_stages and options.get("deterministic") is not False:
         found.append(Candidate("options: deterministic=False", "options", None,
                                "parallel stages keep their input order, so one slow element holds back the rest",
