@@ -58,8 +58,7 @@ def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[St
         found.append(Ceiling(rate / whole, f"it leaves the stages up to {stages[max(before[-1].stages)].call} as "
                                            f"they are, which pass ~{rate:,.0f} rows/s alone"))
     neck = next((c for c in costs if c.stage == bottleneck), None)
-    if neck is not None and neck.sequential and bottleneck not in changes \
-            and not set(neck.stages) & set(changes):
+    if neck is not None and neck.sequential and not set(neck.stages) & set(changes):
         rate = max(neck.capacity_rows_per_sec or 0.0, neck.prefix_rows_per_sec.mean)
         found.append(Ceiling(rate / whole, f"it leaves the bottleneck {stages[bottleneck].label} as it is, which "
                                            f"passes at most ~{rate:,.0f} rows/s ({neck.why_sequential})"))
