@@ -108,13 +108,13 @@ def skipped(stages: list[Stage]) -> set[int]:
             if opens or stage.kind == "cache":
                 for earlier in chain[:position]:
                     found.add(earlier.index)
-                    found |= _below(stages, earlier.index)
+                    found |= built_by(stages, earlier.index)
             if stage.kind == "repeat" and position > 0:
                 found.add(chain[position - 1].index)
     return found
 
 
-def _below(stages: list[Stage], index: int) -> set[int]:
+def built_by(stages: list[Stage], index: int) -> set[int]:
     """Give the stages an interleave's function builds (and theirs), at any depth."""
     found, todo = set(), [index]
     while todo:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipebench.diagnose.costs import built_by
 from pipebench.diagnose.records import AUTOTUNE, Stage, Step
 
 #: A per-example map vectorised in place maps batches of this many examples, then unbatches them.
@@ -135,18 +136,6 @@ def _between(stages: list[Stage], index: int, batch: int) -> list[Stage]:
     return [s for s in stages[index + 1:batch] if s.inside == stages[index].inside]
 
 
-def _within(stages: list[Stage], index: int) -> list[int]:
-    """Give the stages stage `index`'s function builds, at any depth."""
-    found = []
-    for stage in stages:
-        parent = stage.inside
-        while parent is not None and parent != index:
-            parent = stages[parent].inside
-        if parent == index:
-            found.append(stage.index)
-    return found
-
-
 def _random(stage: Stage) -> bool:
     return stage.kind == "shuffle" or bool(stage.stateful_ops)
 
@@ -258,7 +247,7 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    cost_share=share, note="not measured: it reads one file here and its function "
                                    "only reads it, so there is nothing to run in parallel (with several files there "
                                    "would be)" if single else None,
-                                   changes=(stage.index, *_within(stages, stage.index))))
+                                   changes=(stage.index, *sorted(built_by(stages, stage.index)))))
         if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
                 and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
                 and replayable:
@@ -303,7 +292,7 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    f"insert cache() after {where.call}", None, True,
                                    _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True,
                                    changes=tuple(i for s in outer if s.index <= point
-                                                 for i in (s.index, *_within(stages, s.index)))))
+                                                 for i in (s.index, *sorted(built_by(stages, s.index))))))
     if parallel_stages and options.get("deterministic") is not False:
         found.append(Candidate("options: deterministic=False", "options", None,
                                "parallel stages keep their input order, so one slow element holds back the rest",
