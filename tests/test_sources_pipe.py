@@ -235,8 +235,9 @@ _READER = textwrap.dedent("""
         with open(f"{state_dir}/.train-pipe_mode-state") as f:
             epoch = int(f.read()) - 1
         lines = [line.numpy().decode() for line in iterator]
-        with open(f"{control}/{name}-{turn}.json", "w") as f:
+        with open(f"{control}/{name}-{turn}.part", "w") as f:
             json.dump({"epoch": epoch, "lines": lines}, f)
+        os.replace(f"{control}/{name}-{turn}.part", f"{control}/{name}-{turn}.json")  # whole, or not there
 """)
 
 
