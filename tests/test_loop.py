@@ -176,3 +176,43 @@ def test_the_synthetic_trial_names_no_format():
     # the grid shuffles its rounds, seeded by the experiment's fingerprint: find the trial, not its place
     (synthetic,) = [t for t in trials(experiment, data) if t.mode == "synthetic"]
     assert synthetic.label.format is None and synthetic.label.pipeline == "synthetic"
+
+
+def test_the_grid_has_trials_of_one_repeat_and_environment_share_a_worker_and_the_rest_measured_alone(tmp_path):
+    """Groups follow the plan's order and never mix repeats or environments, nor pass trials_per_worker; a trial its
+    worker never reached is measured alone right after; every trial gets its row, in plan order."""
+    experiment = parse_experiment({
+        "name": "loop", "modes": ["input", "train"], "pipelines": {"presets": ["aws-sample"]},
+        "grid": {"batch_size": [256, 512], "env": {"KMP_AFFINITY": [None, "compact"]}},
+        "measurement": {"repeats": 2}, "budget": {"trials_per_worker": 3},
+        "results": "results"})  # not tmp_path: the plan's order is seeded by the experiment
+    data = _data(tmp_path)
+    run = _run_folder(tmp_path / "grid", data)
+    one = fake_measure(_rate)
+    groups, alone = [], []
+
+    def measure(spec, trial_dir, limits, sampler_factory=None, on_progress=None):
+        alone.append(spec.trial_id)
+        return one(spec, trial_dir, limits, sampler_factory, on_progress)
+
+    def measure_group(specs, dirs, limits, sampler_factory=None):
+        groups.append(list(specs))
+        found = [one(spec, folder, limits) for spec, folder in zip(specs, dirs)]
+        return found[:-1] + [None] if len(groups) == 1 else found  # the first worker stopped before its last
+
+    planned = trials(experiment, data)
+    result = run_trials(GridPlanner(planned, set()), run, experiment, measure, stream=io.StringIO(),
+                        measure_group=measure_group)
+    assert [r.trial_id for r in result.rows] == [t.trial_id for t in planned]
+    assert groups and max(len(g) for g in groups) == 3
+    for group in groups:
+        assert len({(t.repeat, tuple(sorted(t.env.items())), t.threads) for t in group}) == 1
+        assert len({t.configuration_id for t in group}) == len(group)
+    assert groups[0][-1].trial_id in alone
+    grouped = {t.trial_id for g in groups for t in g[: -1 if g is groups[0] else None]}
+    assert grouped.isdisjoint(alone) and grouped | set(alone) == {t.trial_id for t in planned}
+    # a caller that measures its own way and gives no group measure measures one trial at a time
+    alone.clear()
+    again = _run_folder(tmp_path / "alone", data)
+    run_trials(GridPlanner(planned, set()), again, experiment, measure, stream=io.StringIO())
+    assert alone == [t.trial_id for t in planned]

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from pipebench.converters.convert import ConvertRequest, convert
-from pipebench.measure.manager import Limits, run_worker, trial_environment
+from pipebench.measure.manager import Limits, run_group, run_worker, shares_worker, trial_environment
 from pipebench.measure.sampler import Sampler
 from pipebench.measure.trial import Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.presets import preset
@@ -140,3 +140,76 @@ def test_the_last_stderr_line_of_a_dead_child_from_its_path_or_its_open_file(tmp
     assert last_stderr_line(tmp_path / "stderr.txt") == "last line"
     (tmp_path / "empty.txt").write_bytes(b"\n  \n")
     assert last_stderr_line(tmp_path / "empty.txt") == last_stderr_line(tmp_path / "missing.txt") == "(no output)"
+
+
+@pytest.mark.tf
+def test_a_warm_worker_measures_its_trials_in_turn_and_a_later_failure_is_measured_again_alone(tmp_path, tfrecords):
+    """One worker, four trials: the first two measured one after the other (their spans meet, each says how many
+    came before it, TensorFlow started once, after the shared settings, and neither owns the worker's exit); the
+    third's segfault ends the worker: a trial that fails after others shared its process is not charged with it
+    (None: the loop measures it alone), and the fourth, never started, is left to be measured alone too."""
+    env = {"KMP_AFFINITY": "disabled"}
+    first = _trial(tfrecords, trial_id="a", configuration_id="a", env=env, threads=Threads(1, 2))
+    second = _trial(tfrecords, trial_id="b", configuration_id="b", batch_size=512, env=env, threads=Threads(1, 2))
+    crash = trial_spec(trial_id="c", configuration_id="c", fault="segfault", env=env, threads=Threads(1, 2))
+    never = _trial(tfrecords, trial_id="d", configuration_id="d", env=env, threads=Threads(1, 2))
+    a, b, c, d = run_group([first, second, crash, never], [tmp_path / n for n in "abcd"], LIMITS,
+                           sampler_factory=lambda pid: Sampler(pid, 0.1))
+    assert a is not None and b is not None and c is None and d is None
+    assert a.record.status is TrialStatus.OK and b.record.status is TrialStatus.OK, (a.record, b.record)
+    assert [o.process.worker_trials_before for o in (a, b)] == [0, 1]
+    for ok in (a, b):
+        assert ok.record.tensorflow_imported_before_settings is False
+        assert (ok.record.worker_intra_op_threads, ok.record.worker_inter_op_threads) == (1, 2)
+        assert ok.record.env_seen["KMP_AFFINITY"] == "disabled"
+        assert ok.process.exit_code is None and ok.process.signal is None, "the worker went on from it"
+        assert ok.usage is not None and ok.usage.samples > 0
+        assert ok.samples and ok.process.rss_peak_bytes >= max(s["rss_bytes"] for s in ok.samples)
+    assert a.span[1] == b.span[0] == pytest.approx((tmp_path / "a" / "result.json").stat().st_mtime)
+    assert b.record.windows_started_sec > a.record.windows_ended_sec
+    assert {s["wall_time"] for s in a.samples}.isdisjoint(s["wall_time"] for s in b.samples)
+    assert all((tmp_path / n / "stderr.txt").exists() for n in "abc")
+    assert not (tmp_path / "d" / "result.json").exists()
+
+
+@pytest.mark.slow
+def test_a_crash_in_a_warm_workers_first_trial_is_that_trials_and_the_rest_wait(tmp_path):
+    """The first trial of a worker had the process to itself: its crash is its failure, with the signal."""
+    crash = trial_spec(trial_id="a", configuration_id="a", fault="segfault")
+    after = trial_spec(trial_id="b", configuration_id="b")
+    found, never = run_group([crash, after], [tmp_path / "a", tmp_path / "b"], LIMITS)
+    assert found.record.status is TrialStatus.FAILED and found.record.reason == "worker killed by SIGSEGV"
+    assert found.process.signal == 11 and found.process.exit_code is None and never is None
+
+
+@pytest.mark.tf
+def test_a_warm_worker_stops_after_a_trial_that_did_not_end_ok(tmp_path, tfrecords):
+    """What failed may have left the process unfit: the worker ends there, and the next trial is not started."""
+    invalid = _trial(tfrecords, trial_id="a", configuration_id="a", batch_size=100_000)
+    after = _trial(tfrecords, trial_id="b", configuration_id="b")
+    found, never = run_group([invalid, after], [tmp_path / "a", tmp_path / "b"], LIMITS)
+    assert found.record.status is TrialStatus.INVALID and "yields no examples" in found.record.reason
+    assert found.process.exit_code == 0 and never is None
+    assert not (tmp_path / "b" / "result.json").exists()
+
+
+def test_only_trials_whose_process_would_be_the_same_share_a_worker():
+    """Same repeat, environment and threads, pipebench's own pipelines read from files, a configuration once."""
+    from pipebench.pipeline.function import FunctionPipeline
+
+    base = trial_spec(trial_id="a", configuration_id="a")
+    other = dataclasses.replace(base, trial_id="b", configuration_id="b")
+    assert shares_worker([base], other)
+    assert not shares_worker([base], dataclasses.replace(other, configuration_id="a")), "two repeats of one"
+    assert not shares_worker([base], dataclasses.replace(other, repeat=1))
+    assert not shares_worker([base], dataclasses.replace(other, env={"KMP_AFFINITY": "compact"}))
+    assert not shares_worker([base], dataclasses.replace(other, threads=Threads(1, None)))
+    assert not shares_worker([base], dataclasses.replace(other, fault="segfault"))
+    assert not shares_worker([base], dataclasses.replace(other, prefix_stages=2))
+    assert not shares_worker([base], dataclasses.replace(
+        other, measurement=dataclasses.replace(other.measurement, page_cache=True)))
+    assert not shares_worker([base], dataclasses.replace(
+        other, label=dataclasses.replace(other.label, source_mode="pipe")))
+    function = FunctionPipeline("mine", "/x/train.py", "input_fn", "0" * 64, {}, None, False, {})
+    assert not shares_worker([base], dataclasses.replace(other, pipeline_spec=function.to_dict()))
+    assert not shares_worker([dataclasses.replace(base, pipeline_spec=function.to_dict())], other)

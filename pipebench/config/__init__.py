@@ -334,6 +334,12 @@ SCHEMA: dict[str, Any] = {
         "memory_cap_mb": Field(int, 8192, allowed=Range(64),
                                doc="A trial whose process tree's RSS passes this is killed and recorded with "
                                    "status `memory_cap`."),
+        "trials_per_worker": Field(int, 4, allowed=AT_LEAST_1,
+                                   doc="Trials of one repeat that share the environment variables and thread pools "
+                                       "run one after another in one warm worker, this many at most (pipebench's own "
+                                       "pipelines read from files; a function pipeline, another source mode and "
+                                       "each repeat keep a process of their own): a worker's start and TensorFlow "
+                                       "import are paid once. 1: a fresh process per trial."),
     },
     "sources": {
         "file": {"cold": Field(bool, False, nullable=False,

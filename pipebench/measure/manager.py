@@ -1,4 +1,10 @@
-"""Run one trial in a fresh worker process: environment, timeout, memory cap, sampling, outcome.
+"""Run trials in worker processes: environment, timeout, memory cap, sampling, outcome.
+
+A trial runs in a fresh worker (`run_worker`), or a few trials that share everything set before TensorFlow
+starts (environment variables, thread pools, CPUs) run one after another in one warm worker (`run_group`,
+`shares_worker`, budget.trials_per_worker): a worker's start, its TensorFlow import and its exit took a
+third of the main job (docs/performance/main-job.md). Repeats of one configuration never share a worker, and the
+grid's shuffled order moves each configuration's place in its worker from repeat to repeat.
 
 Failure is data (asv's TIMEOUT_RETCODE habit): a crash, a hang past the timeout or RSS past the
 memory cap becomes a record with `status` and `reason`, never an exception that stops the run.
@@ -13,12 +19,12 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pipebench.atomic import atomic_write_json
+from pipebench.atomic import atomic_write_bytes, atomic_write_json
 from pipebench.children import (
     STACK_SIGNAL, TAG_VARIABLE, ProcessTree, end_tree, kill_group, last_stderr_line, new_tag, stderr_tail,
     worker_command)
@@ -26,10 +32,12 @@ from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
 from pipebench.pinning import Pinning, placed
+from pipebench.pipeline.function import is_function
 
 THREAD_ENV = {"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS"}
 #: In each trial's folder: the TrialSpec the worker ran (a busy trial is measured again from it).
 TRIAL_FILE = "trial.json"
+RESULT_FILE, STDERR_FILE = "result.json", "stderr.txt"
 #: How often the watcher wakes while a worker runs (the memory cap, the timeout, the worker's progress) when the
 #: worker's exit does not wake it first: four light reads a second, not a scan of /proc.
 _POLL_SEC = 0.25
@@ -60,6 +68,7 @@ class ProcessFacts:
     signal: int | None
     stderr_tail: str | None
     rss_peak_bytes: int  # the largest of the manager's polls of the tree (4 Hz), the sampler's, and the root's VmHWM
+    worker_trials_before: int = 0  # trials its warm worker measured before this one (0: a fresh process)
 
 
 @dataclass
@@ -74,6 +83,7 @@ class Outcome:
     process: ProcessFacts
     samples: list[dict] = field(default_factory=list)
     usage: Usage | None = None
+    span: tuple[float, float] | None = None  # wall seconds (time.time()) its worker spent on it: start, end
 
 
 def trial_environment(trial: TrialSpec, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -144,6 +154,26 @@ class _WindowReader:
         return [(r["window"], r["examples_per_sec"]) for r in reports]
 
 
+def shares_worker(group: Sequence[TrialSpec], trial: TrialSpec) -> bool:
+    """Whether `trial` may be measured next in the warm worker of `group`'s trials.
+
+    Only what is the same in a fresh process: the environment variables and thread pools (set before TensorFlow
+    starts), the repeat (repeats stay separate processes, so a configuration's rounds are not one process's), and
+    pipelines pipebench builds, read from files. A user's function (its threads, modules and folders must not
+    reach another trial), the other source modes (FIFOs, servers), capacity prefixes, profiling re-runs,
+    injected faults and trials whose sampler reads their own files' page-cache residency keep a process of their
+    own, and so does a second trial of one configuration.
+    """
+    def alone(t: TrialSpec) -> bool:
+        return (is_function(t.pipeline_spec) or t.label.source_mode != "file" or t.prefix_stages is not None
+                or t.profile_dir is not None or t.fault is not None or t.measurement.page_cache)
+
+    first = group[0]
+    return (not alone(trial) and not alone(first) and trial.env == first.env and trial.threads == first.threads
+            and trial.repeat == first.repeat
+            and trial.configuration_id not in {t.configuration_id for t in group})
+
+
 def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
                sampler_factory: Callable[[int], object] | None = None,
                clock: Callable[[], float] = time.monotonic,
@@ -156,23 +186,63 @@ def run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits,
     on those CPUs (and under its quota) before it starts (pipebench.pinning).
     """
     with placed(pinning) as preexec_fn:
-        return _run_worker(trial, trial_dir, limits, sampler_factory, clock, on_progress, preexec_fn)
+        outcome, = _run_worker([trial], [trial_dir], limits, sampler_factory, clock, on_progress, preexec_fn)
+    assert outcome is not None  # a worker's only trial always has an outcome
+    return outcome
 
 
-def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_factory, clock: Callable[[], float],
-                on_progress, preexec_fn: Callable[[], None] | None) -> Outcome:
-    trial_dir.mkdir(parents=True, exist_ok=True)
-    trial_path, result_path, stderr_path = trial_dir / TRIAL_FILE, trial_dir / "result.json", trial_dir / "stderr.txt"
-    atomic_write_json(trial_path, trial.to_json())  # a full disk names the file, and leaves no half of it
-    result_path.unlink(missing_ok=True)
-    (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)
-    # A manager killed by SIGKILL never reached the cleanup below: its worker's FIFOs are still here.
-    shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)
-    windows = _WindowReader(trial_dir / PROGRESS_FILE)
-    started = clock()
+def run_group(trials: Sequence[TrialSpec], trial_dirs: Sequence[Path], limits: Limits,
+              sampler_factory: Callable[[int], object] | None = None,
+              clock: Callable[[], float] = time.monotonic) -> list[Outcome | None]:
+    """Run `trials` (each sharing the first's worker: `shares_worker`) one after another in one new worker; give
+    each one's outcome, or None for one to measure again alone: never started (the worker stops after a trial that
+    did not end ok), or not ok after others shared its process (what they left may be why). Each trial's timeout
+    counts from its own start; the memory cap holds the worker's tree."""
+    return _run_worker(list(trials), list(trial_dirs), limits, sampler_factory, clock, None, None)
+
+
+class _Ends:
+    """When each trial of a worker wrote its result (its end, and the next one's start), by the results it finds, and
+    how much the worker had written to its stderr by then (each trial's part of it)."""
+
+    def __init__(self, results: list[Path], stderr: Path, clock: Callable[[], float]) -> None:
+        self.results, self.stderr, self.clock = results, stderr, clock
+        self.started = clock()
+        self.ends: list[float] = []  # the manager's clock when each trial's result was first seen
+        self.walls: list[float] = [time.time()]  # the worker's start, then each result's mtime (wall seconds)
+        self.written: list[int] = [0]  # stderr bytes at the worker's start, then as each result was seen
+
+    def poll(self) -> None:
+        while len(self.ends) < len(self.results) and self.results[len(self.ends)].exists():
+            self.ends.append(self.clock())
+            self.walls.append(self.results[len(self.ends) - 1].stat().st_mtime)
+            self.written.append(self.stderr.stat().st_size)
+
+    def current_start(self) -> float:
+        """Give the start, on the manager's clock, of the trial the worker is on (the last one's timeout counts from
+        its start, also once its result is written: a worker that hangs as it exits gets no second timeout)."""
+        self.poll()
+        on = min(len(self.ends), len(self.results) - 1)
+        return self.ends[on - 1] if on else self.started
+
+
+def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampler_factory,
+                clock: Callable[[], float], on_progress, preexec_fn: Callable[[], None] | None) -> list[Outcome | None]:
+    args = []
+    for trial, trial_dir in zip(trials, dirs):
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(trial_dir / TRIAL_FILE, trial.to_json())  # a full disk names the file, and leaves no half
+        (trial_dir / RESULT_FILE).unlink(missing_ok=True)
+        (trial_dir / PROGRESS_FILE).unlink(missing_ok=True)
+        # A manager killed by SIGKILL never reached the cleanup below: its worker's FIFOs are still here.
+        shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)
+        args += [str(trial_dir / TRIAL_FILE), str(trial_dir / RESULT_FILE)]
+    stderr_path = dirs[0] / STDERR_FILE
+    windows = _WindowReader(dirs[0] / PROGRESS_FILE)
+    ends = _Ends([d / RESULT_FILE for d in dirs], stderr_path, clock)
     with open(stderr_path, "wb") as stderr:
-        started_worker = start_worker("pipebench.measure.worker", [str(trial_path), str(result_path)],
-                                      trial_environment(trial), stderr, trial_dir / SCRATCH_DIR / "tmp", preexec_fn)
+        started_worker = start_worker("pipebench.measure.worker", args, trial_environment(trials[0]), stderr,
+                                      dirs[0] / SCRATCH_DIR / "tmp", preexec_fn)
     proc = started_worker.proc
     sampler = sampler_factory(proc.pid) if sampler_factory else None
     if sampler is not None:
@@ -186,30 +256,71 @@ def _run_worker(trial: TrialSpec, trial_dir: Path, limits: Limits, sampler_facto
         return None
 
     try:
-        killed_for, peak_rss = watch(proc, limits, clock, started, pruned if on_progress is not None else None)
+        killed_for, peak_rss = watch(proc, limits, clock, ends.current_start if len(trials) > 1 else ends.started,
+                                     pruned if on_progress is not None else None)
     finally:
         started_worker.end()  # what the user's code started (a function pipeline's) does not outlive the trial
         samples = sampler.stop() if sampler is not None else []
-        shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)  # FIFOs a killed worker could not remove
+        for trial_dir in dirs:
+            shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)  # FIFOs a killed worker could not remove
+    worker_sec = clock() - ends.started
+    ends.poll()
     if on_progress is not None and not killed_for:
         for window, rate in windows.new_windows():  # the last windows, written just before the worker exited
             on_progress(window, rate)
-    duration = clock() - started
-    record = _outcome_record(proc.returncode, killed_for, result_path, stderr_path)
-    sampled_peak = max([s.rss_bytes for s in samples] + [s.root_rss_peak_bytes or 0 for s in samples], default=0)
-    process = ProcessFacts(duration, proc.returncode if proc.returncode >= 0 else None,
-                           -proc.returncode if proc.returncode < 0 else None, stderr_tail(stderr_path) or None,
-                           max(peak_rss, sampled_peak))
+    done, outcomes = len(ends.ends), []
+    # the trial it ended on: the one in flight when it was killed or crashed, else the last that wrote its result (a
+    # worker stops after a trial that did not end ok; the ones after it were never started)
+    bad = killed_for is not None or proc.returncode != 0 or done == 0
+    ended_on = min(done, len(trials) - 1) if bad else done - 1
+    if len(trials) > 1:  # each trial's folder holds its own part of the worker's stderr
+        data = stderr_path.read_bytes()
+        cuts = [*ends.written[:ended_on + 1], len(data)]
+        for k in range(ended_on + 1):
+            atomic_write_bytes(dirs[k] / STDERR_FILE, data[cuts[k]:cuts[k + 1]])
+    for k, trial_dir in enumerate(dirs):
+        if k > ended_on:
+            outcomes.append(None)  # never started
+            continue
+        record = (TrialRecord.load(trial_dir / RESULT_FILE) if k < ended_on
+                  else _outcome_record(proc.returncode, killed_for, trial_dir / RESULT_FILE, trial_dir / STDERR_FILE))
+        if k > 0 and record.status is not TrialStatus.OK:
+            outcomes.append(None)  # what the trials before it left (memory, threads) may be why: measured alone
+            continue
+        # the first trial's span holds the worker's start, the one it ended on its exit
+        span = (ends.walls[k], ends.walls[k + 1] if k < ended_on else time.time())
+        outcomes.append(_outcome(record, trial_dir / STDERR_FILE, proc.returncode if k == ended_on else None,
+                                 samples, sampler, peak_rss, k, len(trials), span, worker_sec))
+    return outcomes
+
+
+def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples: list, sampler, peak_rss: int,
+             position: int, trials: int, span: tuple[float, float], worker_sec: float) -> Outcome:
+    """Give one trial's outcome from its worker's: the samples, peak RSS and exit of its part.
+
+    A fresh process (one trial) keeps all its samples, its duration on the manager's clock and the largest of every
+    RSS reading. A warm worker's trial reads the samples of its span and, after the first, only the tree's RSS in
+    them (the root's VmHWM still holds the earlier trials' peaks). `returncode` None: the worker went on from it."""
+    own = samples if trials == 1 else [s for s in samples if span[0] <= s.wall_time <= span[1]]
+    readings = [s.rss_bytes for s in own] + [s.root_rss_peak_bytes or 0 for s in own if position == 0]
+    if trials == 1 or not own:
+        readings.append(peak_rss)
+    code = returncode
+    process = ProcessFacts(worker_sec if trials == 1 else span[1] - span[0],
+                           code if code is not None and code >= 0 else None,
+                           -code if code is not None and code < 0 else None, stderr_tail(stderr) or None,
+                           max(readings, default=0), position)
     usage = None
     if sampler is not None and record.windows_started_sec is not None:
         usage = sampler.summarize(samples, since=record.windows_started_sec, until=record.windows_ended_sec)
-    return Outcome(record, process, [s.as_row() for s in samples], usage)
+    return Outcome(record, process, [s.as_row() for s in own], usage, span)
 
 
-def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], started: float,
+def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], started: float | Callable[[], float],
           check: Callable[[], tuple[str, str] | None] | None = None) -> tuple[tuple[str, str] | None, int]:
     """Wait for a worker to exit; kill its process group past the memory cap or the timeout, or when `check`
     (polled too) gives a reason. Give (why it was killed as (status, reason), or None; the tree's peak RSS).
+    The timeout counts from `started` (a warm worker's: a function giving its current trial's start).
 
     It sleeps on the worker's pidfd (its exit wakes it at once) and wakes _POLL_SEC apart otherwise, reading the
     tree's memory from the files of the processes it knows (pipebench.children.ProcessTree): silent beside the
@@ -224,7 +335,7 @@ def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], st
     tree = ProcessTree(proc.pid)
     try:
         while proc.poll() is None:
-            elapsed = clock() - started
+            elapsed = clock() - (started() if callable(started) else started)
             rss = tree.rss_bytes(time.monotonic())
             peak_rss = max(peak_rss, rss)
             if rss > limits.memory_cap_bytes:

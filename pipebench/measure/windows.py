@@ -194,6 +194,11 @@ class _Reaper:
 _REAPER = _Reaper()
 
 
+def wind_down(max_sec: float = REAP_WAIT_SEC) -> None:
+    """Wait until the spent iterators handed over so far have wound down (a warm worker, between its trials)."""
+    _REAPER.settle(max_sec)
+
+
 @dataclasses.dataclass(frozen=True)
 class Timing:
     """How windows are timed: a trial's `measurement` block (Timing.of), or `pipebench diagnose`'s flags."""

@@ -1,4 +1,7 @@
-"""The trial worker: a fresh process per trial, `python -m pipebench.measure.worker TRIAL RESULT`.
+"""The trial worker: `python -m pipebench.measure.worker TRIAL RESULT [TRIAL RESULT ...]`, a fresh process for one
+trial or, warm, for a few that share its environment and threads (pipebench.measure.manager.shares_worker), one
+after another, each result written as it ends; it stops after a trial that did not end ok (the manager measures
+the rest again, alone).
 
 The manager puts the trial's environment variables (OMP_*, KMP_*, TF_ENABLE_ONEDNN_OPTS,
 TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS) in this process's environment before it starts,
@@ -46,7 +49,7 @@ from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
 from pipebench.measure.sampler import OthersCpu
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.windows import Arm, Timing, measure, profiled_window
+from pipebench.measure.windows import Arm, Timing, measure, profiled_window, wind_down
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.function import FunctionPipeline, data_files, is_function
 from pipebench.typed import to_json
@@ -114,21 +117,25 @@ def input_loop(tf, count: Callable, per_step: int = 1):
 
 
 def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None = None,
-              scratch: Path | None = None) -> dict[str, Any]:
+              scratch: Path | None = None, imported_before: bool | None = None) -> dict[str, Any]:
     """Measure one trial in this process; give the TrialRecord fields it measured.
 
     Its sources (an emulated Pipe channel) live in `scratch` (a temp folder when None) while it runs.
+    `imported_before`: whether TensorFlow was imported before this process took its settings (a warm worker's
+    later trials share the settings its first trial started TensorFlow with); None: read now.
     """
     _inject(trial.fault)
-    imported_before = "tensorflow" in sys.modules
+    if imported_before is None:
+        imported_before = "tensorflow" in sys.modules
     cpus_at_start = tuple(sorted(os.sched_getaffinity(0)))
     env_at_start = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
     import tensorflow as tf
 
-    if trial.threads.intra:
-        tf.config.threading.set_intra_op_parallelism_threads(trial.threads.intra)
-    if trial.threads.inter:
-        tf.config.threading.set_inter_op_parallelism_threads(trial.threads.inter)
+    threading = tf.config.threading  # a warm worker's later trials find them set already (equal: shares_worker)
+    if trial.threads.intra and threading.get_intra_op_parallelism_threads() != trial.threads.intra:
+        threading.set_intra_op_parallelism_threads(trial.threads.intra)
+    if trial.threads.inter and threading.get_inter_op_parallelism_threads() != trial.threads.inter:
+        threading.set_inter_op_parallelism_threads(trial.threads.inter)
     record: dict[str, Any] = {
         "tf_version": tf.__version__,
         "worker_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
@@ -345,7 +352,22 @@ def main(argv: list[str]) -> int:
     manager = os.environ.get("PIPEBENCH_MANAGER_PID")
     die_with_parent(int(manager) if manager else None)  # no orphan trials when the manager dies, even by kill -9
     answer_stack_requests()
-    trial_path, result_path = Path(argv[0]), Path(argv[1])
+    imported_before = "tensorflow" in sys.modules
+    for k in range(0, len(argv), 2):
+        result_path = Path(argv[k + 1])
+        record = _one(Path(argv[k]), result_path, imported_before)
+        # what failed may have left this process unfit: the worker ends there (the manager measures the rest afresh)
+        last = k + 2 >= len(argv) or record.status is not TrialStatus.OK
+        if not last:
+            _between_trials()  # before its result: the next trial's span starts clean
+        atomic_write_json(result_path, record.to_json())
+        if last:
+            break
+    return 0
+
+
+def _one(trial_path: Path, result_path: Path, imported_before: bool) -> TrialRecord:
+    """Measure the trial at `trial_path` (its progress and scratch beside `result_path`); give its record."""
     trial = TrialSpec.load(trial_path)
     started = time.time()
     progress_path = result_path.with_name(PROGRESS_FILE)
@@ -355,7 +377,8 @@ def main(argv: list[str]) -> int:
             f.write(json.dumps({"window": index, "examples_per_sec": examples_per_sec}) + "\n")
 
     try:
-        record = TrialRecord(TrialStatus.OK, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR)))
+        record = TrialRecord(TrialStatus.OK, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR),
+                                                         imported_before))
     except UnavailableError as err:  # e.g. Pipe mode without sagemaker_tensorflow: a row, not a failure
         record = TrialRecord(TrialStatus.UNAVAILABLE, str(err))
     except UserCodeError as err:  # a function pipeline's own code raised: failed, its file and line in the reason
@@ -364,8 +387,16 @@ def main(argv: list[str]) -> int:
         record = TrialRecord(TrialStatus.INVALID, str(err))
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run
         record = TrialRecord(TrialStatus.FAILED, failure_reason(err), traceback.format_exc()[-4000:])
-    atomic_write_json(result_path, dataclasses.replace(record, worker_sec=time.time() - started).to_json())
-    return 0
+    return dataclasses.replace(record, worker_sec=time.time() - started)
+
+
+def _between_trials() -> None:
+    """Leave the next trial of a warm worker what a fresh process has: the last trial's pipelines and model
+    dropped, and their threads wound down."""
+    import gc
+
+    gc.collect()
+    wind_down()
 
 
 if __name__ == "__main__":

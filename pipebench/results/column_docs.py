@@ -20,7 +20,8 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "tf_version": "TensorFlow's version in the worker.",
     "started_utc": "When the trial started (ISO 8601, UTC).",
     "ended_utc": "When it ended.",
-    "duration_sec": "Worker start to exit, on the manager's clock.",
+    "duration_sec": "Worker start to exit; in a warm worker (`worker_trials_before`), from the trial before's result "
+                    "to this one's (the first holds the worker's start, the last its exit).",
     "status": "How the trial ended: `ok`, `failed`, `timeout`, `memory_cap`, `invalid`, `unavailable`, "
               "`pruned` or `interrupted`.",
     "reason": "Why a trial that is not `ok` ended so (one line).",
@@ -64,14 +65,19 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "cpu_pct_of_physical_cores_median": "CPU as a share of the physical cores, median.",
     "busiest_core_pct_median": "The busiest core's busy %, median.",
     "rss_peak_bytes": "Peak RSS of the process tree (the largest of the manager's polls, the sampler's and the "
-                      "root's VmHWM).",
+                      "root's VmHWM, which a warm worker resets between its trials; a warm worker's trial reads the "
+                      "sampler's samples of its own span).",
     "gpu_util_pct_median": "GPU utilisation (NVML), median; null without a GPU.",
     "gpu_mem_peak_bytes": "Peak GPU memory used.",
     "worker_intra_op_threads": "The intra-op pool size TensorFlow reported using.",
     "worker_inter_op_threads": "The inter-op pool size TensorFlow reported using.",
-    "exit_code": "The worker's exit code.",
+    "exit_code": "The worker's exit code; null for a trial its warm worker went on from.",
     "signal": "The signal that ended the worker, if one did.",
-    "stderr_tail": "The end of the worker's stderr (all of it is in `trials/<id>/stderr.txt`).",
+    "stderr_tail": "The end of the worker's stderr (all of it is in `trials/<id>/stderr.txt`; a warm worker's, "
+                   "all its trials', is in each).",
+    "worker_trials_before": "Trials its worker measured before this one: 0, a fresh process; more, a warm worker "
+                            "(`budget.trials_per_worker`: same repeat, environment and threads). Null in "
+                            "tables before v8.",
     "study": "The Optuna study's name (Optuna runs only).",
     "optuna_trial_number": "The Optuna trial's number (Optuna runs only).",
     "instance_type_source": "Where `instance_type` came from: `SM_CURRENT_INSTANCE_TYPE` inside a job, "

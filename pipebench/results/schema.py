@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -59,6 +59,8 @@ TRIAL_FIELDS = [
     ("service_json", pa.string()), ("service_bytes_per_example", pa.float64()),
     # v7: the figure the input-bound verdict read (slowdown | waiting) and where the train step ran
     ("input_bound_basis", pa.string()), ("train_device", pa.string()),
+    # v8: trials a warm worker measured before this one (budget.trials_per_worker; 0: a fresh process)
+    ("worker_trials_before", pa.int64()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.

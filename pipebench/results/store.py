@@ -26,7 +26,7 @@ from pipebench.results.schema import SCHEMA_VERSION, VERSION_KEY
 #: lacks v4's intervals and kept the single-draw input fraction v4 replaced with the paired slowdown;
 #: v4 to v6 lack only columns added since (v7's verdict basis: their verdicts read the waiting share,
 #: pipebench.measure.figures.EARLIER_BASIS).
-_READABLE_VERSIONS = (2, 3, 4, 5, 6)
+_READABLE_VERSIONS = (2, 3, 4, 5, 6, 7)
 
 
 def _unreadable(path: Path, err: pa.ArrowException) -> DataError:

@@ -18,6 +18,7 @@ from pipebench.config.choices import ENV_KNOBS
 from pipebench.datasets import DataSet
 from pipebench.errors import ConfigError
 from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
+from pipebench.measure.manager import shares_worker
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
@@ -236,6 +237,15 @@ class GridPlanner:
 
     def next(self) -> Planned | None:
         return Planned(self._todo.popleft()) if self._todo else None
+
+    def also(self, group: list[Planned], room: int) -> list[Planned]:
+        """Give up to `room` of the next trials that may share the warm worker of `group`'s, in plan order (the
+        first that may not ends the group: the shuffled order of each repeat stands)."""
+        specs, found = [p.spec for p in group], []
+        while self._todo and len(found) < room and shares_worker(specs, self._todo[0]):
+            specs.append(self._todo[0])
+            found.append(Planned(self._todo.popleft()))
+        return found
 
     def done(self, planned: Planned, row: TrialRow) -> None:
         """The grid needs no result to go on."""

@@ -6,6 +6,11 @@ once: limits, the sampler (cut to the measured windows), the row, appends, the d
 `budget.max_trials`, the failure budget, progress, the input fraction and summary.md (after the
 planner's `finish()`, so it can show a study's winner). `measure` is injectable, so driver logic
 is tested without TensorFlow and the replay benchmark drives the real planners.
+
+A planner that can say which of its next trials may share a warm worker (`also`: the grid's) has them measured
+together, up to budget.trials_per_worker (pipebench.measure.manager.run_group); a trial the worker never
+reached is measured alone right after. Each still gets its own row, appended once the worker has ended, so the
+manager writes nothing while a worker measures (progress then moves a group at a time).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from typing import Any, Protocol
 from pipebench.config import Experiment
 from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval
-from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_worker
+from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_group, run_worker
 from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.pipeline.function import data_files
 from pipebench.results.rows import RowContext, trial_row
@@ -66,8 +71,13 @@ class Planner(Protocol):
         """Write what the driver concludes into the run folder (a study's importances and winner), before
         the loop writes summary.md."""
 
+    # Optional: `also(group, room) -> list[Planned]`, up to `room` of its next trials that may share the warm worker
+    # of `group`'s (pipebench.measure.manager.shares_worker), taken from its plan. A planner without it (a study,
+    # whose next trial depends on this one's result) has each trial measured in a worker of its own.
+
 
 Measure = Callable[..., Outcome]
+MeasureGroup = Callable[..., list[Outcome | None]]
 
 
 @dataclass
@@ -186,6 +196,11 @@ class RemeasureBusy:
                 return Planned(dataclasses.replace(spec, trial_id=f"{spec.trial_id}-again", remeasure_of=spec.trial_id))
         return None
 
+    def also(self, group: list[Planned], room: int) -> list[Planned]:
+        """The planner's trials share workers as it says; the ones measured again, each a worker of its own."""
+        also = getattr(self.planner, "also", None)
+        return also(group, room) if also is not None and not self._driver_done else []
+
     def done(self, planned: Planned, row: TrialRow) -> None:
         if planned.spec.remeasure_of is None:
             self.planner.done(planned, row)
@@ -196,13 +211,19 @@ class RemeasureBusy:
 
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
-               stream=None, busy_now: Callable[[], float] | None = None) -> LoopResult:
-    """Measure the planner's trials into the run folder until it has none, or a budget stops the run."""
+               stream=None, busy_now: Callable[[], float] | None = None,
+               measure_group: MeasureGroup | None = None) -> LoopResult:
+    """Measure the planner's trials into the run folder until it has none, or a budget stops the run.
+
+    `measure_group` measures trials that share a warm worker (default: run_group when `measure` is the default
+    run_worker; a caller that measures its own way measures one trial at a time unless it gives one too)."""
     from pipebench.measure.sampler import Sampler, others_busy_pct
     from pipebench.report.action import baseline_of
     from pipebench.report.summary import write_summary
 
     busy_now = busy_now or others_busy_pct
+    if measure_group is None and measure is run_worker:
+        measure_group = run_group
     budget, measurement = experiment["budget"], experiment["measurement"]
     limits = trial_limits(experiment)
     deadline = clock() + budget["max_minutes"] * 60 if budget["max_minutes"] else None
@@ -211,6 +232,35 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
         planner = RemeasureBusy(planner, rows, run, BusyRule(measurement["busy_other_cpu_pct"], busy_now))
     host = socket.gethostname()
     result = LoopResult(rows)
+
+    def sampler_factory(spec: TrialSpec) -> Callable[[int], Sampler]:
+        files = data_files(spec.pipeline_spec) if measurement["page_cache"] else ()
+        return lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"], data_files=files)
+
+    def measured(group: list[Planned]) -> list[tuple[Planned, Outcome, float, float]]:
+        """Measure `group` (one trial, or several in one warm worker); give each with its outcome, start and end."""
+        started = time.time()
+        if len(group) == 1:
+            planned = group[0]
+            with planned.measuring:
+                outcome = measure(planned.spec, run.trial_dir(planned.spec.trial_id), limits,
+                                  sampler_factory=sampler_factory(planned.spec), on_progress=planned.on_window)
+            return [(planned, outcome, started, time.time())]
+        specs = [p.spec for p in group]
+        with contextlib.ExitStack() as stack:
+            for planned in group:
+                stack.enter_context(planned.measuring)
+            outcomes = measure_group(specs, [run.trial_dir(s.trial_id) for s in specs], limits,
+                                     sampler_factory=sampler_factory(specs[0]))
+        found = []
+        for planned, outcome in zip(group, outcomes):
+            if outcome is None:  # its worker stopped before it: measured alone
+                found += measured([planned])
+            else:
+                span = outcome.span or (started, time.time())
+                found.append((planned, outcome, *span))
+        return found
+
     with TrialProgress(planner.total(), len(rows), stream, clock) as progress:
         while True:
             failed = failures(rows)
@@ -229,20 +279,21 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
             planned = planner.next()
             if planned is None:
                 break
-            spec = planned.spec
-            files = data_files(spec.pipeline_spec) if measurement["page_cache"] else ()
-            started = time.time()
-            with planned.measuring:
-                outcome = measure(spec, run.trial_dir(spec.trial_id), limits,
-                                  sampler_factory=lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"],
-                                                                      data_files=files),  # noqa: B023 (called now)
-                                  on_progress=planned.on_window)
-            row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, time.time(),
-                                       planned.study, planned.optuna_trial_number))
-            run.append(row, outcome.samples)
-            rows.append(row)
-            planner.done(planned, row)
-            progress.update(row)
+            group = [planned]
+            also = getattr(planner, "also", None)
+            if measure_group is not None and also is not None and planned.on_window is None:
+                room = budget["trials_per_worker"] - 1
+                if budget["max_trials"] is not None:
+                    room = min(room, budget["max_trials"] - len(rows) - 1)
+                group += also(group, room) if room > 0 else []
+            for planned, outcome, started, ended in measured(group):
+                spec = planned.spec
+                row = trial_row(RowContext(spec, outcome, run.run_id, host, run.machine, started, ended,
+                                           planned.study, planned.optuna_trial_number))
+                run.append(row, outcome.samples)
+                rows.append(row)
+                planner.done(planned, row)
+                progress.update(row)
     planner.finish(run)
     skipped = planner.skipped if isinstance(planner, RemeasureBusy) else None
     if skipped:
