@@ -7,7 +7,8 @@ import shutil
 import pytest
 
 from pipebench.converters.convert import ConvertRequest, convert
-from pipebench.measure.manager import Limits, run_group, run_worker, shares_worker, trial_environment
+from pipebench.measure.manager import Limits, run_group, run_worker, shares_worker, stderr_parts, trial_environment
+from pipebench.measure.worker import TRIAL_END
 from pipebench.measure.sampler import Sampler
 from pipebench.measure.trial import Threads, TrialSpec, TrialStatus
 from pipebench.pipeline.presets import preset
@@ -148,9 +149,10 @@ def test_a_warm_worker_measures_its_trials_in_turn_and_a_later_failure_is_measur
     came before it, TensorFlow started once, after the shared settings, and neither owns the worker's exit); the
     third's segfault ends the worker: a trial that fails after others shared its process is not charged with it
     (None: the loop measures it alone), and the fourth, never started, is left to be measured alone too."""
-    env = {"KMP_AFFINITY": "disabled"}
-    first = _trial(tfrecords, trial_id="a", configuration_id="a", env=env, threads=Threads(1, 2))
-    second = _trial(tfrecords, trial_id="b", configuration_id="b", batch_size=512, env=env, threads=Threads(1, 2))
+    env, measure = {"KMP_AFFINITY": "disabled"}, {**MEASURE, "windows": 4}  # 0.8 s of windows: sampled at 10 Hz
+    first = _trial(tfrecords, trial_id="a", configuration_id="a", env=env, threads=Threads(1, 2), measurement=measure)
+    second = _trial(tfrecords, trial_id="b", configuration_id="b", batch_size=512, env=env, threads=Threads(1, 2),
+                    measurement=measure)
     crash = trial_spec(trial_id="c", configuration_id="c", fault="segfault", env=env, threads=Threads(1, 2))
     never = _trial(tfrecords, trial_id="d", configuration_id="d", env=env, threads=Threads(1, 2))
     a, b, c, d = run_group([first, second, crash, never], [tmp_path / n for n in "abcd"], LIMITS,
@@ -213,3 +215,11 @@ def test_only_trials_whose_process_would_be_the_same_share_a_worker():
     function = FunctionPipeline("mine", "/x/train.py", "input_fn", "0" * 64, {}, None, False, {})
     assert not shares_worker([base], dataclasses.replace(other, pipeline_spec=function.to_dict()))
     assert not shares_worker([dataclasses.replace(base, pipeline_spec=function.to_dict())], other)
+
+
+def test_each_trial_of_a_warm_worker_gets_its_own_part_of_the_stderr():
+    """Cut at the worker's marks; the trial it ended on holds the rest (a crash's last words, its exit)."""
+    mark = (TRIAL_END + "\n").encode()
+    assert stderr_parts(b"a\n" + mark + b"b\n" + mark + b"crash\n", 2) == [b"a\n", b"b\n", b"crash\n"]
+    assert stderr_parts(b"a\n" + mark + b"b\n" + mark, 1) == [b"a\n", b"b\n"], "it stopped after the second"
+    assert stderr_parts(b"", 0) == [b""] and stderr_parts(b"a\n" + mark, 2) == [b"a\n", b"", b""]

@@ -70,9 +70,11 @@ def test_kill_minus_nine_then_two_resumes_at_once_lose_and_repeat_nothing(tmp_pa
     """kill -9 mid-run leaves no worker and no trial half-counted; then, regression, two `run --resume RUN_DIR` at
     once both ran the missing trials (7 rows for 4 trials): now the second is refused by the folder's lock with
     one line naming the first, and the first completes the run. Four input trials of one pipeline (what trials
-    measure is not what this checks: test_run_writes_results_with_all_modes_and_a_verdict's run covers it)."""
+    measure is not what this checks: test_run_writes_results_with_all_modes_and_a_verdict's run covers it). Two
+    trials a warm worker: its rows land together as it ends, and it is killed with its manager in the second."""
     experiment = _experiment(tmp_path, data={"formats": ["tfrecord"]}, pipelines={"presets": ["aws-sample"]},
-                             modes=["input"], grid={"batch_size": [64, 128, 256, 512]})
+                             modes=["input"], grid={"batch_size": [64, 128, 256, 512]},
+                             budget={"trials_per_worker": 2})
     proc = start_pipebench("run", experiment, start_new_session=True)
 
     def two_rows():

@@ -30,7 +30,7 @@ from pipebench.children import (
     worker_command)
 from pipebench.measure.sampler import Usage
 from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR
+from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR, TRIAL_END
 from pipebench.pinning import Pinning, placed
 from pipebench.pipeline.function import is_function
 
@@ -202,21 +202,18 @@ def run_group(trials: Sequence[TrialSpec], trial_dirs: Sequence[Path], limits: L
 
 
 class _Ends:
-    """When each trial of a worker wrote its result (its end, and the next one's start), by the results it finds, and
-    how much the worker had written to its stderr by then (each trial's part of it)."""
+    """When each trial of a worker wrote its result (its end, and the next one's start), by the results it finds."""
 
-    def __init__(self, results: list[Path], stderr: Path, clock: Callable[[], float]) -> None:
-        self.results, self.stderr, self.clock = results, stderr, clock
+    def __init__(self, results: list[Path], clock: Callable[[], float]) -> None:
+        self.results, self.clock = results, clock
         self.started = clock()
         self.ends: list[float] = []  # the manager's clock when each trial's result was first seen
         self.walls: list[float] = [time.time()]  # the worker's start, then each result's mtime (wall seconds)
-        self.written: list[int] = [0]  # stderr bytes at the worker's start, then as each result was seen
 
     def poll(self) -> None:
         while len(self.ends) < len(self.results) and self.results[len(self.ends)].exists():
             self.ends.append(self.clock())
             self.walls.append(self.results[len(self.ends) - 1].stat().st_mtime)
-            self.written.append(self.stderr.stat().st_size)
 
     def current_start(self) -> float:
         """Give the start, on the manager's clock, of the trial the worker is on (the last one's timeout counts from
@@ -239,7 +236,7 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         args += [str(trial_dir / TRIAL_FILE), str(trial_dir / RESULT_FILE)]
     stderr_path = dirs[0] / STDERR_FILE
     windows = _WindowReader(dirs[0] / PROGRESS_FILE)
-    ends = _Ends([d / RESULT_FILE for d in dirs], stderr_path, clock)
+    ends = _Ends([d / RESULT_FILE for d in dirs], clock)
     with open(stderr_path, "wb") as stderr:
         started_worker = start_worker("pipebench.measure.worker", args, trial_environment(trials[0]), stderr,
                                       dirs[0] / SCRATCH_DIR / "tmp", preexec_fn)
@@ -263,21 +260,21 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         samples = sampler.stop() if sampler is not None else []
         for trial_dir in dirs:
             shutil.rmtree(trial_dir / SCRATCH_DIR, ignore_errors=True)  # FIFOs a killed worker could not remove
-    worker_sec = clock() - ends.started
     ends.poll()
     if on_progress is not None and not killed_for:
         for window, rate in windows.new_windows():  # the last windows, written just before the worker exited
             on_progress(window, rate)
+    worker_sec = clock() - ends.started
     done, outcomes = len(ends.ends), []
-    # the trial it ended on: the one in flight when it was killed or crashed, else the last that wrote its result (a
-    # worker stops after a trial that did not end ok; the ones after it were never started)
-    bad = killed_for is not None or proc.returncode != 0 or done == 0
+    # the trial it ended on: the one in flight when it was killed, crashed or exited without its result, else the last
+    # that wrote its result (a worker stops after a trial that did not end ok; the ones after it were never started)
+    went_on = 0 < done < len(trials) and TrialRecord.load(dirs[done - 1] / RESULT_FILE).status is TrialStatus.OK
+    bad = killed_for is not None or proc.returncode != 0 or done == 0 or went_on
     ended_on = min(done, len(trials) - 1) if bad else done - 1
     if len(trials) > 1:  # each trial's folder holds its own part of the worker's stderr
-        data = stderr_path.read_bytes()
-        cuts = [*ends.written[:ended_on + 1], len(data)]
+        parts = stderr_parts(stderr_path.read_bytes(), ended_on)
         for k in range(ended_on + 1):
-            atomic_write_bytes(dirs[k] / STDERR_FILE, data[cuts[k]:cuts[k + 1]])
+            atomic_write_bytes(dirs[k] / STDERR_FILE, parts[k])
     for k, trial_dir in enumerate(dirs):
         if k > ended_on:
             outcomes.append(None)  # never started
@@ -292,6 +289,14 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         outcomes.append(_outcome(record, trial_dir / STDERR_FILE, proc.returncode if k == ended_on else None,
                                  samples, sampler, peak_rss, k, len(trials), span, worker_sec))
     return outcomes
+
+
+def stderr_parts(data: bytes, ended_on: int) -> list[bytes]:
+    """Give the parts of a warm worker's stderr of its trials up to the one it ended on, cut at the marks the worker
+    writes as each trial ends (TRIAL_END, left out); the one it ended on holds the rest, its exit included."""
+    parts = data.split((TRIAL_END + "\n").encode())
+    parts += [b""] * (ended_on + 1 - len(parts))
+    return parts[:ended_on] + [b"".join(parts[ended_on:])]
 
 
 def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples: list, sampler, peak_rss: int,

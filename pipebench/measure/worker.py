@@ -58,6 +58,8 @@ from pipebench.typed import to_json
 PROGRESS_FILE = "progress.jsonl"
 #: Beside the result file: the trial's scratch folder (emulated Pipe FIFOs); the manager removes it.
 SCRATCH_DIR = "scratch"
+#: A warm worker writes this line to its stderr as each trial ends: the manager cuts each trial's part there.
+TRIAL_END = "pipebench-worker: trial ended"
 
 
 def _inject(fault: str | None) -> None:
@@ -359,7 +361,12 @@ def main(argv: list[str]) -> int:
         # what failed may have left this process unfit: the worker ends there (the manager measures the rest afresh)
         last = k + 2 >= len(argv) or record.status is not TrialStatus.OK
         if not last:
-            _between_trials()  # before its result: the next trial's span starts clean
+            try:
+                _between_trials()  # before its result: the next trial's span starts clean
+            except Exception:  # noqa: BLE001 — its result stands; the trials after it get a fresh worker
+                last = True
+        if len(argv) > 2:
+            print(TRIAL_END, file=sys.stderr, flush=True)  # its part of this stderr ends here
         atomic_write_json(result_path, record.to_json())
         if last:
             break

@@ -65,8 +65,9 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "cpu_pct_of_physical_cores_median": "CPU as a share of the physical cores, median.",
     "busiest_core_pct_median": "The busiest core's busy %, median.",
     "rss_peak_bytes": "Peak RSS of the process tree (the largest of the manager's polls, the sampler's and the "
-                      "root's VmHWM, which a warm worker resets between its trials; a warm worker's trial reads the "
-                      "sampler's samples of its own span).",
+                      "root's VmHWM); a warm worker's trial reads the sampler's samples of its own span (after its first, "
+                      "the tree's RSS only: VmHWM keeps the earlier trials' peaks), or the worker's peak when its "
+                      "span has none.",
     "gpu_util_pct_median": "GPU utilisation (NVML), median; null without a GPU.",
     "gpu_mem_peak_bytes": "Peak GPU memory used.",
     "worker_intra_op_threads": "The intra-op pool size TensorFlow reported using.",
