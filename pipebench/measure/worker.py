@@ -133,15 +133,15 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
     env_at_start = {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
     import tensorflow as tf
 
-    threading = tf.config.threading  # a warm worker's later trials find them set already (equal: shares_worker)
-    if trial.threads.intra and threading.get_intra_op_parallelism_threads() != trial.threads.intra:
-        threading.set_intra_op_parallelism_threads(trial.threads.intra)
-    if trial.threads.inter and threading.get_inter_op_parallelism_threads() != trial.threads.inter:
-        threading.set_inter_op_parallelism_threads(trial.threads.inter)
+    pools = tf.config.threading  # a warm worker's later trials find them set already (equal: shares_worker)
+    if trial.threads.intra and pools.get_intra_op_parallelism_threads() != trial.threads.intra:
+        pools.set_intra_op_parallelism_threads(trial.threads.intra)
+    if trial.threads.inter and pools.get_inter_op_parallelism_threads() != trial.threads.inter:
+        pools.set_inter_op_parallelism_threads(trial.threads.inter)
     record: dict[str, Any] = {
         "tf_version": tf.__version__,
-        "worker_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
-        "worker_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+        "worker_intra_op_threads": pools.get_intra_op_parallelism_threads(),
+        "worker_inter_op_threads": pools.get_inter_op_parallelism_threads(),
         "env_seen": {**{k: os.environ.get(k) for k in sorted(trial.env)}, **env_at_start},
         "tensorflow_imported_before_settings": imported_before,
         "cpus_at_start": cpus_at_start,
