@@ -30,5 +30,8 @@ def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):
         {"rewritten_well_built.patch"} if kept else set()), "a patch only for a kept rewrite"
     assert [s["kind"] for s in found["stages"]] == ["source", "batch", "map", "prefetch"]
     assert found["train"] is not None and {t["pipeline"] for t in found["train"]["terms"]} >= {"original"}
+    assert len(found["process_rows_per_sec"]) == 2 and "a second worker process" in result.stdout, \
+        "the rate is over two worker processes"
+    assert "whole pipeline: " in result.stdout
     assert "## Where the time goes" in (out / "diagnosis.md").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no temp folder left beside it"

@@ -320,3 +320,58 @@ def test_the_tf_profiler_answers_beside_pipebench_on_the_same_pipeline(data):
     assert "tf_data_bottleneck_analysis" in found.answer or "input_pipeline_analyzer" in found.answer
     if importlib.util.find_spec("tensorboard_plugin_profile") is not None:  # 2.19 (TF 2.14's) still has the tool
         assert found.answer.startswith("tensorboard_plugin_profile's tf_data_bottleneck_analysis: Iterator::")
+
+
+def test_a_second_worker_process_confirms_or_drops_a_small_gain_and_gives_the_rate_over_both(diagnoses, data,
+                                                                                              tmp_path):
+    """A process has its own speed (pipebench.diagnose.second): a small gain kept in the first worker is measured
+    again, beside the original, in a second one that loads the function anew; it stays kept only if the second
+    agrees, with the second's gain. The whole pipeline's rate is over both processes. No assertion reads a gain:
+    the rewrite is made to look kept, and either verdict is the second process's own."""
+    from pipebench.diagnose.worker import Diagnoser
+
+    name, first, measured = next((name, found, r) for name, found in diagnoses.items() for r in found.rewrites
+                                 if r.automatic and r.gain is not None and r.steps and r.kind != "cache")
+    small = dataclasses.replace(measured, kept=True, gain=Interval(1.2, 1.05, 1.4, 5), verdict="kept for now")
+    first = dataclasses.replace(first, rewrites=tuple(small if r is measured else r for r in first.rewrites),
+                                combined=None)
+    path = tmp_path / "first.json"
+    path.write_text(json.dumps(first.to_json(), allow_nan=False))
+    said: list[str] = []
+    request = Request(str(CORPUS / f"{name}.py"), "input_fn", kwargs_of(name, data), None, rounds=2,
+                      window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_cap_rows=EPOCH_CAP,
+                      scratch=str(tmp_path / "scratch"), progress_file="", train=False, profile=False,
+                      first=str(path))
+    with short_calls():
+        found = Diagnoser(request, said.append).run()
+    again = next(r for r in found.rewrites if r.name == small.name)
+    assert "second worker process" in again.verdict or "in a second" in again.verdict, again.verdict
+    assert again.gain != small.gain, "its gain is the second process's own"
+    assert again.kept == (again.gain.decided and again.gain.low > 1.0)
+    assert [r for r in found.rewrites if r.name != small.name] == [r for r in first.rewrites if r.name != small.name]
+    first_rate, second_rate = found.process_rows_per_sec
+    assert first_rate == first.rows_per_sec and second_rate.n >= 2
+    assert min(first_rate.low, second_rate.low) == found.rows_per_sec.low
+    assert min(first_rate.mean, second_rate.mean) <= found.rows_per_sec.mean <= max(first_rate.mean, second_rate.mean)
+    assert any("a second worker process: confirming 1 small gain" in line for line in said)
+
+
+def test_a_combination_whose_part_the_second_process_drops_is_not_kept(diagnoses):
+    from pipebench.diagnose.records import Machine
+    from pipebench.diagnose.second import rate_over, settle
+
+    first = diagnoses["lambdaji_libsvm"]
+    a, b = (dataclasses.replace(r, kept=True, gain=Interval(g, g - 0.1, g + 0.1, 5))
+            for r, g in zip([r for r in first.rewrites if r.automatic][:2], (1.2, 3.0)))
+    combined = dataclasses.replace(a, name="combined: both", kind="combined", parts=(a.name, b.name))
+    first = dataclasses.replace(first, rewrites=(a, b), combined=combined)
+    rate = Interval(first.rows_per_sec.mean * 2, None, None, 1)
+    found = settle(first, {a.name: Interval(1.01, 0.9, 1.1, 5)}, rate, None, "not asked", 3.0,
+                   Machine(40.0, 0.0, 25.0, True))
+    assert not found.rewrites[0].kept and "not confirmed in a second" in found.rewrites[0].verdict
+    assert found.rewrites[1] == b, "a large gain is the first process's"
+    assert not found.combined.kept and a.name in found.combined.verdict
+    assert found.machine.busy and found.seconds == first.seconds + 3.0
+    assert found.rows_per_sec == rate_over((first.rows_per_sec, rate)) and found.rows_per_sec.low is None
+    kept = settle(first, {a.name: Interval(1.3, 1.1, 1.5, 5)}, rate, None, None, 1.0, first.machine)
+    assert kept.rewrites[0].kept and kept.rewrites[0].gain.mean == 1.3 and kept.combined.kept

@@ -25,7 +25,9 @@ from pipebench.typed import load_json, to_json
 #: `feeds`, `inner_notes`, `content_rows`; the profiler's answer as a record of its own (`Profiler`).
 #: 4 (2026-11-29): `machine`, how busy the machine was while the diagnosis measured.
 #: 5 (2026-11-29): a rewrite's `ceiling`, the most it can gain, read from the prefixes (pipebench.diagnose.ceiling).
-DIAGNOSIS_VERSION = 5
+#: 6 (2026-11-29): the whole pipeline's rate over two worker processes (`rows_per_sec`, `process_rows_per_sec`); a
+#: combination's `parts`; small gains settled in the second process (pipebench.diagnose.second).
+DIAGNOSIS_VERSION = 6
 AUTOTUNE = "AUTOTUNE"
 
 
@@ -132,6 +134,7 @@ class Rewrite:
     verdict: str  # why kept or not, in one line
     cost_share: float | None = None  # for a named rewrite: the measured share of the pipeline's CPU it concerns
     ceiling: float | None = None  # the most it can gain (×), read from the measured prefixes; None: nothing bounds it
+    parts: tuple[str, ...] = ()  # a combination's: the names of the kept rewrites it puts together
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,8 @@ class Diagnosis:
     train_note: str | None  # why there are no train terms, if there are none
     seconds: float  # the diagnosis took, in the worker
     machine: Machine  # how busy the machine was from the first measurement to the last
+    rows_per_sec: Interval | None = None  # the whole pipeline's, over the worker processes (pipebench.diagnose.second)
+    process_rows_per_sec: tuple[Interval, ...] = ()  # each worker process's, over its own rounds
 
     def to_json(self) -> dict:
         return to_json(self)
@@ -273,6 +278,8 @@ class Request:
     progress_file: str
     train: bool = True  # measure the train step (tests of what is not timing leave it out)
     profile: bool = True  # run the TF Profiler beside it
+    second_follows: bool = False  # a second worker process settles the small gains (pipebench.diagnose.second)
+    first: str | None = None  # this is that second process: the first's diagnosis.json
 
     def to_json(self) -> dict:
         return to_json(self)

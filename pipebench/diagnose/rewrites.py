@@ -50,6 +50,7 @@ class Candidate:
     note: str | None = None  # a named rewrite's verdict
     fills_cache: bool = False  # its measurement must complete a cache first
     changes: tuple[int, ...] | None = None  # the stages whose work or threads it changes; None: any of them
+    parts: tuple[str, ...] = ()  # a combination's: the kept rewrites it puts together, by name
 
 
 def _index(steps: tuple[Step, ...], origin: int, kind: str | None = None, last: bool = False) -> int | None:

@@ -7,6 +7,10 @@ timeout and a memory cap, its threads' stacks asked for before a timeout kills i
 code started ended with it, pipebench.children). Its scratch folder (the request, the progress, the worker's
 TMPDIR) is removed after it, on Ctrl-C and SIGTERM too, and by a later command after kill -9.
 
+Two workers, one after the other: the first diagnoses; the second loads the function again and settles what one
+process cannot (pipebench.diagnose.second: the whole pipeline's rate over both, the small gains confirmed in a
+process of their own) and measures the train terms. `--timeout` is the two's together.
+
 `--out` is checked before the worker starts: it may not replace, hold or lie inside an input (the user's module,
 --model's, every file or folder a --set value names), nor exist without --force. The folder is written only when
 the diagnosis completes, whole or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md, the
@@ -16,6 +20,7 @@ the converter's report (pipebench.pipeline.tf1_upgrade).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -149,9 +154,18 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
     check_output(out, force, inputs)  # before any work: a refusal after a diagnosis of minutes wastes them
     check_output(out, force, pattern_folders, inside_inputs=True)
     with scratch_folder("diagnose") as folder:
+        started = time.monotonic()
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
-                          WARMUP_SEC, content_cap_rows, str(folder / "scratch"), str(folder / "progress.txt"))
-        found = run_worker(request, folder, log, timeout_sec, memory_cap_mb)
+                          WARMUP_SEC, content_cap_rows, str(folder / "scratch"), str(folder / "progress.txt"),
+                          train=False, second_follows=True)
+        first = run_worker(request, folder, log, timeout_sec, memory_cap_mb)
+        (folder / "first.json").write_text(json.dumps(first.to_json(), allow_nan=False))
+        (folder / "second").mkdir()
+        again = dataclasses.replace(request, scratch=str(folder / "second" / "scratch"),
+                                    progress_file=str(folder / "second" / "progress.txt"), train=True,
+                                    second_follows=False, first=str(folder / "first.json"))
+        found = run_worker(again, folder / "second", log, max(1.0, timeout_sec - (time.monotonic() - started)),
+                           memory_cap_mb)
     chosen = best(found)
     diff, why = None, "no rewrite was kept"
     if chosen is not None and found.upgraded is not None:

@@ -17,12 +17,16 @@ starts here, after the environment is set, and never in the CLI. In order:
    sample, and measure each against the original, a window of each side by side in every round (ABBA); keep a
    rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from
    fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the
-   same rows (or its change of semantics is the one it names);
+   same rows (or its change of semantics is the one it names); when a second process follows
+   (`Request.second_follows`), a small gain is confirmed there instead (pipebench.diagnose.second);
 5. measure the kept rewrites together against the original the same way;
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
    original and with the rewritten pipeline (train);
 8. what each parameter feeds (ties), so the exported module takes other values of them.
+
+A second worker (`Request.first`: the first's diagnosis) loads the function again, measures the original beside the
+small gains it left (or alone), and the train terms on the rewrite kept after that (pipebench.diagnose.second).
 
 Progress goes to the request's progress file, one line per event; the answer to RESULT, written whole.
 """
@@ -44,6 +48,7 @@ from pipebench.diagnose.records import (
     Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
 from pipebench.diagnose.export import best_of
+from pipebench.diagnose.second import settled_there
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
@@ -141,6 +146,7 @@ class Diagnoser:
             for name, found in more.items():
                 pairs[name] += found
         self.parked += [it for arm in [original, *arms] for it in arm.close()]
+        self.base_windows = [base for found in pairs.values() for base, _ in found]
         return {name: gain(found) for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
@@ -160,7 +166,7 @@ class Diagnoser:
             self.log(f"TF1 names TensorFlow 2 lacks: diagnosing TensorFlow's tf_upgrade_v2 conversion of "
                      f"{Path(r.function).name} ({loaded.upgraded.changes} changes)")
         try:
-            return self._diagnose(loaded, started)
+            return self._second(loaded, started) if r.first else self._diagnose(loaded, started)
         except self.tf.errors.OpError as err:
             raise UserCodeError(failure_while_running(err, loaded.function, self.path, loaded.dataset)) from None
 
@@ -225,7 +231,60 @@ class Diagnoser:
             tuple(loaded.ignored),
             tuple(stages), {str(k): v for k, v in walked.inner_notes.items()}, steps, parameters, tuple(buffers),
             tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())), scope, content_rows, replay_note, tuple(costs), bottleneck, why, profiler, tuple(rewrites), combined,
-            train, train_note, time.time() - started, busy)
+            train, train_note, time.time() - started, busy, costs[-1].prefix_rows_per_sec,
+            (costs[-1].prefix_rows_per_sec,))
+
+    def _second(self, loaded, started: float) -> Diagnosis:
+        """Be the second worker process (pipebench.diagnose.second): the original beside the first's small kept
+        gains (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
+        from pipebench.diagnose.rounds import calibrate, interleaved_rounds
+        from pipebench.diagnose.second import settle, to_confirm
+        from pipebench.diagnose.walk import walk
+        from pipebench.measure.intervals import geometric_interval
+
+        r = self.request
+        first = Diagnosis.load(Path(r.first))
+        walked = walk(loaded.dataset, loaded.sites, loaded.module)
+        if [(s.kind, s.inside) for s in walked.stages] != [(s.kind, s.inside) for s in first.stages]:
+            raise PipebenchError(f"{Path(r.function).name}:{r.name} built another pipeline when called again: "
+                                 + " ".join(s.call for s in walked.stages)[:160])
+        self.walked, self.loaded, self.steps = walked, loaded, first.steps
+        self.batched = walked.stages[_last_outer(walked.stages)].batched
+        self.transforms = {}
+        self.measure_steps, self.notes = self._capped(first.steps)
+        self._fill_own_cache()
+        machine = _machine_meter()
+        original = self.input_arm("original", self._original(), self.batched)
+        confirm = to_confirm(first)
+        gains = {}
+        if confirm:
+            self.log(f"a second worker process: confirming {len(confirm)} small gain(s) beside the original, in "
+                     f"{r.rounds} rounds: " + "; ".join(rw.name for rw in confirm))
+            arms = []
+            for rewrite in confirm:
+                arm = self.input_arm(rewrite.name, self._build_rewrite(rewrite), self.batched)
+                if self._own_cache and self.cache_rows is not None:
+                    self._fill(arm)
+                arms.append(arm)
+            gains = self.gains(original, arms)
+            windows = self.base_windows
+        else:
+            rounds = max(2, min(r.rounds, max(3, r.rounds - PREFIX_ROUNDS_LESS)))  # as the prefixes' rounds
+            self.log(f"a second worker process: the whole pipeline in {rounds} rounds")
+            calibrate([original])
+            fill = {original.name: self._fill_rows([s for s in walked.stages if s.inside is None],
+                                                   self.measure_steps)}
+            windows = interleaved_rounds([original], rounds, r.window_sec, r.settle_sec, fill, self.seed,
+                                         self.log)[original.name]
+            self.parked += original.close()
+        rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
+        self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
+                 f"{first.process_rows_per_sec[0].text(',.0f')})")
+        settled = settle(first, gains, rate, None, None, 0.0, first.machine)
+        train, train_note = self._train(best_of(settled.rewrites, settled.combined)) if r.train \
+            else (None, "not asked for (Request.train)")
+        self.log(f"second process done in {time.time() - started:.0f} s")
+        return settle(first, gains, rate, train, train_note, time.time() - started, machine())
 
     def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
         """Give why replaying the steps does not rebuild the user's pipeline (its outer stages compared one by one),
@@ -587,6 +646,11 @@ class Diagnoser:
             found = self.gains(original, [arm for _, arm in arms])
             gains = {index: found[arm.name] for index, arm in arms}
         ahead = [i for i, g in gains.items() if g.decided and g.low > 1.0]
+        later = {i for i in ahead if self.request.second_follows and settled_there(candidates[i].kind, gains[i])}
+        ahead = [i for i in ahead if i not in later]
+        if later:
+            self.log(f"{len(later)} small gain(s) left to a second worker process: "
+                     + "; ".join(candidates[i].name for i in sorted(later)))
         if ahead:
             self.log(f"confirming {len(ahead)} faster rewrite(s) in {min(EARLY_ROUNDS, self.request.rounds)} fresh "
                      "rounds, from fresh iterators")
@@ -595,7 +659,7 @@ class Diagnoser:
                                [self.input_arm(candidates[i].name, built[i], self.batched) for i in ahead],
                                extend=False)
             confirmed = {i: again[candidates[i].name] for i in ahead}
-        return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i])
+        return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
                 for i, c in enumerate(candidates)]
 
     def _rewrite_arm(self, c):
@@ -622,10 +686,11 @@ class Diagnoser:
         self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
 
     def _verdict(self, c, gain: Interval | None, found: Content | str | None,
-                 confirmed: Interval | None = None, bound: Ceiling | None = None) -> Rewrite:
+                 confirmed: Interval | None = None, bound: Ceiling | None = None, later: bool = False) -> Rewrite:
         """Give the candidate's Rewrite. One that came out faster among several is kept only when fresh rounds,
         from fresh iterators, confirm it (`confirmed`), and its gain is theirs: the first rounds chose it, so
-        their figure is the winner's (several candidates, rounds stopped once decided), biased upward."""
+        their figure is the winner's (several candidates, rounds stopped once decided), biased upward. `later`:
+        a second worker process confirms it (pipebench.diagnose.second), kept until then."""
         steps = ()
         if c.automatic and self.steps:
             from pipebench.diagnose.rewrites import compose
@@ -642,6 +707,9 @@ class Diagnoser:
             verdict = f"not kept: it changes what training sees: {content.semantics}"
         elif gain is None or not gain.decided:
             verdict = "not kept: too few rounds for an interval"
+        elif gain.low > 1.0 and later:
+            verdict = (f"kept for now: {gain.text('.2f', unit='×')} faster in the first rounds; a second worker "
+                       "process confirms it or drops it")
         elif gain.low > 1.0 and confirmed is None:  # measured once, alone (the combination)
             verdict = f"kept: {gain.text('.2f', unit='×')} faster"
         elif gain.low > 1.0:
@@ -657,7 +725,7 @@ class Diagnoser:
         kept = verdict.startswith("kept")
         return Rewrite(c.name, c.kind, c.stage, c.why, c.change, c.semantics, c.automatic, tuple(steps),
                        dict(c.options), gain, None if content is None else content.same_elements, content, kept,
-                       verdict, c.cost_share, None if bound is None else bound.gain)
+                       verdict, c.cost_share, None if bound is None else bound.gain, c.parts)
 
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original; give the combination's Rewrite."""
@@ -670,7 +738,7 @@ class Diagnoser:
         combined = Candidate("combined: " + " + ".join(c.name for c, _ in kept), "combined", None,
                              "every kept rewrite", "; ".join(c.change for c, _ in kept), semantics, True,
                              (lambda steps: _compose(transforms, steps)) if transforms else None, options,
-                             fills_cache=any(c.fills_cache for c, _ in kept))
+                             fills_cache=any(c.fills_cache for c, _ in kept), parts=tuple(c.name for c, _ in kept))
         found = self._content(transforms, options)
         gain = None
         if not isinstance(found, str) and found.same_elements:
@@ -728,8 +796,13 @@ class Diagnoser:
         return Train(trainer.model, trainer.why, tuple(terms)), None
 
     def _build_rewrite(self, rewrite: Rewrite):
-        """Give a kept rewrite's pipeline as measured (its transforms over the measured steps)."""
-        return self._build(self.transforms.get(rewrite.name, []), rewrite.options)
+        """Give a kept rewrite's pipeline as measured: its transforms over the measured steps, or, in the second
+        process, its steps with the user's large buffers capped as the original's."""
+        from pipebench.diagnose.replay import options_of, replay
+
+        if rewrite.name in self.transforms or not rewrite.steps:
+            return self._build(self.transforms.get(rewrite.name, []), rewrite.options)
+        return replay(self._capped(rewrite.steps)[0], self.walked, rewrite.options)
 
     def _parameters(self):
         """Give what each parameter feeds, the arguments they tie and the repeats they add (pipebench.diagnose.ties),
