@@ -247,7 +247,7 @@ def test_a_rewrite_ahead_in_the_first_rounds_is_kept_only_when_fresh_rounds_conf
     assert not dropped.kept and dropped.gain.mean == 1.02 and "not confirmed" in dropped.verdict
     assert verdict(None).kept, "measured alone, once (the combination of confirmed rewrites)"
     later = Diagnoser._verdict(SimpleNamespace(steps=()), candidate, first, same, None, None, True)
-    assert later.kept and later.gain == first and "a second worker process confirms it" in later.verdict
+    assert later.kept and later.gain == first and "a second worker process measures it" in later.verdict
 
 
 def test_the_module_builds_the_kept_rewrite_or_combination_with_the_largest_gain():

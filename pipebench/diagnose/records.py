@@ -26,7 +26,7 @@ from pipebench.typed import load_json, to_json
 #: 4 (2026-11-29): `machine`, how busy the machine was while the diagnosis measured.
 #: 5 (2026-11-29): a rewrite's `ceiling`, the most it can gain, read from the prefixes (pipebench.diagnose.ceiling).
 #: 6 (2026-11-29): the whole pipeline's rate over two worker processes (`rows_per_sec`, `process_rows_per_sec`); a
-#: combination's `parts`; small gains settled in the second process (pipebench.diagnose.second).
+#: combination's `parts`; kept rewrites confirmed in the second process (pipebench.diagnose.second).
 DIAGNOSIS_VERSION = 6
 AUTOTUNE = "AUTOTUNE"
 
@@ -248,8 +248,8 @@ class Diagnosis:
     combined: Rewrite | None  # the kept rewrites together, measured again; None when fewer than two were kept
     train: Train | None
     train_note: str | None  # why there are no train terms, if there are none
-    seconds: float  # the diagnosis took, in the worker
-    machine: Machine  # how busy the machine was from the first measurement to the last
+    seconds: float  # the diagnosis took, in its worker processes (their starts left out)
+    machine: Machine  # how busy the machine was from the first measurement to the last (the busier worker's)
     rows_per_sec: Interval | None = None  # the whole pipeline's, over the worker processes (pipebench.diagnose.second)
     process_rows_per_sec: tuple[Interval, ...] = ()  # each worker process's, over its own rounds
 
@@ -276,9 +276,9 @@ class Request:
     content_cap_rows: int  # the content check compares at most this many rows (when no sample can be made)
     scratch: str  # a folder the worker may write (the content check's sample of the data)
     progress_file: str
-    train: bool = True  # measure the train step (tests of what is not timing leave it out)
+    train: bool = True  # measure the train step (a first worker whose second measures it, and tests, leave it out)
     profile: bool = True  # run the TF Profiler beside it
-    second_follows: bool = False  # a second worker process settles the small gains (pipebench.diagnose.second)
+    second_follows: bool = False  # a second worker process confirms the kept rewrites (pipebench.diagnose.second)
     first: str | None = None  # this is that second process: the first's diagnosis.json
 
     def to_json(self) -> dict:

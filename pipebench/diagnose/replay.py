@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from pipebench.diagnose.records import AUTOTUNE, Step
 from pipebench.diagnose.walk import Walked
+from pipebench.typed import to_json
 
 #: Stage kinds the replay can call again from their arguments alone.
 REPLAYABLE = ("source", "map", "batch", "unbatch", "shuffle", "prefetch", "repeat", "cache", "interleave", "flat_map",
@@ -52,7 +53,7 @@ def _source(step: Step, walked: Walked, files: int | None):
     original = walked.nodes[0]
     if files is not None and "slices" in step.args:
         return tf.data.Dataset.from_tensor_slices(step.args["slices"][:files])
-    if step.args == walked.stages[0].params and files is None:
+    if to_json(step.args) == to_json(walked.stages[0].params) and files is None:  # a step read from JSON too
         return original
     reader = {"TextLineDataset": tf.data.TextLineDataset, "TFRecordDataset": tf.data.TFRecordDataset}[step.args["reader"]]
     names = original._filenames if files is None else step.args["files"][:files]

@@ -118,9 +118,9 @@ def _buffer(found: Diagnosis, b) -> str:
 
 def _whole(found: Diagnosis) -> str:
     """Give the whole pipeline's rate, over the worker processes that measured it."""
-    each = "; ".join(_interval(p) for p in found.process_rows_per_sec)
     if len(found.process_rows_per_sec) < 2:
         return f"**The whole pipeline**: {_interval(found.rows_per_sec)} rows/s, in one worker process."
+    each = "; ".join(_interval(p) for p in found.process_rows_per_sec)
     return (f"**The whole pipeline**: {_interval(found.rows_per_sec)} rows/s over {len(found.process_rows_per_sec)} "
             f"worker processes ({each}): a process has its own speed, so the range is from the lowest of their "
             "intervals to the highest.")
@@ -189,9 +189,9 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
         out += [""]
     out += ["## Rewrites", "",
             "Each measured against the original in the same interleaved rounds (gain: rewrite / original, 95% "
-            "interval); kept only when the interval lies above 1, then again in fresh rounds (the gain shown; the "
-            "combination, measured alone, once; a gain under 1.5× in a second worker process, since a process has "
-            "its own speed), and it yields the same rows as the original "
+            "interval); kept only when the interval lies above 1, then again, with the combination, beside the "
+            "original in a second worker process, since a process has its own speed (there 1.10× at least; the gain "
+            "shown is its; a cache, in fresh rounds of the first), and it yields the same rows as the original "
             f"over {found.content_scope} ({found.content_rows:,} rows compared).", "",
             "| rewrite | gain | content | kept | why |", "|---|---|---|---|---|"]
     for r in found.rewrites:

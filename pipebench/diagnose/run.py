@@ -8,7 +8,7 @@ code started ended with it, pipebench.children). Its scratch folder (the request
 TMPDIR) is removed after it, on Ctrl-C and SIGTERM too, and by a later command after kill -9.
 
 Two workers, one after the other: the first diagnoses; the second loads the function again and settles what one
-process cannot (pipebench.diagnose.second: the whole pipeline's rate over both, the small gains confirmed in a
+process cannot (pipebench.diagnose.second: the whole pipeline's rate over both, the kept rewrites confirmed in a
 process of their own) and measures the train terms. `--timeout` is the two's together.
 
 `--out` is checked before the worker starts: it may not replace, hold or lie inside an input (the user's module,
@@ -90,8 +90,9 @@ def _where_it_was(stderr: Path, ref: FunctionRef) -> str:
 
 
 def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeout_sec: float = TIMEOUT_SEC,
-               memory_cap_mb: int = MEMORY_CAP_MB) -> Diagnosis:
-    """Run the diagnosis in a fresh worker; give its Diagnosis, or raise its one-line error."""
+               memory_cap_mb: int = MEMORY_CAP_MB, started: float | None = None) -> Diagnosis:
+    """Run the diagnosis in a fresh worker; give its Diagnosis, or raise its one-line error. The timeout counts
+    from `started` (the diagnosis's start: the second worker has what the first left), else the worker's start."""
     from pipebench.children import last_stderr_line
     from pipebench.measure.manager import Limits, start_worker, watch, worker_environment
     from pipebench.measure.trial import Threads
@@ -99,7 +100,7 @@ def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeo
     ref = FunctionRef(request.function, request.name)
     request_path, result_path, stderr_path = folder / "request.json", folder / "result.json", folder / "stderr.txt"
     request_path.write_text(json.dumps(request.to_json()))
-    started = time.monotonic()
+    started = time.monotonic() if started is None else started
     with open(stderr_path, "wb") as stderr:
         worker = start_worker("pipebench.diagnose.worker", [str(request_path), str(result_path)],
                               worker_environment({}, Threads(None, None)), stderr, folder / "tmp")
@@ -109,7 +110,7 @@ def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeo
     finally:
         worker.end()  # threads and processes the user's code started end with the diagnosis
     progress()
-    head = f"{ref.path}:{ref.name}: the diagnosis stopped"
+    head = f"{ref.path}:{ref.name}: the diagnosis stopped" + (" in its second worker process" if request.first else "")
     if killed and killed[0] == "memory_cap":
         raise PipebenchError(f"{head}: its processes passed the memory cap of {memory_cap_mb:,} MiB (RSS "
                              f"{peak / 2**20:,.0f} MiB) while {progress.phase(ref)}; give it more with --memory-cap")
@@ -158,14 +159,13 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
                           WARMUP_SEC, content_cap_rows, str(folder / "scratch"), str(folder / "progress.txt"),
                           train=False, second_follows=True)
-        first = run_worker(request, folder, log, timeout_sec, memory_cap_mb)
+        first = run_worker(request, folder, log, timeout_sec, memory_cap_mb, started)
         (folder / "first.json").write_text(json.dumps(first.to_json(), allow_nan=False))
         (folder / "second").mkdir()
         again = dataclasses.replace(request, scratch=str(folder / "second" / "scratch"),
                                     progress_file=str(folder / "second" / "progress.txt"), train=True,
                                     second_follows=False, first=str(folder / "first.json"))
-        found = run_worker(again, folder / "second", log, max(1.0, timeout_sec - (time.monotonic() - started)),
-                           memory_cap_mb)
+        found = run_worker(again, folder / "second", log, timeout_sec, memory_cap_mb, started)
     chosen = best(found)
     diff, why = None, "no rewrite was kept"
     if chosen is not None and found.upgraded is not None:

@@ -18,15 +18,16 @@ starts here, after the environment is set, and never in the CLI. In order:
    rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from
    fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the
    same rows (or its change of semantics is the one it names); when a second process follows
-   (`Request.second_follows`), a small gain is confirmed there instead (pipebench.diagnose.second);
-5. measure the kept rewrites together against the original the same way;
+   (`Request.second_follows`), it confirms them instead, but for a cache's (pipebench.diagnose.second);
+5. measure the kept rewrites together against the original the same way (or leave it to the second process);
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
-   original and with the rewritten pipeline (train);
+   original and with the rewritten pipeline (train; in the second process when one follows);
 8. what each parameter feeds (ties), so the exported module takes other values of them.
 
 A second worker (`Request.first`: the first's diagnosis) loads the function again, measures the original beside the
-small gains it left (or alone), and the train terms on the rewrite kept after that (pipebench.diagnose.second).
+rewrites the first left it (or alone, for its rate), and the train terms on the rewrite kept after that
+(pipebench.diagnose.second).
 
 Progress goes to the request's progress file, one line per event; the answer to RESULT, written whole.
 """
@@ -48,7 +49,7 @@ from pipebench.diagnose.records import (
     Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
     TrainTerms)
 from pipebench.diagnose.export import best_of
-from pipebench.diagnose.second import settled_there
+from pipebench.diagnose.second import confirmed_there
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
@@ -100,7 +101,8 @@ class Diagnoser:
         self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
 
     def log(self, text: str) -> None:
-        self._log(f"[{time.monotonic() - self.started:5.1f} s] {text}")
+        process = " second worker process" if self.request.first else ""
+        self._log(f"[{time.monotonic() - self.started:5.1f} s{process}] {text}")
 
     # --- arms -------------------------------------------------------------------------------------------------
 
@@ -216,14 +218,15 @@ class Diagnoser:
         rewrites = self._prove(candidates, costs, bottleneck)
         kept = [(c, rw) for c, rw in zip(candidates, rewrites) if rw.kept]
         combined = self._combined(kept) if len(kept) > 1 else None
-        best = best_of(rewrites, combined)
         profiler = self._profiler(bottleneck) if r.profile else _not_asked("the profiler")
-        train, train_note = self._train(best) if r.train else (None, "not asked for (Request.train)")
+        train, train_note = self._train(best_of(rewrites, combined)) if r.train \
+            else (None, "not asked for (Request.train)")
         busy = machine()
         if busy.busy:
             self.log(f"busy: other processes and the hypervisor's steal used {busy.others_cpu_pct:.0f}% of a vCPU "
                      f"while it measured")
-        self.log(f"done in {time.time() - started:.0f} s")
+        self.log(f"done in {time.time() - started:.0f} s" + ("; a second worker process follows"
+                                                             if r.second_follows else ""))
         return Diagnosis(
             DIAGNOSIS_VERSION, f"{r.function}:{r.name}", str(loaded.signature), tuple(loaded.signature.parameters),
             _plain_defaults(loaded.signature), dict(r.kwargs), self.tf.__version__, self.cores,
@@ -238,19 +241,24 @@ class Diagnoser:
         """Be the second worker process (pipebench.diagnose.second): the original beside the first's small kept
         gains (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.rounds import calibrate, interleaved_rounds
-        from pipebench.diagnose.second import settle, to_confirm
+        from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.diagnose.walk import walk
         from pipebench.measure.intervals import geometric_interval
+        from pipebench.typed import to_json
 
         r = self.request
         first = Diagnosis.load(Path(r.first))
         walked = walk(loaded.dataset, loaded.sites, loaded.module)
-        if [(s.kind, s.inside) for s in walked.stages] != [(s.kind, s.inside) for s in first.stages]:
-            raise PipebenchError(f"{Path(r.function).name}:{r.name} built another pipeline when called again: "
-                                 + " ".join(s.call for s in walked.stages)[:160])
+        def shape(stages) -> list:  # the stages an interleave's function builds may read another first file
+            return [(s.kind, s.inside, to_json(s.params) if s.inside is None else None) for s in stages]
+
+        if shape(walked.stages) != shape(first.stages):
+            raise UsageError(f"{Path(r.function).name}:{r.name}: called again with the same arguments, it built "
+                             "another pipeline (diagnose measures it in two processes, and needs the same one): "
+                             + " ".join(s.call for s in walked.stages)[:160])
         self.walked, self.loaded, self.steps = walked, loaded, first.steps
         self.batched = walked.stages[_last_outer(walked.stages)].batched
-        self.transforms = {}
+        self.transforms, self.sample = {}, None
         self.measure_steps, self.notes = self._capped(first.steps)
         self._fill_own_cache()
         machine = _machine_meter()
@@ -258,19 +266,19 @@ class Diagnoser:
         confirm = to_confirm(first)
         gains = {}
         if confirm:
-            self.log(f"a second worker process: confirming {len(confirm)} small gain(s) beside the original, in "
-                     f"{r.rounds} rounds: " + "; ".join(rw.name for rw in confirm))
+            self.log(f"confirming {len(confirm)} rewrite(s) beside the original, in up to {r.rounds} rounds: "
+                     + "; ".join(rw.name for rw in confirm))
             arms = []
             for rewrite in confirm:
                 arm = self.input_arm(rewrite.name, self._build_rewrite(rewrite), self.batched)
-                if self._own_cache and self.cache_rows is not None:
+                if self._own_cache and self.cache_rows:
                     self._fill(arm)
                 arms.append(arm)
             gains = self.gains(original, arms)
             windows = self.base_windows
         else:
             rounds = max(2, min(r.rounds, max(3, r.rounds - PREFIX_ROUNDS_LESS)))  # as the prefixes' rounds
-            self.log(f"a second worker process: the whole pipeline in {rounds} rounds")
+            self.log(f"the whole pipeline in {rounds} rounds")
             calibrate([original])
             fill = {original.name: self._fill_rows([s for s in walked.stages if s.inside is None],
                                                    self.measure_steps)}
@@ -280,10 +288,9 @@ class Diagnoser:
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
                  f"{first.process_rows_per_sec[0].text(',.0f')})")
-        settled = settle(first, gains, rate, None, None, 0.0, first.machine)
-        train, train_note = self._train(best_of(settled.rewrites, settled.combined)) if r.train \
+        train, train_note = self._train(best_of(*settled(first, gains))) if r.train \
             else (None, "not asked for (Request.train)")
-        self.log(f"second process done in {time.time() - started:.0f} s")
+        self.log(f"done in {time.time() - started:.0f} s")
         return settle(first, gains, rate, train, train_note, time.time() - started, machine())
 
     def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
@@ -646,10 +653,10 @@ class Diagnoser:
             found = self.gains(original, [arm for _, arm in arms])
             gains = {index: found[arm.name] for index, arm in arms}
         ahead = [i for i, g in gains.items() if g.decided and g.low > 1.0]
-        later = {i for i in ahead if self.request.second_follows and settled_there(candidates[i].kind, gains[i])}
+        later = {i for i in ahead if self.request.second_follows and confirmed_there(candidates[i].kind)}
         ahead = [i for i in ahead if i not in later]
         if later:
-            self.log(f"{len(later)} small gain(s) left to a second worker process: "
+            self.log(f"{len(later)} faster rewrite(s) left to a second worker process to confirm: "
                      + "; ".join(candidates[i].name for i in sorted(later)))
         if ahead:
             self.log(f"confirming {len(ahead)} faster rewrite(s) in {min(EARLY_ROUNDS, self.request.rounds)} fresh "
@@ -705,11 +712,12 @@ class Diagnoser:
             verdict = f"not kept: {found}"
         elif not content.same_elements:
             verdict = f"not kept: it changes what training sees: {content.semantics}"
+        elif later:  # faster in the first rounds, or a combination not measured here
+            verdict = ((f"kept for now: {gain.text('.2f', unit='×')} faster in the first rounds" if gain is not None
+                        else "kept for now") + "; a second worker process measures it beside the original and keeps "
+                       "it or drops it")
         elif gain is None or not gain.decided:
             verdict = "not kept: too few rounds for an interval"
-        elif gain.low > 1.0 and later:
-            verdict = (f"kept for now: {gain.text('.2f', unit='×')} faster in the first rounds; a second worker "
-                       "process confirms it or drops it")
         elif gain.low > 1.0 and confirmed is None:  # measured once, alone (the combination)
             verdict = f"kept: {gain.text('.2f', unit='×')} faster"
         elif gain.low > 1.0:
@@ -728,7 +736,8 @@ class Diagnoser:
                        verdict, c.cost_share, None if bound is None else bound.gain, c.parts)
 
     def _combined(self, kept: list) -> Rewrite | None:
-        """Measure the kept rewrites together against the original; give the combination's Rewrite."""
+        """Measure the kept rewrites together against the original (when a second worker process follows, it does,
+        unless the combination fills a cache); give the combination's Rewrite."""
         from pipebench.diagnose.rewrites import Candidate
 
         transforms = [c.transform for c, _ in kept if c.transform]
@@ -741,6 +750,9 @@ class Diagnoser:
                              fills_cache=any(c.fills_cache for c, _ in kept), parts=tuple(c.name for c, _ in kept))
         found = self._content(transforms, options)
         gain = None
+        later = self.request.second_follows and not combined.fills_cache
+        if later and not isinstance(found, str) and found.same_elements:
+            return self._verdict(combined, gain, found, later=True)  # the second process measures it
         if not isinstance(found, str) and found.same_elements:
             arm, _ = self._rewrite_arm(combined)
             original = self.input_arm("original", self._original(), self.batched)
@@ -796,12 +808,12 @@ class Diagnoser:
         return Train(trainer.model, trainer.why, tuple(terms)), None
 
     def _build_rewrite(self, rewrite: Rewrite):
-        """Give a kept rewrite's pipeline as measured: its transforms over the measured steps, or, in the second
-        process, its steps with the user's large buffers capped as the original's."""
-        from pipebench.diagnose.replay import options_of, replay
+        """Give a kept rewrite's pipeline as measured: its steps with the user's large buffers capped as the
+        original's (without steps, the user's pipeline with its options)."""
+        from pipebench.diagnose.replay import replay
 
-        if rewrite.name in self.transforms or not rewrite.steps:
-            return self._build(self.transforms.get(rewrite.name, []), rewrite.options)
+        if not rewrite.steps:
+            return self._build([], rewrite.options)
         return replay(self._capped(rewrite.steps)[0], self.walked, rewrite.options)
 
     def _parameters(self):
