@@ -358,7 +358,8 @@ def test_a_second_worker_process_confirms_or_drops_a_small_gain_and_gives_the_ra
     assert first_rate == first.rows_per_sec and second_rate.n >= 2
     assert min(first_rate.low, second_rate.low) == found.rows_per_sec.low
     assert min(first_rate.mean, second_rate.mean) <= found.rows_per_sec.mean <= max(first_rate.mean, second_rate.mean)
-    assert any("second worker process] confirming 1 rewrite(s)" in line for line in said)
+    assert any(f"second worker process] confirming {len(confirmed)} rewrite(s)" in line for line in said), \
+        "every kept rewrite but a cache is confirmed there"
 
 
 def test_a_function_that_builds_another_pipeline_when_called_again_is_refused_in_one_line(diagnoses, data, tmp_path):
