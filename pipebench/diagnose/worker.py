@@ -238,8 +238,8 @@ class Diagnoser:
             (costs[-1].prefix_rows_per_sec,))
 
     def _second(self, loaded, started: float) -> Diagnosis:
-        """Be the second worker process (pipebench.diagnose.second): the original beside the first's small kept
-        gains (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
+        """Be the second worker process (pipebench.diagnose.second): the original beside the rewrites the first
+        kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.rounds import calibrate, interleaved_rounds
         from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.diagnose.walk import walk
@@ -249,6 +249,7 @@ class Diagnoser:
         r = self.request
         first = Diagnosis.load(Path(r.first))
         walked = walk(loaded.dataset, loaded.sites, loaded.module)
+
         def shape(stages) -> list:  # the stages an interleave's function builds may read another first file
             return [(s.kind, s.inside, to_json(s.params) if s.inside is None else None) for s in stages]
 
@@ -277,7 +278,7 @@ class Diagnoser:
             gains = self.gains(original, arms)
             windows = self.base_windows
         else:
-            rounds = max(2, min(r.rounds, max(3, r.rounds - PREFIX_ROUNDS_LESS)))  # as the prefixes' rounds
+            rounds = _prefix_rounds(r.rounds)
             self.log(f"the whole pipeline in {rounds} rounds")
             calibrate([original])
             fill = {original.name: self._fill_rows([s for s in walked.stages if s.inside is None],
@@ -436,7 +437,7 @@ class Diagnoser:
         measured = measured_prefixes(stages, self.cores)
         self._fill_own_cache()
         r = self.request
-        rounds = max(2, min(r.rounds, max(3, r.rounds - PREFIX_ROUNDS_LESS)))
+        rounds = _prefix_rounds(r.rounds)
         self.log(f"measuring {len(measured)} prefixes in {rounds} interleaved rounds")
         arms = [self.input_arm(f"prefix {p.end}", self._prefix(p.end), stages[p.end].batched) for p in measured]
         settle = {arm.name: self._fill_rows([s for s in stages[:p.end + 1] if s.inside is None], self.measure_steps)
@@ -874,6 +875,12 @@ class _Measured:
 
     def __init__(self, stage: str, sequential: bool, why_sequential: str | None) -> None:
         self.stage, self.sequential, self.why_sequential = stage, sequential, why_sequential
+
+
+def _prefix_rounds(rounds: int) -> int:
+    """Give the rounds a rate alone is measured in (the prefixes', the second process's whole pipeline): fewer than
+    a rewrite's comparison, PREFIX_ROUNDS_LESS less, three at least (two when fewer are asked)."""
+    return max(2, min(rounds, max(3, rounds - PREFIX_ROUNDS_LESS)))
 
 
 def _last_outer(stages: list[Stage]) -> int:
