@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from diagnose_fixtures import PIPELINES, REAL, case, path_of  # noqa: E402
 
-from pipebench.diagnose.export import best, module_name, rewritten_module  # noqa: E402
+from pipebench.diagnose.export import best, conversion, module_name, rewritten_module  # noqa: E402
 from pipebench.diagnose.run import diagnose  # noqa: E402
 from pipebench.measure.intervals import Interval  # noqa: E402
 from pipebench.measure.sampler import steal_cpu_sec  # noqa: E402
@@ -245,7 +245,7 @@ def _write_module(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
     path = folder / module_name(found)
     path.write_text(rewritten_module(alone))
     if found.upgraded is not None:  # it imports tf_upgrade_v2's conversion of the user's module, beside it (as --out)
-        (folder / found.upgraded.file).write_text(found.upgraded.source)
+        (folder / found.upgraded.file).write_text(conversion(alone)[0])
     return path, "the exported module"
 
 

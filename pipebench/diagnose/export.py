@@ -17,7 +17,11 @@ When the pipeline cannot be replayed (a stage pipebench cannot call again, a fun
 nested or a lambda, a default that is not a plain value), input_fn calls the user's own function
 and sets only the kept tf.data options; the other kept rewrites are listed for the user to apply. A TF1
 input_fn (its get_next() tensors) is called through `dataset_of_tf1`, copied from
-pipebench.pipeline.tf1_capture, so the module returns the dataset behind its iterator.
+pipebench.pipeline.tf1_capture, so the module returns the dataset behind its iterator. One with TF1 names TF 2
+lacks is diagnosed as tf_upgrade_v2 converted it; that conversion is pipebench's own output, written beside the
+module, which imports it: the best rewrite is written into its calls (`conversion`), so a module that calls the
+user's function builds the rewrite too (it built the original, 2026-11-29: a kept prefetch measured 0.98× as
+exported).
 
 The user's text enters the module only as literals (pipebench.pipeline.export's `literal`) or
 comments (`comment`), never as code: the module runs nothing it was given.
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pipebench
+from pipebench.diagnose.patch import NoPatch, patched_text
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Step
 from pipebench.pipeline.export import USER_MODULE_LOADER, comment, function_sources, literal
 
@@ -85,6 +90,19 @@ def best_of(rewrites: Sequence[Rewrite], combined: Rewrite | None) -> Rewrite | 
     prefetch after it 1.37x. Each gain was measured against the original (paired), not against each other."""
     kept = [r for r in (*rewrites, *([combined] if combined is not None else [])) if r.kept]
     return max(kept, key=lambda r: r.gain.mean) if kept else None
+
+
+def conversion(found: Diagnosis) -> tuple[str, str | None]:
+    """Give the text of tf_upgrade_v2's conversion of a TF1 user's file, written beside the rewritten module: with
+    the best rewrite written into its calls (pipebench.diagnose.patch) and None, else as converted and why not."""
+    assert found.upgraded is not None
+    chosen = best(found)
+    if chosen is None:
+        return found.upgraded.source, "no rewrite was kept"
+    try:
+        return patched_text(found, chosen, found.upgraded.source, converted=True), None
+    except NoPatch as err:
+        return found.upgraded.source, str(err)
 
 
 def _code(value: Any) -> str:
@@ -295,9 +313,16 @@ def rewritten_module(found: Diagnosis) -> str:
                                      "arguments" if "listed" in found.stages[0].params else
                                      "a stage's function is nested or a lambda, so it cannot be imported by name"))
         not_applied = [r for r in ([rewrite] if rewrite else []) if r.kind != "options"]
+        written, not_written = conversion(found) if found.upgraded and not_applied else (None, "")
         note = (f"The pipeline is built by the user's own {name} ({why}); only the kept tf.data options are set here."
-                + (f" The rest ({rewrite.change}) is in the patch of the user's file beside this module, or call "
-                   "by call in diagnosis.md." if not_applied else ""))
+                + ("" if not not_applied else
+                   f" The rest ({rewrite.change}) is written into the calls of {found.upgraded.file} beside this "
+                   "module (tf_upgrade_v2's conversion of the user's file), so it is built here too."
+                   if written is not None and not_written is None else
+                   f" The rest ({rewrite.change}) is NOT built here ({not_written}): apply it call by call as "
+                   "diagnosis.md lists it." if found.upgraded else
+                   f" The rest ({rewrite.change}) is in the patch of the user's file beside this module, or call "
+                   "by call in diagnosis.md."))
         options = {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
                                        for k, v in r.options.items()}}
         params = signature or "*args, **kwargs"

@@ -82,8 +82,12 @@ def _function_arg(node: ast.Call) -> ast.expr:
 
 
 class _Patcher:
-    def __init__(self, found: Diagnosis, text: str) -> None:
+    def __init__(self, found: Diagnosis, text: str, converted: bool) -> None:
         self.found, self.text = found, text
+        # the file each stage must have been written in: the user's, or tf_upgrade_v2's conversion of it (diagnosed
+        # from a scratch folder: known by its name)
+        self.written_in = (lambda file: Path(file).name == found.upgraded.file) if converted else \
+            (lambda file: file == found.function.rpartition(":")[0])
         self.tree = ast.parse(text)
         self.lines = _offsets(text)
         self.edits: list[_Edit] = []
@@ -101,7 +105,7 @@ class _Patcher:
 
     def call(self, origin: int) -> ast.Call:
         stage = self.found.stages[origin]
-        if stage.place is None or stage.place.file != self.found.function.rpartition(":")[0]:
+        if stage.place is None or not self.written_in(stage.place.file):
             raise NoPatch(f"stage {origin} was not written in {Path(self.found.function).name}")
         return _find_call(self.tree, stage)
 
@@ -165,9 +169,10 @@ def patch(found: Diagnosis, rewrite: Rewrite) -> str:
                                         f"a/{path.name}", f"b/{path.name}"))
 
 
-def patched_text(found: Diagnosis, rewrite: Rewrite, text: str) -> str:
-    """Give the user's file `text` with `rewrite` applied to the calls it wrote (module docstring); NoPatch if not."""
-    p = _Patcher(found, text)
+def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool = False) -> str:
+    """Give the user's file `text` with `rewrite` applied to the calls it wrote (module docstring); NoPatch if not.
+    `converted`: `text` is tf_upgrade_v2's conversion of the user's file, which the diagnosis read (`upgraded`)."""
+    p = _Patcher(found, text, converted)
     original = {s.origin: s for s in found.steps}
     steps = rewrite.steps or found.steps
     if not steps:

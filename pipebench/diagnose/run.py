@@ -144,7 +144,7 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
              timeout_sec: float = TIMEOUT_SEC, memory_cap_mb: int = MEMORY_CAP_MB) -> tuple[Diagnosis, Path]:
     """Diagnose the function; write the output folder; give the diagnosis and the folder's path."""
     from pipebench.children import scratch_folder
-    from pipebench.diagnose.export import best, module_name, rewritten_module
+    from pipebench.diagnose.export import best, conversion, module_name, rewritten_module
     from pipebench.diagnose.patch import NoPatch, patch
     from pipebench.diagnose.report import to_markdown
 
@@ -169,7 +169,10 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
     chosen = best(found)
     diff, why = None, "no rewrite was kept"
     if chosen is not None and found.upgraded is not None:
-        why = f"the module diagnosed is tf_upgrade_v2's conversion of yours, {found.upgraded.file}, beside it"
+        converted, not_written = conversion(found)
+        why = (f"the module diagnosed is tf_upgrade_v2's conversion of yours, {found.upgraded.file}, beside it, "
+               + ("with the rewrite written into its calls" if not_written is None else
+                  f"as converted (the rewrite cannot be written into its calls: {not_written})"))
     elif chosen is not None:
         try:
             diff = patch(found, chosen)
@@ -183,7 +186,7 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         if diff:
             (tmp / patch_name).write_text(diff)
         if found.upgraded is not None:  # the rewritten module imports the converted one, beside it
-            (tmp / found.upgraded.file).write_text(found.upgraded.source)
+            (tmp / found.upgraded.file).write_text(conversion(found)[0])
             (tmp / "upgrade_report.txt").write_text(f"tf_upgrade_v2 (TensorFlow {found.tf_version}) on "
                                                     f"{Path(ref.path).name}: {found.upgraded.changes} changes\n\n"
                                                     + found.upgraded.report + "\n")
