@@ -262,7 +262,9 @@ def test_every_rewrite_patched_into_the_users_own_file_yields_its_rows(name, dat
         patched += 1
         mine = _epoch(_users_dataset_from(path, f"patched_{name}_{index}", kwargs_of(name, data)))
         assert _compare(name, kwargs_of(name, data), mine, reads).same_elements, f"{name}: patched {rewrite.name}"
-    if name == "real_longmao_csv_criteo":
+    if name in ("real_longmao_csv_criteo", "real_longmao_generator_criteo"):
+        # the generator's: a call the rewrite keeps is not looked for (its from_generator source was, and no patch
+        # was written: the module, calling the user's function, built the original pipeline)
         assert patched, "its vectorize is written into its own file"
 
 

@@ -228,12 +228,14 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
             moved_batches.add(step.origin)
             previous_origin = step.origin
             continue
-        node = p.call(step.origin)
-        if step.function and step.function != base.function:
-            given = _function_arg(node)
-            p.edits.append(_Edit(p.start(given), p.end(given), p.function_text(step, node)))
-        for name, value in step.args.items():
-            if name != "libsvm" and base.args.get(name) != value:
+        changed = [(name, value) for name, value in step.args.items()
+                   if name != "libsvm" and base.args.get(name) != value]
+        if step.function and step.function != base.function or changed:  # a call the rewrite keeps as it is is not
+            node = p.call(step.origin)  # looked for (a from_generator source has no call of a reader's name)
+            if step.function and step.function != base.function:
+                given = _function_arg(node)
+                p.edits.append(_Edit(p.start(given), p.end(given), p.function_text(step, node)))
+            for name, value in changed:
                 p.set_arg(node, name, _value(value))
         previous_origin = step.origin
     options = rewrite.options
