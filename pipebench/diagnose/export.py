@@ -321,8 +321,8 @@ def rewritten_module(found: Diagnosis) -> str:
                    if written is not None and not_written is None else
                    f" The rest ({rewrite.change}) is NOT built here ({not_written}): apply it call by call as "
                    "diagnosis.md lists it." if found.upgraded else
-                   f" The rest ({rewrite.change}) is in the patch of the user's file beside this module, or call "
-                   "by call in diagnosis.md."))
+                   f" The rest ({rewrite.change}) is NOT built here: apply the patch of the user's file beside this "
+                   "module (diagnosis.md says when there is none, and why), or the calls diagnosis.md lists."))
         options = {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
                                        for k, v in r.options.items()}}
         params = signature or "*args, **kwargs"
