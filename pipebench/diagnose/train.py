@@ -34,6 +34,12 @@ class Trainer:
     adapt: Any  # element → (features, labels) for the step; None: the elements are already that
     model: str
     why: str
+    loop: Any = None  # the steps in one tf.function, traced once for every pipeline of the same elements
+
+    def __post_init__(self) -> None:
+        from pipebench.model.deepfm import make_train_loop
+
+        self.loop = make_train_loop(self.step)
 
 
 def deepfm_trainer(dataset) -> Trainer | str:
@@ -84,10 +90,9 @@ def train_arms(trainer: Trainer, dataset, releasable: bool) -> list:
     """Give the train and synthetic arms over `dataset` (the trial worker's: pipebench.measure.worker)."""
     from pipebench.measure.cpu_clock import process_tree_cpu_sec
     from pipebench.measure.windows import Arm
-    from pipebench.model.deepfm import make_train_loop
 
     fed = dataset.map(trainer.adapt) if trainer.adapt is not None else dataset
-    loop = make_train_loop(trainer.step)
+    loop = trainer.loop  # one for the original and the rewrite: the rewrite's train terms do not trace it again
     batch = tf.data.Dataset.from_tensors(next(iter(fed))).repeat()
     synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
     train = Arm("train", lambda: iter(fed), loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
