@@ -228,3 +228,23 @@ def test_a_spent_iterator_is_dropped_off_the_measuring_thread():
     assert 0 in dropped, "the spent iterator was dropped before the next window"
     assert dropped[0] != threading.get_ident(), "not on the thread that measures"
     assert 1 not in dropped, "the new epoch's iterator is the arm's"
+
+
+def test_a_second_train_arm_is_timed_beside_the_same_ceiling():
+    """pipebench diagnose times the rewrite's train arm (`train:rewritten`) in the same rounds as the original's and
+    the ceiling: the train/ceiling figures of one train arm read only its own windows beside the ceiling's, and
+    the figures of all three read the train and synthetic pairs of each round."""
+    from pipebench.measure.figures import figures
+
+    clock = FakeClock()
+    arms = [Arm("train", lambda: None, _loop(clock, [0.5]), clock=clock),
+            Arm("train:rewritten", lambda: None, _loop(clock, [0.01]), clock=clock),
+            Arm("synthetic", lambda: None, _loop(clock, [0.0]), clock=clock)]
+    found = measure(arms, dataclasses.replace(M, windows=3, max_windows=3), seed=1)
+    windows = found["windows_measured"]
+    assert [w.arm for w in windows].count("train:rewritten") == 3 and found["rounds"] == 3
+    original = figures([w for w in windows if w.arm in ("train", "synthetic")])
+    rewritten = figures([dataclasses.replace(w, arm="train") if w.arm == "train:rewritten" else w
+                         for w in windows if w.arm in ("train:rewritten", "synthetic")])
+    assert original.waiting.mean > 0.4 and rewritten.waiting.mean < 0.05
+    assert figures(windows).slowdown is not None, "three arms in a round: the pairs read train and synthetic"

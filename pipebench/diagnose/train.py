@@ -7,12 +7,14 @@ adapter map (ids clamped to the largest id of the first batches, so an unseen la
 the step). `--model PATH.py:FUNCTION` gives a compiled Keras model instead, trained on the elements as
 they are ((features, labels) pairs, as `fit` takes them).
 
-The arms are the trial worker's (pipebench.measure.worker): the step on the pipeline (`train`)
-and on one batch served from memory (`synthetic`, the ceiling), in rounds of
-pipebench.measure.windows; the slowdown is pipebench.measure.figures' (1 − train / ceiling).
+The arms are the trial worker's (pipebench.measure.worker): the step on each pipeline (`train`, and
+`train:rewritten` for the rewrite) and on one batch served from memory (`synthetic`, the ceiling), in rounds of
+pipebench.measure.windows, all in one measurement; the slowdown is pipebench.measure.figures' (1 − train /
+ceiling), each train arm's beside the ceiling's windows of the same rounds.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,14 +88,19 @@ def keras_trainer(model: Any, where: str, dataset) -> Trainer:
     return Trainer(step, None, f"the model {where} gives", "(features, labels) pairs, as fit takes them")
 
 
-def train_arms(trainer: Trainer, dataset, releasable: bool) -> list:
-    """Give the train and synthetic arms over `dataset` (the trial worker's: pipebench.measure.worker)."""
+def train_arms(trainer: Trainer, pipelines: Sequence[tuple[str, Any, bool]]) -> list:
+    """Give a train arm per pipeline (name, dataset, releasable) and the synthetic arm (the trial worker's:
+    pipebench.measure.worker), measured together: the ceiling is the same step on the same batch, so it is timed
+    once, beside each of them."""
     from pipebench.measure.cpu_clock import process_tree_cpu_sec
     from pipebench.measure.windows import Arm
 
-    fed = dataset.map(trainer.adapt) if trainer.adapt is not None else dataset
-    loop = trainer.loop  # one for the original and the rewrite: the rewrite's train terms do not trace it again
-    batch = tf.data.Dataset.from_tensors(next(iter(fed))).repeat()
-    synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
-    train = Arm("train", lambda: iter(fed), loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
-    return [train, synthetic]
+    arms = []
+    for name, dataset, releasable in pipelines:
+        fed = dataset.map(trainer.adapt) if trainer.adapt is not None else dataset
+        arms.append(Arm(name, lambda fed=fed: iter(fed), trainer.loop, releasable=releasable,
+                        cpu_clock=process_tree_cpu_sec))
+    first = pipelines[0][1]
+    batch = tf.data.Dataset.from_tensors(next(iter(first.map(trainer.adapt) if trainer.adapt is not None
+                                                   else first))).repeat()
+    return [*arms, Arm("synthetic", lambda: iter(batch), trainer.loop, cpu_clock=process_tree_cpu_sec)]

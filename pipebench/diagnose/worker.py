@@ -34,6 +34,7 @@ Progress goes to the request's progress file, one line per event; the answer to 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -328,8 +329,6 @@ class Diagnoser:
     def _capped(self, steps: tuple[Step, ...]) -> tuple[tuple[Step, ...], dict[int, str]]:
         """Give the steps the measurements replay: the user's buffers of MEASURE_CAP_ROWS rows or more capped (a
         prefetch to AUTOTUNE, a shuffle to that many rows), and how each capped one was measured."""
-        import dataclasses
-
         capped: dict[int, str] = {}
         found = []
         for step in steps:
@@ -796,15 +795,17 @@ class Diagnoser:
         rounds = min(self.request.rounds, TRAIN_ROUNDS)
         timing = Timing(self.request.warmup_sec, 5.0, self.request.window_sec, rounds, rounds)
         cached = any(s.kind == "cache" for s in self.walked.stages)
-        pipelines = [("original", root, not cached)]
+        pipelines = [("original", "train", root, not cached)]
         if best is not None and best.kept:
-            pipelines.append(("rewritten", self._build_rewrite(best),
+            pipelines.append(("rewritten", "train:rewritten", self._build_rewrite(best),
                               not any(s.kind == "cache" for s in best.steps) and not cached))
+        self.log(f"train step on the {' and the '.join(p[0] for p in pipelines)} pipeline, and its ceiling")
+        record = measure(train_arms(trainer, [(arm, dataset, releasable) for _, arm, dataset, releasable in pipelines]),
+                         timing, self.seed)
         terms = []
-        for label, dataset, releasable in pipelines:
-            self.log(f"train step and its ceiling on the {label} pipeline")
-            record = measure(train_arms(trainer, dataset, releasable), timing, self.seed)
-            f = figures(record["windows_measured"])
+        for label, arm, _, _ in pipelines:  # each train arm's figures beside the ceiling's windows
+            f = figures([dataclasses.replace(w, arm="train") if w.arm == arm else w
+                         for w in record["windows_measured"] if w.arm in (arm, "synthetic")])
             terms.append(TrainTerms(label, f.throughput, f.synthetic, f.slowdown, f.waiting))
         return Train(trainer.model, trainer.why, tuple(terms)), None
 

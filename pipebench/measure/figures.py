@@ -76,7 +76,7 @@ def figures(windows: Sequence[Window], basis: str = SLOWDOWN) -> Figures | None:
     by_round = {}
     for w in windows:
         by_round.setdefault(w.round, {})[w.arm] = w.examples / w.seconds
-    pairs = [(r["train"], r["synthetic"]) for r in by_round.values() if len(r) == 2]
+    pairs = [(r["train"], r["synthetic"]) for r in by_round.values() if "train" in r and "synthetic" in r]
     ratio = ratio_interval([t for t, _ in pairs], [s for _, s in pairs])
     slowdown = Interval(1.0 - ratio.mean, None if ratio.high is None else 1.0 - ratio.high,
                         None if ratio.low is None else 1.0 - ratio.low, ratio.n)

@@ -15,7 +15,8 @@ train arm's iterator is released (TensorFlow cancels its threads; the next train
 a fresh iterator, the settle window above covering its start) — except for a pipeline with a cache
 stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
 untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
-Rounds go on past `windows` while the interval of the figure the verdict reads (its
+`pipebench diagnose` times a second train arm (`train:rewritten`, its rewrite) in the same rounds, beside the same
+ceiling, under the same rules. Rounds go on past `windows` while the interval of the figure the verdict reads (its
 basis: the slowdown, or the waiting share for an accelerator trainer; pipebench.measure.figures)
 straddles a threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
 (pipebench.profiling) warms up the same way, then runs one window under the TensorFlow
@@ -275,9 +276,10 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
         order = round_order(arms, round_index, seed) if paired else list(arms)
         for arm in order:
             idle_before = None
-            if paired and arm.name == "train" and previous != "train" and timing.settle:
+            # "train:NAME": another pipeline's train arm, timed beside the same ceiling (pipebench diagnose's)
+            if paired and arm.name.startswith("train") and previous != arm.name and timing.settle:
                 arm.timed(timing.window_sec, round_index)  # settle: empty what the buffers filled meanwhile
-            if paired and arm.name == "synthetic" and previous == "train" and timing.settle:
+            if paired and arm.name == "synthetic" and previous.startswith("train") and timing.settle:
                 if not all(other.release() for other in arms if other is not arm):
                     idle_before = wait_until_idle()  # a cached pipeline refills its buffers first, not meanwhile
             window = dataclasses.replace(arm.timed(timing.window_sec, round_index), idle_before_sec=idle_before)
