@@ -34,15 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import pipebench
+from pipebench.diagnose.helpers import VECTORIZED_SOURCE, libsvm_helper
 from pipebench.diagnose.patch import NoPatch, patched_text
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Step
 from pipebench.pipeline.export import USER_MODULE_LOADER, comment, function_sources, literal
 
-VECTORIZED_SOURCE = '''def vectorized(function):
-    """Give a batch function: tf.vectorized_map of a per-example function (pfor, no while-loop fallback)."""
-    def batch_function(*args):
-        return tf.vectorized_map(lambda parts: function(*parts), args, fallback_to_while_loop=False)
-    return batch_function'''
 _FIXED = '''def _diagnosed(name, value, diagnosed):
     """Refuse a parameter value other than the one pipebench diagnose measured this pipeline with."""
     if value != diagnosed:
@@ -235,26 +231,6 @@ class _Writer:
         """Give `, name=value` for each argument that is set (never tied: a parallelism is not an input's)."""
         return "".join(f", {n}={_code(a[n])}" for n in names if a.get(n) is not None
                        and not (skip_false and a[n] is False))
-
-
-def libsvm_helper(name: str, spec: dict, replaces: str) -> str:
-    """Give the source of a batched decoder `name` for a libsvm spec (pipebench.diagnose.vectorize), as a function."""
-    def build(node: dict) -> str:
-        if "dict" in node:
-            return "{" + ", ".join(f"{literal(k)}: {build(v)}" for k, v in node["dict"].items()) + "}"
-        if "tuple" in node:
-            items = [build(v) for v in node["tuple"]]
-            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
-        if "list" in node:
-            return "[" + ", ".join(build(v) for v in node["list"]) + "]"
-        return (f"tf.reshape(tf.cast(parts[{literal(node['role'])}], {literal(node['dtype'])}), "
-                f"{literal([-1, *node['shape']])})")
-    return (f"def {name}(lines):\n"
-            f'    """Decode a batch of libsvm lines as {replaces} decodes each line (checked by pipebench '
-            'diagnose on a sample and one epoch)."""\n'
-            f"    features, labels = libsvm_decoder({literal(spec['field_size'])})(lines)\n"
-            '    parts = {"label": labels, "ids": features["feat_ids"], "values": features["feat_vals"]}\n'
-            f"    return {build(spec['structure'])}")
 
 
 def _signature(found: Diagnosis) -> str | None:

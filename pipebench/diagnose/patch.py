@@ -16,6 +16,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipebench.diagnose.helpers import VECTORIZED_SOURCE, libsvm_helper
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage, Step
 from pipebench.pipeline.export import function_sources, literal
 
@@ -134,8 +135,6 @@ class _Patcher:
         own = self.segment(_function_arg(node))
         if step.function == "vectorized_map":
             if "vectorized" not in self.helpers:
-                from pipebench.diagnose.export import VECTORIZED_SOURCE
-
                 self.helpers.append("vectorized")
                 self.appended.append(VECTORIZED_SOURCE)
             return f"vectorized({own})"
@@ -145,8 +144,6 @@ class _Patcher:
                 self.appended += function_sources(["batched_parse"])
             return f"batched_parse({own})"
         if step.function == "libsvm":
-            from pipebench.diagnose.export import libsvm_helper
-
             name = f"decode_batch_{step.origin}"
             if "libsvm_decoder" not in self.helpers:
                 self.helpers.append("libsvm_decoder")
