@@ -241,7 +241,7 @@ def _write_module(found, rewrite, folder: Path, name: str) -> tuple[Path, str]:
         except NoPatch:
             pass
     alone = dataclasses.replace(found, rewrites=(rewrite,), combined=None) if rewrite is not found.combined \
-        else found
+        else dataclasses.replace(found, rewrites=(), combined=rewrite)  # the combination, not the best of all
     path = folder / module_name(found)
     path.write_text(rewritten_module(alone))
     if found.upgraded is not None:  # it imports tf_upgrade_v2's conversion of the user's module, beside it (as --out)

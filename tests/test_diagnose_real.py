@@ -195,7 +195,7 @@ def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(na
         path = tmp_path / f"r{index}" / module_name(found)
         path.parent.mkdir()
         path.write_text(rewritten_module(alone))
-        _beside(found, path.parent)
+        _beside(alone, path.parent)
         exported = _epoch(import_file(path, f"rewritten_{name}_{index}").input_fn(**kwargs_of(name, data)))
         assert _compare(name, kwargs_of(name, data), exported, reads).same_elements, f"{name}: exported {rewrite.name}"
 

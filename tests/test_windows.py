@@ -248,3 +248,28 @@ def test_a_second_train_arm_is_timed_beside_the_same_ceiling():
                          for w in windows if w.arm in ("train:rewritten", "synthetic")])
     assert original.waiting.mean > 0.4 and rewritten.waiting.mean < 0.05
     assert figures(windows).slowdown is not None, "three arms in a round: the pairs read train and synthetic"
+
+
+def test_no_train_arms_pipeline_runs_beside_another_arms_window():
+    """Two train arms (pipebench diagnose's original and rewrite) in one round: the one timed first is released
+    before the other's settle and timed windows, as before the ceiling's (its buffers would refill beside them),
+    the warm-up's too."""
+    clock = FakeClock()
+    alive_beside: list[str] = []
+
+    class Watched(Arm):
+        def timed(self, seconds, round_index):
+            if round_index >= 0:  # the rounds' settle and timed windows (the warm-up's slices are -1)
+                alive_beside.extend(f"{other.name} beside {self.name}" for other in arms
+                                    if other is not self and other.name.startswith("train")
+                                    and other._iterator is not None)
+            return super().timed(seconds, round_index)
+
+    arms = [Watched("train", object, _loop(clock, [0.5]), clock=clock),
+            Watched("train:rewritten", object, _loop(clock, [0.01]), clock=clock),
+            Watched("synthetic", object, _loop(clock, [0.0]), clock=clock)]
+    found = measure(arms, dataclasses.replace(M, windows=4, max_windows=4), seed=1)
+    orders = [[w.arm for w in found["windows_measured"] if w.round == r] for r in range(4)]
+    assert any(abs(o.index("train") - o.index("train:rewritten")) == 1 for o in orders), orders
+    assert alive_beside == []
+

@@ -95,6 +95,8 @@ def conversion(found: Diagnosis) -> tuple[str, str | None]:
     chosen = best(found)
     if chosen is None:
         return found.upgraded.source, "no rewrite was kept"
+    if chosen.kind == "options":
+        return found.upgraded.source, "the rewritten module sets the options itself"
     try:
         return patched_text(found, chosen, found.upgraded.source, converted=True), None
     except NoPatch as err:
@@ -260,7 +262,8 @@ def _header(found: Diagnosis, rewrite: Rewrite | None, note: str | None) -> list
                     "(TF2: iterate it, or give it to model.fit).")
     if found.upgraded:
         text.append(f"TF1 names TensorFlow 2 lacks: it uses {found.upgraded.file}, TensorFlow's tf_upgrade_v2 "
-                    f"conversion of the original ({found.upgraded.changes} changes; upgrade_report.txt).")
+                    f"conversion of the original ({found.upgraded.changes} changes; upgrade_report.txt), with the "
+                    "kept rewrite written into its calls when it can be (below).")
     if rewrite is None:
         text.append("No rewrite was kept: this input_fn builds the pipeline as it was.")
     else:
@@ -289,18 +292,25 @@ def rewritten_module(found: Diagnosis) -> str:
                                      "arguments" if "listed" in found.stages[0].params else
                                      "a stage's function is nested or a lambda, so it cannot be imported by name"))
         not_applied = [r for r in ([rewrite] if rewrite else []) if r.kind != "options"]
-        written, not_written = conversion(found) if found.upgraded and not_applied else (None, "")
-        note = (f"The pipeline is built by the user's own {name} ({why}); only the kept tf.data options are set here."
-                + ("" if not not_applied else
-                   f" The rest ({rewrite.change}) is written into the calls of {found.upgraded.file} beside this "
-                   "module (tf_upgrade_v2's conversion of the user's file), so it is built here too."
-                   if written is not None and not_written is None else
-                   f" The rest ({rewrite.change}) is NOT built here ({not_written}): apply it call by call as "
-                   "diagnosis.md lists it." if found.upgraded else
-                   f" The rest ({rewrite.change}) is NOT built here: apply the patch of the user's file beside this "
-                   "module (diagnosis.md says when there is none, and why), or the calls diagnosis.md lists."))
-        options = {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
-                                       for k, v in r.options.items()}}
+        not_written = conversion(found)[1] if found.upgraded and not_applied else None
+        built = bool(not_applied) and found.upgraded is not None and not_written is None
+        if not not_applied:
+            rest = ""
+        elif built:
+            rest = (f" The rewrite ({rewrite.change}) is written into the calls of {found.upgraded.file} beside this "
+                    "module (tf_upgrade_v2's conversion of the user's file), its options too: it is built here.")
+        elif found.upgraded:
+            rest = (f" The rest ({rewrite.change}) is NOT built here ({not_written}): apply it call by call as "
+                    "diagnosis.md lists it.")
+        else:
+            rest = (f" The rest ({rewrite.change}) is NOT built here: apply the patch of the user's file beside this "
+                    "module (diagnosis.md says when there is none, and why), or the calls diagnosis.md lists.")
+        note = f"The pipeline is built by the user's own {name} ({why})" + (
+            "." if built else "; only the kept tf.data options are set here.") + rest
+        # built: the conversion sets the rewrite's options (the other kept ones' with them would build a combination
+        # not measured); else the kept options rewrites' are set here
+        options = {} if built else {**found.options, **{k: v for r in found.rewrites if r.kept and r.kind == "options"
+                                                        for k, v in r.options.items()}}
         params = signature or "*args, **kwargs"
         call = ", ".join(f"{p}={p}" for p in found.parameters) if signature is not None else "*args, **kwargs"
         body = [f"dataset = dataset_of_tf1(user.{name}, {call})" if found.tf1 else f"dataset = user.{name}({call})"]

@@ -89,6 +89,7 @@ class _Patcher:
         # from a scratch folder: known by its name)
         self.written_in = (lambda file: Path(file).name == found.upgraded.file) if converted else \
             (lambda file: file == found.function.rpartition(":")[0])
+        self.file_name = found.upgraded.file if converted else Path(found.function.rpartition(":")[0]).name
         self.tree = ast.parse(text)
         self.lines = _offsets(text)
         self.edits: list[_Edit] = []
@@ -107,7 +108,7 @@ class _Patcher:
     def call(self, origin: int) -> ast.Call:
         stage = self.found.stages[origin]
         if stage.place is None or not self.written_in(stage.place.file):
-            raise NoPatch(f"stage {origin} was not written in {Path(self.found.function).name}")
+            raise NoPatch(f"stage {origin} was not written in {self.file_name}")
         return _find_call(self.tree, stage)
 
     def segment(self, node: ast.AST) -> str:

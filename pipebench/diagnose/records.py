@@ -172,10 +172,10 @@ class Profiler:
 class Upgrade:
     """The user's TF1 module as TensorFlow's tf_upgrade_v2 converted it, diagnosed in its place."""
 
-    file: str  # its name in the output folder: upgraded_<the user's module>.py
+    file: str  # its name in the output folder: upgraded_<the user's module>.py (there with the kept rewrite written in)
     changes: int
     report: str  # the converter's report, one change a line
-    source: str  # the converted module's text
+    source: str  # the converted module's text, as converted (the one diagnosed)
 
 
 @dataclass(frozen=True)

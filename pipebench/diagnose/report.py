@@ -142,8 +142,9 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
     if found.upgraded:
         out += [f"**TF1 names TensorFlow 2 lacks.** Loading it failed at a TF1 name, so diagnose converted a copy "
                 f"with TensorFlow's own tf_upgrade_v2 ({found.upgraded.changes} changes, listed in "
-                f"`upgrade_report.txt`) and diagnosed that: `{found.upgraded.file}`, beside this file. Your file is "
-                "unchanged.", ""]
+                f"`upgrade_report.txt`) and diagnosed that. `{found.upgraded.file}`, beside this file, is that "
+                "conversion with the kept rewrite written into its calls (the rewritten module imports it; below, "
+                "when it cannot be written). Your file is unchanged.", ""]
     for said in found.ignored_calls:
         out += [f"Ignored: {said}: pipebench runs eagerly, as TensorFlow 2 does.", ""]
     out += ["## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",

@@ -168,11 +168,11 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         found = run_worker(again, folder / "second", log, timeout_sec, memory_cap_mb, started)
     chosen = best(found)
     diff, why = None, "no rewrite was kept"
+    converted, not_written = conversion(found) if found.upgraded is not None else (None, None)
     if chosen is not None and found.upgraded is not None:
-        converted, not_written = conversion(found)
         why = (f"the module diagnosed is tf_upgrade_v2's conversion of yours, {found.upgraded.file}, beside it, "
                + ("with the rewrite written into its calls" if not_written is None else
-                  f"as converted (the rewrite cannot be written into its calls: {not_written})"))
+                  f"as converted ({not_written})"))
     elif chosen is not None:
         try:
             diff = patch(found, chosen)
@@ -186,7 +186,7 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         if diff:
             (tmp / patch_name).write_text(diff)
         if found.upgraded is not None:  # the rewritten module imports the converted one, beside it
-            (tmp / found.upgraded.file).write_text(conversion(found)[0])
+            (tmp / found.upgraded.file).write_text(converted)
             (tmp / "upgrade_report.txt").write_text(f"tf_upgrade_v2 (TensorFlow {found.tf_version}) on "
                                                     f"{Path(ref.path).name}: {found.upgraded.changes} changes\n\n"
                                                     + found.upgraded.report + "\n")

@@ -15,7 +15,7 @@ ceiling), each train arm's beside the ceiling's windows of the same rounds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import tensorflow as tf
@@ -36,7 +36,9 @@ class Trainer:
     adapt: Any  # element → (features, labels) for the step; None: the elements are already that
     model: str
     why: str
-    loop: Any = None  # the steps in one tf.function, traced once for every pipeline of the same elements
+    # the steps in one tf.function, shared by every arm: traced once per element signature (the synthetic batch's
+    # is static, so it has a trace of its own)
+    loop: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         from pipebench.model.deepfm import make_train_loop

@@ -213,8 +213,9 @@ class Window:
     examples: int
     seconds: float
     waited_sec: float | None  # train and synthetic arms: time the steps blocked fetching the next batch
-    # a synthetic window after the train window of a cached pipeline: seconds waited, untimed, for its
-    # background threads to go idle first (None: not waited; other pipelines' iterators are released)
+    # a window after the train window of a cached pipeline (the synthetic one's, or another train arm's in pipebench
+    # diagnose): seconds waited, untimed, for its background threads to go idle first (None: not waited; other
+    # pipelines' iterators are released)
     idle_before_sec: float | None = None
     # CPU seconds (user + system) the worker's process tree used over the window (pipebench.measure.cpu_clock);
     # None in windows_json of runs made before it was recorded

@@ -16,7 +16,8 @@ a fresh iterator, the settle window above covering its start) — except for a p
 stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
 untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
 `pipebench diagnose` times a second train arm (`train:rewritten`, its rewrite) in the same rounds, beside the same
-ceiling, under the same rules. Rounds go on past `windows` while the interval of the figure the verdict reads (its
+ceiling, under the same rules: no train arm's pipeline runs beside another arm's window (released, or waited idle),
+and each train window follows a settle window of its own. Rounds go on past `windows` while the interval of the figure the verdict reads (its
 basis: the slowdown, or the waiting share for an accelerator trainer; pipebench.measure.figures)
 straddles a threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
 (pipebench.profiling) warms up the same way, then runs one window under the TensorFlow
@@ -268,6 +269,9 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
     """
     warmup_sec, steady = _warm_up(arms, timing)
     paired = len(arms) > 1
+    if paired:  # the warm-up's pipelines must not run beside the first windows (a settle window starts them again)
+        for arm in arms:
+            arm.release()
     cap = max(timing.windows, timing.max_windows) if paired else timing.windows
     windows: list[Window] = []
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
@@ -276,12 +280,13 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
         order = round_order(arms, round_index, seed) if paired else list(arms)
         for arm in order:
             idle_before = None
-            # "train:NAME": another pipeline's train arm, timed beside the same ceiling (pipebench diagnose's)
+            # after a train window, its pipeline must not run beside the next arm's window: the synthetic one's, or
+            # another pipeline's train arm ("train:NAME", timed beside the same ceiling: pipebench diagnose's)
+            if paired and previous.startswith("train") and previous != arm.name and timing.settle:
+                if not all([other.release() for other in arms if other is not arm]):
+                    idle_before = wait_until_idle()  # a cached pipeline refills its buffers first, not meanwhile
             if paired and arm.name.startswith("train") and previous != arm.name and timing.settle:
                 arm.timed(timing.window_sec, round_index)  # settle: empty what the buffers filled meanwhile
-            if paired and arm.name == "synthetic" and previous.startswith("train") and timing.settle:
-                if not all(other.release() for other in arms if other is not arm):
-                    idle_before = wait_until_idle()  # a cached pipeline refills its buffers first, not meanwhile
             window = dataclasses.replace(arm.timed(timing.window_sec, round_index), idle_before_sec=idle_before)
             windows.append(window)
             previous = arm.name
