@@ -97,12 +97,8 @@ def train_arms(trainer: Trainer, pipelines: Sequence[tuple[str, Any, bool]]) -> 
     from pipebench.measure.cpu_clock import process_tree_cpu_sec
     from pipebench.measure.windows import Arm
 
-    arms = []
-    for name, dataset, releasable in pipelines:
-        fed = dataset.map(trainer.adapt) if trainer.adapt is not None else dataset
-        arms.append(Arm(name, lambda fed=fed: iter(fed), trainer.loop, releasable=releasable,
-                        cpu_clock=process_tree_cpu_sec))
-    first = pipelines[0][1]
-    batch = tf.data.Dataset.from_tensors(next(iter(first.map(trainer.adapt) if trainer.adapt is not None
-                                                   else first))).repeat()
+    fed = [dataset.map(trainer.adapt) if trainer.adapt is not None else dataset for _, dataset, _ in pipelines]
+    arms = [Arm(name, lambda one=one: iter(one), trainer.loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
+            for (name, _, releasable), one in zip(pipelines, fed)]
+    batch = tf.data.Dataset.from_tensors(next(iter(fed[0]))).repeat()
     return [*arms, Arm("synthetic", lambda: iter(batch), trainer.loop, cpu_clock=process_tree_cpu_sec)]
