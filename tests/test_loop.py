@@ -179,8 +179,9 @@ def test_the_synthetic_trial_names_no_format():
 
 
 def test_the_grid_has_trials_of_one_repeat_and_environment_share_a_worker_and_the_rest_measured_alone(tmp_path):
-    """Groups follow the plan's order and never mix repeats or environments, nor pass trials_per_worker; a trial its
-    worker never reached is measured alone right after; every trial gets its row, in plan order."""
+    """Groups never mix repeats or environments, nor pass trials_per_worker; they take the trials of their first's mode
+    first (train trials in one worker are timed in one measurement), each mode in plan order; a trial its worker never
+    reached is measured alone right after; every trial gets its row."""
     experiment = parse_experiment({
         "name": "loop", "modes": ["input", "train"], "pipelines": {"presets": ["aws-sample"]},
         "grid": {"batch_size": [256, 512], "env": {"KMP_AFFINITY": [None, "compact"]}},
@@ -203,11 +204,19 @@ def test_the_grid_has_trials_of_one_repeat_and_environment_share_a_worker_and_th
     planned = trials(experiment, data)
     result = run_trials(GridPlanner(planned, set()), run, experiment, measure, stream=io.StringIO(),
                         measure_group=measure_group)
-    assert [r.trial_id for r in result.rows] == [t.trial_id for t in planned]
+    assert sorted(r.trial_id for r in result.rows) == sorted(t.trial_id for t in planned)
+    assert [r.repeat for r in result.rows] == sorted(r.repeat for r in result.rows), "repeats stay in their rounds"
     assert groups and max(len(g) for g in groups) == 3
+    place = {t.trial_id: k for k, t in enumerate(planned)}
     for group in groups:
         assert len({(t.repeat, tuple(sorted(t.env.items())), t.threads) for t in group}) == 1
         assert len({t.configuration_id for t in group}) == len(group)
+        modes = [t.mode for t in group]
+        assert modes == sorted(modes, key=lambda mode: mode != modes[0]), "its first's mode first"
+        for mode in set(modes):
+            ids = [place[t.trial_id] for t in group if t.mode == mode]
+            assert ids == sorted(ids), "each mode in plan order"
+    assert any([t.mode for t in g[:2]] == ["train", "train"] for g in groups)
     assert groups[0][-1].trial_id in alone
     grouped = {t.trial_id for g in groups for t in g[: -1 if g is groups[0] else None]}
     assert grouped.isdisjoint(alone) and grouped | set(alone) == {t.trial_id for t in planned}

@@ -195,6 +195,71 @@ def test_a_warm_worker_stops_after_a_trial_that_did_not_end_ok(tmp_path, tfrecor
     assert not (tmp_path / "b" / "result.json").exists()
 
 
+@pytest.mark.tf
+def test_a_warm_workers_train_trials_of_one_batch_shape_are_timed_in_one_measurement(tmp_path, tfrecords):
+    """Each train trial's arm beside one ceiling, in the same rounds: its figures read its own windows and the shared
+    synthetic ones; an input trial after them is measured on its own, and a batch size of its own trains apart."""
+    from pipebench.pipeline.presets import preset
+
+    measure = {**MEASURE, "windows": 3}
+    trains = [_trial(tfrecords, trial_id=n, configuration_id=n, mode="train", measurement=measure) for n in "ab"]
+    trains[1] = dataclasses.replace(trains[1], pipeline_spec=preset(
+        "aws-sample", files=tuple(tfrecords), batch_size=256, epochs=None, num_shards=2).to_dict())
+    alone = _trial(tfrecords, trial_id="c", configuration_id="c", mode="train", measurement=measure, batch_size=512)
+    after = _trial(tfrecords, trial_id="d", configuration_id="d", measurement=measure)
+    a, b, c, d = run_group([*trains, alone, after], [tmp_path / n for n in "abcd"], LIMITS,
+                           sampler_factory=lambda pid: Sampler(pid, 0.1))
+    assert all(o is not None and o.record.status is TrialStatus.OK for o in (a, b, c, d))
+    assert [o.process.measured_together for o in (a, b, c, d)] == [2, 2, 1, 1]
+    synthetic = [w for w in a.record.windows_measured if w.arm == "synthetic"]
+    assert synthetic and synthetic == [w for w in b.record.windows_measured if w.arm == "synthetic"], "one ceiling"
+    trained = [[w for w in o.record.windows_measured if w.arm == "train"] for o in (a, b)]
+    assert trained[0] != trained[1] and all(len(t) == a.record.rounds for t in trained), "each its own train arm"
+    assert {w.arm for o in (a, b) for w in o.record.windows_measured} == {"train", "synthetic"}
+    assert a.record.rounds == b.record.rounds >= 3 and a.record.windows == len(trained[0])
+    assert a.record.examples_per_sec_median != b.record.examples_per_sec_median
+    assert a.span == b.span and a.process.duration_sec == b.process.duration_sec, "one measurement's span each"
+    assert a.record.windows_started_sec == b.record.windows_started_sec
+    assert c.record.windows_started_sec > b.record.windows_ended_sec and c.span[0] == pytest.approx(a.span[1])
+    assert {w.arm for w in c.record.windows_measured} == {"train", "synthetic"}
+    assert {w.arm for w in d.record.windows_measured} == {"input"}
+
+
+@pytest.mark.tf
+def test_a_failure_of_train_trials_timed_together_has_each_measured_again_alone(tmp_path, tfrecords):
+    """Which arm failed is not known from the measurement: every trial of it comes back None, the first too."""
+    measure = {**MEASURE, "windows": 2}
+    fine = _trial(tfrecords, trial_id="a", configuration_id="a", mode="train", measurement=measure)
+    broken = _trial(tfrecords[:1], trial_id="b", configuration_id="b", mode="train", measurement=measure)
+    broken = dataclasses.replace(broken, pipeline_spec={**broken.pipeline_spec, "source": {
+        **broken.pipeline_spec["source"], "files": [str(tmp_path / "gone.tfrecord")]}})
+    assert run_group([fine, broken], [tmp_path / "a", tmp_path / "b"], LIMITS) == [None, None]
+    assert (tmp_path / "a" / "result.json").exists() and (tmp_path / "b" / "result.json").exists()
+
+
+def test_train_trials_are_timed_together_only_when_their_step_and_measurement_are_the_same():
+    """One ceiling must fit every arm: the same batch shape, model and measurement, nothing done for one alone."""
+    from pipebench.measure.trial import MAX_TOGETHER, together, trains_with
+
+    base = trial_spec(trial_id="a", configuration_id="a", mode="train")
+    other = dataclasses.replace(base, trial_id="b", configuration_id="b")
+    assert trains_with(base, other)
+    assert not trains_with(base, dataclasses.replace(other, mode="input"))
+    assert not trains_with(base, dataclasses.replace(other, batch_size=512))
+    assert not trains_with(base, dataclasses.replace(other, paired=False))
+    assert not trains_with(base, dataclasses.replace(other, feature_size=10))
+    wider = dataclasses.replace(other.model, embedding_size=other.model.embedding_size + 1)
+    assert not trains_with(base, dataclasses.replace(other, model=wider))
+    assert not trains_with(base, dataclasses.replace(
+        other, measurement=dataclasses.replace(other.measurement, cold_cache=True)))
+    assert not trains_with(base, dataclasses.replace(other, quality=dataclasses.replace(other.quality, enabled=True)))
+    assert not trains_with(base, dataclasses.replace(other, pipeline_spec={
+        **other.pipeline_spec, "source": {**other.pipeline_spec["source"], "field_size": 13}}))
+    line = [dataclasses.replace(other, trial_id=str(k)) for k in range(MAX_TOGETHER + 1)]
+    assert together(line) == [0] * MAX_TOGETHER + [MAX_TOGETHER]
+    assert together([base, dataclasses.replace(other, mode="input"), other]) == [0, 1, 2], "consecutive only"
+
+
 def test_only_trials_whose_process_would_be_the_same_share_a_worker():
     """Same repeat, environment and threads, pipebench's own pipelines read from files, a configuration once."""
     from pipebench.pipeline.function import FunctionPipeline

@@ -273,3 +273,57 @@ def test_no_train_arms_pipeline_runs_beside_another_arms_window():
     assert any(abs(o.index("train") - o.index("train:rewritten")) == 1 for o in orders), orders
     assert alive_beside == []
 
+
+
+def test_train_arms_timed_together_each_leave_the_rounds_once_their_verdict_is_decided():
+    """A warm worker's train trials share one ceiling's rounds (`train:ID` each): past the minimum, an arm whose
+    verdict is decided leaves the rounds and the others go on beside the ceiling, up to the cap; each trial's record
+    reads its own arm's windows beside the ceiling's."""
+    from pipebench.measure.windows import arm_fields
+
+    def arms(second_shares):
+        clock = FakeClock()
+        return [Arm("train:a", lambda: None, _loop(clock, [0.01]), clock=clock),
+                Arm("train:b", lambda: None, _loop(clock, second_shares), clock=clock),
+                Arm("synthetic", lambda: None, _loop(clock, [0.0]), clock=clock)]
+
+    decided = measure(arms([0.6]), M, seed=1, basis="waiting")
+    assert decided["rounds"] == 3 and decided["rounds_cap_hit"] is False
+    together = arms([0.02, 0.09, 0.05, 0.08, 0.03])  # the second's share keeps straddling 5%
+    found = measure(together, M, seed=1, basis="waiting")
+    assert found["rounds"] == 8 and found["rounds_cap_hit"] is True
+    first, second = (arm_fields(found, arm, "waiting") for arm in together[:2])
+    assert first["rounds_cap_hit"] is False and second["rounds_cap_hit"] is True, "the cap hit only the undecided"
+    assert (first["rounds"], second["rounds"]) == (3, 8), "the decided arm left after the minimum"
+    for fields, arm in zip((first, second), together):
+        assert {w.arm for w in fields["windows_measured"]} == {"train", "synthetic"}
+        assert fields["windows"] == len(fields["window_rates"]) == fields["rounds"]
+        assert fields["steps_per_call"] == arm.steps
+    synthetic = [w for w in found["windows_measured"] if w.arm == "synthetic"]
+    assert len(synthetic) == 8 and [w for w in first["windows_measured"] if w.arm == "synthetic"] == synthetic
+
+
+def test_a_released_train_arm_is_calibrated_not_warmed_and_the_ceiling_warms_until_steady():
+    """In paired rounds a train arm starts each window from a fresh iterator, so the warm-up's slices go to the
+    ceiling (the step the process keeps warm) and to a pipeline with a cache (kept), not to a released pipeline."""
+    from pipebench.measure.windows import WARMUP_SLICE_SEC
+
+    clock = FakeClock()
+    sliced: list[str] = []
+
+    class Watched(Arm):
+        def timed(self, seconds, round_index):
+            if round_index < 0 and seconds == WARMUP_SLICE_SEC:
+                sliced.append(self.name)
+            return super().timed(seconds, round_index)
+
+    arms = [Watched("train:a", lambda: None, _loop(clock, [0.01]), clock=clock),
+            Watched("train:b", lambda: None, _loop(clock, [0.01]), releasable=False, clock=clock),
+            Watched("synthetic", lambda: None, _loop(clock, [0.0]), clock=clock)]
+    found = measure(arms, dataclasses.replace(M, warmup_max_sec=10.0, steady_cv_pct=5.0), seed=1)
+    assert found["warmup_steady"] is True and arms[0].steps > 1, "calibrated"
+    assert "train:a" not in sliced and {"train:b", "synthetic"} <= set(sliced)
+    alone = [Watched("train", lambda: None, _loop(clock, [0.01]), clock=clock)]
+    measure(alone, dataclasses.replace(M, warmup_max_sec=10.0, steady_cv_pct=5.0), seed=1)
+    assert "train" in sliced, "a train arm timed alone (pairing's control) warms as before"
+

@@ -339,7 +339,9 @@ SCHEMA: dict[str, Any] = {
                                        "run one after another in one warm worker, this many at most (pipebench's own "
                                        "pipelines read from files; a function pipeline, another source mode and "
                                        "each repeat keep a process of their own): a worker's start and TensorFlow "
-                                       "import are paid once. 1: a fresh process per trial."),
+                                       "import are paid once; its train trials of one batch shape are timed in one "
+                                       "measurement, each one's train arm beside one ceiling (`measured_together`). "
+                                       "1: a fresh process per trial."),
     },
     "sources": {
         "file": {"cold": Field(bool, False, nullable=False,

@@ -774,7 +774,7 @@ class Diagnoser:
         """Give the train terms with the original and the rewritten pipeline, or why there are none."""
         from pipebench.diagnose.train import deepfm_trainer, keras_trainer, train_arms
         from pipebench.measure.figures import figures
-        from pipebench.measure.windows import Timing, measure
+        from pipebench.measure.windows import Timing, arm_view, measure
 
         root = self._original()
         if self.request.model:
@@ -804,8 +804,7 @@ class Diagnoser:
                          timing, self.seed)
         terms = []
         for label, arm, _, _ in pipelines:  # each train arm's figures beside the ceiling's windows
-            f = figures([dataclasses.replace(w, arm="train") if w.arm == arm else w
-                         for w in record["windows_measured"] if w.arm in (arm, "synthetic")])
+            f = figures(arm_view(record["windows_measured"], arm))
             terms.append(TrainTerms(label, f.throughput, f.synthetic, f.slowdown, f.waiting))
         return Train(trainer.model, trainer.why, tuple(terms)), None
 

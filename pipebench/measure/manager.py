@@ -29,7 +29,7 @@ from pipebench.children import (
     STACK_SIGNAL, TAG_VARIABLE, ProcessTree, end_tree, kill_group, last_stderr_line, new_tag, stderr_tail,
     worker_command)
 from pipebench.measure.sampler import Usage
-from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus
+from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus, together
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR, TRIAL_END
 from pipebench.pinning import Pinning, placed
 from pipebench.pipeline.function import is_function
@@ -69,6 +69,7 @@ class ProcessFacts:
     stderr_tail: str | None
     rss_peak_bytes: int  # the largest of the manager's polls of the tree (4 Hz), the sampler's, and the root's VmHWM
     worker_trials_before: int = 0  # trials its warm worker measured before this one (0: a fresh process)
+    measured_together: int = 1  # train trials timed in one measurement with it, itself included (trial.together)
 
 
 @dataclass
@@ -275,19 +276,27 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         parts = stderr_parts(stderr_path.read_bytes(), ended_on)
         for k in range(ended_on + 1):
             atomic_write_bytes(dirs[k] / STDERR_FILE, parts[k])
+    records = [None if k > ended_on else TrialRecord.load(trial_dir / RESULT_FILE) if k < ended_on
+               else _outcome_record(proc.returncode, killed_for, trial_dir / RESULT_FILE, trial_dir / STDERR_FILE)
+               for k, trial_dir in enumerate(dirs)]
+    firsts = together(trials)  # trials timed in one measurement (they train together: the worker's rule)
     for k, trial_dir in enumerate(dirs):
-        if k > ended_on:
+        record = records[k]
+        if record is None:
             outcomes.append(None)  # never started
             continue
-        record = (TrialRecord.load(trial_dir / RESULT_FILE) if k < ended_on
-                  else _outcome_record(proc.returncode, killed_for, trial_dir / RESULT_FILE, trial_dir / STDERR_FILE))
+        group = [j for j, first in enumerate(firsts) if first == firsts[k]]
+        if len(group) > 1 and any(records[j] is None or records[j].status is not TrialStatus.OK for j in group):
+            outcomes.append(None)  # any of the arms timed together may be why: each measured alone, its own failure
+            continue
         if k > 0 and record.status is not TrialStatus.OK:
             outcomes.append(None)  # what the trials before it left (memory, threads) may be why: measured alone
             continue
-        # the first trial's span holds the worker's start, the one it ended on its exit
-        span = (ends.walls[k], ends.walls[k + 1] if k < ended_on else time.time())
+        # the first trial's span holds the worker's start, the one it ended on its exit; trials timed together share
+        # their measurement's
+        span = (ends.walls[group[0]], ends.walls[group[-1] + 1] if group[-1] < ended_on else time.time())
         outcomes.append(_outcome(record, trial_dir / STDERR_FILE, proc.returncode if k == ended_on else None,
-                                 samples, sampler, peak_rss, k, len(trials), span, worker_sec))
+                                 samples, sampler, peak_rss, (k, len(group)), len(trials), span, worker_sec))
     return outcomes
 
 
@@ -300,12 +309,14 @@ def stderr_parts(data: bytes, ended_on: int) -> list[bytes]:
 
 
 def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples: list, sampler, peak_rss: int,
-             position: int, trials: int, span: tuple[float, float], worker_sec: float) -> Outcome:
+             place: tuple[int, int], trials: int, span: tuple[float, float], worker_sec: float) -> Outcome:
     """Give one trial's outcome from its worker's: the samples, peak RSS and exit of its part.
 
     A fresh process (one trial) keeps all its samples, its duration on the manager's clock and the largest of every
     RSS reading. A warm worker's trial reads the samples of its span and, after the first, only the tree's RSS in
-    them (the root's VmHWM still holds the earlier trials' peaks). `returncode` None: the worker went on from it."""
+    them (the root's VmHWM still holds the earlier trials' peaks). `returncode` None: the worker went on from it.
+    `place`: its position in the worker, and how many trials were timed in its measurement (trial.together)."""
+    position, measured_together = place
     own = samples if trials == 1 else [s for s in samples if span[0] <= s.wall_time <= span[1]]
     readings = [s.rss_bytes for s in own] + [s.root_rss_peak_bytes or 0 for s in own if position == 0]
     if trials == 1 or not own:
@@ -314,7 +325,7 @@ def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples:
     process = ProcessFacts(worker_sec if trials == 1 else span[1] - span[0],
                            code if code is not None and code >= 0 else None,
                            -code if code is not None and code < 0 else None, stderr_tail(stderr) or None,
-                           max(readings, default=0), position)
+                           max(readings, default=0), position, measured_together)
     usage = None
     if sampler is not None and record.windows_started_sec is not None:
         usage = sampler.summarize(samples, since=record.windows_started_sec, until=record.windows_ended_sec)

@@ -204,6 +204,40 @@ class TrialSpec:
         return load_json(cls, path)
 
 
+def trains_with(first: TrialSpec, trial: TrialSpec) -> bool:
+    """Whether a warm worker (pipebench.measure.manager.shares_worker) times `trial`'s train arm in the rounds of
+    `first`'s, beside one ceiling (pipebench.measure.windows): the same step on the same batch shape, measured the
+    same way, with nothing else the worker does for one of them alone (a cold pass, the quality guard, a profile)."""
+    def plain(t: TrialSpec) -> bool:
+        return (t.mode == "train" and t.paired and t.batch_size is not None and t.profile_dir is None
+                and t.fault is None and not t.measurement.cold_cache and not t.quality.enabled
+                and _fields(t) is not None)  # a pipeline pipebench builds (a user's function trains alone)
+
+    return (plain(first) and plain(trial) and trial.batch_size == first.batch_size and trial.model == first.model
+            and trial.feature_size == first.feature_size and _fields(trial) == _fields(first)
+            and trial.measurement == first.measurement and trial.settle == first.settle)
+
+
+def _fields(trial: TrialSpec) -> object:
+    """Give the field count F of a built pipeline's rows (its source's), which shapes the model."""
+    source = trial.pipeline_spec.get("source")
+    return source.get("field_size") if isinstance(source, dict) else None
+
+
+#: The most train arms one measurement times: its rounds last as long as theirs together, within a trial's timeout.
+MAX_TOGETHER = 4
+
+
+def together(trials: list[TrialSpec]) -> list[int]:
+    """Give, for each of a warm worker's trials in order, the index of the first trial of the measurement it is in:
+    up to MAX_TOGETHER consecutive trials that `trains_with` the first of them share one."""
+    found: list[int] = []
+    for k, trial in enumerate(trials):
+        joins = k and trains_with(trials[found[-1]], trial) and found.count(found[-1]) < MAX_TOGETHER
+        found.append(found[-1] if joins else k)
+    return found
+
+
 @dataclass(frozen=True)
 class Window:
     """One timed window of one arm (input, train or synthetic) in one round of a trial."""

@@ -15,11 +15,13 @@ train arm's iterator is released (TensorFlow cancels its threads; the next train
 a fresh iterator, the settle window above covering its start) — except for a pipeline with a cache
 stage, whose partly filled cache a fresh iterator would throw away: for it the worker waits,
 untimed, until the process is idle (its buffers full; a cached pipeline refills from memory).
-`pipebench diagnose` times a second train arm (`train:rewritten`, its rewrite) in the same rounds, beside the same
-ceiling, under the same rules: no train arm's pipeline runs beside another arm's window (released, or waited idle),
-and each train window follows a settle window of its own. Rounds go on past `windows` while the interval of the figure the verdict reads (its
-basis: the slowdown, or the waiting share for an accelerator trainer; pipebench.measure.figures)
-straddles a threshold, up to `max_windows` (the record says when that cap was hit). A profiling re-run
+Several train arms may share one ceiling's rounds: `pipebench diagnose` times a second one (`train:rewritten`, its
+rewrite), and a warm worker one per train trial it measures together (`train:TRIAL_ID`,
+pipebench.measure.trial.trains_with; each trial's figures are its arm's windows beside the ceiling's, `arm_view`),
+under the same rules: no train arm's pipeline runs beside another arm's window (released, or waited idle), and each
+train window follows a settle window of its own. Rounds go on past `windows` while the interval of the figure the
+verdict reads (its basis: the slowdown, or the waiting share for an accelerator trainer; pipebench.measure.figures)
+straddles a threshold for any train arm, up to `max_windows` (the record says when that cap was hit). A profiling re-run
 (pipebench.profiling) warms up the same way, then runs one window under the TensorFlow
 profiler and reports no figure from it (`profiled_window`).
 
@@ -36,7 +38,7 @@ from pathlib import Path
 
 from pipebench.errors import PipebenchError
 from pipebench.measure import stats
-from pipebench.measure.figures import SLOWDOWN, figures
+from pipebench.measure.figures import SLOWDOWN, Figures, figures
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Measurement, Window
 
@@ -220,16 +222,23 @@ class Timing:
 
 
 def _warm_up(arms: Sequence[Arm], timing: Timing) -> tuple[float, bool]:
-    """Calibrate every arm and warm them up in turns until each is steady (capped); give (seconds, steady)."""
+    """Calibrate every arm and warm up in turns, until steady (capped), those whose warm state the rounds keep; give
+    (seconds, steady).
+
+    In paired rounds a train arm that can be released is, after the warm-up, and each of its windows then starts
+    from a fresh iterator after a settle window: of a warm-up it keeps only what the process keeps (the step,
+    compiled and run), which the synthetic arm warms on its own. So it is calibrated (its first call traces the
+    loop and starts the pipeline) and not warmed further; a pipeline with a cache (not released) warms as alone."""
     clock = arms[0].clock
     start = clock()
     deadline = start + timing.warmup_max_sec
     for arm in arms:
         arm.calibrate()
-    rates: dict[str, list[float]] = {arm.name: [] for arm in arms}
+    warming = [arm for arm in arms if len(arms) == 1 or not (arm.name.startswith("train") and arm.releasable)]
+    rates: dict[str, list[float]] = {arm.name: [] for arm in warming}
     steady = False
     while clock() < deadline:
-        for arm in arms:
+        for arm in warming:
             window = arm.timed(WARMUP_SLICE_SEC, -1)
             rates[arm.name].append(window.examples / window.seconds)
         if all(stats.is_steady(r, timing.steady_cv_pct) for r in rates.values()):
@@ -250,10 +259,33 @@ def wait_until_idle(max_sec: float = IDLE_MAX_SEC) -> float:
     return time.perf_counter() - start
 
 
+def arm_view(windows: Sequence[Window], arm: str) -> list[Window]:
+    """Give the windows of train arm `arm`, named `train`, with the synthetic ones: that arm's trial as if it had been
+    timed alone beside the ceiling (a measurement of several train arms times one ceiling for them all)."""
+    return [dataclasses.replace(w, arm="train") if w.arm == arm else w for w in windows
+            if w.arm in (arm, "synthetic")]
+
+
 def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
-    """Whether the windows give a confident input-bound label on `basis` (the record's figures, as a row reads them)."""
-    found = figures(windows, basis)
+    """Whether the windows give a confident input-bound label on `basis` (the record's figures, as a row reads them)
+    for every train arm they hold."""
+    arms = dict.fromkeys(w.arm for w in windows if w.arm.startswith("train"))
+    return bool(arms) and all(_decided(figures(arm_view(windows, arm), basis)) for arm in arms)
+
+
+def _decided(found: Figures | None) -> bool:
     return found is not None and found.verdict not in (None, "inconclusive")
+
+
+def arm_fields(found: dict, arm: Arm, basis: str) -> dict:
+    """Give the record fields of train arm `arm` from those `measure` gave for rounds that timed several: its
+    windows (`arm_view`), its rates, the rounds it was timed in, its calls and epochs, and whether the cap was hit
+    with its own verdict undecided."""
+    windows = arm_view(found["windows_measured"], arm.name)
+    rates = [w.examples / w.seconds for w in windows if w.arm == "train"]
+    return {**found, **stats.summarize_rates(rates), "window_rates": tuple(rates), "windows_measured": tuple(windows),
+            "rounds": len(rates), "rounds_cap_hit": found["rounds_cap_hit"] and not verdict_decided(windows, basis),
+            "steps_per_call": arm.steps, "epochs_renewed": arm.epochs_renewed}
 
 
 def measure(arms: Sequence[Arm], timing: Timing, seed: str,
@@ -264,7 +296,8 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
     With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
     random order (round_order, seeded by `seed`: the trial id) and continue past `windows` while the
     verdict on `basis` is undecided, up to `max_windows`, unless `busy()` says other processes shared the
-    machine: a busy measurement's verdict is inconclusive whatever its rounds (pipebench.measure.busy), so more
+    machine; with several train arms, each leaves the rounds once its verdict is decided (past `windows`), and the
+    others go on beside the ceiling: a busy measurement's verdict is inconclusive whatever its rounds (pipebench.measure.busy), so more
     of them would only cost time. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
     warmup_sec, steady = _warm_up(arms, timing)
@@ -276,8 +309,9 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
     windows: list[Window] = []
     started = time.monotonic()  # CLOCK_MONOTONIC is system-wide: the manager's samples line up with it
     previous = arms[-1].name
+    timed = list(arms)  # the arms the rounds still time: a train arm whose verdict is decided leaves them
     for round_index in range(cap):
-        order = round_order(arms, round_index, seed) if paired else list(arms)
+        order = round_order(timed, round_index, seed) if paired else list(timed)
         for arm in order:
             idle_before = None
             # after a train window, its pipeline must not run beside the next arm's window: the synthetic one's, or
@@ -292,9 +326,13 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
             previous = arm.name
             if on_window is not None and arm is arms[0]:
                 on_window(round_index, window.examples / window.seconds)
-        if round_index + 1 >= timing.windows and (not paired or verdict_decided(windows, basis)
-                                                  or (busy is not None and busy())):
-            break
+        if round_index + 1 >= timing.windows:
+            if not paired or (busy is not None and busy()):
+                break
+            timed = [arm for arm in timed if not arm.name.startswith("train")
+                     or not _decided(figures(arm_view(windows, arm.name), basis))]
+            if not any(arm.name.startswith("train") for arm in timed):
+                break
     rounds = round_index + 1
     main = [w.examples / w.seconds for w in windows if w.arm == arms[0].name]
     return {**stats.summarize_rates(main), "window_rates": tuple(main), "windows_measured": tuple(windows),

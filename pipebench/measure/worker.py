@@ -1,7 +1,8 @@
 """The trial worker: `python -m pipebench.measure.worker TRIAL RESULT [TRIAL RESULT ...]`, a fresh process for one
 trial or, warm, for a few that share its environment and threads (pipebench.measure.manager.shares_worker), one
 after another, each result written as it ends; it stops after a trial that did not end ok (the manager measures
-the rest again, alone).
+the rest again, alone). Its train trials of one batch shape (pipebench.measure.trial.trains_with) are timed in one
+measurement (`run_together`): each one's train arm beside one ceiling, in the same rounds.
 
 The manager puts the trial's environment variables (OMP_*, KMP_*, TF_ENABLE_ONEDNN_OPTS,
 TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS) in this process's environment before it starts,
@@ -29,6 +30,7 @@ user's code raises, loading or running, is a failed trial whose reason names the
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -48,8 +50,8 @@ from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
 from pipebench.measure.sampler import OthersCpu
-from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus
-from pipebench.measure.windows import Arm, Timing, measure, profiled_window, wind_down
+from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus, together
+from pipebench.measure.windows import Arm, Loop, Timing, arm_fields, measure, profiled_window, wind_down
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.function import FunctionPipeline, data_files, is_function
 from pipebench.typed import to_json
@@ -127,6 +129,34 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
     later trials share the settings its first trial started TensorFlow with); None: read now.
     """
     _inject(trial.fault)
+    tf, record = _settings(trial, imported_before)
+    if is_function(trial.pipeline_spec):
+        record.update(_run_function(tf, trial, FunctionPipeline.from_dict(trial.pipeline_spec), on_window))
+        return record
+    with contextlib.ExitStack() as stack:
+        pipeline, facts = _built(tf, trial, stack, scratch)
+        record.update(facts)
+        record.update(_measure(tf, trial, pipeline, on_window))
+    return record
+
+
+def run_together(trials: list[TrialSpec], scratches: list[Path], imported_before: bool) -> list[dict[str, Any]]:
+    """Measure train trials that train together (pipebench.measure.trial.trains_with) in one measurement: each
+    one's train arm and one ceiling for them all, in the same rounds; give each trial's TrialRecord fields."""
+    found = [_settings(trial, imported_before) for trial in trials]
+    tf = found[0][0]
+    with contextlib.ExitStack() as stack:
+        pipelines = []
+        for trial, scratch, (_, record) in zip(trials, scratches, found):
+            pipeline, facts = _built(tf, trial, stack, scratch)
+            pipelines.append(pipeline)
+            record.update(facts)
+        measured = _measure_together(tf, trials, pipelines)
+    return [{**record, **fields} for (_, record), fields in zip(found, measured)]
+
+
+def _settings(trial: TrialSpec, imported_before: bool | None) -> tuple[Any, dict[str, Any]]:
+    """Import TensorFlow with the trial's thread pools; give it and the record's facts of how it runs."""
     if imported_before is None:
         imported_before = "tensorflow" in sys.modules
     cpus_at_start = tuple(sorted(os.sched_getaffinity(0)))
@@ -138,7 +168,7 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
         pools.set_intra_op_parallelism_threads(trial.threads.intra)
     if trial.threads.inter and pools.get_inter_op_parallelism_threads() != trial.threads.inter:
         pools.set_inter_op_parallelism_threads(trial.threads.inter)
-    record: dict[str, Any] = {
+    return tf, {
         "tf_version": tf.__version__,
         "worker_intra_op_threads": pools.get_intra_op_parallelism_threads(),
         "worker_inter_op_threads": pools.get_inter_op_parallelism_threads(),
@@ -147,16 +177,28 @@ def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None =
         "cpus_at_start": cpus_at_start,
         "tf_inter_op_pool_threads": _inter_op_pool_threads(tf),
     }
-    if is_function(trial.pipeline_spec):
-        record.update(_run_function(tf, trial, FunctionPipeline.from_dict(trial.pipeline_spec), on_window))
-        return record
+
+
+def _built(tf, trial: TrialSpec, stack: contextlib.ExitStack, scratch: Path | None) -> tuple[UnderTest, dict]:
+    """Build the pipeline of a trial's spec with its sources (open while `stack` is); give it and the record's
+    facts of how it was built."""
+    from pipebench.measure.build import build
     from pipebench.pipeline.spec import PipelineSpec
     from pipebench.sources.session import trial_sources
 
+    if trial.prefix_stages is not None and trial.mode != "input":
+        raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
     spec = PipelineSpec.from_dict(trial.pipeline_spec)
-    with trial_sources(spec, to_json(trial.sources), scratch) as sources:
-        record.update(_run_measured(tf, trial, spec, sources, on_window))
-    return record
+    sources = stack.enter_context(trial_sources(spec, to_json(trial.sources), scratch))
+    built = build(spec, sources, stages=trial.prefix_stages)
+    facts: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
+                             "source_note": built.source_note}
+    if built.split_part is not None:
+        facts["service_bytes_per_example"] = _bytes_per_example(tf, spec, built.split_part)
+    pipeline = UnderTest(built.dataset, lambda: _input_arm(tf, spec, built, trial.prefix_stages),
+                         lambda: spec.source.field_size, spec.stage("cache") is None, built.files,
+                         lambda: build(spec, sources).dataset)
+    return pipeline, facts
 
 
 def _inter_op_pool_threads(tf) -> int | None:
@@ -199,23 +241,6 @@ class UnderTest:
         return dataset if self.adapt is None else dataset.map(self.adapt)
 
 
-def _run_measured(tf, trial: TrialSpec, spec, sources: dict, on_window) -> dict[str, Any]:
-    """Build the pipeline with its sources and measure it as the trial's mode says; give the record's facts."""
-    from pipebench.measure.build import build
-
-    if trial.prefix_stages is not None and trial.mode != "input":
-        raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
-    built = build(spec, sources, stages=trial.prefix_stages)
-    record: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
-                              "source_note": built.source_note}
-    if built.split_part is not None:
-        record["service_bytes_per_example"] = _bytes_per_example(tf, spec, built.split_part)
-    pipeline = UnderTest(built.dataset, lambda: _input_arm(tf, spec, built, trial.prefix_stages), lambda: spec.source.field_size,
-                         spec.stage("cache") is None, built.files, lambda: build(spec, sources).dataset)
-    record.update(_measure(tf, trial, pipeline, on_window))
-    return record
-
-
 def _run_function(tf, trial: TrialSpec, function: FunctionPipeline, on_window) -> dict[str, Any]:
     """Call the user's function and measure its dataset as the trial's mode says; give the record's facts.
 
@@ -249,23 +274,11 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     mode, m = trial.mode, trial.measurement
     timing = Timing.of(m, trial.settle)
     record: dict[str, Any] = {}
-    loop = None
     if mode == "input":
         arms = [pipeline.input_arm()]
     else:
-        from pipebench.model.deepfm import make_train_loop, make_train_step, train_device
-
-        model = _model(trial, pipeline)
-        record["train_device"] = train_device(model)
-        step = make_train_step(model, trial.model.optimizer, trial.model.learning_rate)
-        loop = make_train_loop(step)
-        fed = pipeline.fed(pipeline.dataset)
-        # the compute ceiling: the same step on one real batch served from memory, forever
-        first = next(iter(fed))
-        batch = tf.data.Dataset.from_tensors(first).repeat()
-        synthetic = Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)
-        # released between its windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
-        train = Arm("train", lambda: iter(fed), loop, releasable=pipeline.releasable, cpu_clock=process_tree_cpu_sec)
+        device, loop, (train, synthetic) = _train_arms(tf, trial, [pipeline], ["train"])
+        record["train_device"] = device
         # TrialSpec.paired false (benchmarks/pairing.py's control) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if trial.paired else [train]
     if trial.profile_dir:  # a profiling re-run (pipebench.profiling): one profiled window, nothing timed
@@ -274,17 +287,52 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     # the verdict's figure decides how many rounds a train trial measures: the slowdown, or the waiting share when
     # the model trains on an accelerator (pipebench.measure.figures.verdict_basis, as the results row reads it)
     basis = verdict_basis(m.trainer, record.get("train_device"))
-    others = OthersCpu(process_tree_cpu_sec)  # from the warm-up on: a busy machine stops the rounds at `windows`
-
-    def busy() -> bool:
-        return others.pct() > m.busy_other_cpu_pct
-
-    record.update(measure(arms, timing, trial.trial_id, on_window, basis, busy))  # the trial id seeds its rounds' order
+    record.update(measure(arms, timing, trial.trial_id, on_window, basis, _busy(m)))  # the id seeds the rounds' order
     if mode == "train" and m.cold_cache:
-        record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], int(tf.size(first[1]))))
+        batch_examples = int(tf.size(next(iter(pipeline.fed(pipeline.dataset)))[1]))
+        record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], batch_examples))
     if mode == "train" and trial.quality.enabled:
         record["auc"] = _quality(tf, trial, pipeline)
     return record
+
+
+def _measure_together(tf, trials: list[TrialSpec], pipelines: list[UnderTest]) -> list[dict[str, Any]]:
+    """Time each pipeline's train arm (`train:TRIAL_ID`) and one ceiling in the same rounds (pipebench.measure.windows),
+    seeded by the first trial's id; give each trial's record facts from its own arm's windows beside the ceiling's.
+
+    The warm-up caps at the first trial's warmup_max_sec per pair of arms, as each trial alone (a train and a
+    synthetic arm) would have had; the rounds go on until every arm's verdict is decided (or `max_windows`)."""
+    first = trials[0]
+    m = first.measurement
+    device, _, arms = _train_arms(tf, first, pipelines, [f"train:{t.trial_id}" for t in trials])
+    timing = dataclasses.replace(Timing.of(m, first.settle), warmup_max_sec=m.warmup_max_sec * len(arms) / 2)
+    basis = verdict_basis(m.trainer, device)
+    found = measure(arms, timing, first.trial_id, None, basis, _busy(m))
+    return [{"train_device": device, **arm_fields(found, arm, basis)} for arm in arms[:-1]]
+
+
+def _train_arms(tf, trial: TrialSpec, pipelines: list[UnderTest], names: list[str]) -> tuple[str, Loop, list[Arm]]:
+    """Give the device the DeepFM step runs on, its compiled loop, a train arm per pipeline (named `names`) and the
+    synthetic arm: the same step on the first pipeline's first batch served from memory, forever (the compute
+    ceiling). One model and one compiled loop serve them all: the pipelines' batches have one shape."""
+    from pipebench.model.deepfm import make_train_loop, make_train_step, train_device
+
+    model = _model(trial, pipelines[0])
+    loop = make_train_loop(make_train_step(model, trial.model.optimizer, trial.model.learning_rate))
+    fed = [pipeline.fed(pipeline.dataset) for pipeline in pipelines]
+    batch = tf.data.Dataset.from_tensors(next(iter(fed[0]))).repeat()
+    # released between their windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
+    arms = [Arm(name, lambda one=one: iter(one), loop, releasable=pipeline.releasable, cpu_clock=process_tree_cpu_sec)
+            for name, one, pipeline in zip(names, fed, pipelines)]
+    return train_device(model), loop, [*arms, Arm("synthetic", lambda: iter(batch), loop,
+                                                  cpu_clock=process_tree_cpu_sec)]
+
+
+def _busy(m) -> Callable[[], bool]:
+    """Give whether other processes have used more than `busy_other_cpu_pct` since now (from the warm-up on): a busy
+    machine stops the rounds at `windows`."""
+    others = OthersCpu(process_tree_cpu_sec)
+    return lambda: others.pct() > m.busy_other_cpu_pct
 
 
 def _bytes_per_example(tf, spec, split_part) -> float | None:
@@ -355,37 +403,55 @@ def main(argv: list[str]) -> int:
     die_with_parent(int(manager) if manager else None)  # no orphan trials when the manager dies, even by kill -9
     answer_stack_requests()
     imported_before = "tensorflow" in sys.modules
-    for k in range(0, len(argv), 2):
-        result_path = Path(argv[k + 1])
-        record = _one(Path(argv[k]), result_path, imported_before)
+    paths = [(Path(argv[k]), Path(argv[k + 1])) for k in range(0, len(argv), 2)]
+    trials = [TrialSpec.load(trial_path) for trial_path, _ in paths]
+    firsts = together(trials)
+    k = 0
+    while k < len(trials):
+        end = k + firsts.count(k)  # the trials measured with trial k (those that train with it: one measurement)
+        results = [result_path for _, result_path in paths[k:end]]
+        records = _measured(trials[k:end], results, imported_before)
         # what failed may have left this process unfit: the worker ends there (the manager measures the rest afresh)
-        last = k + 2 >= len(argv) or record.status is not TrialStatus.OK
+        last = end >= len(trials) or any(record.status is not TrialStatus.OK for record in records)
         if not last:
             try:
                 _between_trials()  # before its result: the next trial's span starts clean
             except Exception:  # noqa: BLE001 — its result stands; the trials after it get a fresh worker
                 last = True
-        if len(argv) > 2:
-            print(TRIAL_END, file=sys.stderr, flush=True)  # its part of this stderr ends here
-        atomic_write_json(result_path, record.to_json())
+        for record, result_path in zip(records, results):
+            if len(paths) > 1:
+                print(TRIAL_END, file=sys.stderr, flush=True)  # its part of this stderr ends here
+            atomic_write_json(result_path, record.to_json())
         if last:
             break
+        k = end
     return 0
 
 
-def _one(trial_path: Path, result_path: Path, imported_before: bool) -> TrialRecord:
-    """Measure the trial at `trial_path` (its progress and scratch beside `result_path`); give its record."""
-    trial = TrialSpec.load(trial_path)
+def _measured(trials: list[TrialSpec], results: list[Path], imported_before: bool) -> list[TrialRecord]:
+    """Measure one trial (its progress and scratch beside its result), or several that train together in one
+    measurement; give their records (a failure of a measurement together is each one's record: the manager measures
+    them again alone, so each failure is told by the trial it is in)."""
     started = time.time()
-    progress_path = result_path.with_name(PROGRESS_FILE)
+    if len(trials) > 1:
+        scratches = [result_path.with_name(SCRATCH_DIR) for result_path in results]
+        found = _recorded(lambda: run_together(trials, scratches, imported_before), len(trials))
+    else:
+        progress_path = results[0].with_name(PROGRESS_FILE)
 
-    def report_window(index: int, examples_per_sec: float) -> None:
-        with open(progress_path, "a") as f:  # one whole line per write: the manager reads complete lines only
-            f.write(json.dumps({"window": index, "examples_per_sec": examples_per_sec}) + "\n")
+        def report_window(index: int, examples_per_sec: float) -> None:
+            with open(progress_path, "a") as f:  # one whole line per write: the manager reads complete lines only
+                f.write(json.dumps({"window": index, "examples_per_sec": examples_per_sec}) + "\n")
 
+        found = _recorded(lambda: [run_trial(trials[0], report_window, results[0].with_name(SCRATCH_DIR),
+                                             imported_before)], 1)
+    return [dataclasses.replace(record, worker_sec=time.time() - started) for record in found]
+
+
+def _recorded(run: Callable[[], list[dict[str, Any]]], trials: int) -> list[TrialRecord]:
+    """Give the records of what `run` measured, or of how it failed (the same record for each of its `trials`)."""
     try:
-        record = TrialRecord(TrialStatus.OK, **run_trial(trial, report_window, result_path.with_name(SCRATCH_DIR),
-                                                         imported_before))
+        return [TrialRecord(TrialStatus.OK, **fields) for fields in run()]
     except UnavailableError as err:  # e.g. Pipe mode without sagemaker_tensorflow: a row, not a failure
         record = TrialRecord(TrialStatus.UNAVAILABLE, str(err))
     except UserCodeError as err:  # a function pipeline's own code raised: failed, its file and line in the reason
@@ -394,7 +460,7 @@ def _one(trial_path: Path, result_path: Path, imported_before: bool) -> TrialRec
         record = TrialRecord(TrialStatus.INVALID, str(err))
     except Exception as err:  # any TensorFlow error is a failed trial, reported, not a crash of the run
         record = TrialRecord(TrialStatus.FAILED, failure_reason(err), traceback.format_exc()[-4000:])
-    return dataclasses.replace(record, worker_sec=time.time() - started)
+    return [record] * trials
 
 
 def _between_trials() -> None:

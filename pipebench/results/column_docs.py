@@ -21,7 +21,8 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "started_utc": "When the trial started (ISO 8601, UTC).",
     "ended_utc": "When it ended.",
     "duration_sec": "Worker start to exit; in a warm worker (`worker_trials_before`), from the trial before's result "
-                    "to this one's (the first holds the worker's start, the last its exit).",
+                    "to this one's (the first holds the worker's start, the last its exit); trials timed in one "
+                    "measurement (`measured_together`) each hold its whole span.",
     "status": "How the trial ended: `ok`, `failed`, `timeout`, `memory_cap`, `invalid`, `unavailable`, "
               "`pruned` or `interrupted`.",
     "reason": "Why a trial that is not `ok` ended so (one line).",
@@ -79,6 +80,9 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "worker_trials_before": "Trials its worker measured before this one: 0, a fresh process; more, a warm worker "
                             "(`budget.trials_per_worker`: same repeat, environment and threads). Null in "
                             "tables before v8.",
+    "measured_together": "Train trials timed in one measurement with this one, itself included: a warm worker's train "
+                         "trials of one batch shape time each one's train arm beside one ceiling, in the same rounds "
+                         "(their synthetic figures are the same windows). 1: alone. Null in tables before v9.",
     "study": "The Optuna study's name (Optuna runs only).",
     "optuna_trial_number": "The Optuna trial's number (Optuna runs only).",
     "instance_type_source": "Where `instance_type` came from: `SM_CURRENT_INSTANCE_TYPE` inside a job, "

@@ -48,7 +48,8 @@ USAGE_COLUMNS = ("cpu_pct_median", "cpu_pct_p95", "cpu_pct_of_vcpus_median", "cp
                  "page_cache_resident_fraction_start", "page_cache_resident_fraction_end", "gpu_util_pct_median",
                  "gpu_util_pct_p95", "gpu_mem_peak_bytes")
 #: ProcessFacts (manager) fields copied into the column of the same name.
-PROCESS_COLUMNS = ("duration_sec", "exit_code", "signal", "stderr_tail", "rss_peak_bytes", "worker_trials_before")
+PROCESS_COLUMNS = ("duration_sec", "exit_code", "signal", "stderr_tail", "rss_peak_bytes", "worker_trials_before",
+                   "measured_together")
 #: TrialSpec.label fields copied into the column of the same name.
 LABEL_COLUMNS = ("pipeline", "ordering", "format", "source_mode", "semantics", "semantics_why", "breaks_semantics")
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 VERSION_KEY = b"pipebench.schema_version"
 
 #: trials.parquet: one row per trial (also failed, timed-out, killed and unavailable ones).
@@ -61,6 +61,8 @@ TRIAL_FIELDS = [
     ("input_bound_basis", pa.string()), ("train_device", pa.string()),
     # v8: trials a warm worker measured before this one (budget.trials_per_worker; 0: a fresh process)
     ("worker_trials_before", pa.int64()),
+    # v9: train trials timed in one measurement with this one, itself included (one ceiling beside their arms)
+    ("measured_together", pa.int64()),
 ]
 
 #: samples.parquet: the sampler's time series, one row per sample per trial.

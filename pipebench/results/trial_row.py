@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TrialRow:
-    """One trial's row of trials.parquet: every column of results schema v8, in schema order
+    """One trial's row of trials.parquet: every column of results schema v9, in schema order
     (pipebench.results.column_docs says what each holds; tests check the two agree)."""
 
     run_id: str
@@ -133,6 +133,7 @@ class TrialRow:
     input_bound_basis: str | None
     train_device: str | None
     worker_trials_before: int | None
+    measured_together: int | None
 
     @property
     def ok(self) -> bool:

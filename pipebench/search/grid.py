@@ -239,13 +239,20 @@ class GridPlanner:
         return Planned(self._todo.popleft()) if self._todo else None
 
     def also(self, group: list[Planned], room: int) -> list[Planned]:
-        """Give up to `room` of the next trials that may share the warm worker of `group`'s, in plan order (the
-        first that may not ends the group: the shuffled order of each repeat stands)."""
-        specs, found = [p.spec for p in group], []
-        while self._todo and len(found) < room and shares_worker(specs, self._todo[0]):
-            specs.append(self._todo[0])
-            found.append(Planned(self._todo.popleft()))
-        return found
+        """Give up to `room` of the next trials that may share the warm worker of `group`'s: of those up to the first
+        that may not (the shuffled order of each repeat stands beyond it), the ones of the first trial's mode first
+        (train trials in one worker time their arms in one measurement: pipebench.measure.trial.trains_with), then
+        the others, each in plan order."""
+        specs, sharing = [p.spec for p in group], []
+        for spec in self._todo:
+            if not shares_worker(specs + sharing, spec):
+                break
+            sharing.append(spec)
+        sharing.sort(key=lambda spec: spec.mode != specs[0].mode)  # stable: plan order within each
+        taken = sharing[:room]
+        ids = {spec.trial_id for spec in taken}
+        self._todo = collections.deque(spec for spec in self._todo if spec.trial_id not in ids)
+        return [Planned(spec) for spec in taken]
 
     def done(self, planned: Planned, row: TrialRow) -> None:
         """The grid needs no result to go on."""
