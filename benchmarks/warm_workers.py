@@ -2,8 +2,9 @@
 
 Runs `pipebench run experiments/deepfm.yaml --quick` in pairs, one run with a fresh process per trial
 (`--set budget.trials_per_worker=1`, the way every trial ran before) and one with the default warm workers (up to
-4 trials of one repeat, same environment and threads, one after another in one worker), the order alternating
-from pair to pair (ABBA), and prints:
+4 trials of one repeat, same environment and threads, in one worker: input trials one after another, train trials of
+one batch shape timed in one measurement beside one ceiling), the order alternating from pair to pair (ABBA), and
+prints:
 
 - each run's wall time (from its config.yaml to its summary.md: the data, made once, is not counted) and how much
   of it went to starting workers (trials' `duration_sec` less their warm-up and windows);
@@ -11,8 +12,9 @@ from pair to pair (ABBA), and prints:
   whether the two intervals overlap;
 - per train configuration, the verdict each run gives, and whether a confident one contradicts another;
 - the action each run ends with (the configuration it names);
-- in the warm runs, each trial's throughput over its configuration's mean in that run, by its place in its worker
-  (`worker_trials_before`): a later place that reads systematically faster or slower would be a bias.
+- in the warm runs, each trial measured on its own's throughput over its configuration's mean in that run, by its
+  place in its worker (`worker_trials_before`): a later place that reads systematically faster or slower would be a
+  bias (trials timed together, `measured_together` > 1, have no place of their own: they are counted apart).
 
 Goals: the warm runs shorter (issue 35 wants the quick run ≤ 4 min; this shows what warm workers give of it);
 no configuration's intervals apart between the two ways in a pair; no contradicting confident verdicts; the same
@@ -151,10 +153,13 @@ def main() -> None:
             mean = config.throughput.mean
             for row in config.rows:
                 rate = row.examples_per_sec_mean
-                if rate and mean and row.worker_trials_before is not None:
+                if rate and mean and (row.measured_together or 1) > 1:
+                    by_place.setdefault((config.mode, -row.measured_together), []).append(rate / mean)
+                elif rate and mean and row.worker_trials_before is not None:
                     by_place.setdefault((config.mode, row.worker_trials_before), []).append(rate / mean)
     for (mode, place), found in sorted(by_place.items()):
-        print(f"- {mode}, {place} trial(s) before it: {statistics.fmean(found):.3f} over {len(found)} trials")
+        where = f"timed with {-place - 1} other(s)" if place < 0 else f"{place} trial(s) before it"
+        print(f"- {mode}, {where}: {statistics.fmean(found):.3f} over {len(found)} trials")
 
     print("\n## goals")
     print(f"- warm runs shorter than fresh ones in every pair: {sum(x < 1 for x in ratio)} of {len(ratio)}")
