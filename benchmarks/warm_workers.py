@@ -63,13 +63,14 @@ def _wall_sec(run_dir: Path) -> float:
 
 
 def _starting_sec(rows) -> float:
-    """Give the seconds the run's trials spent outside their warm-up and windows: starting, building, exiting."""
+    """Give the seconds the run's trials spent outside their warm-up and windows: starting, building, exiting (a
+    measurement's, whose trials each hold its whole span, once)."""
     outside = 0.0
     for row in rows:
         if row.duration_sec is None:
             continue
         windows = (row.windows_ended_sec - row.windows_started_sec) if row.windows_started_sec is not None else 0.0
-        outside += row.duration_sec - (row.warmup_sec or 0.0) - windows
+        outside += (row.duration_sec - (row.warmup_sec or 0.0) - windows) / (row.measured_together or 1)
     return outside
 
 

@@ -11,7 +11,7 @@ from report_fixtures import machine
 from pipebench.config import parse_experiment
 from pipebench.datasets import DataSet
 from pipebench.measure.facts import MachineFacts
-from pipebench.measure.trial import TrialRecord, TrialStatus
+from pipebench.measure.trial import TrialRecord, TrialStatus, trains_with
 from pipebench.results import SUMMARY_FILE
 from pipebench.results.run_folder import RunFolder
 from pipebench.search.grid import GridPlanner, trials
@@ -180,8 +180,8 @@ def test_the_synthetic_trial_names_no_format():
 
 def test_the_grid_has_trials_of_one_repeat_and_environment_share_a_worker_and_the_rest_measured_alone(tmp_path):
     """Groups never mix repeats or environments, nor pass trials_per_worker; they take the trials of their first's mode
-    first (train trials in one worker are timed in one measurement), each mode in plan order; a trial its worker never
-    reached is measured alone right after; every trial gets its row."""
+    first, those timed with it (one batch shape) before the other train trials, each in plan order; a trial its
+    worker never reached is measured alone right after; every trial gets its row."""
     experiment = parse_experiment({
         "name": "loop", "modes": ["input", "train"], "pipelines": {"presets": ["aws-sample"]},
         "grid": {"batch_size": [256, 512], "env": {"KMP_AFFINITY": [None, "compact"]}},
@@ -213,9 +213,12 @@ def test_the_grid_has_trials_of_one_repeat_and_environment_share_a_worker_and_th
         assert len({t.configuration_id for t in group}) == len(group)
         modes = [t.mode for t in group]
         assert modes == sorted(modes, key=lambda mode: mode != modes[0]), "its first's mode first"
+        together = [trains_with(group[0], t) for t in group if t.mode == "train"]
+        assert together == sorted(together, reverse=True), "those timed with the first before other train trials"
         for mode in set(modes):
-            ids = [place[t.trial_id] for t in group if t.mode == mode]
-            assert ids == sorted(ids), "each mode in plan order"
+            for with_first in (True, False):
+                ids = [place[t.trial_id] for t in group if t.mode == mode and trains_with(group[0], t) == with_first]
+                assert ids == sorted(ids), "in plan order within each"
     assert any([t.mode for t in g[:2]] == ["train", "train"] for g in groups)
     assert groups[0][-1].trial_id in alone
     grouped = {t.trial_id for g in groups for t in g[: -1 if g is groups[0] else None]}

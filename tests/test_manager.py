@@ -211,6 +211,7 @@ def test_a_warm_workers_train_trials_of_one_batch_shape_are_timed_in_one_measure
                            sampler_factory=lambda pid: Sampler(pid, 0.1))
     assert all(o is not None and o.record.status is TrialStatus.OK for o in (a, b, c, d))
     assert [o.process.measured_together for o in (a, b, c, d)] == [2, 2, 1, 1]
+    assert [o.process.worker_trials_before for o in (a, b, c, d)] == [0, 0, 2, 3], "a measurement's place, shared"
     synthetic = [w for w in a.record.windows_measured if w.arm == "synthetic"]
     assert synthetic and synthetic == [w for w in b.record.windows_measured if w.arm == "synthetic"], "one ceiling"
     trained = [[w for w in o.record.windows_measured if w.arm == "train"] for o in (a, b)]
@@ -235,6 +236,22 @@ def test_a_failure_of_train_trials_timed_together_has_each_measured_again_alone(
         **broken.pipeline_spec["source"], "files": [str(tmp_path / "gone.tfrecord")]}})
     assert run_group([fine, broken], [tmp_path / "a", tmp_path / "b"], LIMITS) == [None, None]
     assert (tmp_path / "a" / "result.json").exists() and (tmp_path / "b" / "result.json").exists()
+
+
+@pytest.mark.slow
+def test_the_timeouts_of_trials_timed_together_add_up(tmp_path):
+    """Their results come at their one measurement's end: a worker on four of them is killed after four timeouts."""
+    import subprocess
+    import sys
+
+    from pipebench.measure.manager import watch
+
+    ticks = iter(range(0, 10_000, 10))  # a clock of its own: ten seconds a reading, nothing waits for it
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    killed, _ = watch(proc, Limits(timeout_sec=25, memory_cap_bytes=4 << 30), lambda: next(ticks), 0.0,
+                      members=lambda: 4)
+    assert killed == ("timeout", "no result after 100 s (killed)")
+    assert proc.wait(timeout=30) is not None
 
 
 def test_train_trials_are_timed_together_only_when_their_step_and_measurement_are_the_same():

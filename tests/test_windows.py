@@ -300,30 +300,37 @@ def test_train_arms_timed_together_each_leave_the_rounds_once_their_verdict_is_d
         assert fields["windows"] == len(fields["window_rates"]) == fields["rounds"]
         assert fields["steps_per_call"] == arm.steps
     synthetic = [w for w in found["windows_measured"] if w.arm == "synthetic"]
-    assert len(synthetic) == 8 and [w for w in first["windows_measured"] if w.arm == "synthetic"] == synthetic
+    assert len(synthetic) == 8 and [w for w in second["windows_measured"] if w.arm == "synthetic"] == synthetic
+    assert [w for w in first["windows_measured"] if w.arm == "synthetic"] == synthetic[:3], "the ceiling beside it"
 
 
 def test_a_released_train_arm_is_calibrated_not_warmed_and_the_ceiling_warms_until_steady():
     """In paired rounds a train arm starts each window from a fresh iterator, so the warm-up's slices go to the
-    ceiling (the step the process keeps warm) and to a pipeline with a cache (kept), not to a released pipeline."""
+    ceiling (the step the process keeps warm) and to a pipeline with a cache (kept); a released pipeline is calibrated,
+    then released at once, not to fill its buffers beside the others' warm-up."""
     from pipebench.measure.windows import WARMUP_SLICE_SEC
 
     clock = FakeClock()
-    sliced: list[str] = []
+    events: list[tuple[str, str]] = []
 
     class Watched(Arm):
         def timed(self, seconds, round_index):
             if round_index < 0 and seconds == WARMUP_SLICE_SEC:
-                sliced.append(self.name)
+                events.append(("slice", self.name))
             return super().timed(seconds, round_index)
+
+        def release(self):
+            events.append(("release", self.name))
+            return super().release()
 
     arms = [Watched("train:a", lambda: None, _loop(clock, [0.01]), clock=clock),
             Watched("train:b", lambda: None, _loop(clock, [0.01]), releasable=False, clock=clock),
             Watched("synthetic", lambda: None, _loop(clock, [0.0]), clock=clock)]
     found = measure(arms, dataclasses.replace(M, warmup_max_sec=10.0, steady_cv_pct=5.0), seed=1)
     assert found["warmup_steady"] is True and arms[0].steps > 1, "calibrated"
-    assert "train:a" not in sliced and {"train:b", "synthetic"} <= set(sliced)
+    sliced = {name for kind, name in events if kind == "slice"}
+    assert "train:a" not in sliced and {"train:b", "synthetic"} <= sliced
+    assert events.index(("release", "train:a")) < events.index(("slice", "synthetic")), "released before the slices"
     alone = [Watched("train", lambda: None, _loop(clock, [0.01]), clock=clock)]
     measure(alone, dataclasses.replace(M, warmup_max_sec=10.0, steady_cv_pct=5.0), seed=1)
-    assert "train" in sliced, "a train arm timed alone (pairing's control) warms as before"
-
+    assert ("slice", "train") in events, "a train arm timed alone (pairing's control) warms as before"

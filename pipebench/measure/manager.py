@@ -205,8 +205,8 @@ def run_group(trials: Sequence[TrialSpec], trial_dirs: Sequence[Path], limits: L
 class _Ends:
     """When each trial of a worker wrote its result (its end, and the next one's start), by the results it finds."""
 
-    def __init__(self, results: list[Path], clock: Callable[[], float]) -> None:
-        self.results, self.clock = results, clock
+    def __init__(self, results: list[Path], clock: Callable[[], float], firsts: list[int]) -> None:
+        self.results, self.clock, self.firsts = results, clock, firsts  # firsts: trial.together's
         self.started = clock()
         self.ends: list[float] = []  # the manager's clock when each trial's result was first seen
         self.walls: list[float] = [time.time()]  # the worker's start, then each result's mtime (wall seconds)
@@ -223,6 +223,12 @@ class _Ends:
         on = min(len(self.ends), len(self.results) - 1)
         return self.ends[on - 1] if on else self.started
 
+    def current_members(self) -> int:
+        """Give how many trials the one the worker is on is timed with, itself included (trial.together): they
+        share one measurement, and their results come at its end."""
+        on = min(len(self.ends), len(self.results) - 1)
+        return self.firsts.count(self.firsts[on])
+
 
 def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampler_factory,
                 clock: Callable[[], float], on_progress, preexec_fn: Callable[[], None] | None) -> list[Outcome | None]:
@@ -237,7 +243,8 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         args += [str(trial_dir / TRIAL_FILE), str(trial_dir / RESULT_FILE)]
     stderr_path = dirs[0] / STDERR_FILE
     windows = _WindowReader(dirs[0] / PROGRESS_FILE)
-    ends = _Ends([d / RESULT_FILE for d in dirs], clock)
+    firsts = together(trials)  # trials timed in one measurement (they train together: the worker's rule)
+    ends = _Ends([d / RESULT_FILE for d in dirs], clock, firsts)
     with open(stderr_path, "wb") as stderr:
         started_worker = start_worker("pipebench.measure.worker", args, trial_environment(trials[0]), stderr,
                                       dirs[0] / SCRATCH_DIR / "tmp", preexec_fn)
@@ -255,7 +262,7 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
 
     try:
         killed_for, peak_rss = watch(proc, limits, clock, ends.current_start if len(trials) > 1 else ends.started,
-                                     pruned if on_progress is not None else None)
+                                     pruned if on_progress is not None else None, ends.current_members)
     finally:
         started_worker.end()  # what the user's code started (a function pipeline's) does not outlive the trial
         samples = sampler.stop() if sampler is not None else []
@@ -279,7 +286,6 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
     records = [None if k > ended_on else TrialRecord.load(trial_dir / RESULT_FILE) if k < ended_on
                else _outcome_record(proc.returncode, killed_for, trial_dir / RESULT_FILE, trial_dir / STDERR_FILE)
                for k, trial_dir in enumerate(dirs)]
-    firsts = together(trials)  # trials timed in one measurement (they train together: the worker's rule)
     for k, trial_dir in enumerate(dirs):
         record = records[k]
         if record is None:
@@ -296,7 +302,7 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         # their measurement's
         span = (ends.walls[group[0]], ends.walls[group[-1] + 1] if group[-1] < ended_on else time.time())
         outcomes.append(_outcome(record, trial_dir / STDERR_FILE, proc.returncode if k == ended_on else None,
-                                 samples, sampler, peak_rss, (k, len(group)), len(trials), span, worker_sec))
+                                 samples, sampler, peak_rss, (group[0], len(group)), len(trials), span, worker_sec))
     return outcomes
 
 
@@ -315,7 +321,8 @@ def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples:
     A fresh process (one trial) keeps all its samples, its duration on the manager's clock and the largest of every
     RSS reading. A warm worker's trial reads the samples of its span and, after the first, only the tree's RSS in
     them (the root's VmHWM still holds the earlier trials' peaks). `returncode` None: the worker went on from it.
-    `place`: its position in the worker, and how many trials were timed in its measurement (trial.together)."""
+    `place`: its position in the worker (its measurement's first trial's), and how many trials were timed in that
+    measurement (trial.together): they share its span, samples and usage."""
     position, measured_together = place
     own = samples if trials == 1 else [s for s in samples if span[0] <= s.wall_time <= span[1]]
     readings = [s.rss_bytes for s in own] + [s.root_rss_peak_bytes or 0 for s in own if position == 0]
@@ -333,10 +340,12 @@ def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples:
 
 
 def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], started: float | Callable[[], float],
-          check: Callable[[], tuple[str, str] | None] | None = None) -> tuple[tuple[str, str] | None, int]:
+          check: Callable[[], tuple[str, str] | None] | None = None,
+          members: Callable[[], int] | None = None) -> tuple[tuple[str, str] | None, int]:
     """Wait for a worker to exit; kill its process group past the memory cap or the timeout, or when `check`
     (polled too) gives a reason. Give (why it was killed as (status, reason), or None; the tree's peak RSS).
-    The timeout counts from `started` (a warm worker's: a function giving its current trial's start).
+    The timeout counts from `started` (a warm worker's: a function giving its current trial's start); `members` gives
+    how many trials the one in flight is timed with (their timeouts add up: one measurement times them all).
 
     It sleeps on the worker's pidfd (its exit wakes it at once) and wakes _POLL_SEC apart otherwise, reading the
     tree's memory from the files of the processes it knows (pipebench.children.ProcessTree): silent beside the
@@ -357,8 +366,9 @@ def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], st
             if rss > limits.memory_cap_bytes:
                 killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "
                                             f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
-            elif elapsed > limits.timeout_sec:
-                killed_for = ("timeout", f"no result after {limits.timeout_sec:.0f} s (killed)")
+            elif elapsed > limits.timeout_sec * (members() if members is not None else 1):
+                limit = limits.timeout_sec * (members() if members is not None else 1)
+                killed_for = ("timeout", f"no result after {limit:.0f} s (killed)")
                 _ask_for_stacks(proc, exited)
             elif check is not None:
                 killed_for = check()

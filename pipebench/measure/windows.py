@@ -228,13 +228,18 @@ def _warm_up(arms: Sequence[Arm], timing: Timing) -> tuple[float, bool]:
     In paired rounds a train arm that can be released is, after the warm-up, and each of its windows then starts
     from a fresh iterator after a settle window: of a warm-up it keeps only what the process keeps (the step,
     compiled and run), which the synthetic arm warms on its own. So it is calibrated (its first call traces the
-    loop and starts the pipeline) and not warmed further; a pipeline with a cache (not released) warms as alone."""
+    loop and starts the pipeline), then released, not to fill its buffers beside the others' warm-up; a pipeline
+    with a cache (not released) warms as alone."""
     clock = arms[0].clock
     start = clock()
     deadline = start + timing.warmup_max_sec
+    warming = []
     for arm in arms:
         arm.calibrate()
-    warming = [arm for arm in arms if len(arms) == 1 or not (arm.name.startswith("train") and arm.releasable)]
+        if len(arms) > 1 and arm.name.startswith("train") and arm.releasable:
+            arm.release()
+        else:
+            warming.append(arm)
     rates: dict[str, list[float]] = {arm.name: [] for arm in warming}
     steady = False
     while clock() < deadline:
@@ -260,10 +265,12 @@ def wait_until_idle(max_sec: float = IDLE_MAX_SEC) -> float:
 
 
 def arm_view(windows: Sequence[Window], arm: str) -> list[Window]:
-    """Give the windows of train arm `arm`, named `train`, with the synthetic ones: that arm's trial as if it had been
-    timed alone beside the ceiling (a measurement of several train arms times one ceiling for them all)."""
+    """Give the windows of train arm `arm`, named `train`, with the synthetic ones of the rounds it was timed in: that
+    arm's trial as if it had been timed alone beside the ceiling (a measurement of several train arms times one
+    ceiling for them all, and an arm whose verdict is decided leaves the rounds before the others)."""
+    rounds = {w.round for w in windows if w.arm == arm}
     return [dataclasses.replace(w, arm="train") if w.arm == arm else w for w in windows
-            if w.arm in (arm, "synthetic")]
+            if w.arm == arm or (w.arm == "synthetic" and w.round in rounds)]
 
 
 def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
@@ -295,9 +302,9 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
 
     With one arm a round is one window. With a train and a synthetic arm, rounds alternate them in a
     random order (round_order, seeded by `seed`: the trial id) and continue past `windows` while the
-    verdict on `basis` is undecided, up to `max_windows`, unless `busy()` says other processes shared the
-    machine; with several train arms, each leaves the rounds once its verdict is decided (past `windows`), and the
-    others go on beside the ceiling: a busy measurement's verdict is inconclusive whatever its rounds (pipebench.measure.busy), so more
+    verdict on `basis` is undecided, up to `max_windows` (with several train arms, each leaves the rounds once its
+    verdict is decided, and the others go on beside the ceiling), unless `busy()` says other processes shared the
+    machine: a busy measurement's verdict is inconclusive whatever its rounds (pipebench.measure.busy), so more
     of them would only cost time. `on_window(index, examples_per_sec)` hears the first arm's windows (the pruner's).
     """
     warmup_sec, steady = _warm_up(arms, timing)

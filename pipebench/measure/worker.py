@@ -298,16 +298,14 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
 
 def _measure_together(tf, trials: list[TrialSpec], pipelines: list[UnderTest]) -> list[dict[str, Any]]:
     """Time each pipeline's train arm (`train:TRIAL_ID`) and one ceiling in the same rounds (pipebench.measure.windows),
-    seeded by the first trial's id; give each trial's record facts from its own arm's windows beside the ceiling's.
-
-    The warm-up caps at the first trial's warmup_max_sec per pair of arms, as each trial alone (a train and a
-    synthetic arm) would have had; the rounds go on until every arm's verdict is decided (or `max_windows`)."""
+    seeded by the first trial's id; give each trial's record facts from its own arm's windows beside the ceiling's
+    (of the rounds it was timed in: an arm leaves once its verdict is decided, the others go on to `max_windows`).
+    The warm-up is a trial's: the train arms are calibrated, the ceiling warms (pipebench.measure.windows)."""
     first = trials[0]
     m = first.measurement
     device, _, arms = _train_arms(tf, first, pipelines, [f"train:{t.trial_id}" for t in trials])
-    timing = dataclasses.replace(Timing.of(m, first.settle), warmup_max_sec=m.warmup_max_sec * len(arms) / 2)
     basis = verdict_basis(m.trainer, device)
-    found = measure(arms, timing, first.trial_id, None, basis, _busy(m))
+    found = measure(arms, Timing.of(m, first.settle), first.trial_id, None, basis, _busy(m))
     return [{"train_device": device, **arm_fields(found, arm, basis)} for arm in arms[:-1]]
 
 

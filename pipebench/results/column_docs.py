@@ -51,7 +51,9 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "examples_per_sec_cv_pct": "Coefficient of variation of the per-window throughput.",
     "windows": "Timed windows of the measured arm.",
     "warmup_sec": "Seconds spent warming up.",
-    "warmup_steady": "Whether warm-up steadied (three slices within `steady_cv_pct`) before `warmup_max_sec`.",
+    "warmup_steady": "Whether warm-up steadied (three slices within `steady_cv_pct`) before `warmup_max_sec`; in a "
+                     "train trial, the ceiling's and a cached pipeline's (a train arm released between its windows is "
+                     "calibrated, not warmed: each window starts it afresh after a settle window).",
     "stable": "Whether the windows' coefficient of variation is within 10% (a pyperf-style check).",
     "input_bound": "The verdict: `not input-bound`, `moderately input-bound`, `highly input-bound` or "
                    "`inconclusive` (always inconclusive on a busy machine); train trials only.",
@@ -82,7 +84,10 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
                             "tables before v8.",
     "measured_together": "Train trials timed in one measurement with this one, itself included: a warm worker's train "
                          "trials of one batch shape time each one's train arm beside one ceiling, in the same rounds "
-                         "(their synthetic figures are the same windows). 1: alone. Null in tables before v9.",
+                         "(each trial's synthetic figures read the ceiling's windows of the rounds its arm was timed "
+                         "in; an arm leaves once its verdict is decided). They share the measurement's process and "
+                         "usage columns (duration, worker_trials_before, CPU, RSS, samples, busy_machine: the whole "
+                         "tree over the whole measurement). 1: alone. Null in tables before v9.",
     "study": "The Optuna study's name (Optuna runs only).",
     "optuna_trial_number": "The Optuna trial's number (Optuna runs only).",
     "instance_type_source": "Where `instance_type` came from: `SM_CURRENT_INSTANCE_TYPE` inside a job, "

@@ -20,7 +20,8 @@ from pipebench.errors import ConfigError
 from pipebench.fingerprint import ID_HEX_DIGITS, fingerprint
 from pipebench.measure.manager import shares_worker
 from pipebench.measure.round_order import round_order
-from pipebench.measure.trial import Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec
+from pipebench.measure.trial import (Measurement, Model, PipelineLabel, Quality, Sources, Threads, TrialSpec,
+                                     trains_with)
 from pipebench.pipeline.function import (BATCH_PARAMETER, FUNCTION_ORDERING, FunctionPipeline, data_formats,
                                          definition_of, expand)
 from pipebench.pipeline.orderings import Difference, Enumeration, Ordering
@@ -241,14 +242,15 @@ class GridPlanner:
     def also(self, group: list[Planned], room: int) -> list[Planned]:
         """Give up to `room` of the next trials that may share the warm worker of `group`'s: of those up to the first
         that may not (the shuffled order of each repeat stands beyond it), the ones of the first trial's mode first
-        (train trials in one worker time their arms in one measurement: pipebench.measure.trial.trains_with), then
-        the others, each in plan order."""
+        (train trials in one worker time their arms in one measurement: pipebench.measure.trial.trains_with, those
+        that train with the first before the other train trials), then the others, each in plan order."""
         specs, sharing = [p.spec for p in group], []
         for spec in self._todo:
             if not shares_worker(specs + sharing, spec):
                 break
             sharing.append(spec)
-        sharing.sort(key=lambda spec: spec.mode != specs[0].mode)  # stable: plan order within each
+        # stable: plan order within each; of the first's mode, those that train with it first (one batch shape)
+        sharing.sort(key=lambda spec: (spec.mode != specs[0].mode, not trains_with(specs[0], spec)))
         taken = sharing[:room]
         ids = {spec.trial_id for spec in taken}
         self._todo = collections.deque(spec for spec in self._todo if spec.trial_id not in ids)
