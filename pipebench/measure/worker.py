@@ -186,10 +186,10 @@ def _built(tf, trial: TrialSpec, stack: contextlib.ExitStack, scratch: Path | No
     from pipebench.pipeline.spec import PipelineSpec
     from pipebench.sources.session import trial_sources
 
-    if trial.prefix_stages is not None and trial.mode != "input":
-        raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
     spec = PipelineSpec.from_dict(trial.pipeline_spec)
     sources = stack.enter_context(trial_sources(spec, to_json(trial.sources), scratch))
+    if trial.prefix_stages is not None and trial.mode != "input":  # raised inside the sources, as any build error
+        raise PipebenchError(f"prefix_stages: a prefix is measured in input mode, not {trial.mode}")
     built = build(spec, sources, stages=trial.prefix_stages)
     facts: dict[str, Any] = {"unsupported_options": tuple(built.unsupported_options),
                              "source_note": built.source_note}
