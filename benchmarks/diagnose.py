@@ -185,12 +185,12 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
     import tensorflow as tf
 
     from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
-    from pipebench.diagnose.worker import _rows
+    from pipebench.diagnose.buffers import element_rows
     from pipebench.measure.windows import Arm
     from pipebench.measure.worker import input_loop
 
     def arm(name: str, dataset) -> Arm:
-        made = Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: _rows(tf, element, True)))
+        made = Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: element_rows(tf, element, True)))
         made.release()
         return made
 

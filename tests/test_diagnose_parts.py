@@ -227,11 +227,9 @@ def test_an_arm_settles_until_it_has_drained_what_its_buffers_banked():
 def test_a_rewrite_ahead_in_the_first_rounds_is_kept_only_when_fresh_rounds_confirm_it():
     """The first rounds pick the fastest of several candidates, and stop early once decided: their figure is the
     winner's. The gain a kept rewrite reports is the fresh rounds' one."""
-    from types import SimpleNamespace
-
     from pipebench.diagnose.records import Content
     from pipebench.diagnose.rewrites import Candidate
-    from pipebench.diagnose.worker import Diagnoser
+    from pipebench.diagnose.verdict import rewrite_verdict
     from pipebench.measure.intervals import Interval
 
     candidate = Candidate("options: deterministic=False", "options", None, "why", "change", None, True)
@@ -239,14 +237,14 @@ def test_a_rewrite_ahead_in_the_first_rounds_is_kept_only_when_fresh_rounds_conf
     first = Interval(1.30, 1.10, 1.50, 5)
 
     def verdict(confirmed: Interval | None):
-        return Diagnoser._verdict(SimpleNamespace(steps=()), candidate, first, same, confirmed)
+        return rewrite_verdict(candidate, (), first, same, confirmed)
 
     kept = verdict(Interval(1.20, 1.05, 1.35, 5))
     assert kept.kept and kept.gain.mean == 1.20 and "fresh rounds" in kept.verdict and "1.30" in kept.verdict
     dropped = verdict(Interval(1.02, 0.95, 1.09, 5))
     assert not dropped.kept and dropped.gain.mean == 1.02 and "not confirmed" in dropped.verdict
     assert verdict(None).kept, "measured alone, once (the combination of confirmed rewrites)"
-    later = Diagnoser._verdict(SimpleNamespace(steps=()), candidate, first, same, None, None, True)
+    later = rewrite_verdict(candidate, (), first, same, None, None, True)
     assert later.kept and later.gain == first and "a second worker process measures it" in later.verdict
 
 

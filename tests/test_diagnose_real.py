@@ -136,12 +136,12 @@ def test_the_model_gardens_reader_is_listed_with_the_stages_its_interleave_build
 def test_rows_count_the_label_of_a_batch_not_the_element(data):
     import tensorflow as tf
 
-    from pipebench.diagnose.worker import _rows
+    from pipebench.diagnose.buffers import element_rows
 
     loaded = load(str(path_of("real_tfmodels_criteo_tsv")), "input_fn", kwargs_of("real_tfmodels_criteo_tsv", data))
     features, label = next(iter(loaded.dataset))
     assert label.shape == (256, 1)
-    assert int(_rows(tf, (features, label), True)) == 256 and int(_rows(tf, label[0], False)) == 1
+    assert int(element_rows(tf, (features, label), True)) == 256 and int(element_rows(tf, label[0], False)) == 1
 
 
 def test_tf1_input_fns_are_captured_behind_their_iterator_before_anything_runs(data, tmp_path):

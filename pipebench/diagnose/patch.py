@@ -182,7 +182,7 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
         if position in skip:
             continue
         if step.origin is None and step.kind == "repeat" and step.tied:
-            continue  # the repeat a parameter makes with other values (diagnose.worker._tie): the file makes it itself
+            continue  # the repeat a parameter makes with other values (diagnose.ties.tie_steps): the file makes it itself
         if step.origin is None:  # inserted after the stage before it
             if previous_origin is None:
                 raise NoPatch("a step added before the source")

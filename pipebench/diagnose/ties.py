@@ -22,11 +22,12 @@ with its first again at its end (the source's file list must follow it). Text an
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from pipebench.diagnose.records import Parameter, Stage
+from pipebench.diagnose.records import Parameter, Stage, Step
 
 #: The stage arguments compared (a stage's params).
 _SKIP_ARGS = {"global_seed"}
@@ -172,3 +173,52 @@ def find(walked: Walked, kwargs: dict[str, Any], walk_with: Callable[[dict[str, 
         found.append(Parameter(name, "arguments" if live else "unknown", tuple(said)))
     log("parameters: " + "; ".join(f"{p.name} → {p.feeds}" for p in found))
     return tuple(found), tied, inserted
+
+
+def marks(walked) -> list[str]:
+    """Give per stage of a walk (pipebench.diagnose.walk) with a function a mark of what the traced function computes
+    (a closure's captured value changes it; the shapes it is traced for do not); "" for a stage without one."""
+    found = []
+    for node in walked.nodes:
+        wrapper = getattr(node, "_map_func", None) or getattr(node, "_predicate", None)
+        mark = ""
+        if wrapper is not None:
+            try:
+                mark = _graph_mark(wrapper.function.graph.as_graph_def())
+            except Exception:  # noqa: BLE001 — a function TensorFlow cannot serialise: its elements still say
+                mark = "?"
+        found.append(mark)
+    return found
+
+
+def _graph_mark(graph_def) -> str:
+    """Give a digest of what a traced function computes: its ops and their attributes, not the names TensorFlow
+    numbers anew at each trace (nor attributes naming other functions)."""
+    import hashlib
+
+    items = []
+    for node in graph_def.node:
+        attrs = []
+        for key in sorted(node.attr):
+            value = node.attr[key]
+            if key.startswith("_") or value.HasField("func") or (value.HasField("list") and value.list.func) \
+                    or (node.op == "Placeholder" and key == "shape") or key in ("output_shapes", "Tshape"):
+                continue  # a function's inputs' static shapes (a batch of 256 rows) are not what it computes
+            attrs.append((key, value.SerializeToString(deterministic=True)))
+        items.append((node.op, tuple(attrs)))
+    return hashlib.sha256(repr(sorted(items)).encode()).hexdigest()[:16]
+
+
+def tie_steps(steps: tuple[Step, ...], tied: dict[tuple[int, str], str], inserted: list[tuple[int, str]],
+              kwargs: dict[str, Any]) -> tuple[Step, ...]:
+    """Give the steps with the arguments a parameter feeds marked (Step.tied), and the repeat(1) a parameter
+    would make a repeat of more after its stage (`find`'s `tied` and `inserted`)."""
+    found = []
+    for step in steps:
+        mine = {argument: text for (origin, argument), text in tied.items()
+                if origin == step.origin and argument in step.args}
+        found.append(dataclasses.replace(step, tied=mine or None))
+        for after, name in inserted:
+            if step.origin == after:
+                found.append(Step("repeat", {"count": kwargs[name]}, None, tied={"count": name}))
+    return tuple(found)

@@ -6,10 +6,8 @@ starts here, after the environment is set, and never in the CLI. In order:
 1. load the user's function and call it (pipebench.pipeline.user_code; a TF1 one's dataset is captured behind its
    iterator, pipebench.pipeline.tf1_capture); walk its stages, inside interleaves too (walk);
 2. measure every prefix in interleaved rounds (costs; pipebench.capacity's prefix method: a stage's cost is what
-   its prefix's CPU per row adds), every figure in rows; name the bottleneck. A buffer of the user's that holds
-   MEASURE_CAP_ROWS rows or more is named with its memory and fill time, and measured capped (a prefetch's work
-   per element does not depend on its depth; refilling a million rows before every window would cost the
-   diagnosis minutes per window);
+   its prefix's CPU per row adds), every figure in rows; name the bottleneck. The user's large buffers are
+   named with their memory and fill time, and measured capped (buffers);
 3. read the original over a bounded sample of the data (sample: a few files, rows from their start, middle and
    end), twice: what a rewrite must yield again;
 4. propose rewrites (rewrites; vectorize); name one whose ceiling (ceiling: what the stages it leaves pass) is
@@ -34,7 +32,6 @@ Progress goes to the request's progress file, one line per event; the answer to 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import time
@@ -45,47 +42,26 @@ from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit
-from pipebench.diagnose.ceiling import Ceiling, ceiling
+from pipebench.diagnose.buffers import (
+    bytes_per_row, capped, element_rows, fill_rows, large_buffers, rows_per_element)
+from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
-    Buffer, Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train,
-    TrainTerms)
+    Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train, TrainTerms)
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.second import confirmed_there
+from pipebench.diagnose.ties import marks, tie_steps
+from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
 
 #: The share of this machine's free memory a cache may take.
 CACHE_MEMORY_SHARE = 0.5
-#: A buffer of the user's holding at least this many rows is measured capped (module docstring, 2).
-MEASURE_CAP_ROWS = 50_000
-#: A prefetch so capped is measured this many rows deep (two elements at least): full in milliseconds, so an arm
-#: waiting for its next window is idle. AUTOTUNE would not do: its buffer grows, within half the RAM, behind every
-#: other arm's window (a round of 1 s windows took 29 s of waiting, and one window read 0.10× of the others).
-PREFETCH_MEASURE_ROWS = 1_024
-#: A buffer of the user's holding at least this many rows (or elements) is named, with its memory and fill time.
-NAMED_BUFFER_ROWS = 10_000
-#: Elements read to estimate what a row holds in memory.
-BYTES_SAMPLE_ELEMENTS = 64
 #: A rewrite whose gain's interval at EARLY_CONFIDENCE already lies above or below 1 after this many rounds stops.
 EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
 #: Rounds for the prefixes (where the time goes) and for the train step: fewer than a rewrite's comparison, whose
 #: verdict keeps or refuses it, with an interval all the same.
 PREFIX_ROUNDS_LESS, TRAIN_ROUNDS = 1, 3
-
-
-def _rows(tf, element, batched: bool):
-    """Give the rows an element holds: 1 for an example; else the leading dimension of its label (the second of a
-    (features, label) pair) or of its first component of rank ≥ 1."""
-    if not batched:
-        return tf.constant(1, tf.int64)
-    if isinstance(element, tuple) and len(element) == 2:
-        leaf = tf.nest.flatten(element[1])[0]
-    else:
-        leaves = tf.nest.flatten(element)
-        leaf = next((t for t in leaves if getattr(t.shape, "rank", 1) != 0), leaves[0])
-    rows = leaf.nrows() if isinstance(leaf, tf.RaggedTensor) else tf.shape(leaf)[0]
-    return tf.cast(rows, tf.int64)
 
 
 class Diagnoser:
@@ -122,8 +98,9 @@ class Diagnoser:
         # An arm of batches keeps its iterator from window to window (pipebench.diagnose.rounds says why); one that
         # sinks single examples starts afresh each window (its sink's buffer holds thousands of rows, which a kept
         # iterator would refill behind every other arm's window). Either starts at its first call.
-        return Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: _rows(tf, element, batched), per_step),
-                   releasable=per_step > 1, cpu_clock=process_tree_cpu_sec, start=False)
+        loop = input_loop(tf, lambda element: element_rows(tf, element, batched), per_step)
+        return Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1, cpu_clock=process_tree_cpu_sec,
+                   start=False)
 
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
@@ -135,7 +112,7 @@ class Diagnoser:
 
         calibrate([original, *arms])
         r = self.request
-        fill = self._fill_rows([s for s in self.walked.stages if s.inside is None], self.measure_steps)
+        fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
         settle = {arm.name: fill for arm in [original, *arms]}
         first = min(EARLY_ROUNDS, r.rounds)
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
@@ -202,16 +179,15 @@ class Diagnoser:
             replay_note = self._replay_differs(steps)
             steps = () if replay_note else steps
         parameters, self.tied, self.inserted = self._parameters()
-        steps = _tie(steps, self.tied, self.inserted, loaded.kwargs)
+        steps = tie_steps(steps, self.tied, self.inserted, loaded.kwargs)
         self.steps = steps
         self.batched = stages[_last_outer(stages)].batched
         self.transforms: dict[str, list] = {}  # by rewrite name: how it is built
-        self.measure_steps, capped = self._capped(steps)
-        self.notes = capped
+        self.measure_steps, self.notes = capped(steps, stages)
         self.sample = self._make_sample()
         machine = _machine_meter()
         costs, bottleneck, why = self._stage_costs()
-        buffers = self._buffers(costs, capped)
+        buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
         scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
@@ -234,7 +210,8 @@ class Diagnoser:
             _element_text(loaded.dataset.element_spec), dict(walked.options), loaded.tf1, _upgrade(loaded.upgraded),
             tuple(loaded.ignored),
             tuple(stages), {str(k): v for k, v in walked.inner_notes.items()}, steps, parameters, tuple(buffers),
-            tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())), scope, content_rows, replay_note, tuple(costs), bottleneck, why, profiler, tuple(rewrites), combined,
+            tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())), scope, content_rows,
+            replay_note, tuple(costs), bottleneck, why, profiler, tuple(rewrites), combined,
             train, train_note, time.time() - started, busy, costs[-1].prefix_rows_per_sec,
             (costs[-1].prefix_rows_per_sec,))
 
@@ -261,7 +238,7 @@ class Diagnoser:
         self.walked, self.loaded, self.steps = walked, loaded, first.steps
         self.batched = walked.stages[_last_outer(walked.stages)].batched
         self.transforms, self.sample = {}, None
-        self.measure_steps, self.notes = self._capped(first.steps)
+        self.measure_steps, self.notes = capped(first.steps, walked.stages)
         self._fill_own_cache()
         machine = _machine_meter()
         original = self.input_arm("original", self._original(), self.batched)
@@ -282,8 +259,8 @@ class Diagnoser:
             rounds = _prefix_rounds(r.rounds)
             self.log(f"the whole pipeline in {rounds} rounds")
             calibrate([original])
-            fill = {original.name: self._fill_rows([s for s in walked.stages if s.inside is None],
-                                                   self.measure_steps)}
+            fill = {original.name: fill_rows(walked.stages, [s for s in walked.stages if s.inside is None],
+                                             self.measure_steps)}
             windows = interleaved_rounds([original], rounds, r.window_sec, r.settle_sec, fill, self.seed,
                                          self.log)[original.name]
             self.parked += original.close()
@@ -315,46 +292,7 @@ class Diagnoser:
             return "replaying its stages gives another pipeline: " + " ".join(s.call for s in mine)[:160]
         return None
 
-    # --- buffers and what is measured -------------------------------------------------------------------------------
-
-    def _rows_per_element(self, stage: Stage) -> int:
-        """Give the rows one element at `stage` holds: the batch size of the batch before it, or 1."""
-        if not stage.batched:
-            return 1
-        chain = [s for s in self.walked.stages if s.inside == stage.inside and s.index <= stage.index]
-        batch = next((s for s in reversed(chain) if s.kind in ("batch", "padded_batch")), None)
-        size = batch.params.get("batch_size") if batch is not None else None
-        return size if isinstance(size, int) and size > 0 else 1
-
-    def _capped(self, steps: tuple[Step, ...]) -> tuple[tuple[Step, ...], dict[int, str]]:
-        """Give the steps the measurements replay: the user's buffers of MEASURE_CAP_ROWS rows or more capped (a
-        prefetch to AUTOTUNE, a shuffle to that many rows), and how each capped one was measured."""
-        capped: dict[int, str] = {}
-        found = []
-        for step in steps:
-            stage = self.walked.stages[step.origin] if step.origin is not None else None
-            size = step.args.get("buffer_size")
-            if stage is not None and step.kind == "take" and isinstance(step.args.get("count"), int) \
-                    and step.args["count"] >= 0:
-                rows = step.args["count"] * self._rows_per_element(stage)
-                capped[stage.index] = (f"measured without {stage.call}: an epoch of {rows:,} rows would make a "
-                                       "window mostly the pipeline's start")
-                continue
-            if stage is not None and step.kind in ("prefetch", "shuffle") and isinstance(size, int):
-                per = self._rows_per_element(stage)
-                if size * per >= MEASURE_CAP_ROWS:
-                    if step.kind == "prefetch":
-                        depth = max(2, PREFETCH_MEASURE_ROWS // per)
-                        step = dataclasses.replace(step, args={**step.args, "buffer_size": depth})
-                        capped[stage.index] = f"measured as prefetch({depth:,}): a prefetch does the same work per " \
-                                              "element whatever its depth"
-                    else:
-                        cap = max(1, MEASURE_CAP_ROWS // per)
-                        step = dataclasses.replace(step, args={**step.args, "buffer_size": cap})
-                        capped[stage.index] = f"measured with its buffer capped at {cap:,} elements: a shuffle " \
-                                              "does the same work per element whatever its buffer"
-            found.append(step)
-        return tuple(found), capped
+    # --- what is measured ------------------------------------------------------------------------------------
 
     def _prefix(self, end: int):
         """Give the prefix of the pipeline up to stage `end` as it is measured (capped buffers replayed)."""
@@ -376,53 +314,9 @@ class Diagnoser:
         return replay(self.measure_steps, self.walked) if self.steps and self.measure_steps != self.steps \
             else self.walked.root
 
-    def _fill_rows(self, stages: list[Stage], steps: tuple[Step, ...] = ()) -> int:
-        """Give the rows a fresh iterator reads before its shuffle buffers are full (as measured: capped)."""
-        sizes = {s.origin: s.args.get("buffer_size") for s in steps if s.kind == "shuffle"}
-        total = 0
-        for stage in stages:
-            if stage.kind == "shuffle":
-                size = sizes.get(stage.index, stage.params["buffer_size"])
-                if isinstance(size, int):
-                    total += size * self._rows_per_element(stage)
-        return total
-
     def _bytes_per_row(self, end: int) -> float | None:
-        """Give what a row holds in memory after stage `end`, from a few elements (strings by their length)."""
-        tf = self.tf
-        rows, size = 0, 0
-        batched = self.walked.stages[end].batched
-        try:
-            for element in self._prefix(end).take(BYTES_SAMPLE_ELEMENTS if not batched else 2):
-                leaves = tf.nest.flatten(element)
-                size += sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else t.numpy().nbytes
-                            for t in leaves)
-                rows += int(_rows(tf, element, batched))
-        except (self.tf.errors.OpError, ValueError, TypeError):
-            return None
-        return size / rows if rows else None
-
-    def _buffers(self, costs: list[StageCost], capped: dict[int, str]) -> list[Buffer]:
-        """Give the user's large buffers: what each holds, in rows and memory, and how long it takes to fill."""
-        found = []
-        for stage in self.walked.stages:
-            size = stage.params.get("buffer_size")
-            if stage.kind not in ("prefetch", "shuffle") or not isinstance(size, int):
-                continue
-            rows = size * self._rows_per_element(stage)
-            if rows < NAMED_BUFFER_ROWS and size < NAMED_BUFFER_ROWS:
-                continue
-            per_row = self._bytes_per_row(stage.index)
-            before = [c for c in costs if max(c.stages) < stage.index]
-            rate = before[-1].prefix_rows_per_sec.mean if before else None
-            fill = rows / rate if rate else None
-            found.append(Buffer(stage.index, stage.kind, size, rows, None if per_row is None else
-                                rows * per_row / 2**20, fill, capped.get(stage.index, "measured as written")))
-            self.log(f"buffer: {stage.call} holds {rows:,} rows"
-                     + (f" (~{rows * per_row / 2**20:,.0f} MiB)" if per_row else "")
-                     + (f", ~{fill:,.1f} s to fill at {rate:,.0f} rows/s" if fill else "")
-                     + f"; {capped.get(stage.index, 'measured as written')}")
-        return found
+        """Give what a row holds in memory after stage `end` (pipebench.diagnose.buffers.bytes_per_row)."""
+        return bytes_per_row(self.tf, self._prefix(end), self.walked.stages[end].batched)
 
     # --- where the time goes --------------------------------------------------------------------------------------
 
@@ -439,7 +333,8 @@ class Diagnoser:
         rounds = _prefix_rounds(r.rounds)
         self.log(f"measuring {len(measured)} prefixes in {rounds} interleaved rounds")
         arms = [self.input_arm(f"prefix {p.end}", self._prefix(p.end), stages[p.end].batched) for p in measured]
-        settle = {arm.name: self._fill_rows([s for s in stages[:p.end + 1] if s.inside is None], self.measure_steps)
+        settle = {arm.name: fill_rows(stages, [s for s in stages[:p.end + 1] if s.inside is None],
+                                      self.measure_steps)
                   for arm, p in zip(arms, measured)}
         calibrate(arms)
         windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
@@ -491,7 +386,7 @@ class Diagnoser:
                                          "include reading through it")
                 self.log(f"stage {caches[0]}: {self.notes[caches[0]]}")
                 return
-        self.cache_rows = count * self._rows_per_element(stages[caches[0]])
+        self.cache_rows = count * rows_per_element(self.walked.stages, stages[caches[0]])
         self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
 
     # --- what a rewrite must yield again --------------------------------------------------------------------------
@@ -522,7 +417,7 @@ class Diagnoser:
             loaded = load(self.path, r.name, sample.kwargs)
             walked = walk(loaded.dataset, loaded.sites, loaded.module)
             steps, note = steps_of(walked)
-            steps = _tie(steps, self.tied, self.inserted, loaded.kwargs)
+            steps = tie_steps(steps, self.tied, self.inserted, loaded.kwargs)
             same = [(s.kind, s.inside) for s in walked.stages] == [(s.kind, s.inside) for s in self.walked.stages]
             if same and (not self.steps or (steps and len(steps) == len(self.steps))):
                 self.sample_walked, self.sample_steps = walked, steps if self.steps else ()
@@ -666,7 +561,7 @@ class Diagnoser:
                                [self.input_arm(candidates[i].name, built[i], self.batched) for i in ahead],
                                extend=False)
             confirmed = {i: again[candidates[i].name] for i in ahead}
-        return [self._verdict(c, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
+        return [rewrite_verdict(c, self.steps, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
                 for i, c in enumerate(candidates)]
 
     def _rewrite_arm(self, c):
@@ -692,53 +587,10 @@ class Diagnoser:
         arm.release()
         self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
 
-    def _verdict(self, c, gain: Interval | None, found: Content | str | None,
-                 confirmed: Interval | None = None, bound: Ceiling | None = None, later: bool = False) -> Rewrite:
-        """Give the candidate's Rewrite. One that came out faster among several is kept only when fresh rounds,
-        from fresh iterators, confirm it (`confirmed`), and its gain is theirs: the first rounds chose it, so
-        their figure is the winner's (several candidates, rounds stopped once decided), biased upward. `later`:
-        a second worker process confirms it (pipebench.diagnose.second), kept until then."""
-        steps = ()
-        if c.automatic and self.steps:
-            from pipebench.diagnose.rewrites import compose
-
-            steps = compose([c.transform] if c.transform else [], self.steps) or ()
-        content = found if isinstance(found, Content) else None
-        if not c.automatic:
-            verdict = c.note or "named only"
-        elif bound is not None and not bound.measurable:
-            verdict = f"not measured: it can gain at most ~{bound.gain:.2f}×: {bound.why}"
-        elif isinstance(found, str):
-            verdict = f"not kept: {found}"
-        elif not content.same_elements:
-            verdict = f"not kept: it changes what training sees: {content.semantics}"
-        elif later:  # faster in the first rounds, or a combination not measured here
-            verdict = ((f"kept for now: {gain.text('.2f', unit='×')} faster in the first rounds" if gain is not None
-                        else "kept for now") + "; a second worker process measures it beside the original and keeps "
-                       "it or drops it")
-        elif gain is None or not gain.decided:
-            verdict = "not kept: too few rounds for an interval"
-        elif gain.low > 1.0 and confirmed is None:  # measured once, alone (the combination)
-            verdict = f"kept: {gain.text('.2f', unit='×')} faster"
-        elif gain.low > 1.0:
-            first, gain = gain, confirmed
-            verdict = (f"kept: {gain.text('.2f', unit='×')} faster in fresh rounds (first rounds "
-                       f"{first.text('.2f', unit='×')})" if gain.decided and gain.low > 1.0 else
-                       f"not kept: {first.text('.2f', unit='×')} in the first rounds, not confirmed in fresh ones: "
-                       f"{gain.text('.2f', unit='×')}")
-        elif gain.high < 1.0:
-            verdict = f"not kept: slower, {gain.text('.2f', unit='×')}"
-        else:
-            verdict = f"not kept: no measurable difference, {gain.text('.2f', unit='×')}"
-        kept = verdict.startswith("kept")
-        return Rewrite(c.name, c.kind, c.stage, c.why, c.change, c.semantics, c.automatic, tuple(steps),
-                       dict(c.options), gain, None if content is None else content.same_elements, content, kept,
-                       verdict, c.cost_share, None if bound is None else bound.gain, c.parts)
-
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original (when a second worker process follows, it does,
         unless the combination fills a cache); give the combination's Rewrite."""
-        from pipebench.diagnose.rewrites import Candidate
+        from pipebench.diagnose.rewrites import Candidate, compose
 
         transforms = [c.transform for c, _ in kept if c.transform]
         options = {k: v for c, _ in kept for k, v in c.options.items()}
@@ -746,19 +598,19 @@ class Diagnoser:
         semantics = "; ".join(c.semantics for c, _ in kept if c.semantics) or None
         combined = Candidate("combined: " + " + ".join(c.name for c, _ in kept), "combined", None,
                              "every kept rewrite", "; ".join(c.change for c, _ in kept), semantics, True,
-                             (lambda steps: _compose(transforms, steps)) if transforms else None, options,
+                             (lambda steps: compose(transforms, steps)) if transforms else None, options,
                              fills_cache=any(c.fills_cache for c, _ in kept), parts=tuple(c.name for c, _ in kept))
         found = self._content(transforms, options)
         gain = None
         later = self.request.second_follows and not combined.fills_cache
         if later and not isinstance(found, str) and found.same_elements:
-            return self._verdict(combined, gain, found, later=True)  # the second process measures it
+            return rewrite_verdict(combined, self.steps, gain, found, later=True)  # the second process measures it
         if not isinstance(found, str) and found.same_elements:
             arm, _ = self._rewrite_arm(combined)
             original = self.input_arm("original", self._original(), self.batched)
             self.log("measuring the combination beside the original")
             gain = self.gains(original, [arm])[arm.name]
-        return self._verdict(combined, gain, found)
+        return rewrite_verdict(combined, self.steps, gain, found)
 
     # --- beside it: the profiler, training, the parameters ------------------------------------------------------
 
@@ -815,7 +667,7 @@ class Diagnoser:
 
         if not rewrite.steps:
             return self._build([], rewrite.options)
-        return replay(self._capped(rewrite.steps)[0], self.walked, rewrite.options)
+        return replay(capped(rewrite.steps, self.walked.stages)[0], self.walked, rewrite.options)
 
     def _parameters(self):
         """Give what each parameter feeds, the arguments they tie and the repeats they add (pipebench.diagnose.ties),
@@ -830,10 +682,10 @@ class Diagnoser:
             with _quiet(self.tf):
                 again = load(self.path, r.name, kwargs)
                 walked = walk(again.dataset, again.sites, again.module)
-            return walked.stages, _marks(walked)
+            return walked.stages, marks(walked)
 
         self.log("probing what each parameter feeds")
-        return find((self.walked.stages, _marks(self.walked)), dict(self.loaded.kwargs), walk_with, self.log)
+        return find((self.walked.stages, marks(self.walked)), dict(self.loaded.kwargs), walk_with, self.log)
 
 
 def _machine_meter() -> Callable[[], Machine]:
@@ -897,63 +749,6 @@ def _quiet(tf) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
-
-
-def _compose(transforms: list, steps):
-    from pipebench.diagnose.rewrites import compose
-
-    return compose(transforms, steps)
-
-
-def _graph_mark(graph_def) -> str:
-    """Give a digest of what a traced function computes: its ops and their attributes, not the names TensorFlow
-    numbers anew at each trace (nor attributes naming other functions)."""
-    import hashlib
-
-    items = []
-    for node in graph_def.node:
-        attrs = []
-        for key in sorted(node.attr):
-            value = node.attr[key]
-            if key.startswith("_") or value.HasField("func") or (value.HasField("list") and value.list.func) \
-                    or (node.op == "Placeholder" and key == "shape") or key in ("output_shapes", "Tshape"):
-                continue  # a function's inputs' static shapes (a batch of 256 rows) are not what it computes
-            attrs.append((key, value.SerializeToString(deterministic=True)))
-        items.append((node.op, tuple(attrs)))
-    return hashlib.sha256(repr(sorted(items)).encode()).hexdigest()[:16]
-
-
-def _marks(walked) -> list[str]:
-    """Give per stage with a function a mark of what the traced function computes (a closure's captured value
-    changes it; the shapes it is traced for do not)."""
-    found = []
-    for node in walked.nodes:
-        wrapper = getattr(node, "_map_func", None) or getattr(node, "_predicate", None)
-        mark = ""
-        if wrapper is not None:
-            try:
-                mark = _graph_mark(wrapper.function.graph.as_graph_def())
-            except Exception:  # noqa: BLE001 — a function TensorFlow cannot serialise: its elements still say
-                mark = "?"
-        found.append(mark)
-    return found
-
-
-def _tie(steps: tuple[Step, ...], tied: dict[tuple[int, str], str], inserted: list[tuple[int, str]],
-         kwargs: dict[str, Any]) -> tuple[Step, ...]:
-    """Give the steps with the arguments a parameter feeds marked (Step.tied), and the repeat(1) a parameter
-    would make a repeat of more after its stage (pipebench.diagnose.ties)."""
-    import dataclasses
-
-    found = []
-    for step in steps:
-        mine = {argument: text for (origin, argument), text in tied.items()
-                if origin == step.origin and argument in step.args}
-        found.append(dataclasses.replace(step, tied=mine or None))
-        for after, name in inserted:
-            if step.origin == after:
-                found.append(Step("repeat", {"count": kwargs[name]}, None, tied={"count": name}))
-    return tuple(found)
 
 
 def _plain_defaults(signature) -> dict[str, Any]:

@@ -1,0 +1,134 @@
+"""The rows a diagnosis counts, and the user's large buffers: which are measured capped, what each holds in rows and
+memory, and how long it takes to fill.
+
+A buffer of the user's that holds MEASURE_CAP_ROWS rows or more is measured capped: a prefetch's or a shuffle's work
+per element does not depend on its depth, and refilling a million rows before every window would cost the diagnosis
+minutes per window. The figures say so (`capped`'s notes), and a rewrite is exported with the user's own sizes.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from pipebench.diagnose.records import Buffer, Stage, StageCost, Step
+
+#: A buffer of the user's holding at least this many rows is measured capped (module docstring).
+MEASURE_CAP_ROWS = 50_000
+#: A prefetch so capped is measured this many rows deep (two elements at least): full in milliseconds, so an arm
+#: waiting for its next window is idle. AUTOTUNE would not do: its buffer grows, within half the RAM, behind every
+#: other arm's window (a round of 1 s windows took 29 s of waiting, and one window read 0.10× of the others).
+PREFETCH_MEASURE_ROWS = 1_024
+#: A buffer of the user's holding at least this many rows (or elements) is named, with its memory and fill time.
+NAMED_BUFFER_ROWS = 10_000
+#: Elements read to estimate what a row holds in memory.
+BYTES_SAMPLE_ELEMENTS = 64
+
+
+def element_rows(tf, element, batched: bool):
+    """Give the rows an element holds: 1 for an example; else the leading dimension of its label (the second of a
+    (features, label) pair) or of its first component of rank ≥ 1."""
+    if not batched:
+        return tf.constant(1, tf.int64)
+    if isinstance(element, tuple) and len(element) == 2:
+        leaf = tf.nest.flatten(element[1])[0]
+    else:
+        leaves = tf.nest.flatten(element)
+        leaf = next((t for t in leaves if getattr(t.shape, "rank", 1) != 0), leaves[0])
+    rows = leaf.nrows() if isinstance(leaf, tf.RaggedTensor) else tf.shape(leaf)[0]
+    return tf.cast(rows, tf.int64)
+
+
+def rows_per_element(stages: list[Stage], stage: Stage) -> int:
+    """Give the rows one element at `stage` holds: the batch size of the batch before it, or 1."""
+    if not stage.batched:
+        return 1
+    chain = [s for s in stages if s.inside == stage.inside and s.index <= stage.index]
+    batch = next((s for s in reversed(chain) if s.kind in ("batch", "padded_batch")), None)
+    size = batch.params.get("batch_size") if batch is not None else None
+    return size if isinstance(size, int) and size > 0 else 1
+
+
+def capped(steps: tuple[Step, ...], stages: list[Stage]) -> tuple[tuple[Step, ...], dict[int, str]]:
+    """Give the steps the measurements replay: the user's buffers of MEASURE_CAP_ROWS rows or more capped (a
+    prefetch to PREFETCH_MEASURE_ROWS, a shuffle to that many rows) and a take of a whole epoch left out; and how each
+    stage so changed was measured."""
+    notes: dict[int, str] = {}
+    found = []
+    for step in steps:
+        stage = stages[step.origin] if step.origin is not None else None
+        size = step.args.get("buffer_size")
+        if stage is not None and step.kind == "take" and isinstance(step.args.get("count"), int) \
+                and step.args["count"] >= 0:
+            rows = step.args["count"] * rows_per_element(stages, stage)
+            notes[stage.index] = (f"measured without {stage.call}: an epoch of {rows:,} rows would make a "
+                                  "window mostly the pipeline's start")
+            continue
+        if stage is not None and step.kind in ("prefetch", "shuffle") and isinstance(size, int):
+            per = rows_per_element(stages, stage)
+            if size * per >= MEASURE_CAP_ROWS:
+                if step.kind == "prefetch":
+                    depth = max(2, PREFETCH_MEASURE_ROWS // per)
+                    step = dataclasses.replace(step, args={**step.args, "buffer_size": depth})
+                    notes[stage.index] = f"measured as prefetch({depth:,}): a prefetch does the same work per " \
+                                         "element whatever its depth"
+                else:
+                    cap = max(1, MEASURE_CAP_ROWS // per)
+                    step = dataclasses.replace(step, args={**step.args, "buffer_size": cap})
+                    notes[stage.index] = f"measured with its buffer capped at {cap:,} elements: a shuffle " \
+                                         "does the same work per element whatever its buffer"
+        found.append(step)
+    return tuple(found), notes
+
+
+def fill_rows(stages: list[Stage], upto: list[Stage], steps: tuple[Step, ...] = ()) -> int:
+    """Give the rows a fresh iterator reads before the shuffle buffers among `upto` are full (as measured: the sizes
+    of `steps`, capped)."""
+    sizes = {s.origin: s.args.get("buffer_size") for s in steps if s.kind == "shuffle"}
+    total = 0
+    for stage in upto:
+        if stage.kind == "shuffle":
+            size = sizes.get(stage.index, stage.params["buffer_size"])
+            if isinstance(size, int):
+                total += size * rows_per_element(stages, stage)
+    return total
+
+
+def bytes_per_row(tf, dataset, batched: bool) -> float | None:
+    """Give what a row of `dataset` holds in memory, from a few elements (strings by their length); None when they
+    cannot be read."""
+    rows, size = 0, 0
+    try:
+        for element in dataset.take(BYTES_SAMPLE_ELEMENTS if not batched else 2):
+            leaves = tf.nest.flatten(element)
+            size += sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else t.numpy().nbytes
+                        for t in leaves)
+            rows += int(element_rows(tf, element, batched))
+    except (tf.errors.OpError, ValueError, TypeError):
+        return None
+    return size / rows if rows else None
+
+
+def large_buffers(stages: list[Stage], costs: list[StageCost], notes: dict[int, str],
+                  per_row: Callable[[int], float | None], log: Callable[[str], None]) -> list[Buffer]:
+    """Give the user's buffers of NAMED_BUFFER_ROWS rows or more: what each holds, in rows and memory (`per_row` of
+    the stage's prefix), and how long it takes to fill at the measured rate of the prefix before it."""
+    found = []
+    for stage in stages:
+        size = stage.params.get("buffer_size")
+        if stage.kind not in ("prefetch", "shuffle") or not isinstance(size, int):
+            continue
+        rows = size * rows_per_element(stages, stage)
+        if rows < NAMED_BUFFER_ROWS and size < NAMED_BUFFER_ROWS:
+            continue
+        held = per_row(stage.index)
+        before = [c for c in costs if max(c.stages) < stage.index]
+        rate = before[-1].prefix_rows_per_sec.mean if before else None
+        fill = rows / rate if rate else None
+        measured = notes.get(stage.index, "measured as written")
+        found.append(Buffer(stage.index, stage.kind, size, rows, None if held is None else rows * held / 2**20, fill,
+                            measured))
+        log(f"buffer: {stage.call} holds {rows:,} rows"
+            + (f" (~{rows * held / 2**20:,.0f} MiB)" if held else "")
+            + (f", ~{fill:,.1f} s to fill at {rate:,.0f} rows/s" if fill else "")
+            + f"; {measured}")
+    return found
