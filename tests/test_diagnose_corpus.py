@@ -295,6 +295,25 @@ def test_a_keras_model_given_with_model_trains_on_the_original_pipeline(data, tm
     assert original.slowdown.n == 2
 
 
+def test_a_cache_after_an_interleave_that_batches_is_filled_and_counted_in_rows(tmp_path):
+    """The cache to fill is found by its index among all the stages (the interleave's own stages come right after
+    it), and an epoch of it is counted in rows: 4 files of 100 rows, batched by 10 inside the interleave."""
+    import tensorflow as tf
+
+    from pipebench.diagnose.worker import Diagnoser
+
+    dataset = tf.data.Dataset.range(4).interleave(
+        lambda i: tf.data.Dataset.range(100).map(lambda x: x + i).batch(10), cycle_length=2).cache()
+    request = Request(str(CORPUS / "well_built.py"), "input_fn", {}, None, rounds=2, window_sec=0.05,
+                      settle_sec=0.0, warmup_sec=0.5, content_cap_rows=1_000, scratch=str(tmp_path), progress_file="",
+                      profile=False)
+    diagnoser = Diagnoser(request, lambda text: None)
+    diagnoser.walked, diagnoser.notes = walk(dataset, {}, None), {}
+    assert [s.kind for s in diagnoser.walked.stages][-1] == "cache" and len(diagnoser.walked.stages) > 3
+    diagnoser._fill_own_cache()
+    assert diagnoser.cache_rows == 400 and diagnoser.notes == {}
+
+
 def test_the_module_ties_an_argument_to_a_parameter_by_name_and_value_not_by_value_alone(diagnoses):
     from pipebench.diagnose.export import rewritten_module
 

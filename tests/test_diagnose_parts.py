@@ -31,6 +31,22 @@ def _model_garden() -> list[Stage]:
             _stage(4, "map", 1, parallelism="AUTOTUNE"), _stage(5, "prefetch")]
 
 
+def test_an_element_past_an_interleave_that_batches_holds_the_batch_its_function_makes():
+    """A buffer after `interleave(... .batch(256))` holds 256 rows an element: named, capped and filled by its rows
+    (a prefetch(1,000) of such batches is 256,000 rows, not 1,000)."""
+    from dataclasses import replace
+
+    from pipebench.diagnose.buffers import capped, rows_per_element
+    from pipebench.diagnose.records import Step
+
+    stages = _model_garden()
+    stages = [replace(s, batched=s.index >= 3 or s.index == 1) for s in stages]
+    stages[5] = replace(stages[5], params={"buffer_size": 1000})
+    assert [rows_per_element(stages, s) for s in stages] == [1, 256, 1, 256, 256, 256]
+    _, notes = capped((Step("prefetch", {"buffer_size": 1000}, 5),), stages)
+    assert "measured as prefetch(4)" in notes[5], "1,024 rows deep: four batches of 256"
+
+
 def test_the_stages_inside_an_interleave_are_measured_on_their_own_before_it():
     stages = _model_garden()
     found = measured_prefixes(stages, cores=2)

@@ -39,19 +39,27 @@ def element_rows(tf, element, batched: bool):
 
 
 def rows_per_element(stages: list[Stage], stage: Stage) -> int:
-    """Give the rows one element at `stage` holds: the batch size of the batch before it, or 1."""
+    """Give the rows one element at `stage` holds: the batch size of the batch before it in its chain; past an
+    interleave whose function batches (the chain holds no batch after it), what an element of that function's
+    pipeline holds; else 1."""
     if not stage.batched:
         return 1
     chain = [s for s in stages if s.inside == stage.inside and s.index <= stage.index]
-    batch = next((s for s in reversed(chain) if s.kind in ("batch", "padded_batch")), None)
-    size = batch.params.get("batch_size") if batch is not None else None
-    return size if isinstance(size, int) and size > 0 else 1
+    for s in reversed(chain):
+        if s.kind in ("batch", "padded_batch"):
+            size = s.params.get("batch_size")
+            return size if isinstance(size, int) and size > 0 else 1
+        inner = [t for t in stages if t.inside == s.index]
+        if inner:  # an interleave's elements are those of the pipeline its function builds
+            return rows_per_element(stages, inner[-1])
+    return 1
 
 
 def capped(steps: tuple[Step, ...], stages: list[Stage]) -> tuple[tuple[Step, ...], dict[int, str]]:
     """Give the steps the measurements replay: the user's buffers of MEASURE_CAP_ROWS rows or more capped (a
-    prefetch to PREFETCH_MEASURE_ROWS, a shuffle to that many rows) and a take of a whole epoch left out; and how each
-    stage so changed was measured."""
+    prefetch to PREFETCH_MEASURE_ROWS rows, two elements at least; a shuffle to MEASURE_CAP_ROWS rows) and every
+    `take(n)` left out (an epoch of n elements would make a window mostly the pipeline's start); and how each stage so
+    changed was measured."""
     notes: dict[int, str] = {}
     found = []
     for step in steps:
@@ -110,7 +118,7 @@ def bytes_per_row(tf, dataset, batched: bool) -> float | None:
 
 def large_buffers(stages: list[Stage], costs: list[StageCost], notes: dict[int, str],
                   per_row: Callable[[int], float | None], log: Callable[[str], None]) -> list[Buffer]:
-    """Give the user's buffers of NAMED_BUFFER_ROWS rows or more: what each holds, in rows and memory (`per_row` of
+    """Give the user's buffers of NAMED_BUFFER_ROWS rows or elements or more: what each holds, in rows and memory (`per_row` of
     the stage's prefix), and how long it takes to fill at the measured rate of the prefix before it."""
     found = []
     for stage in stages:

@@ -386,7 +386,7 @@ class Diagnoser:
                                          "include reading through it")
                 self.log(f"stage {caches[0]}: {self.notes[caches[0]]}")
                 return
-        self.cache_rows = count * rows_per_element(self.walked.stages, stages[caches[0]])
+        self.cache_rows = count * rows_per_element(self.walked.stages, self.walked.stages[caches[0]])
         self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
 
     # --- what a rewrite must yield again --------------------------------------------------------------------------
