@@ -302,6 +302,10 @@ def test_train_arms_timed_together_each_leave_the_rounds_once_their_verdict_is_d
     synthetic = [w for w in found["windows_measured"] if w.arm == "synthetic"]
     assert len(synthetic) == 8 and [w for w in second["windows_measured"] if w.arm == "synthetic"] == synthetic
     assert [w for w in first["windows_measured"] if w.arm == "synthetic"] == synthetic[:3], "the ceiling beside it"
+    # the machine's business is read over the rounds each arm was timed in: a trial decided in quiet rounds is not
+    # flagged by later ones
+    assert found["windows_started_sec"] < first["windows_ended_sec"] < second["windows_ended_sec"]
+    assert second["windows_ended_sec"] <= found["windows_ended_sec"]
 
 
 def test_a_released_train_arm_is_calibrated_not_warmed_and_the_ceiling_warms_until_steady():

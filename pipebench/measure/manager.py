@@ -322,7 +322,8 @@ def _outcome(record: TrialRecord, stderr: Path, returncode: int | None, samples:
     RSS reading. A warm worker's trial reads the samples of its span and, after the first, only the tree's RSS in
     them (the root's VmHWM still holds the earlier trials' peaks). `returncode` None: the worker went on from it.
     `place`: its position in the worker (its measurement's first trial's), and how many trials were timed in that
-    measurement (trial.together): they share its span, samples and usage."""
+    measurement (trial.together): they share its span and samples; each reads the usage of the rounds its own arm
+    was timed in (`record.windows_ended_sec`, pipebench.measure.windows.arm_fields)."""
     position, measured_together = place
     own = samples if trials == 1 else [s for s in samples if span[0] <= s.wall_time <= span[1]]
     readings = [s.rss_bytes for s in own] + [s.root_rss_peak_bytes or 0 for s in own if position == 0]

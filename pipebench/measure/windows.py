@@ -73,6 +73,9 @@ class Arm:
         self.steps = 1
         self.epochs_renewed = 0
         self.windows_since_start = 0  # timed windows since its iterator started (`restart` says why it counts)
+        # when the last round `measure` timed it in ended (CLOCK_MONOTONIC, as the manager's samples): an arm that
+        # leaves the rounds early reads the machine's business up to there (`arm_fields`)
+        self.rounds_ended_sec: float | None = None
 
     def close(self) -> list[object]:
         """End the arm's measurements, releasable or not; give up its iterator and those `restart` set aside (a
@@ -286,13 +289,15 @@ def _decided(found: Figures | None) -> bool:
 
 def arm_fields(found: dict, arm: Arm, basis: str) -> dict:
     """Give the record fields of train arm `arm` from those `measure` gave for rounds that timed several: its
-    windows (`arm_view`), its rates, the rounds it was timed in, its calls and epochs, and whether the cap was hit
-    with its own verdict undecided."""
+    windows (`arm_view`), its rates, the rounds it was timed in and when the last of them ended (the manager reads
+    the machine's business over those rounds only: a trial decided in quiet rounds is not flagged by later ones),
+    its calls and epochs, and whether the cap was hit with its own verdict undecided."""
     windows = arm_view(found["windows_measured"], arm.name)
     rates = [w.examples / w.seconds for w in windows if w.arm == "train"]
     return {**found, **stats.summarize_rates(rates), "window_rates": tuple(rates), "windows_measured": tuple(windows),
             "rounds": len(rates), "rounds_cap_hit": found["rounds_cap_hit"] and not verdict_decided(windows, basis),
-            "steps_per_call": arm.steps, "epochs_renewed": arm.epochs_renewed}
+            "steps_per_call": arm.steps, "epochs_renewed": arm.epochs_renewed,
+            "windows_ended_sec": arm.rounds_ended_sec or found["windows_ended_sec"]}
 
 
 def measure(arms: Sequence[Arm], timing: Timing, seed: str,
@@ -333,6 +338,9 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
             previous = arm.name
             if on_window is not None and arm is arms[0]:
                 on_window(round_index, window.examples / window.seconds)
+        ended = time.monotonic()
+        for arm in timed:
+            arm.rounds_ended_sec = ended
         if round_index + 1 >= timing.windows:
             if not paired or (busy is not None and busy()):
                 break

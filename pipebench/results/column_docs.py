@@ -85,9 +85,10 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "measured_together": "Train trials timed in one measurement with this one, itself included: a warm worker's train "
                          "trials of one batch shape time each one's train arm beside one ceiling, in the same rounds "
                          "(each trial's synthetic figures read the ceiling's windows of the rounds its arm was timed "
-                         "in; an arm leaves once its verdict is decided). They share the measurement's process and "
-                         "usage columns (duration, worker_trials_before, CPU, RSS, samples, busy_machine: the whole "
-                         "tree over the whole measurement). 1: alone. Null in tables before v9.",
+                         "in; an arm leaves once its verdict is decided). They share the measurement's process "
+                         "columns (duration, worker_trials_before, rss_peak_bytes, samples); the usage columns (CPU, "
+                         "rss_median_bytes, other processes' CPU, so busy_machine) read the whole tree's samples from "
+                         "the first round to the last its own arm was timed in. 1: alone. Null in tables before v9.",
     "study": "The Optuna study's name (Optuna runs only).",
     "optuna_trial_number": "The Optuna trial's number (Optuna runs only).",
     "instance_type_source": "Where `instance_type` came from: `SM_CURRENT_INSTANCE_TYPE` inside a job, "
@@ -103,7 +104,8 @@ TRIAL_COLUMN_DOCS: dict[str, str] = {
     "epochs_renewed": "How often the pipeline ran out and its iterator was made again while measuring.",
     "window_rates": "Examples/s of each window of the measured arm.",
     "windows_started_sec": "When the first window started (CLOCK_MONOTONIC), to cut the samples to the windows.",
-    "windows_ended_sec": "When the last window ended.",
+    "windows_ended_sec": "When the last window ended (of trials timed together, the last round its arm was "
+                         "timed in).",
     "page_cache_resident_after_evict": "With `measurement.cold_cache`: the data files' page-cache residency "
                                        "right after eviction.",
     "worker_sec": "Seconds the worker ran, on its own clock.",
