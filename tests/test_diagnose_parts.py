@@ -45,6 +45,10 @@ def test_an_element_past_an_interleave_that_batches_holds_the_batch_its_function
     assert [rows_per_element(stages, s) for s in stages] == [1, 256, 1, 256, 256, 256]
     _, notes = capped((Step("prefetch", {"buffer_size": 1000}, 5),), stages)
     assert "measured as prefetch(4)" in notes[5], "1,024 rows deep: four batches of 256"
+    rebatched = [replace(s, batched=s.index > 0) for s in
+                 (_stage(0, "source"), _stage(1, "batch", batch_size=256), _stage(2, "rebatch", batch_size=64),
+                  _stage(3, "prefetch"))]
+    assert rows_per_element(rebatched, rebatched[3]) == 64
 
 
 def test_the_stages_inside_an_interleave_are_measured_on_their_own_before_it():

@@ -46,7 +46,7 @@ def rows_per_element(stages: list[Stage], stage: Stage) -> int:
         return 1
     chain = [s for s in stages if s.inside == stage.inside and s.index <= stage.index]
     for s in reversed(chain):
-        if s.kind in ("batch", "padded_batch"):
+        if s.kind in ("batch", "padded_batch", "rebatch"):
             size = s.params.get("batch_size")
             return size if isinstance(size, int) and size > 0 else 1
         inner = [t for t in stages if t.inside == s.index]
