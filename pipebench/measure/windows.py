@@ -297,7 +297,7 @@ def arm_fields(found: dict, arm: Arm, basis: str) -> dict:
     return {**found, **stats.summarize_rates(rates), "window_rates": tuple(rates), "windows_measured": tuple(windows),
             "rounds": len(rates), "rounds_cap_hit": found["rounds_cap_hit"] and not verdict_decided(windows, basis),
             "steps_per_call": arm.steps, "epochs_renewed": arm.epochs_renewed,
-            "windows_ended_sec": arm.rounds_ended_sec or found["windows_ended_sec"]}
+            "windows_ended_sec": arm.rounds_ended_sec}
 
 
 def measure(arms: Sequence[Arm], timing: Timing, seed: str,
