@@ -314,6 +314,18 @@ def test_a_cache_after_an_interleave_that_batches_is_filled_and_counted_in_rows(
     assert diagnoser.cache_rows == 400 and diagnoser.notes == {}
 
 
+def test_what_a_row_holds_counts_a_sparse_feature_by_its_components():
+    """A VarLenFeature's SparseTensor (TF1 input_fns parse them) is counted by its indices, values and dense shape,
+    not read as a dense array (it has none: the diagnosis of such a pipeline once failed on it)."""
+    import tensorflow as tf
+
+    from pipebench.diagnose.buffers import bytes_per_row
+
+    dataset = tf.data.Dataset.range(8).map(lambda i: ({"ids": tf.sparse.SparseTensor([[0]], [i], [5]),
+                                                       "x": tf.fill([3], 1.0)}, tf.constant(1.0)))
+    assert bytes_per_row(tf, dataset, False) == 3 * 8 + 3 * 4 + 4
+
+
 def test_the_module_ties_an_argument_to_a_parameter_by_name_and_value_not_by_value_alone(diagnoses):
     from pipebench.diagnose.export import rewritten_module
 

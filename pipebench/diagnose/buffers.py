@@ -102,14 +102,14 @@ def fill_rows(stages: list[Stage], upto: list[Stage], steps: tuple[Step, ...] = 
 
 
 def bytes_per_row(tf, dataset, batched: bool) -> float | None:
-    """Give what a row of `dataset` holds in memory, from a few elements (strings by their length); None when they
-    cannot be read."""
+    """Give what a row of `dataset` holds in memory, from a few elements (pipebench.measure.worker.element_bytes);
+    None when they cannot be read."""
+    from pipebench.measure.worker import element_bytes
+
     rows, size = 0, 0
     try:
         for element in dataset.take(BYTES_SAMPLE_ELEMENTS if not batched else 2):
-            leaves = tf.nest.flatten(element)
-            size += sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else t.numpy().nbytes
-                        for t in leaves)
+            size += element_bytes(tf, element)
             rows += int(element_rows(tf, element, batched))
     except (tf.errors.OpError, ValueError, TypeError):
         return None

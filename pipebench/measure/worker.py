@@ -338,11 +338,15 @@ def _bytes_per_example(tf, spec, split_part) -> float | None:
     element = next(iter(split_part.take(1)), None)
     if element is None:
         return None
-    tensors = tf.nest.flatten(element)
-    size = sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else int(tf.size(t)) * t.dtype.size
-               for t in tensors)
     examples = int(examples_counter(tf, spec)(element))
-    return size / examples if examples else None
+    return element_bytes(tf, element) / examples if examples else None
+
+
+def element_bytes(tf, element) -> int:
+    """Give what an element holds in memory: strings by their length, other tensors by their size; a sparse or ragged
+    tensor by the components it is made of (its values and indices, not its dense shape)."""
+    return sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else int(tf.size(t)) * t.dtype.size
+               for t in tf.nest.flatten(element, expand_composites=True))
 
 
 def _cold_pass(pipeline: UnderTest, loop, timing: Timing, warm_rate: float, batch_examples: int) -> dict:
