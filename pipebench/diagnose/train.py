@@ -91,14 +91,9 @@ def keras_trainer(model: Any, where: str, dataset) -> Trainer:
 
 
 def train_arms(trainer: Trainer, pipelines: Sequence[tuple[str, Any, bool]]) -> list:
-    """Give a train arm per pipeline (name, dataset, releasable) and the synthetic arm (the trial worker's:
-    pipebench.measure.worker), measured together: the ceiling is the same step on the same batch, so it is timed
-    once, beside each of them."""
-    from pipebench.measure.cpu_clock import process_tree_cpu_sec
-    from pipebench.measure.windows import Arm
+    """Give a train arm per pipeline (name, dataset, releasable), its elements adapted to the trainer, and the
+    synthetic arm: the trial worker's arms (pipebench.measure.worker.train_arms), measured together."""
+    from pipebench.measure.worker import train_arms as arms_of
 
-    fed = [dataset.map(trainer.adapt) if trainer.adapt is not None else dataset for _, dataset, _ in pipelines]
-    arms = [Arm(name, lambda one=one: iter(one), trainer.loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
-            for (name, _, releasable), one in zip(pipelines, fed)]
-    batch = tf.data.Dataset.from_tensors(next(iter(fed[0]))).repeat()
-    return [*arms, Arm("synthetic", lambda: iter(batch), trainer.loop, cpu_clock=process_tree_cpu_sec)]
+    return arms_of(tf, trainer.loop, [(name, dataset.map(trainer.adapt) if trainer.adapt is not None else dataset,
+                                       releasable) for name, dataset, releasable in pipelines])[0]

@@ -29,7 +29,7 @@ from pipebench.children import (
     STACK_SIGNAL, TAG_VARIABLE, ProcessTree, end_tree, kill_group, last_stderr_line, new_tag, stderr_tail,
     worker_command)
 from pipebench.measure.sampler import Usage
-from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus, together
+from pipebench.measure.trial import Threads, TrialRecord, TrialSpec, TrialStatus, measured_with, together
 from pipebench.measure.worker import PROGRESS_FILE, SCRATCH_DIR, TRIAL_END
 from pipebench.pinning import Pinning, placed
 from pipebench.pipeline.function import is_function
@@ -226,8 +226,7 @@ class _Ends:
     def current_members(self) -> int:
         """Give how many trials the one the worker is on is timed with, itself included (trial.together): they
         share one measurement, and their results come at its end."""
-        on = min(len(self.ends), len(self.results) - 1)
-        return self.firsts.count(self.firsts[on])
+        return len(measured_with(self.firsts, min(len(self.ends), len(self.results) - 1)))
 
 
 def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampler_factory,
@@ -291,7 +290,7 @@ def _run_worker(trials: list[TrialSpec], dirs: list[Path], limits: Limits, sampl
         if record is None:
             outcomes.append(None)  # never started
             continue
-        group = [j for j, first in enumerate(firsts) if first == firsts[k]]
+        group = measured_with(firsts, k)
         if len(group) > 1 and any(records[j] is None or records[j].status is not TrialStatus.OK for j in group):
             outcomes.append(None)  # any of the arms timed together may be why: each measured alone, its own failure
             continue
@@ -367,8 +366,7 @@ def watch(proc: subprocess.Popen, limits: Limits, clock: Callable[[], float], st
             if rss > limits.memory_cap_bytes:
                 killed_for = ("memory_cap", f"RSS {rss / 2**20:.0f} MiB passed the memory cap "
                                             f"{limits.memory_cap_bytes / 2**20:.0f} MiB (killed)")
-            elif elapsed > limits.timeout_sec * (members() if members is not None else 1):
-                limit = limits.timeout_sec * (members() if members is not None else 1)
+            elif elapsed > (limit := limits.timeout_sec * (members() if members is not None else 1)):
                 killed_for = ("timeout", f"no result after {limit:.0f} s (killed)")
                 _ask_for_stacks(proc, exited)
             elif check is not None:

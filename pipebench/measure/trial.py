@@ -238,6 +238,12 @@ def together(trials: list[TrialSpec]) -> list[int]:
     return found
 
 
+def measured_with(firsts: list[int], k: int) -> range:
+    """Give the indices of the trials measured with trial `k`, itself included, from `together`'s list (a
+    measurement's trials are consecutive)."""
+    return range(firsts[k], firsts[k] + firsts.count(firsts[k]))
+
+
 @dataclass(frozen=True)
 class Window:
     """One timed window of one arm (input, train or synthetic) in one round of a trial."""

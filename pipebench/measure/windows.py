@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pipebench.errors import PipebenchError
 from pipebench.measure import stats
-from pipebench.measure.figures import SLOWDOWN, Figures, figures
+from pipebench.measure.figures import SLOWDOWN, figures
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Measurement, Window
 
@@ -280,10 +280,12 @@ def verdict_decided(windows: Sequence[Window], basis: str) -> bool:
     """Whether the windows give a confident input-bound label on `basis` (the record's figures, as a row reads them)
     for every train arm they hold."""
     arms = dict.fromkeys(w.arm for w in windows if w.arm.startswith("train"))
-    return bool(arms) and all(_decided(figures(arm_view(windows, arm), basis)) for arm in arms)
+    return bool(arms) and all(_arm_decided(windows, arm, basis) for arm in arms)
 
 
-def _decided(found: Figures | None) -> bool:
+def _arm_decided(windows: Sequence[Window], arm: str, basis: str) -> bool:
+    """Whether train arm `arm`'s windows beside the ceiling's give a confident label on `basis`."""
+    found = figures(arm_view(windows, arm), basis)
     return found is not None and found.verdict not in (None, "inconclusive")
 
 
@@ -345,7 +347,7 @@ def measure(arms: Sequence[Arm], timing: Timing, seed: str,
             if not paired or (busy is not None and busy()):
                 break
             timed = [arm for arm in timed if not arm.name.startswith("train")
-                     or not _decided(figures(arm_view(windows, arm.name), basis))]
+                     or not _arm_decided(windows, arm.name, basis)]
             if not any(arm.name.startswith("train") for arm in timed):
                 break
     rounds = round_index + 1

@@ -50,7 +50,7 @@ from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
 from pipebench.measure.sampler import OthersCpu
-from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus, together
+from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus, measured_with, together
 from pipebench.measure.windows import Arm, Loop, Timing, arm_fields, measure, profiled_window, wind_down
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.function import FunctionPipeline, data_files, is_function
@@ -277,7 +277,7 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     if mode == "input":
         arms = [pipeline.input_arm()]
     else:
-        device, loop, (train, synthetic) = _train_arms(tf, trial, [pipeline], ["train"])
+        device, loop, (train, synthetic), first = _train_arms(tf, trial, [pipeline], ["train"])
         record["train_device"] = device
         # TrialSpec.paired false (benchmarks/pairing.py's control) times the train arm alone
         arms = [synthetic] if mode == "synthetic" else [train, synthetic] if trial.paired else [train]
@@ -289,8 +289,7 @@ def _measure(tf, trial: TrialSpec, pipeline: UnderTest, on_window) -> dict[str, 
     basis = verdict_basis(m.trainer, record.get("train_device"))
     record.update(measure(arms, timing, trial.trial_id, on_window, basis, _busy(m)))  # the id seeds the rounds' order
     if mode == "train" and m.cold_cache:
-        batch_examples = int(tf.size(next(iter(pipeline.fed(pipeline.dataset)))[1]))
-        record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], batch_examples))
+        record.update(_cold_pass(pipeline, loop, timing, record["examples_per_sec_median"], int(tf.size(first[1]))))
     if mode == "train" and trial.quality.enabled:
         record["auc"] = _quality(tf, trial, pipeline)
     return record
@@ -303,27 +302,36 @@ def _measure_together(tf, trials: list[TrialSpec], pipelines: list[UnderTest]) -
     The warm-up is a trial's: the train arms are calibrated, the ceiling warms (pipebench.measure.windows)."""
     first = trials[0]
     m = first.measurement
-    device, _, arms = _train_arms(tf, first, pipelines, [f"train:{t.trial_id}" for t in trials])
+    device, _, arms, _ = _train_arms(tf, first, pipelines, [f"train:{t.trial_id}" for t in trials])
     basis = verdict_basis(m.trainer, device)
     found = measure(arms, Timing.of(m, first.settle), first.trial_id, None, basis, _busy(m))
     return [{"train_device": device, **arm_fields(found, arm, basis)} for arm in arms[:-1]]
 
 
-def _train_arms(tf, trial: TrialSpec, pipelines: list[UnderTest], names: list[str]) -> tuple[str, Loop, list[Arm]]:
-    """Give the device the DeepFM step runs on, its compiled loop, a train arm per pipeline (named `names`) and the
-    synthetic arm: the same step on the first pipeline's first batch served from memory, forever (the compute
-    ceiling). One model and one compiled loop serve them all: the pipelines' batches have one shape."""
+def _train_arms(tf, trial: TrialSpec, pipelines: list[UnderTest],
+                names: list[str]) -> tuple[str, Loop, list[Arm], Any]:
+    """Give the device the DeepFM step runs on, its compiled loop, the arms of `train_arms` (a train arm per
+    pipeline, named `names`, then the ceiling) and the batch the ceiling repeats. One model and one compiled loop
+    serve them all: the pipelines' batches have one shape."""
     from pipebench.model.deepfm import make_train_loop, make_train_step, train_device
 
     model = _model(trial, pipelines[0])
     loop = make_train_loop(make_train_step(model, trial.model.optimizer, trial.model.learning_rate))
-    fed = [pipeline.fed(pipeline.dataset) for pipeline in pipelines]
-    batch = tf.data.Dataset.from_tensors(next(iter(fed[0]))).repeat()
     # released between their windows (pipebench.measure.windows), unless a fresh iterator would refill a cache
-    arms = [Arm(name, lambda one=one: iter(one), loop, releasable=pipeline.releasable, cpu_clock=process_tree_cpu_sec)
-            for name, one, pipeline in zip(names, fed, pipelines)]
-    return train_device(model), loop, [*arms, Arm("synthetic", lambda: iter(batch), loop,
-                                                  cpu_clock=process_tree_cpu_sec)]
+    arms, first = train_arms(tf, loop, [(name, pipeline.fed(pipeline.dataset), pipeline.releasable)
+                                        for name, pipeline in zip(names, pipelines)])
+    return train_device(model), loop, arms, first
+
+
+def train_arms(tf, loop: Loop, pipelines: list[tuple[str, Any, bool]]) -> tuple[list[Arm], Any]:
+    """Give a train arm per pipeline (name, the dataset the step takes, releasable) and the synthetic arm: the same
+    step on the first pipeline's first batch served from memory, forever (the compute ceiling, timed once beside
+    them all); and that batch. Trials and pipebench diagnose's train terms time the same arms."""
+    first = next(iter(pipelines[0][1]))
+    batch = tf.data.Dataset.from_tensors(first).repeat()
+    arms = [Arm(name, lambda one=one: iter(one), loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
+            for name, one, releasable in pipelines]
+    return [*arms, Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)], first
 
 
 def _busy(m) -> Callable[[], bool]:
@@ -410,7 +418,7 @@ def main(argv: list[str]) -> int:
     firsts = together(trials)
     k = 0
     while k < len(trials):
-        end = k + firsts.count(k)  # the trials measured with trial k (those that train with it: one measurement)
+        end = measured_with(firsts, k).stop  # the trials that train with trial k: one measurement
         results = [result_path for _, result_path in paths[k:end]]
         records = _measured(trials[k:end], results, imported_before)
         # what failed may have left this process unfit: the worker ends there (the manager measures the rest afresh)
