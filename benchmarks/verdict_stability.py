@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 import pipebench.results as results
+from pipebench.report.action import action, baseline_of
 from pipebench.results.configurations import configurations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,11 +73,9 @@ def _verdicts(run_dir: Path) -> dict[str, tuple[str, str, float, float, float, b
 
 
 def _action(run_dir: Path) -> str:
-    """Give the action sentence a run's output ends with (kept beside the run as TAG.out)."""
-    out = run_dir.parents[1].with_suffix(".out")
-    text = out.read_text() if out.exists() else ""
-    starts = ("Use ", "Keep your reference", "Fastest ", "No measurable difference")
-    return next((line for line in text.splitlines() if line.startswith(starts)), "(no action line)")
+    """Give the action sentence of a run, as its output and summary say it (pipebench.report.action)."""
+    run = results.load(run_dir)
+    return action(run.rows, baseline_of(run.config), run_dir)
 
 
 def _wall_sec(run_dir: Path) -> float:

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import pipebench.results as results
+from pipebench.report.action import action, baseline_of
 from pipebench.results.configurations import configurations
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +45,8 @@ CONFIDENT = ("not input-bound", "moderately input-bound", "highly input-bound")
 WAYS = {"fresh": ["--set", "budget.trials_per_worker=1"], "warm": []}
 
 
-def _run(folder: Path, tag: str, way: str) -> tuple[Path, float, str]:
-    """Run the quick job one way; give its run folder, its wall time and its action line."""
+def _run(folder: Path, tag: str, way: str) -> tuple[Path, float]:
+    """Run the quick job one way; give its run folder and its wall time."""
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "pipebench", "run", str(ROOT / "experiments" / "deepfm.yaml"),
                            "--quick", "--set", f"results={folder / tag}", *WAYS[way]], capture_output=True, text=True)
@@ -54,8 +55,7 @@ def _run(folder: Path, tag: str, way: str) -> tuple[Path, float, str]:
     if done.returncode != 0:
         sys.exit(f"{tag}: pipebench run failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
     (run_dir,) = (folder / tag / "deepfm").iterdir()
-    action = next((line for line in done.stdout.splitlines() if line.startswith("Use ")), "(no action line)")
-    return run_dir, took, action
+    return run_dir, took
 
 
 def _wall_sec(run_dir: Path) -> float:
@@ -84,10 +84,12 @@ def main() -> None:
     for pair in range(args.pairs):
         for way in (("fresh", "warm") if pair % 2 == 0 else ("warm", "fresh")):
             tag = f"{way}-{pair + 1}"
-            run_dir, took, action = _run(folder, tag, way)
-            rows = results.load(run_dir).rows
+            run_dir, took = _run(folder, tag, way)
+            run = results.load(run_dir)
+            rows = run.rows
             runs.append({"tag": tag, "way": way, "pair": pair, "dir": run_dir, "wall": _wall_sec(run_dir),
-                         "starting": _starting_sec(rows), "rows": rows, "action": action,
+                         "starting": _starting_sec(rows), "rows": rows,
+                         "action": action(rows, baseline_of(run.config), run_dir),  # as the run said it
                          "configs": {c.configuration_id: c for c in configurations(rows)}})
             print(f"{tag}: {took / 60:.1f} min in all, {runs[-1]['wall'] / 60:.1f} min from config to summary, "
                   f"{runs[-1]['starting']:.0f} s outside warm-ups and windows; load average "
