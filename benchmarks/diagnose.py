@@ -185,7 +185,7 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
     import tensorflow as tf
 
     from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
-    from pipebench.diagnose.buffers import element_rows
+    from pipebench.diagnose.rows import rows_tensor as element_rows
     from pipebench.measure.windows import Arm
     from pipebench.measure.worker import input_loop
 

@@ -66,21 +66,23 @@ CASES = [
         r"tf\.data\.Dataset: return the dataset itself", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    dataset = tf.data.Dataset.range(10).batch(2)\n"
                     "    return next(iter(dataset))\n"), code=2, tf=True),
-    Bad("diagnose-tf1-computes-on-get-next", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
-        r"^{tmp}/user\.py:7: input_fn computes on get_next\(\)'s tensors \(TypeError: unsupported operand .*\): a "
-        r"TF1 iterator's dataset is taken only when its get_next\(\) is returned as it is or restructured; move the "
-        r"computation into dataset\.map$", out="out",
+    Bad("diagnose-tf1-state-after-get-next", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
+        r"^{tmp}/user\.py:8: input_fn computes on get_next\(\)'s tensors, and its computation keeps state from "
+        r"element to element \(AssignAddVariableOp\): diagnose measures the dataset behind a TF1 iterator with what "
+        r"is computed on each element after it; move that computation into dataset\.map$", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    dataset = tf.data.Dataset.range(10).batch(2)\n"
+                    "    counter = tf.Variable(0, dtype=tf.int64)\n"
                     "    batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"
-                    "    return batch * 2\n"), code=2, tf=True),
+                    "    return batch + counter.assign_add(1)\n"), code=2, tf=True),
     Bad("diagnose-zip", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^unsupported dataset structure: ZipDataset combines 2 datasets", out="out",
         make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    a = tf.data.Dataset.range(8)\n"
                     "    return tf.data.Dataset.zip((a, a)).batch(2)\n"), code=2, tf=True),
-    Bad("diagnose-sparse-elements", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
-        r"^unsupported dataset structure: element component element is a SparseTensorSpec", out="out",
-        make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    s = tf.sparse.from_dense(tf.eye(4))\n"
-                    "    return tf.data.Dataset.from_tensors(s).repeat(3)\n"), code=2, tf=True),
+    Bad("diagnose-dataset-elements", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
+        r"^unsupported dataset structure: element component element is a DatasetSpec; diagnose compares dense, "
+        r"sparse and ragged tensors$", out="out",
+        make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    return tf.data.Dataset.range(8).window(2)\n"),
+        code=2, tf=True),
 ]
 
 

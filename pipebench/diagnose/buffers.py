@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable
 
 from pipebench.diagnose.records import Buffer, Stage, StageCost, Step
+from pipebench.diagnose.rows import BATCHING, rows_tensor
 
 #: A buffer of the user's holding at least this many rows is measured capped (module docstring).
 MEASURE_CAP_ROWS = 50_000
@@ -24,20 +25,6 @@ NAMED_BUFFER_ROWS = 10_000
 BYTES_SAMPLE_ELEMENTS = 64
 
 
-def element_rows(tf, element, batched: bool):
-    """Give the rows an element holds: 1 for an example; else the leading dimension of its label (the second of a
-    (features, label) pair) or of its first component of rank ≥ 1."""
-    if not batched:
-        return tf.constant(1, tf.int64)
-    if isinstance(element, tuple) and len(element) == 2:
-        leaf = tf.nest.flatten(element[1])[0]
-    else:
-        leaves = tf.nest.flatten(element)
-        leaf = next((t for t in leaves if getattr(t.shape, "rank", 1) != 0), leaves[0])
-    rows = leaf.nrows() if isinstance(leaf, tf.RaggedTensor) else tf.shape(leaf)[0]
-    return tf.cast(rows, tf.int64)
-
-
 def rows_per_element(stages: list[Stage], stage: Stage) -> int:
     """Give the rows one element at `stage` holds: the batch size of the batch before it in its chain; past an
     interleave whose function batches (the chain holds no batch after it), what an element of that function's
@@ -46,7 +33,7 @@ def rows_per_element(stages: list[Stage], stage: Stage) -> int:
         return 1
     chain = [s for s in stages if s.inside == stage.inside and s.index <= stage.index]
     for s in reversed(chain):
-        if s.kind in ("batch", "padded_batch", "rebatch"):
+        if s.kind in BATCHING or s.kind == "rebatch":
             size = s.params.get("batch_size")
             return size if isinstance(size, int) and size > 0 else 1
         inner = [t for t in stages if t.inside == s.index]
@@ -110,7 +97,7 @@ def bytes_per_row(tf, dataset, batched: bool) -> float | None:
     try:
         for element in dataset.take(BYTES_SAMPLE_ELEMENTS if not batched else 2):
             size += element_bytes(tf, element)
-            rows += int(element_rows(tf, element, batched))
+            rows += int(rows_tensor(tf, element, batched))
     except (tf.errors.OpError, ValueError, TypeError):
         return None
     return size / rows if rows else None

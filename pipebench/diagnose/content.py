@@ -45,27 +45,44 @@ def component_names(spec: Any, prefix: str = "") -> list[str]:
 
 
 def check_structure(spec: Any) -> None:
-    """Raise UsageError when an element holds something diagnose cannot compare (sparse tensors, datasets, ...)."""
+    """Raise UsageError when an element holds something diagnose cannot compare (a dataset, an optional, ...):
+    dense, sparse and ragged tensors of any dtype, in any nesting, it compares."""
     for name, leaf in zip(component_names(spec), tf.nest.flatten(spec)):
-        if not isinstance(leaf, (tf.TensorSpec, tf.RaggedTensorSpec)):
+        if not isinstance(leaf, (tf.TensorSpec, tf.RaggedTensorSpec, tf.SparseTensorSpec)):
             raise UsageError(f"unsupported dataset structure: element component {name} is a "
-                             f"{type(leaf).__name__}; diagnose compares dense and ragged tensors")
+                             f"{type(leaf).__name__}; diagnose compares dense, sparse and ragged tensors")
 
 
-def _rows(value: Any, batched: bool) -> list[bytes]:
-    """Give one canonical byte string per example of one component of one element."""
+def canonical_rows(value: Any, batched: bool) -> list[bytes]:
+    """Give one canonical byte string per example of one component of one element: a dense tensor's dtype, shape
+    and bytes (strings by their lengths and bytes), a ragged one's values, a sparse one's indices and values (not
+    its dense shape, which in a batch is the longest row's). `batched`: split along the first dimension."""
     if isinstance(value, tf.RaggedTensor):
         rows = value.to_list() if batched else [value.to_list()]
         return [repr(r).encode() for r in rows]
+    if isinstance(value, tf.SparseTensor):
+        indices, values = value.indices.numpy(), value.values.numpy()
+        head = f"sparse {values.dtype.str} rank {indices.shape[1] - batched}".encode()
+        if not batched:
+            return [head + _bytes(indices) + b"|" + _bytes(values)]
+        count = int(value.dense_shape[0])
+        rows = indices[:, 0] if len(indices) else np.zeros(0, np.int64)
+        return [head + _bytes(indices[rows == i, 1:]) + b"|" + _bytes(values[rows == i]) for i in range(count)]
     array = value.numpy()
+    array = np.asarray(array, dtype=object) if isinstance(array, bytes) else array
     if not batched:
         array = array[None, ...]
     head = f"{array.dtype.str}{array.shape[1:]}".encode()
-    if array.dtype == object:
-        return [head + b"\0".join(len(x).to_bytes(8, "little") + x for x in np.asarray(row, dtype=object).reshape(-1))
-                for row in array]
-    flat = np.ascontiguousarray(array).reshape(array.shape[0], -1)
-    return [head + row.tobytes() for row in flat]
+    return [head + _bytes(row) for row in array]
+
+
+def _bytes(value: Any) -> bytes:
+    """Give an array's (or one value's) values as bytes: strings each by its length and bytes (a fixed-width bytes
+    array drops trailing NULs, an object array holds them)."""
+    array = np.asarray(value, dtype=object) if isinstance(value, bytes) else np.asarray(value)
+    if array.dtype == object or array.dtype.kind == "S":
+        return b"\0".join(len(x).to_bytes(8, "little") + bytes(x) for x in np.asarray(array, dtype=object).reshape(-1))
+    return np.ascontiguousarray(array).tobytes()
 
 
 def read_epoch(dataset, batched: bool, cap_examples: int) -> Epoch:
@@ -74,7 +91,7 @@ def read_epoch(dataset, batched: bool, cap_examples: int) -> Epoch:
     examples: list[tuple[bytes, ...]] = []
     sizes: list[int] = []
     for element in dataset:
-        columns = [[hashlib.blake2b(r, digest_size=16).digest() for r in _rows(v, batched)]
+        columns = [[hashlib.blake2b(r, digest_size=16).digest() for r in canonical_rows(v, batched)]
                    for v in tf.nest.flatten(element, expand_composites=False)]
         count = len(columns[0]) if columns else 0
         examples.extend(zip(*columns))

@@ -48,7 +48,7 @@ def why_sequential(stage: Stage) -> str | None:
         if "reader" in stage.params:
             return None if reads not in (None, 1) else f"one {stage.params['reader']} reader without parallel reads"
         return "the source yields its elements in one thread"
-    if kind in ("map", "interleave", "batch") and stage.parallelism not in (None, "1"):
+    if kind in ("map", "interleave", "batch", "parse_example", "map_and_batch") and stage.parallelism not in (None, "1"):
         return None
     if kind == "map":
         if stage.parallelism == "1":
@@ -58,6 +58,9 @@ def why_sequential(stage: Stage) -> str | None:
     return {"interleave": "interleave without num_parallel_calls reads its inputs in turn",
             "flat_map": "flat_map reads its inputs in turn",
             "batch": "batch takes its input elements one at a time (parallel_batch spreads only the copying)",
+            "parse_example": "parse_example_dataset parses one batch at a time (num_parallel_calls 1)",
+            "map_and_batch": "map_and_batch maps one element at a time (num_parallel_calls 1)",
+            "shuffle_and_repeat": "shuffle fills and samples one buffer in one thread",
             "shuffle": "shuffle fills and samples one buffer in one thread",
             "prefetch": "prefetch moves elements in one background thread",
             "cache": "cache serves its elements in order from one iterator",

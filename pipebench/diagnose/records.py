@@ -66,11 +66,15 @@ class Stage:
     reads: str | None  # the reader a source or interleave opens per file (TFRecordDataset, TextLineDataset)
     params: dict[str, Any]  # its arguments as plain values (batch_size, seed, count, cycle_length, ...)
     inside: int | None  # the interleave or flat_map stage whose function builds it per element; None: the outer chain
+    op: str = ""  # the op TensorFlow runs for it, read from the dataset's graph ("ParseExampleDatasetV2")
+    via: str | None = None  # the library function the user's line called that made it ("make_csv_dataset"), else None
 
     @property
     def label(self) -> str:
-        """Give the stage in a few words: its kind and the user's function name (without `input_fn.<locals>.`)."""
-        return f"{self.kind}({self.function.short})" if self.function else self.kind
+        """Give the stage in a few words: its kind (its op when it has no kind of its own) and the user's function
+        name (without `input_fn.<locals>.`)."""
+        kind = self.op if self.kind == "other" and self.op else self.kind
+        return f"{kind}({self.function.short})" if self.function else kind
 
 
 @dataclass(frozen=True)

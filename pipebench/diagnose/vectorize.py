@@ -1,8 +1,10 @@
 """Vectorize a per-example map by batching first: find a function that maps a whole batch to what mapping each
 example gives, checked on a sample.
 
-Three ways, tried in order; the first whose batch output equals the per-example outputs stacked
-(same structure, dtypes, shapes and values, on SAMPLE_EXAMPLES examples) is the one offered:
+Three ways, tried in order; the first whose batch output holds, row by row, the per-example outputs (the same
+structure, and the content check's canonical rows: dtypes, shapes and values, sparse and ragged tensors and strings
+alike) on SAMPLE_EXAMPLES examples is the one offered. The examples are read once and kept: read twice through an
+unseeded shuffle above the stage, they were two samples, and no way matched (issue 46):
 
 1. `direct`: the user's own function, called on a batch (it may be written with batch-safe ops);
 2. `parse_example`: the user's function traced with `tf.io.parse_single_example` standing for
@@ -85,33 +87,23 @@ def libsvm_batch_decoder(spec: dict):
     return decode_batch
 
 
-def _numpy(value: Any) -> Any:
-    return tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else np.asarray(t), value)
+def _same(batch: Any, outputs: list[Any]) -> bool:
+    """Tell whether a batch holds, row by row, what mapping each example gave (the content check's canonical rows:
+    dense, ragged, sparse and strings alike)."""
+    from pipebench.diagnose.content import canonical_rows
 
-
-def _same(batch: Any, stacked: Any) -> bool:
     try:
-        tf.nest.assert_same_structure(batch, stacked)
+        for output in outputs:
+            tf.nest.assert_same_structure(batch, output, expand_composites=False)
     except (ValueError, TypeError):
         return False
-    return all(_dtype(a) == _dtype(b) and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-               for a, b in zip(tf.nest.flatten(batch), tf.nest.flatten(stacked)))
-
-
-def _stack(*values: np.ndarray) -> np.ndarray:
-    """Stack single outputs as a batch holds them; strings as objects (a bytes array drops trailing NULs)."""
-    first = np.asarray(values[0])
-    if first.dtype.kind not in "OS":
-        return np.stack(values)
-    stacked = np.empty((len(values), *first.shape), dtype=object)
-    for index, value in enumerate(values):
-        stacked[index] = value
-    return stacked
-
-
-def _dtype(value: np.ndarray) -> Any:
-    """Give a leaf's dtype, strings as one: a batch's strings come as objects, stacked single ones as bytes (|S8)."""
-    return "string" if value.dtype.kind in "OSU" else value.dtype
+    batch_leaves = tf.nest.flatten(batch, expand_composites=False)
+    for position, leaf in enumerate(batch_leaves):
+        rows = canonical_rows(leaf, True)
+        one = [canonical_rows(tf.nest.flatten(o, expand_composites=False)[position], False)[0] for o in outputs]
+        if rows != one:
+            return False
+    return True
 
 
 def _libsvm_spec(lines: list[bytes], outputs: list[Any]) -> dict | None:
@@ -155,14 +147,16 @@ def batched_equivalent(walked: Walked, stage: int, known_only: bool = False) -> 
     """Give how to map whole batches in place of per-example stage `stage` (a map), checked on a sample;
     `known_only`: only pipebench's own batched equivalents (a stateful function's)."""
     function = walked.functions[stage]
-    upstream = walked.prefix(stage - 1).take(SAMPLE_EXAMPLES)
+    # read once: every way is checked on the same examples (a shuffle above the stage draws others at each read)
+    upstream = walked.prefix(stage - 1).take(SAMPLE_EXAMPLES).cache()
     try:
-        outputs = [_numpy(o) for o in upstream.map(function)]
+        for _ in upstream:
+            pass
+        outputs = list(upstream.map(function))
     except Exception as err:  # noqa: BLE001 — the user's function may fail on what it maps, which is for the run to say
         return Batched(None, None, f"the function failed on a sample ({type(err).__name__})")
     if not outputs:
         return Batched(None, None, "the stage's input yields no element to check on")
-    stacked = tf.nest.map_structure(_stack, *outputs)
     from pipebench.pipeline.decoders import batched_parse
 
     tried = []
@@ -172,24 +166,26 @@ def batched_equivalent(walked: Walked, stage: int, known_only: bool = False) -> 
     ways.append(("vectorized_map", lambda: vectorized(function)))
     for mechanism, make in [] if known_only else ways:
         try:
-            batch = _numpy(next(iter(upstream.batch(SAMPLE_EXAMPLES).map(make()))))
+            batch = next(iter(upstream.batch(SAMPLE_EXAMPLES).map(make())))
         except Exception as err:  # noqa: BLE001 — a function that does not take a batch: the next way is tried
             tried.append(f"{mechanism}: {type(err).__name__}")
             continue
-        if _same(batch, stacked):
+        if _same(batch, outputs):
             return Batched(mechanism, None, f"{mechanism} gives the per-example values on {len(outputs)} examples")
         tried.append(f"{mechanism}: other values")
     spec = upstream.element_spec
     if isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0:
         lines = [line.numpy() for line in upstream]
-        found = _libsvm_spec(lines, outputs)
+        dense = all(isinstance(leaf, tf.Tensor) for o in outputs for leaf in tf.nest.flatten(o))
+        found = _libsvm_spec(lines, [tf.nest.map_structure(lambda t: np.asarray(t.numpy()), o) for o in outputs]) if dense \
+            else None
         if found is not None:
             try:
-                batch = _numpy(next(iter(upstream.batch(SAMPLE_EXAMPLES).map(libsvm_batch_decoder(found)))))
+                batch = next(iter(upstream.batch(SAMPLE_EXAMPLES).map(libsvm_batch_decoder(found))))
             except Exception as err:  # noqa: BLE001 — lines the batched decoder refuses
                 tried.append(f"libsvm: {type(err).__name__}")
             else:
-                if _same(batch, stacked):
+                if _same(batch, outputs):
                     return Batched("libsvm", found, f"its outputs are each line's libsvm fields on {len(outputs)} "
                                                     "lines, as pipebench's batched libsvm decoder gives them")
                 tried.append("libsvm: other values")

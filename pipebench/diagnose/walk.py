@@ -36,11 +36,13 @@ import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
 from pipebench.diagnose.records import AUTOTUNE, Stage, UserFunction
+from pipebench.diagnose.rows import BATCHING, UNBATCHING
 from pipebench.errors import UsageError
 from pipebench.pipeline.function import Place
+from pipebench.pipeline.user_code import Site
 
 _READERS = {"TextLineDatasetV2": "TextLineDataset", "TFRecordDatasetV2": "TFRecordDataset",
-            "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset"}
+            "FixedLengthRecordDatasetV2": "FixedLengthRecordDataset", "CsvDatasetV2": "CsvDataset"}
 _KINDS = {
     "_MapDataset": "map", "_ParallelMapDataset": "map", "_BatchDataset": "batch", "_ParallelBatchDataset": "batch",
     "_PaddedBatchDataset": "padded_batch", "_PrefetchDataset": "prefetch", "_ShuffleDataset": "shuffle",
@@ -48,12 +50,21 @@ _KINDS = {
     "_ParallelInterleaveDataset": "interleave", "ParallelInterleaveDataset": "interleave", "_FlatMapDataset": "flat_map",
     "_FilterDataset": "filter", "_UnbatchDataset": "unbatch", "_RebatchDataset": "rebatch", "_TakeDataset": "take",
     "_SkipDataset": "skip", "_ShardDataset": "shard",
+    # made by library functions (tf.data.experimental's, through `apply` or make_*_dataset)
+    "_ParseExampleDataset": "parse_example", "_MapAndBatchDataset": "map_and_batch",
+    "_ShuffleAndRepeatDataset": "shuffle_and_repeat", "_DenseToSparseBatchDataset": "dense_to_sparse_batch",
+    "_ScanDataset": "scan", "_GroupByWindowDataset": "group_by_window", "_IgnoreErrorsDataset": "ignore_errors",
+    "_AssertCardinalityDataset": "assert_cardinality", "_TakeWhileDataset": "take_while",
 }
 #: The calls whose name says the stage's kind better than its root-most class (a site's call name).
 _CALL_KINDS = {"unbatch": "unbatch", "list_files": "source", "from_tensor_slices": "source", "from_tensors": "source",
                "from_generator": "source", "range": "source"}
-_BATCHING = {"batch", "padded_batch", "rebatch"}
-_UNBATCHING = {"unbatch", "flat_map", "interleave"}
+#: What a stage does to the batch dimensions of its elements (the rows rule: `_batch_depths`).
+#: Kinds that are tf.data.Dataset methods of the same name (the others are library functions' ops).
+METHODS = {"map", "batch", "padded_batch", "prefetch", "shuffle", "repeat", "cache", "interleave", "flat_map",
+           "filter", "unbatch", "rebatch", "take", "skip", "shard", "scan", "group_by_window", "ignore_errors",
+           "take_while", "assert_cardinality"}
+_OPENING = {"interleave", "flat_map"}
 _OPTIONS = "_OptionsDataset"
 _DEFAULT_GRAPH_SEED = 87654321  # tensorflow.python.framework.random_seed: the op seed's partner without a global seed
 _TF_ROOT = str(Path(tf.__file__).resolve().parents[1])
@@ -173,10 +184,16 @@ def user_function(function: Any, module: Any) -> UserFunction:
 
 
 def _chain(root: Any) -> list[Any]:
-    """Give the nodes from the source to the root; UsageError when a node has several inputs."""
+    """Give the nodes from the source to the root, as TensorFlow runs them: a tf.compat.v1 adapter is not a node
+    (its `_inputs()` skip the dataset it wraps), nor one sharing its input's variant (unbatch's restructuring keeps
+    its Python node: a stage's own); UsageError when a node has several inputs."""
+    from tensorflow.python.data.ops import dataset_ops
+
     nodes = []
     node = root
     while True:
+        while isinstance(node, dataset_ops.DatasetV1Adapter):
+            node = node._dataset
         nodes.append(node)
         if type(node).__name__ in _READERS:
             break
@@ -191,6 +208,42 @@ def _chain(root: Any) -> list[Any]:
     return nodes[::-1]
 
 
+def graph_ops(root: Any, nodes: list[Any]) -> list[str]:
+    """Give the op TensorFlow runs for each of `nodes` (the chain from the source to `root`), read from the dataset's
+    own graph (DatasetToGraphV2: what the runtime holds, whatever Python built it); a node's class name where the
+    graph and the chain do not line up (a node sharing its input's variant has no op of its own: its input's)."""
+    from tensorflow.core.framework import graph_pb2
+
+    fallback = [type(n).__name__.strip("_") for n in nodes]
+    try:
+        graph = graph_pb2.GraphDef.FromString(root._as_serialized_graph(
+            external_state_policy=tf.data.experimental.ExternalStatePolicy.IGNORE).numpy())
+    except Exception:  # noqa: BLE001 — a dataset TensorFlow cannot serialise (a py_func's state): the classes say it
+        return fallback
+    by_name = {n.name: n for n in graph.node}
+    consumed = {i.split(":")[0].lstrip("^") for n in graph.node for i in n.input}
+    ends = [n for n in graph.node if n.name not in consumed]
+    if len(ends) != 1:
+        return fallback
+    node = ends[0]
+    chain = []
+    while node is not None:
+        if "Dataset" in node.op:
+            chain.append(node.op)
+        first = node.input[0].split(":")[0] if node.input and not node.input[0].startswith("^") else None
+        node = by_name.get(first) if first is not None and (not chain or "Dataset" in by_name[first].op) else None
+    chain.reverse()
+    own = [n for i, n in enumerate(nodes) if i == 0 or n._variant_tensor is not nodes[i - 1]._variant_tensor]
+    if len(own) != len(chain):
+        return fallback
+    ops = dict(zip(map(id, own), chain))
+    found, last = [], fallback[0]
+    for node in nodes:
+        last = ops.get(id(node), last)
+        found.append(last)
+    return found
+
+
 def _internal(node: Any) -> bool:
     """Give whether a node is one TensorFlow makes inside a call (unbatch's restructuring), not a call of its own."""
     if type(node).__name__ == "_RestructuredDataset":
@@ -200,18 +253,20 @@ def _internal(node: Any) -> bool:
     return code is not None and str(Path(code.co_filename).resolve()).startswith(_TF_ROOT)
 
 
-def _groups(nodes: list[Any], sites: dict) -> list[tuple[list[Any], tuple | None]]:
-    """Give the nodes grouped by the user call that returned them (module docstring), source first; without any
-    recorded call, each node is a stage of its own but for those TensorFlow makes inside a call."""
-    groups: list[tuple[list[Any], tuple | None]] = []
+def _groups(nodes: list[Any], sites: dict) -> list[tuple[list[Any], Site | None]]:
+    """Give the nodes grouped by the call that returned them (pipebench.pipeline.user_code records every call,
+    a library function's inner ones too), source first: a node no call returned (made inside one) joins the next
+    that one did; without any record, each node is a stage of its own but for those TensorFlow makes inside a call."""
+    groups: list[tuple[list[Any], Site | None]] = []
     pending: list[Any] = []
     for node in nodes:
         if type(node).__name__ == _OPTIONS:
             continue
         pending.append(node)
         site = sites.get(id(node))
-        if site is not None and site[2] is node or (not sites and not _internal(node)) or node is nodes[-1]:
-            groups.append((pending, site if site is not None and site[2] is node else None))
+        mine = site if site is not None and site.node is node else None
+        if mine is not None or (not sites and not _internal(node)) or node is nodes[-1]:
+            groups.append((pending, mine))
             pending = []
     if pending:
         groups.append((pending, None))
@@ -221,10 +276,15 @@ def _groups(nodes: list[Any], sites: dict) -> list[tuple[list[Any], tuple | None
 
 
 def _reader_params(node: Any) -> dict[str, Any]:
-    filenames = node._filenames
+    filenames = getattr(node, "_filenames", None)
     files = None
     if type(filenames).__name__ == "_TensorSliceDataset":
         files = [f.decode() for f in filenames.as_numpy_iterator()]
+    elif tf.is_tensor(filenames):
+        found = _value(filenames)
+        files = [found] if isinstance(found, str) else None
+        if hasattr(tf.get_static_value(filenames), "tolist"):
+            files = [f.decode() for f in tf.get_static_value(filenames).reshape(-1).tolist()]
     impl = getattr(node, "_impl", None)
     reads = getattr(node, "_num_parallel_reads", None)
     if reads is None and impl is not None:
@@ -286,6 +346,14 @@ def _params(kind: str, node: Any) -> dict[str, Any]:
         return {"num_shards": _value(node._num_shards), "index": _value(node._index)}
     if kind == "rebatch":
         return {"batch_size": _value(node._batch_sizes)}
+    if kind == "parse_example":
+        return {"num_parallel_calls": _tunable(getattr(node, "_num_parallel_calls", None)),
+                "deterministic": _deterministic(node)}
+    if kind == "map_and_batch":
+        return {"batch_size": _value(node._batch_size_t), "drop_remainder": bool(_value(node._drop_remainder_t)),
+                "num_parallel_calls": _tunable(node._num_parallel_calls_t)}
+    if kind == "shuffle_and_repeat":
+        return {"buffer_size": _value(node._buffer_size), "count": _value(node._count)}
     return {}
 
 
@@ -314,7 +382,8 @@ def _text(value: Any) -> str:
 
 def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, op: str,
               call: str | None = None) -> str:
-    """Give a stage as the user would write it: `.map(decode, num_parallel_calls=10)`."""
+    """Give a stage as the user would write it: `.map(decode, num_parallel_calls=10)`; one a library function made
+    by a call the user never wrote, by what it is (`parse_example(num_parallel_calls=2)`), or by its op."""
     fn = function.name if function else None
     if kind == "source":
         if "slices" in params:
@@ -330,9 +399,11 @@ def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, 
     args = ([fn] if fn else []) + [f"{k}={_text(v)}" for k, v in keep.items()]
     if kind == "repeat" and params.get("count") is None:
         args = []
-    if kind in _KINDS.values() or kind in ("unbatch",):
+    if kind in METHODS:
         return f".{kind}({', '.join(args)})"
-    return f".apply(...)  # {op}"
+    if kind != "other":
+        return f"{kind}({', '.join(args)})"
+    return f"{op}(...)"
 
 
 def _tf_does(kind: str, params: dict, stateful: tuple[str, ...] | None, options: dict, following: str | None,
@@ -365,8 +436,13 @@ def _inner_pipeline(node: Any, function: Any, module: Any) -> tuple[Any, dict] |
     dataset calls it made; or why there is none (module docstring)."""
     from pipebench.pipeline.user_code import _SiteRecorder
 
-    if not hasattr(function, "__code__") or str(Path(function.__code__.co_filename).resolve()).startswith(_TF_ROOT):
-        return "its function is TensorFlow's"
+    if isinstance(function, type):
+        return f"its function is TensorFlow's reader {function.__name__.removesuffix('V2')}"
+    if not hasattr(function, "__code__"):
+        return f"its function is a {type(function).__name__}, not a Python function"
+    if str(Path(function.__code__.co_filename).resolve()).startswith(_TF_ROOT) and "<locals>" not in getattr(
+            function, "__qualname__", ""):
+        return "its function is TensorFlow's reader"  # TFRecordDataset itself: `reads` names it
     try:
         element = next(iter(node._input_dataset.take(1)), None)
     except Exception as err:  # noqa: BLE001 — the upstream fails on its own: the run will say so where it matters
@@ -384,8 +460,15 @@ def _inner_pipeline(node: Any, function: Any, module: Any) -> tuple[Any, dict] |
     return inner, recorder.sites
 
 
-def walk(dataset: Any, sites: dict, module: Any, inner_of: dict | None = None) -> Walked:
+def walk(dataset: Any, sites: dict, module: Any) -> Walked:
     """Give the dataset's stages (module docstring); UsageError for a structure diagnose cannot follow."""
+    walked = _walk(dataset, sites, module)
+    depths = _batch_depths(walked)
+    walked.stages = [dataclasses.replace(s, batched=d >= 1) for s, d in zip(walked.stages, depths)]
+    return walked
+
+
+def _walk(dataset: Any, sites: dict, module: Any) -> Walked:
     outer = _walk_chain(dataset, sites, module)
     stages, nodes, functions = [], [], []
     notes: dict[int, str] = {}
@@ -393,29 +476,21 @@ def walk(dataset: Any, sites: dict, module: Any, inner_of: dict | None = None) -
         index = len(stages)
         node, function = outer.nodes[position], outer.functions[position]
         found = None
-        if stage.kind in ("interleave", "flat_map") and function is not None:
+        if stage.kind in _OPENING and function is not None:
             found = _inner_pipeline(node, function, module)
             if isinstance(found, str):
                 notes[index] = found
                 found = None
-        batched = stages[-1].batched if stages else stage.batched
-        if stage.kind in _BATCHING:
-            batched = True
-        elif stage.kind == "unbatch":
-            batched = False
-        inner_walked = walk(found[0], found[1], module) if found else None
-        if inner_walked is not None:
-            batched = inner_walked.stages[-1].batched
-        elif stage.kind in ("interleave", "flat_map"):
-            batched = False
-        stages.append(dataclasses.replace(stage, index=index, batched=batched, inside=None))
+        stages.append(dataclasses.replace(stage, index=index, inside=None))
         nodes.append(node)
         functions.append(function)
-        if inner_walked is None:
+        if found is None:
             continue
+        inner_walked = _walk(found[0], found[1], module)
         for sub in inner_walked.stages:
             parent = index if sub.inside is None else index + 1 + sub.inside
-            stages.append(dataclasses.replace(sub, index=len(stages), inside=parent))
+            made = {} if sub.place is not None else {"place": stage.place, "via": stage.via}  # a library's function
+            stages.append(dataclasses.replace(sub, index=len(stages), inside=parent, **made))
             nodes.append(inner_walked.nodes[sub.index] if sub.index != len(inner_walked.stages) - 1
                          else inner_walked.root)
             functions.append(inner_walked.functions[sub.index])
@@ -423,43 +498,101 @@ def walk(dataset: Any, sites: dict, module: Any, inner_of: dict | None = None) -
     return Walked(stages, nodes, functions, dataset, outer.options, notes)
 
 
+def _batch_depths(walked: Walked) -> list[int]:
+    """Give each stage's batch depth: how many batch dimensions its elements hold (pipebench.diagnose.rows: a row is
+    the leading dimension of the label wherever batching happened). Read from what each op does, whoever called it:
+    a batching op adds one, unbatch takes one away, and an interleave or flat_map gives what the pipeline its
+    function builds gives (that pipeline's source slicing the element takes one away, reading files starts from
+    none). The source holds none unless something takes more away than was added (it yields batches), or the
+    elements' label has a leading dimension of unknown size with no batching anywhere (a generator of batches)."""
+    stages = walked.stages
+
+    def depths_from(start: int) -> list[int]:
+        found = [0] * len(stages)
+
+        def chain(inside: int | None, depth: int) -> int:
+            for stage in [s for s in stages if s.inside == inside]:
+                if stage.kind in BATCHING:
+                    depth += 1
+                elif stage.kind in UNBATCHING:
+                    depth -= 1
+                elif stage.kind in _OPENING:
+                    inner = [s for s in stages if s.inside == stage.index]
+                    depth = chain(stage.index, _inner_start(walked, stage.index, inner[0].index, depth)) if inner \
+                        else 0 if stage.reads or depth == 0 else depth - 1
+                found[stage.index] = depth
+            return depth
+
+        chain(None, start)
+        return found
+
+    found = depths_from(0)
+    start = max(0, -min(found))
+    if start == 0 and not any(s.kind in BATCHING for s in stages):
+        from pipebench.diagnose.rows import label_leaf
+
+        leaf = label_leaf(walked.root.element_spec)
+        shape = getattr(leaf, "shape", None)
+        if shape is not None and shape.rank and shape[0] is None:
+            start = 1
+    return depths_from(start) if start else found
+
+
+def _inner_start(walked: Walked, parent: int, source: int, above: int) -> int:
+    """Give the batch depth the source of an interleave's pipeline starts at: its input element's, less one when it
+    slices that element (from_tensor_slices of it: the same components one rank lower), the same when it holds it
+    whole, else none (a reader of the file it is given)."""
+    try:
+        given = tf.nest.flatten(walked.nodes[parent]._input_dataset.element_spec)
+        made = tf.nest.flatten(walked.nodes[source].element_spec)
+    except (AttributeError, TypeError, ValueError):
+        return 0
+    if len(given) != len(made) or any(g.dtype != m.dtype for g, m in zip(given, made)):
+        return 0
+    ranks = [(g.shape.rank, m.shape.rank) for g, m in zip(given, made)]
+    if all(r is not None and m == r - 1 for r, m in ranks):
+        return above - 1
+    if all(r == m for r, m in ranks):
+        return above
+    return 0
+
+
 def _walk_chain(dataset: Any, sites: dict, module: Any) -> Walked:
-    """Give the stages of one chain, from its source to `dataset` (no inner pipelines)."""
+    """Give the stages of one chain, from its source to `dataset` (no inner pipelines), each named by the op
+    TensorFlow runs for it and by the call that made it."""
     nodes = _chain(dataset)
+    ops = dict(zip(map(id, nodes), graph_ops(dataset, nodes)))
     options = set_options(dataset.options())
     groups = _groups(nodes, sites)
     raw = []
     for position, (members, site) in enumerate(groups):
         node = members[-1]
         op = type(node).__name__
-        call_name = site[1] if site else None
+        call_name = site.call if site else None
         kind = "source" if position == 0 else _CALL_KINDS.get(call_name, _KINDS.get(op, "other"))
         if kind == "source" and position > 0:
             kind = "other"
         raw.append((members, site, node, op, kind))
     stages, kept, functions = [], [], []
-    batched = False
     for position, (members, site, node, op, kind) in enumerate(raw):
+        call_name = site.call if site else None
         params = _params(kind, node) if (kind != "source" or op in _READERS) else _slices(members)
-        function = _function(node) if kind in ("map", "filter", "interleave", "flat_map") else None
+        function = _function(node) if kind in ("map", "filter", "interleave", "flat_map", "map_and_batch") else None
         record = user_function(function, module) if function is not None else None
         stateful = (stateful_ops((getattr(node, "_map_func", None) or node._predicate).function)
-                    if kind in ("map", "filter") else None)
-        if kind in _BATCHING:
-            batched = True
-        elif kind in _UNBATCHING:
-            batched = False
+                    if kind in ("map", "filter", "map_and_batch") else None)
         following = raw[position + 1][4] if position + 1 < len(raw) else None
-        reads = params.get("reader") if kind == "source" else _inner_reader(node) if kind in ("interleave",
-                                                                                               "flat_map") else None
+        reads = params.get("reader") if kind == "source" else _inner_reader(node) if kind in _OPENING else None
         stages.append(Stage(
             index=position, kind=kind, ops=tuple(type(m).__name__ for m in reversed(members)),
-            call=call_text(kind, params, record, op, site[1] if site else None), place=site[0] if site else None, function=record,
+            call=call_text(kind, params, record, ops[id(node)], call_name),
+            place=site.place if site else None, function=record,
             parallelism=None if params.get("num_parallel_calls") in (None,) else str(params["num_parallel_calls"]),
             buffer_size=None if params.get("buffer_size") is None or kind == "source" else str(params["buffer_size"]),
             deterministic=params.get("deterministic"), drop_remainder=params.get("drop_remainder"),
             stateful_ops=stateful, tf_does=_tf_does(kind, params, stateful, options, following, following is None, op),
-            batched=batched, reads=reads, params=params, inside=None))
+            batched=False, reads=reads, params=params, inside=None, op=ops[id(node)],
+            via=site.via if site else None))
         kept.append(node)
         functions.append(function)
     return Walked(stages, kept, functions, dataset, options)

@@ -43,12 +43,13 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.diagnose.buffers import (
-    bytes_per_row, capped, element_rows, fill_rows, large_buffers, rows_per_element)
+    bytes_per_row, capped, fill_rows, large_buffers, rows_per_element)
 from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
     Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train, TrainTerms)
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.second import confirmed_there
+from pipebench.diagnose.rows import rows_tensor
 from pipebench.diagnose.ties import marks, tie_steps
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
@@ -98,7 +99,7 @@ class Diagnoser:
         # An arm of batches keeps its iterator from window to window (pipebench.diagnose.rounds says why); one that
         # sinks single examples starts afresh each window (its sink's buffer holds thousands of rows, which a kept
         # iterator would refill behind every other arm's window). Either starts at its first call.
-        loop = input_loop(tf, lambda element: element_rows(tf, element, batched), per_step)
+        loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
         return Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1, cpu_clock=process_tree_cpu_sec,
                    start=False)
 

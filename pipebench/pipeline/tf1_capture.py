@@ -9,8 +9,14 @@ While the user's function runs, `capturing()` replaces the iterator makers (`tf.
 dataset and hand back an iterator whose `get_next()` gives *stand-ins* for the element's tensors, nothing
 run. The function then returns those stand-ins, as they are or restructured (`features, labels =
 get_next()`, `features.pop("label")`): `dataset_of` gives the captured dataset, mapped to the returned structure
-when that differs. A function that computes on the stand-ins (a reshape of the label) cannot be captured:
-TensorFlow refuses a stand-in at once, so that is known within seconds, and said in one line at its place.
+when that differs.
+
+A function that computes on the stand-ins (a cast of the label, a label looked up in a hash table) is called once
+more, traced as TensorFlow 1 traces it (`tf.compat.v1.wrap_function`), where `get_next()` gives placeholders: the
+graph between them and the returned tensors is the computation, pruned to a function of the element
+(`computed_after_get_next`), its tables initialised once, and the dataset captured in the first call ends in a map
+of it. Only what cannot be a function of one element is refused, with why: ops that keep state from element to
+element (a variable assigned, a queue, a second iterator).
 
 `tf.compat.v1.disable_eager_execution()` and `disable_v2_behavior()` are ignored while the user's module is
 imported and its function called (pipebench measures eagerly, as TF2 runs); `ignored_calls` says where.
@@ -21,6 +27,7 @@ it uses (pipebench.diagnose.export) so that it returns the dataset by itself.
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -39,11 +46,13 @@ class Standin:
 
 
 class CapturedIterator:
-    """What a TF1 iterator maker returns while capturing: the dataset, and stand-ins for its element."""
+    """What a TF1 iterator maker returns while capturing: the dataset, and stand-ins for its element (placeholders,
+    when traced as TensorFlow 1 traces: `computed_after_get_next`)."""
 
     def __init__(self, dataset: Any, how: str, caller: tuple[str, int]) -> None:
         self.dataset, self.how, self.caller = dataset, how, caller
         self.initializer = None  # `sess.run(iterator.initializer)` has nothing to run: nothing was started
+        self.placeholders: Any = None  # the element's placeholders, when get_next() was called in a graph
 
     @property
     def element_spec(self) -> Any:
@@ -53,8 +62,18 @@ class CapturedIterator:
         self.dataset = dataset
 
     def get_next(self, name: str | None = None) -> Any:
-        leaves = tf.nest.flatten(self.dataset.element_spec)
-        return tf.nest.pack_sequence_as(self.dataset.element_spec, [Standin(i) for i in range(len(leaves))])
+        spec = self.dataset.element_spec
+        if not tf.executing_eagerly():  # the user's code may pop from what it gets: it gets a copy
+            self.placeholders = tf.nest.map_structure(_placeholder, spec)
+            return tf.nest.map_structure(lambda leaf: leaf, self.placeholders)
+        leaves = tf.nest.flatten(spec)
+        return tf.nest.pack_sequence_as(spec, [Standin(i) for i in range(len(leaves))])
+
+
+def _placeholder(spec: Any) -> Any:
+    if isinstance(spec, tf.SparseTensorSpec):
+        return tf.compat.v1.sparse_placeholder(spec.dtype, spec.shape)
+    return tf.compat.v1.placeholder(spec.dtype, spec.shape)
 
 
 class Capture:
@@ -156,17 +175,67 @@ def dataset_of(returned: Any, seen: Capture) -> tuple[Any, str] | str | None:
         flat = tf.nest.flatten(element if len(element) > 1 else element[0])
         return tf.nest.map_structure(lambda position: flat[position], structure)
 
+    restructure.__qualname__ = "get_next() restructured as returned"
+
     return dataset.map(restructure), iterator.how + " (its element restructured as the function returned it)"
+
+
+#: Ops that keep state from one element to the next: a computation holding one is no function of an element.
+_STATEFUL = re.compile(r"Assign|Scatter|Queue|Iterator|Reader|Barrier|Accumulator|Stage|CountUpTo")
+
+
+def computed_after_get_next(function: Any, dataset: Any, *args: Any, **kwargs: Any) -> tuple[Any, str] | str:
+    """Give (`dataset` ending in a map of what `function` computes after get_next(), how) by calling the function
+    once more traced as TensorFlow 1 traces it (module docstring); why not, when the computation is no function of
+    one element."""
+    with capturing() as seen:
+        try:
+            wrapped = tf.compat.v1.wrap_function(lambda: function(*args, **kwargs), [])
+        except Exception as err:  # noqa: BLE001 — the user's code, traced: say what it raised
+            return f"traced as TensorFlow 1 traces it, it raised {type(err).__name__}: {str(err)[:120]}"
+    made = [i for i in seen.iterators if i.placeholders is not None]
+    if not made:
+        return "traced as TensorFlow 1 traces it, it made no iterator"
+    returned = wrapped.structured_outputs
+    fetches = tf.nest.flatten(returned, expand_composites=True)
+    if not fetches or not all(tf.is_tensor(t) for t in fetches):
+        return "it returns something other than tensors"
+    graph = wrapped.graph
+    initializers = graph.get_collection(tf.compat.v1.GraphKeys.TABLE_INITIALIZERS)
+    feeds = tf.nest.flatten(made[-1].placeholders, expand_composites=True)
+    try:
+        if initializers:
+            wrapped.prune([], initializers)()
+        pruned = wrapped.prune(feeds, fetches)
+    except Exception as err:  # noqa: BLE001 — a graph that cannot be cut at get_next(): its state spans elements
+        return f"its computation cannot be cut at get_next() ({type(err).__name__}: {str(err)[:100]})"
+    state = sorted({op.type for op in pruned.graph.get_operations() if _STATEFUL.search(op.type)})
+    if state:
+        return f"its computation keeps state from element to element ({', '.join(state)})"
+
+    def computed(*element: Any) -> Any:
+        flat = tf.nest.flatten(element if len(element) > 1 else element[0], expand_composites=True)
+        return tf.nest.pack_sequence_as(returned, pruned(*flat), expand_composites=True)
+
+    computed.__qualname__ = f"{getattr(function, '__name__', 'input_fn')} after get_next()"
+    return dataset.map(computed), made[-1].how + " (what the function computes after get_next() mapped on it)"
 
 
 def dataset_of_tf1(function: Any, *args: Any, **kwargs: Any) -> Any:
     """Give the tf.data.Dataset behind the iterator a TF1 input_fn returns `get_next()` of, or the dataset itself
     when it returns one (what pipebench diagnose measured; the pipeline does not start until iterated)."""
     with capturing() as seen:
-        returned = function(*args, **kwargs)
+        try:
+            returned = function(*args, **kwargs)
+        except Exception:
+            if not seen.iterators:
+                raise
+            returned = None  # it computed on the stand-ins
     if isinstance(returned, tf.data.Dataset):
         return returned
-    found = dataset_of(returned, seen)
+    found = dataset_of(returned, seen) if returned is not None else None
+    if returned is None or isinstance(found, str):
+        found = computed_after_get_next(function, seen.iterators[-1].dataset, *args, **kwargs)
     if not isinstance(found, tuple):
         raise ValueError(f"{getattr(function, '__name__', 'the function')} returned no dataset: "
                          f"{found or 'it made no TF1 iterator'}")

@@ -48,7 +48,7 @@ class Loaded:
     function: Any
     signature: inspect.Signature
     kwargs: dict[str, Any]  # the arguments it was called with, defaults filled in
-    sites: dict[int, tuple[Place, str, Any]] = field(default_factory=dict)  # id(dataset) → (place, call, dataset)
+    sites: dict[int, Site] = field(default_factory=dict)  # id(dataset) → where it was made
     tf1: str | None = None  # how the dataset was captured behind a TF1 iterator (pipebench.pipeline.tf1_capture)
     ignored: tuple[str, ...] = ()  # TF1 switches the user's code called that were ignored, with their places
     upgraded: Any = None  # the module as tf_upgrade_v2 converted it, when it was (pipebench.pipeline.tf1_upgrade)
@@ -176,14 +176,39 @@ def _what_it_is(value: Any) -> tuple[str, str]:
     return f"a {type(value).__module__}.{type(value).__qualname__}", "return a tf.data.Dataset"
 
 
+@dataclass(frozen=True)
+class Site:
+    """Where a dataset of the user's pipeline was made: the call that returned it, the line of the user's code that
+    made the call (directly, or through a library function: `via`), and the dataset."""
+
+    place: Place
+    call: str  # the method or class that returned it: "map", "TextLineDataset", "_ParseExampleDataset"
+    node: Any
+    via: str | None = None  # the library function the user's line called that made it ("make_csv_dataset"), else None
+
+
+_OWN_FILE = str(Path(__file__).resolve())
+#: Frames of these functions are wrappers (deprecation, dispatch, pipebench's own recording), never the API called.
+_WRAPPERS = {"new_func", "wrapper", "_wrapper", "error_handler", "op_dispatch_handler", "wrapped", "_note",
+             "_record_init", "__init__"}
+
+
 class _SiteRecorder:
-    """Wraps tf.data's dataset-making methods while the user's function runs: each dataset a call from outside
-    TensorFlow returns is recorded with the caller's file and line (pipebench.diagnose.walk groups stages by it)."""
+    """Records every dataset the user's function makes, whoever makes it (pipebench.diagnose.walk names a stage per
+    op TensorFlow runs). tf.data's public methods and readers are wrapped while the function runs: a dataset a call
+    returns is recorded unless it is made inside another recorded call (unbatch's inner map is unbatch's), and so is
+    a dataset class made directly by library code outside any call (`apply(parse_example_dataset(...))` makes a
+    `_ParseExampleDataset`). `apply` is not a call of its own: what its function makes is recorded as if the user's
+    line had made it, `via` naming the library function. Each record names the user's line (the first frame
+    outside TensorFlow and pipebench) and, when that line called a library function rather than a tf.data method
+    (make_csv_dataset, make_batched_features_dataset), the function."""
 
     def __init__(self) -> None:
-        self.sites: dict[int, tuple[Place, str, Any]] = {}
+        self.sites: dict[int, Site] = {}
         self._saved: list[tuple[type, str, Any]] = []
         self._tf_root = str(Path(tf.__file__).resolve().parents[1])
+        self._own_root = str(Path(__file__).resolve().parents[1])  # pipebench's package
+        self._depth = 0  # recorded calls running now (a dataset made inside one is that call's)
 
     def _wrap(self, owner: type, name: str) -> None:
         raw = inspect.getattr_static(owner, name)
@@ -192,27 +217,54 @@ class _SiteRecorder:
         if not callable(original) or isinstance(original, type):
             return
         recorder = self
+        transparent = name == "apply"
 
         def wrapped(*args, **kwargs):
-            result = original(*args, **kwargs)
-            recorder._note(result if name != "__init__" else args[0], name)
+            outer = recorder._depth == 0
+            recorder._depth += 0 if transparent else 1
+            try:
+                result = original(*args, **kwargs)
+            finally:
+                recorder._depth -= 0 if transparent else 1
+            if outer and not transparent:
+                recorder._note(result if name != "__init__" else args[0], name if name != "__init__"
+                               else owner.__name__.removesuffix("V2").removesuffix("V1"))
             return result
 
         wrapped.__wrapped__ = original
         self._saved.append((owner, name, raw))
         setattr(owner, name, kind(wrapped) if kind else wrapped)
 
+    def _record_init(self, original: Any) -> Any:
+        """Give DatasetV2.__init__ wrapped: a dataset class made outside any recorded call is recorded."""
+        recorder = self
+
+        def __init__(dataset, *args, **kwargs):
+            original(dataset, *args, **kwargs)
+            if recorder._depth == 0:
+                recorder._note(dataset, type(dataset).__name__)
+        return __init__
+
     def _note(self, result: Any, call: str) -> None:
-        if not isinstance(result, tf.data.Dataset):
+        if not isinstance(result, tf.data.Dataset) or id(result) in self.sites:
             return
-        caller = sys._getframe(2)
-        filename = str(Path(caller.f_code.co_filename).resolve())
-        if filename.startswith(self._tf_root) or id(result) in self.sites:
-            return
-        self.sites[id(result)] = (Place(filename, caller.f_lineno), call, result)
+        frame = sys._getframe(2)
+        api = []  # the TensorFlow functions between the user's line and the call, innermost first
+        while frame is not None:
+            filename = str(Path(frame.f_code.co_filename).resolve())
+            if filename.startswith(self._tf_root):
+                if frame.f_code.co_name not in _WRAPPERS:
+                    api.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
+            elif filename != _OWN_FILE:
+                break
+            frame = frame.f_back
+        if frame is None or filename.startswith(self._own_root):
+            return  # pipebench called TensorFlow (a library function's inner pipeline): no line of the user's
+        call, via = _call_and_via(api, call)
+        self.sites[id(result)] = Site(Place(filename, frame.f_lineno), call, result, via)
 
     def __enter__(self) -> _SiteRecorder:
-        from tensorflow.python.data.ops import readers
+        from tensorflow.python.data.ops import dataset_ops, readers
 
         dataset_class = tf.data.Dataset
         for name, raw in list(vars(dataset_class).items()):
@@ -220,6 +272,9 @@ class _SiteRecorder:
                 self._wrap(dataset_class, name)
         for reader in (readers.TextLineDatasetV2, readers.TFRecordDatasetV2, readers.FixedLengthRecordDatasetV2):
             self._wrap(reader, "__init__")
+        base = dataset_ops.DatasetV2
+        self._saved.append((base, "__init__", base.__dict__["__init__"]))
+        base.__init__ = self._record_init(base.__dict__["__init__"])
         return self
 
     def __exit__(self, *exc) -> None:
@@ -228,11 +283,34 @@ class _SiteRecorder:
         self._saved.clear()
 
 
-def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, path: str) -> tuple[Any, dict]:
-    """Give what the function returns when called with `bound`, and the dataset calls it made (see _SiteRecorder);
-    UserCodeError naming the user's file and line when it raises."""
+def _call_and_via(api: list[str], call: str) -> tuple[str, str | None]:
+    """Give the call that made a dataset as the user would name it, and the library function the user's line called
+    that made it (`api`: the TensorFlow functions between them, innermost first), None when the line called the
+    tf.data method or class itself (a tf.compat.v1 method calling its TF2 twin included)."""
+    names = []
+    for qualname in reversed(api):  # the one the user's line called first
+        owner, _, short = qualname.rpartition(".<locals>.")
+        short = re.sub(r"_v[12]$", "", (owner or qualname).rpartition(".")[2])
+        if short != "__init__" and (not names or names[-1] != short):
+            names.append(short)
+    methods = set(vars(tf.data.Dataset))
+    if names and names[0] in methods and names[0] != "apply":
+        return names[0], None  # DatasetV1.map making its _MapDataset directly
+    if not names or names[0] in (call, call.strip("_")) or names[0].startswith(("Dataset", "_")):
+        return call, None
+    if names[0] == "apply":
+        inner = [n for n in names[1:] if n not in ("apply", call) and not n.startswith(("Dataset", "_"))]
+        return call, f"apply({inner[0]})" if inner else None
+    return call, names[0]
+
+
+def call_user_function(function: Any, name: str, bound: inspect.BoundArguments, path: str,
+                       recorder: _SiteRecorder | None = None) -> tuple[Any, dict]:
+    """Give what the function returns when called with `bound`, and the dataset calls it made (see _SiteRecorder;
+    `recorder` keeps them when the call raises); UserCodeError naming the user's file and line when it raises."""
     file = str(Path(path).resolve())
-    with _SiteRecorder() as recorder:
+    recorder = recorder or _SiteRecorder()
+    with recorder:
         try:
             result = function(*bound.args, **bound.kwargs)
         except BaseException as err:
@@ -328,25 +406,34 @@ def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VAL
 
 
 def _load(path: str, name: str, kwargs: dict[str, Any], give: str) -> Loaded:
-    from pipebench.pipeline.tf1_capture import capturing, dataset_of
+    from pipebench.pipeline.tf1_capture import capturing, computed_after_get_next, dataset_of
 
+    recorder = _SiteRecorder()
+    computed = None
     with capturing() as seen:
         module = import_user_module(path)
         function = user_function(module, name, path)
         signature, bound = bind(function, name, kwargs, path, give)
         try:
-            result, sites = call_user_function(function, name, bound, path)
+            result, sites = call_user_function(function, name, bound, path, recorder)
         except UserCodeError as err:
-            if seen.iterators:  # it computed on the stand-ins: TensorFlow refused them at once
-                raise UserCodeError(f"{str(err).partition(': ')[0]}: {name} computes on get_next()'s tensors "
-                                    f"({str(err).partition(' raised ')[2][:70]}): a TF1 iterator's dataset is taken "
-                                    "only when its get_next() is returned as it is or restructured; move the "
-                                    "computation into dataset.map") from None
-            raise
+            if not seen.iterators:
+                raise
+            # it computed on the stand-ins (TensorFlow refused them at once): trace what it computes after get_next()
+            result, sites = None, recorder.sites
+            computed = computed_after_get_next(function, seen.iterators[-1].dataset, *bound.args, **bound.kwargs)
+            if isinstance(computed, str):
+                raise UserCodeError(f"{str(err).partition(': ')[0]}: {name} computes on get_next()'s tensors, and "
+                                    f"{computed}: diagnose measures the dataset behind a TF1 iterator with what is "
+                                    "computed on each element after it; move that computation into dataset.map") \
+                    from None
     ignored = tuple(f"{call} ({Path(file).name}:{line})" for call, file, line in seen.ignored_calls)
     if isinstance(result, tf.data.Dataset):
         return Loaded(result, module, function, signature, dict(bound.arguments), sites, None, ignored)
-    captured = dataset_of(result, seen)
+    captured = computed if computed is not None else dataset_of(result, seen)
+    if isinstance(captured, str) and seen.iterators:  # it returned tensors computed outside stand-ins' reach
+        with capturing():
+            captured = computed_after_get_next(function, seen.iterators[-1].dataset, *bound.args, **bound.kwargs)
     if isinstance(captured, tuple):
         return Loaded(captured[0], module, function, signature, dict(bound.arguments), sites, captured[1], ignored)
     what, change = _what_it_is(result)
