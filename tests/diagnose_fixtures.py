@@ -23,15 +23,23 @@ TEST_CALL_SEC = 0.02
 
 
 def make_data(folder: Path) -> dict[str, list[str]]:
-    """Write the same synthetic rows as libsvm (3 files) and TFRecord (12 small files); give each format's files."""
+    """Write the same synthetic rows as libsvm (3 files), TFRecord (12 small files; and 4 gzip files), raw Criteo
+    (3); give each format's files."""
     from pipebench.synth import SynthSpec, synthesize
 
     found = {}
-    for fmt, files in (("libsvm", 3), ("tfrecord", 12), ("criteo", 3)):
-        described = synthesize(SynthSpec(rows=ROWS, out=folder / fmt, files=files, format=fmt, feature_size=5000,
-                                         seed=7))
-        found[fmt] = [str(folder / fmt / f.name) for f in described.files]
+    for fmt, files, compression in (("libsvm", 3, "none"), ("tfrecord", 12, "none"), ("criteo", 3, "none"),
+                                    ("tfrecord", 4, "gzip")):
+        key = fmt if compression == "none" else f"{fmt}-{compression}"
+        described = synthesize(SynthSpec(rows=ROWS, out=folder / key, files=files, format=fmt, feature_size=5000,
+                                         seed=7, compression=compression))
+        found[key] = [str(folder / key / f.name) for f in described.files]
     return found
+
+
+def data_key(found: dict) -> str:
+    """Give the data a CASE reads: its format, and its compression when not none ("tfrecord-gzip")."""
+    return found["format"] + (f"-{found['compression']}" if found.get("compression", "none") != "none" else "")
 
 
 def path_of(name: str) -> Path:
@@ -53,7 +61,7 @@ def case(name: str) -> dict:
 def kwargs_of(name: str, data: dict[str, list[str]]) -> dict:
     """Give the arguments a corpus pipeline is diagnosed with: its CASE's, its files filled in."""
     found = case(name)
-    return {found["files"]: data[found["format"]], **found["kwargs"]}
+    return {found["files"]: data[data_key(found)], **found["kwargs"]}
 
 
 def import_file(path: Path, name: str):
@@ -63,6 +71,20 @@ def import_file(path: Path, name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def exported(found, rewrite, folder: Path, kwargs: dict):
+    """Give the dataset the export of `rewrite` (the best kept one when None) builds: the module pipebench writes,
+    imported as a user would and called with `kwargs`; None when it writes no module (which says why)."""
+    from pipebench.diagnose.export import write
+
+    folder.mkdir(parents=True, exist_ok=True)
+    made = write(found, folder, Path(found.function.rpartition(":")[0]).read_text(), rewrite)
+    if made.module is None:
+        assert made.why_not, "a module not written says why"
+        return None
+    module = import_file(folder / made.module, f"exported_{abs(hash(str(folder)))}")
+    return module.input_fn(**kwargs)
 
 
 @contextlib.contextmanager

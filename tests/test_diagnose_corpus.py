@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose_fixtures import CORPUS, PIPELINES, import_file, kwargs_of, make_data, short_calls
+from diagnose_fixtures import CORPUS, PIPELINES, exported, kwargs_of, make_data, short_calls
 from lazy import lazy
 
 from pipebench.diagnose.ceiling import MEASURE_ABOVE
@@ -144,30 +144,11 @@ def _epoch(dataset):
     return contents.read_epoch(dataset, True, EPOCH_CAP)
 
 
-def _module_epoch(found: Diagnosis, tmp_path: Path, data, name: str, tag: str):
-    from pipebench.diagnose.export import module_name, rewritten_module
-
-    path = tmp_path / tag / module_name(found)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(rewritten_module(found))
-    module = import_file(path, f"rewritten_{name}_{tag}")
-    return _epoch(module.input_fn(**kwargs_of(name, data)))
-
-
-def _patched_epoch(found: Diagnosis, rewrite, tmp_path: Path, data, name: str):
-    """Give one epoch of the user's file with the rewrite patched in, or None when it makes no patch (said why)."""
-    from pipebench.diagnose.patch import NoPatch, patched_text
-
-    try:
-        text = patched_text(found, rewrite, (CORPUS / f"{name}.py").read_text())
-    except NoPatch as err:
-        assert str(err), "a missing patch says why"
-        return None
-    path = tmp_path / f"{name}.py"
-    path.parent.mkdir(parents=True)
-    path.write_text(text)
-    module = import_file(path, f"patched_{name}_{tmp_path.name}")
-    return _epoch(module.input_fn(**kwargs_of(name, data)))
+def _module_epoch(found: Diagnosis, rewrite, folder: Path, data, name: str):
+    """Give one epoch of what the export of `rewrite` builds (the module imported as a user would), or None when no
+    module is written (said why)."""
+    dataset = exported(found, rewrite, folder, kwargs_of(name, data))
+    return None if dataset is None else _epoch(dataset)
 
 
 #: The rewrites each pipeline's preconditions admit (built and measured), by kind.
@@ -210,14 +191,12 @@ def test_every_rewrite_built_yields_the_same_elements_and_the_export_does_too(na
         # the export of this rewrite, as if it alone were kept, yields the original's elements
         as_kept = dataclasses.replace(rewrite, kept=True, gain=rewrite.gain or Interval(1.0, 1.0, 1.0, 2))
         alone = dataclasses.replace(found, rewrites=(as_kept,), combined=None)
-        exported = _module_epoch(alone, tmp_path, data, name, f"{rewrite.kind}{index}")
-        assert contents.compare(original, again, exported).same_elements, f"{name}: exported {rewrite.name}"
-        patched = _patched_epoch(found, rewrite, tmp_path / f"patched{index}", data, name)
-        if patched is not None:
-            assert contents.compare(original, again, patched).same_elements, f"{name}: patched {rewrite.name}"
-        assert patched is not None or rewrite.kind != "vectorize", f"{name}: {rewrite.name} makes a patch"
-    exported = _module_epoch(found, tmp_path, data, name, "best")
-    assert contents.compare(original, again, exported).same_elements
+        mine = _module_epoch(alone, as_kept, tmp_path / f"{rewrite.kind}{index}", data, name)
+        if mine is not None:
+            assert contents.compare(original, again, mine).same_elements, f"{name}: exported {rewrite.name}"
+        assert mine is not None or rewrite.kind != "vectorize", f"{name}: {rewrite.name} is exported"
+    best = _module_epoch(found, None, tmp_path / "best", data, name)
+    assert best is None or contents.compare(original, again, best).same_elements
 
 
 def test_named_rewrites_carry_their_measured_share(diagnoses):
@@ -245,15 +224,6 @@ def test_a_huge_prefetch_is_named_with_what_it_holds_and_measured_capped(diagnos
     assert buffer.mib is not None and buffer.mib > 10 and buffer.fill_sec is not None and buffer.fill_sec > 0
     assert "measured as prefetch(1,024)" in buffer.measured_as
     assert diagnoses["lambdaji_libsvm"].measured_as[0].startswith("stage 2: measured as prefetch")
-
-
-def test_what_each_parameter_feeds_is_found_by_probing(diagnoses):
-    feeds = {p.name: p for p in diagnoses["lambdaji_libsvm"].feeds}
-    assert feeds["batch_size"].feeds == "arguments" and feeds["num_epochs"].feeds == "arguments"
-    assert feeds["perform_shuffle"].feeds == "stages" and feeds["filenames"].feeds == "arguments"
-    steps = {s.origin: s for s in diagnoses["lambdaji_libsvm"].steps}
-    assert steps[5].tied == {"batch_size": "batch_size"} and steps[4].tied == {"count": "num_epochs"}
-    assert steps[3].tied is None, "shuffle(256) equals batch_size=256 by chance: not tied"
 
 
 def test_the_diagnosis_round_trips_as_json_with_the_documented_keys(diagnoses):
@@ -326,16 +296,31 @@ def test_what_a_row_holds_counts_a_sparse_feature_by_its_components():
     assert bytes_per_row(tf, dataset, False) == 3 * 8 + 3 * 4 + 4
 
 
-def test_the_module_ties_an_argument_to_a_parameter_by_name_and_value_not_by_value_alone(diagnoses):
-    from pipebench.diagnose.export import rewritten_module
-
-    found = diagnoses["lambdaji_libsvm"]  # batch_size=256, and shuffle(256) by chance
+def test_the_module_builds_the_rewrite_from_a_patched_copy_and_takes_other_values(diagnoses, data, tmp_path):
+    """The export is the user's file with the rewrite written into its calls, beside a module that calls it: it
+    builds the rewrite however the stage's function is defined (lambdaji's decoder is nested in input_fn: the module
+    called the user's own function and built the original, issue 46), and takes other values of every parameter as
+    the user's function does (the batch size here)."""
+    found = diagnoses["lambdaji_libsvm"]
     vectorize = [r for r in found.rewrites if r.kind == "vectorize"][0]
-    text = rewritten_module(dataclasses.replace(found, rewrites=(dataclasses.replace(vectorize, kept=True),),
-                                                combined=None))
-    assert "dataset.batch(batch_size)" in text and "dataset.batch(256)" not in text  # the user's batch, moved
-    assert "dataset.shuffle(256," in text and "dataset.repeat(num_epochs)" in text
-    assert "_diagnosed('perform_shuffle', perform_shuffle, True)" in text  # it chose the stages: checked, not followed
+    as_kept = dataclasses.replace(vectorize, kept=True, gain=vectorize.gain or Interval(2.0, 1.5, 2.5, 3))
+    alone = dataclasses.replace(found, rewrites=(as_kept,), combined=None)
+    user_file = CORPUS / "lambdaji_libsvm.py"
+    before = user_file.read_text()
+    kwargs = {**kwargs_of("lambdaji_libsvm", data), "batch_size": 100}
+    mine = exported(alone, as_kept, tmp_path / "out", kwargs)
+    patched = (tmp_path / "out" / "patched_lambdaji_libsvm.py").read_text()
+    assert patched != before and user_file.read_text() == before, "the user's own file is unchanged"
+    theirs = load(str(user_file), "input_fn", kwargs).dataset
+    assert contents.compare(_epoch(theirs), _epoch(theirs), _epoch(mine)).same_elements
+    assert _ops(mine) != _ops(theirs), "the module builds the rewrite, not the original"
+
+
+def _ops(dataset) -> list[str]:
+    import tensorflow as tf
+
+    graph = tf.compat.v1.GraphDef.FromString(dataset._as_serialized_graph().numpy())
+    return sorted([n.op for n in graph.node] + [n.op for f in graph.library.function for n in f.node_def])
 
 
 def test_the_tf_profiler_answers_beside_pipebench_on_the_same_pipeline(data):
@@ -389,8 +374,10 @@ def test_a_second_worker_process_confirms_or_drops_a_small_gain_and_gives_the_ra
     assert first_rate == first.rows_per_sec and second_rate.n >= 2
     assert min(first_rate.low, second_rate.low) == found.rows_per_sec.low
     assert min(first_rate.mean, second_rate.mean) <= found.rows_per_sec.mean <= max(first_rate.mean, second_rate.mean)
-    assert any(f"second worker process] confirming {len(confirmed)} rewrite(s)" in line for line in said), \
+    assert any(f"and {len(confirmed)} rewrite(s) to confirm" in line for line in said), \
         "every kept rewrite but a cache is confirmed there"
+    assert found.self_check is not None and found.self_check.plain_rows_per_sec.mean > 0, \
+        "a plain loop over the function is timed beside the whole pipeline there"
 
 
 def test_a_function_that_builds_another_pipeline_when_called_again_is_refused_in_one_line(diagnoses, data, tmp_path):

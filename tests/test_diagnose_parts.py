@@ -1,5 +1,5 @@
 """The parts of `pipebench diagnose` that need no TensorFlow: which prefixes are measured (inside interleaves too),
-how many cores a stage may use, which stage a profiler's iterator names, what a parameter feeds, and the bounded
+how many cores a stage may use, which stage a profiler's iterator names, and the bounded
 sample of the data the content check reads (its start, middle and end)."""
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from pipebench.diagnose.costs import lanes, measured_prefixes
 from pipebench.diagnose.profiler import stage_of
 from pipebench.diagnose.records import Stage, StageCost
 from pipebench.diagnose.sample import MAX_ROWS, MIN_ROWS, rows_target, sample_arguments, spread
-from pipebench.diagnose.ties import find, probes
 from pipebench.measure.intervals import Interval
 
 
@@ -87,53 +86,6 @@ def test_a_profilers_iterator_is_matched_to_the_stage_it_runs_from_the_root():
     assert stage_of("Iterator::Root::Prefetch::ParallelInterleaveV4[0]::ParallelMapV2", _model_garden()) == 4, \
         "into the pipeline the interleave's function builds"
     assert stage_of("Iterator::Root::SomethingNew", lambdaji) is None
-
-
-def _walk_with(kwargs):
-    """A pipeline's stages as a function builds them: shuffle only with the flag, batch(batch_size),
-    shuffle(10 * batch_size), repeat(epochs), the files as given; `workers` feeds nothing; `mode` is text;
-    `field_size` changes the map's function (its mark), not its arguments; `if epochs_if > 1: repeat(epochs_if)`."""
-    stages = [_stage(0, "source", files=list(kwargs["files"])), _stage(1, "map")]
-    if kwargs["shuffle"]:
-        stages.append(_stage(len(stages), "shuffle", buffer_size=10 * kwargs["batch_size"]))
-    if kwargs.get("epochs_if", 1) > 1:
-        stages.append(_stage(len(stages), "repeat", count=kwargs["epochs_if"]))
-    stages += [_stage(len(stages), "repeat", count=kwargs["epochs"]),
-               _stage(len(stages) + 1, "batch", batch_size=kwargs["batch_size"])]
-    marks = ["", f"parse {kwargs.get('field_size', 39)}"] + [""] * (len(stages) - 2)
-    return stages, marks
-
-
-def test_a_parameter_is_live_where_it_feeds_arguments_and_checked_where_it_chooses_stages():
-    kwargs = {"files": ["a", "b"], "batch_size": 256, "epochs": 1, "shuffle": True, "workers": 4, "mode": "train",
-              "field_size": 39}
-    feeds, tied, inserted = find(_walk_with(kwargs), kwargs, _walk_with)
-    by_name = {p.name: p for p in feeds}
-    assert by_name["batch_size"].feeds == "arguments" and tied[(4, "batch_size")] == "batch_size"
-    assert tied[(2, "buffer_size")] == "10 * batch_size", "a line through the probes, not a value match"
-    assert tied[(3, "count")] == "epochs" and tied[(0, "files")] == "files"
-    assert by_name["shuffle"].feeds == "stages" and by_name["workers"].feeds == "nothing"
-    assert by_name["mode"].feeds == "unknown" and probes("train") == []
-    assert by_name["field_size"].feeds == "functions" and inserted == []
-
-
-def test_a_repeat_only_a_value_above_one_adds_is_a_repeat_of_one_all_along():
-    kwargs = {"files": ["a"], "batch_size": 64, "epochs": 1, "shuffle": False, "epochs_if": 1}
-    feeds, tied, inserted = find(_walk_with(kwargs), kwargs, _walk_with)
-    assert {p.name: p.feeds for p in feeds}["epochs_if"] == "arguments" and inserted == [(1, "epochs_if")]
-    kwargs["epochs_if"] = 3  # diagnosed with a repeat already there: its count is tied as any argument
-    feeds, tied, inserted = find(_walk_with(kwargs), kwargs, _walk_with)
-    assert tied[(2, "count")] == "epochs_if" and inserted == []
-
-
-def test_a_parameter_that_fails_with_another_value_stays_checked():
-    def refusing(kwargs):
-        if kwargs["batch_size"] != 256:
-            raise ValueError("only 256")
-        return _walk_with({**kwargs, "shuffle": False})
-    kwargs = {"files": ["a"], "batch_size": 256, "epochs": 1, "shuffle": False}
-    feeds, tied, inserted = find(refusing(kwargs), kwargs, refusing)
-    assert {p.name: p.feeds for p in feeds}["batch_size"] == "unknown" and (3, "batch_size") not in tied
 
 
 def test_the_sample_spreads_over_the_files_and_holds_a_few_batches():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from diagnose_fixtures import REAL, import_file, kwargs_of, make_data, path_of, short_calls
+from diagnose_fixtures import REAL, exported, import_file, kwargs_of, make_data, path_of, short_calls
 from lazy import lazy
 
 from pipebench.diagnose.records import Diagnosis, Request
@@ -82,13 +82,6 @@ def _differing(reads: list):
     first = reads[0]
     return max(reads[1:], key=lambda r: (len(contents.compare(first, r, r).random_components),
                                          not _same_rows(r, first), r.examples != first.examples))
-
-
-def _users_dataset_from(path: Path, module_name: str, kwargs: dict):
-    """Give the dataset the input_fn of the file at `path` gives (a TF1 one's behind its iterator)."""
-    from pipebench.pipeline.tf1_capture import dataset_of_tf1
-
-    return dataset_of_tf1(import_file(path, module_name).input_fn, **kwargs)
 
 
 def _users_dataset(name: str, kwargs: dict):
@@ -183,150 +176,72 @@ def test_every_real_reader_replays_and_a_decoder_of_string_columns_takes_a_batch
 
 
 @pytest.mark.parametrize("name", REAL)
-def test_every_rewrite_built_yields_the_originals_rows_and_so_does_the_export(name, data, diagnoses, tmp_path):
-    from pipebench.diagnose.export import module_name, rewritten_module
-
+def test_every_rewrite_built_yields_the_originals_rows_and_so_does_its_export(name, data, diagnoses, tmp_path):
+    """Each rewrite, exported as if it alone were kept (the user's file with it written into their calls, and the
+    module that builds from that copy, imported as a user would), yields the user's function's rows; a rewrite
+    that cannot be written into their file writes no module, and says why."""
     found = diagnoses[name]
     assert 0 <= found.bottleneck < len(found.stages) and found.costs
     assert all(c.prefix_rows_per_sec.mean > 0 for c in found.costs)
     reads: list = []
+    written = []
     for index, rewrite in enumerate(found.rewrites):
         if not rewrite.automatic or rewrite.content is None or not rewrite.same_elements:
             continue
-        alone = dataclasses.replace(found, rewrites=(dataclasses.replace(rewrite, kept=True),), combined=None)
-        path = tmp_path / f"r{index}" / module_name(found)
-        path.parent.mkdir()
-        path.write_text(rewritten_module(alone))
-        _beside(alone, path.parent)
-        exported = _epoch(import_file(path, f"rewritten_{name}_{index}").input_fn(**kwargs_of(name, data)))
-        assert _compare(name, kwargs_of(name, data), exported, reads).same_elements, f"{name}: exported {rewrite.name}"
+        as_kept = dataclasses.replace(rewrite, kept=True)
+        alone = dataclasses.replace(found, rewrites=(as_kept,), combined=None)
+        dataset = exported(alone, as_kept, tmp_path / f"r{index}", kwargs_of(name, data))
+        if dataset is None:
+            continue
+        written.append(rewrite.kind)
+        assert _compare(name, kwargs_of(name, data), _epoch(dataset), reads).same_elements, \
+            f"{name}: exported {rewrite.name}"
+        if rewrite.kind != "options":
+            assert _ops(dataset) != _ops(_users_dataset(name, kwargs_of(name, data))), \
+                f"{name}: the module exported for {rewrite.name} builds the original"
+    if name in ("real_longmao_csv_criteo", "real_longmao_generator_criteo", "real_aws_deepfm_ps_tf1"):
+        assert written, f"{name}: a rewrite of its own calls is exported"
 
 
-def _ops(dataset) -> Counter:
-    """Give the ops of a dataset's graph, its functions' too (a rewrite changes some)."""
+def _ops(dataset) -> tuple:
+    """Give the ops of a dataset's chain in order (a rewrite moves some), and of its functions (it changes some)."""
     import tensorflow as tf
 
+    from pipebench.diagnose.walk import _chain, graph_ops
+
     graph = tf.compat.v1.GraphDef.FromString(dataset._as_serialized_graph().numpy())
-    return Counter([n.op for n in graph.node] + [n.op for f in graph.library.function for n in f.node_def])
+    return tuple(graph_ops(dataset, _chain(dataset))), Counter([n.op for n in graph.node] + [
+        n.op for f in graph.library.function for n in f.node_def])
 
 
-def test_a_tf1_module_converted_by_tf_upgrade_v2_is_exported_with_each_rewrite_built(data, diagnoses, tmp_path):
-    """The module of a TF1 file diagnosed as tf_upgrade_v2 converted it calls the user's function through that
-    conversion, written beside it: each rewrite is written into the conversion's calls, so the module builds it
-    (it built the original pipeline: on 2026-11-29 real_aws_deepfm_ps_tf1's kept prefetch after batch measured
-    1.13× in diagnose and 0.98× as exported)."""
-    from pipebench.diagnose.export import conversion, module_name, rewritten_module
-
-    checked = []
-    for name in REAL:
-        found = diagnoses[name]
-        if found.upgraded is None:
-            continue
-        theirs = _ops(_users_dataset(name, kwargs_of(name, data)))
-        for index, rewrite in enumerate(found.rewrites):
-            if not rewrite.automatic or rewrite.content is None or not rewrite.same_elements or \
-                    rewrite.kind == "options":
-                continue
-            alone = dataclasses.replace(found, rewrites=(dataclasses.replace(rewrite, kept=True),), combined=None)
-            text, not_written = conversion(alone)
-            assert not_written is None and text != found.upgraded.source, f"{name}: {rewrite.name}: {not_written}"
-            path = tmp_path / f"{name}-{index}" / module_name(found)
-            path.parent.mkdir()
-            path.write_text(rewritten_module(alone))
-            _beside(alone, path.parent)
-            exported = import_file(path, f"converted_{name}_{index}").input_fn(**kwargs_of(name, data))
-            assert _ops(exported) != theirs, f"{name}: the module exported for {rewrite.name} builds the original"
-            checked.append((name, rewrite.name))
-    assert any(name == "real_aws_deepfm_ps_tf1" for name, _ in checked), checked
-
-
-@pytest.mark.parametrize("name", REAL)
-def test_every_rewrite_patched_into_the_users_own_file_yields_its_rows(name, data, diagnoses, tmp_path):
-    """The patch of the user's file is written as they wrote their calls (real_longmao_csv_criteo passes its map's
-    function by keyword, `map(map_func=parser_func)`: the patch raised IndexError and the diagnosis wrote nothing);
-    a rewrite it cannot write says why."""
-    from pipebench.diagnose.patch import NoPatch, patched_text
-
-    found = diagnoses[name]
-    reads: list = []
-    patched = 0
-    for index, rewrite in enumerate(found.rewrites):
-        if not rewrite.automatic or rewrite.content is None or not rewrite.same_elements:
-            continue
-        try:
-            text = patched_text(found, rewrite, path_of(name).read_text())
-        except NoPatch as err:
-            assert str(err), f"{name}: {rewrite.name}: a missing patch says why"
-            continue
-        path = tmp_path / f"p{index}" / path_of(name).name
-        path.parent.mkdir()
-        path.write_text(text)
-        patched += 1
-        mine = _epoch(_users_dataset_from(path, f"patched_{name}_{index}", kwargs_of(name, data)))
-        assert _compare(name, kwargs_of(name, data), mine, reads).same_elements, f"{name}: patched {rewrite.name}"
-    if name in ("real_longmao_csv_criteo", "real_longmao_generator_criteo"):
-        # the generator's: a call the rewrite keeps is not looked for (its from_generator source was, and no patch
-        # was written: the module, calling the user's function, built the original pipeline)
-        assert patched, "its vectorize is written into its own file"
-
-
-def _beside(found: Diagnosis, folder: Path) -> None:
-    """Write what the output folder holds beside the rewritten module: a TF1 module's tf_upgrade_v2 conversion (the
-    best rewrite written into its calls)."""
-    from pipebench.diagnose.export import conversion
-
-    if found.upgraded is not None:
-        (folder / found.upgraded.file).write_text(conversion(found)[0])
-
-
-def _other_values(found: Diagnosis, kwargs: dict) -> list[dict]:
-    """Give, per parameter that feeds a stage's arguments, the kwargs with another value of it."""
+def _other_values(kwargs: dict) -> list[dict]:
+    """Give the kwargs with another value of each integer parameter and of the file list, one at a time."""
     changed = []
-    for parameter in found.feeds:
-        if parameter.feeds != "arguments":
-            continue
-        value = kwargs.get(parameter.name)
+    for name, value in kwargs.items():
         if isinstance(value, bool) or value is None:
             continue
         if isinstance(value, int):
-            other = value * 2 if value > 1 else 2
-        elif isinstance(value, list) and value:
-            other = value[::-1] if len(value) > 1 else value + value
-        else:
-            continue
-        changed.append({**kwargs, parameter.name: other})
+            changed.append({**kwargs, name: value * 2 if value > 1 else 2})
+        elif isinstance(value, list) and len(value) > 1:
+            changed.append({**kwargs, name: value[::-1]})
     return changed
 
 
 @pytest.mark.parametrize("name", REAL)
-def test_the_export_takes_other_values_of_every_parameter_that_feeds_a_stage(name, data, diagnoses, tmp_path):
-    from pipebench.diagnose.export import module_name, rewritten_module
-
+def test_the_export_takes_other_values_of_every_parameter_as_the_users_function_does(name, data, diagnoses,
+                                                                                     tmp_path):
+    """The module calls the user's own function (in the patched copy), so a batch size, an epoch count or a file
+    list other than the ones diagnosed reach it as they reach theirs: the same rows as their function gives."""
     found = diagnoses[name]
-    path = tmp_path / module_name(found)
-    path.write_text(rewritten_module(found))
-    _beside(found, tmp_path)
-    module = import_file(path, f"rewritten_{name}_values")
+    rewrite = next((r for r in found.rewrites if r.automatic and r.same_elements and r.kind != "options"), None)
+    if rewrite is None:
+        pytest.skip(f"{name}: no rewrite of its calls was built")
+    as_kept = dataclasses.replace(rewrite, kept=True)
+    alone = dataclasses.replace(found, rewrites=(as_kept,), combined=None)
     kwargs = kwargs_of(name, data)
-    for other in _other_values(found, kwargs):
-        mine = _epoch(module.input_fn(**other))
-        assert _compare(name, other, mine, []).same_elements, \
+    for position, other in enumerate(_other_values(kwargs)):
+        mine = exported(alone, as_kept, tmp_path / f"v{position}", other)
+        if mine is None:
+            pytest.skip(f"{name}: {rewrite.name} is not written into its calls")
+        assert _compare(name, other, _epoch(mine), []).same_elements, \
             f"{name} with {[k for k in other if other[k] != kwargs[k]]}"
-    flags = [p.name for p in found.feeds if p.feeds in ("stages", "unknown") and isinstance(kwargs.get(p.name), bool)]
-    for flag in flags:  # a flag that chose the stages: refused, or (the user's own function called) followed
-        other = {**kwargs, flag: not kwargs[flag]}
-        try:
-            mine = module.input_fn(**other)
-        except ValueError as err:
-            if "rewritten by pipebench diagnose" in str(err):
-                continue  # refused: it chose stages the module does not build
-            mine = err
-        except Exception as err:  # noqa: BLE001 — compared with what the user's own function does with it
-            mine = err
-        try:
-            _users_dataset(name, other)
-        except Exception as err:  # noqa: BLE001 — the user's own function refuses that value (a Pipe-mode branch)
-            assert isinstance(mine, type(err)), f"{name}: {flag}: the module gave {mine!r}, the function {err!r}"
-            continue
-        assert not isinstance(mine, Exception), f"{name}: {flag}: {mine!r}"
-        assert _compare(name, other, _epoch(mine), []).same_elements, f"{name}: {flag}"

@@ -10,7 +10,7 @@ import pytest
 
 from lazy import lazy
 
-pytestmark = pytest.mark.tf
+pytestmark = pytest.mark.tf214
 tf = lazy("tensorflow")
 load = lazy("pipebench.pipeline.user_code", "load")
 walk = lazy("pipebench.diagnose.walk", "walk")

@@ -127,3 +127,38 @@ def large_buffers(stages: list[Stage], costs: list[StageCost], notes: dict[int, 
             + (f", ~{fill:,.1f} s to fill at {rate:,.0f} rows/s" if fill else "")
             + f"; {measured}")
     return found
+
+
+def cached_at(stages: list[Stage]) -> int | None:
+    """Give the outer chain's cache whose first pass and later ones differ (no repeat before it), or None."""
+    for stage in [s for s in stages if s.inside is None]:
+        if stage.kind == "repeat":
+            return None
+        if stage.kind == "cache":
+            return stage.index
+    return None
+
+
+def main_pass(stages: list[Stage]) -> tuple[str, str] | None:
+    """Give which pass of a cached pipeline training mostly sees, "first" or "later", and why, in words; None
+    without such a cache. A repeat after the cache makes one first pass and later ones; none makes one pass."""
+    cache = cached_at(stages)
+    if cache is None:
+        return None
+    repeats = [s for s in stages if s.inside is None and s.index > cache and s.kind == "repeat"
+               and s.params.get("count") != 1]
+    if repeats:
+        count = repeats[0].params.get("count")
+        share = f" ({count - 1} of its {count} passes)" if isinstance(count, int) and count > 1 else ""
+        return "later", (f"it repeats after its cache ({repeats[0].call}): training sees one first pass, then later "
+                         f"passes{share}")
+    return "first", ("it makes one pass (no repeat after its cache): a loop that calls input_fn for each epoch sees "
+                     "first passes only; one that iterates the same dataset again (Keras fit, epochs=N) sees a first "
+                     "pass, then later ones")
+
+
+def first_pass(steps: tuple[Step, ...], stages: list[Stage]) -> tuple[Step, ...]:
+    """Give the steps a first pass is measured with: the outer cache left out (every row computed, as the fill
+    does; storing it costs a copy)."""
+    cache = cached_at(stages)
+    return tuple(s for s in steps if not (s.kind == "cache" and s.origin == cache))

@@ -101,11 +101,13 @@ def read_epoch(dataset, batched: bool, cap_examples: int) -> Epoch:
     return Epoch(names, examples, sizes, False)
 
 
-def compare(original: Epoch, again: Epoch, rewrite: Epoch) -> Content:
-    """Give how a rewrite's epoch compares with the original's (`again`: the original read a second time)."""
+def compare(original: Epoch, again: Epoch, rewrite: Epoch, reseeded: Epoch | None = None) -> Content:
+    """Give how a rewrite's epoch compares with the original's (`again`: the original read a second time; `reseeded`:
+    a whole epoch of it read under another seed, whose components that change are random draws)."""
     width = len(original.components)
     random = tuple(name for j, name in enumerate(original.components)
-                   if Counter(e[j] for e in original.examples) != Counter(e[j] for e in again.examples))
+                   if any(Counter(e[j] for e in original.examples) != Counter(e[j] for e in other.examples)
+                          for other in (again, *([reseeded] if reseeded is not None else []))))
     stable = [j for j, name in enumerate(original.components) if name not in random]
     key = lambda e: tuple(e[j] for j in stable)  # noqa: E731
     order_random = [key(e) for e in original.examples] != [key(e) for e in again.examples]
@@ -113,6 +115,8 @@ def compare(original: Epoch, again: Epoch, rewrite: Epoch) -> Content:
     if len(rewrite.components) != width:
         return Content(False, None, len(rewrite.examples), len(original.examples),
                        f"its elements hold {len(rewrite.components)} components, not {width}", random, capped)
+    if original.capped and len(original.examples) > len(rewrite.examples):
+        return _compare_first(original, rewrite, key, order_random, random)
     mine, theirs = Counter(map(key, original.examples)), Counter(map(key, rewrite.examples))
     same_sizes = Counter(original.batch_sizes) == Counter(rewrite.batch_sizes)
     semantics = None
@@ -134,6 +138,27 @@ def compare(original: Epoch, again: Epoch, rewrite: Epoch) -> Content:
         semantics = (f"{sum(missing.values())} of {len(original.examples)} rows differ"
                      + (f" (compared without the random component(s) {', '.join(random)})" if random else ""))
     return Content(False, None, len(rewrite.examples), len(original.examples), semantics, random, capped)
+
+
+def _compare_first(original: Epoch, rewrite: Epoch, key, order_random: bool, random: tuple[str, ...]) -> Content:
+    """Compare a rewrite's first rows with the original's first rows read a margin further (pipebench.diagnose.check):
+    the same rows when every row of the rewrite is among them and every row of the original but the margin's is
+    among the rewrite's; whole batches of the same sizes but the last."""
+    n = len(rewrite.examples)
+    margin = len(original.examples) - n
+    mine, theirs = Counter(map(key, original.examples)), Counter(map(key, rewrite.examples))
+    head = Counter(map(key, original.examples[:max(0, n - margin)]))
+    extra, missing = theirs - mine, head - theirs
+    sizes = rewrite.batch_sizes[:-1] == original.batch_sizes[:len(rewrite.batch_sizes) - 1]
+    if not extra and not missing and sizes:
+        in_order = [key(e) for e in original.examples[:n]] == [key(e) for e in rewrite.examples]
+        same_order = None if order_random else in_order
+        semantics = None if in_order or order_random else "order: the same rows come in another order"
+        return Content(True, same_order, n, n, semantics, random, True)
+    semantics = ("batch boundaries: the same rows in batches of other sizes" if not extra and not missing else
+                 f"{sum(extra.values()) + sum(missing.values())} of the first {n:,} rows differ"
+                 + (f" (compared without the random component(s) {', '.join(random)})" if random else ""))
+    return Content(False, None, n, n, semantics, random, True)
 
 
 def _sizes(sizes: list[int]) -> str:

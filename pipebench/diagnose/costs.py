@@ -100,15 +100,18 @@ def _chain_of(stages: list[Stage], inside: int | None) -> list[Stage]:
     return [s for s in stages if s.inside == inside]
 
 
-def skipped(stages: list[Stage]) -> set[int]:
-    """Give the stages that get no prefix of their own (module docstring)."""
+def skipped(stages: list[Stage], cache_filled: bool = True) -> set[int]:
+    """Give the stages that get no prefix of their own (module docstring); `cache_filled=False`: a first pass, whose
+    cache stores what the stages before it compute (they are measured, and the cache joins the stage before it)."""
     found: set[int] = set()
     walked = {s.inside for s in stages if s.inside is not None}
     for inside in {None, *walked}:
         chain = _chain_of(stages, inside)
         for position, stage in enumerate(chain):
             opens = stage.kind in ("interleave", "flat_map") and (stage.reads or stage.index in walked)
-            if opens or stage.kind == "cache":
+            if stage.kind == "cache" and not cache_filled and position > 0:
+                found.add(chain[position - 1].index)
+            elif opens or stage.kind == "cache":
                 for earlier in chain[:position]:
                     found.add(earlier.index)
                     found |= built_by(stages, earlier.index)
@@ -140,9 +143,10 @@ def order(stages: list[Stage], inside: int | None = None) -> list[int]:
     return found
 
 
-def measured_prefixes(stages: list[Stage], cores: int) -> list[Prefix]:
-    """Give the prefixes to measure, in measurement order (`order`); each adds the stages since the one before."""
-    skip = skipped(stages)
+def measured_prefixes(stages: list[Stage], cores: int, cache_filled: bool = True) -> list[Prefix]:
+    """Give the prefixes to measure, in measurement order (`order`); each adds the stages since the one before
+    (`cache_filled`: as `skipped`'s)."""
+    skip = skipped(stages, cache_filled)
     found: list[Prefix] = []
     pending: dict[int | None, list[int]] = {}  # by chain: the stages that join its next prefix
     for end in order(stages):

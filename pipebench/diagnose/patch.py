@@ -12,7 +12,6 @@ why (diagnosis.md lists the changes call by call either way).
 from __future__ import annotations
 
 import ast
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,15 +157,6 @@ def _value(value) -> str:
     return "tf.data.AUTOTUNE" if value == AUTOTUNE else literal(value)
 
 
-def patch(found: Diagnosis, rewrite: Rewrite) -> str:
-    """Give the unified diff that applies `rewrite` to the user's file; NoPatch (with why) when it cannot."""
-    path = Path(found.function.rpartition(":")[0])
-    text = path.read_text()
-    new = patched_text(found, rewrite, text)
-    return "".join(difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        f"a/{path.name}", f"b/{path.name}"))
-
-
 def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool = False) -> str:
     """Give the user's file `text` with `rewrite` applied to the calls it wrote (module docstring); NoPatch if not.
     `converted`: `text` is tf_upgrade_v2's conversion of the user's file, which the diagnosis read (`upgraded`)."""
@@ -181,8 +171,6 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
     for position, step in enumerate(steps):
         if position in skip:
             continue
-        if step.origin is None and step.kind == "repeat" and step.tied:
-            continue  # the repeat a parameter makes with other values (diagnose.ties.tie_steps): the file makes it itself
         if step.origin is None:  # inserted after the stage before it
             if previous_origin is None:
                 raise NoPatch("a step added before the source")

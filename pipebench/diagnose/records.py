@@ -27,7 +27,11 @@ from pipebench.typed import load_json, to_json
 #: 5 (2026-11-29): a rewrite's `ceiling`, the most it can gain, read from the prefixes (pipebench.diagnose.ceiling).
 #: 6 (2026-11-29): the whole pipeline's rate over two worker processes (`rows_per_sec`, `process_rows_per_sec`); a
 #: combination's `parts`; kept rewrites confirmed in the second process (pipebench.diagnose.second).
-DIAGNOSIS_VERSION = 6
+#: 7 (2026-12-02): no `feeds`, `defaults` nor `Step.tied` (the export is the user's file patched: its parameters
+#: feed what they fed); a stage's `op` (what TensorFlow runs, read from the dataset's graph) and `via` (the library function
+#: that made it); the content check's scope says when pipebench's sample was not used; `self_check` (a plain loop over
+#: the user's function beside the whole pipeline); `passes` (a cache's first pass and its later ones, apart).
+DIAGNOSIS_VERSION = 7
 AUTOTUNE = "AUTOTUNE"
 
 
@@ -85,7 +89,6 @@ class Step:
     args: dict[str, Any]  # plain values; "AUTOTUNE" for tf.data.AUTOTUNE
     origin: int | None  # the stage it comes from (its function, its source); None: added by a rewrite
     function: str | None = None  # how its function is made: "user", "vectorized_map", "libsvm" (see replay)
-    tied: dict[str, str] | None = None  # argument → the expression of input_fn's parameters that gave its value
 
 
 @dataclass(frozen=True)
@@ -196,17 +199,6 @@ class Buffer:
 
 
 @dataclass(frozen=True)
-class Parameter:
-    """What one of input_fn's parameters does to the pipeline, found by calling the function with another value."""
-
-    name: str
-    feeds: str  # "arguments" (live in the export), "stages" (chooses which stages exist: checked), "functions"
-    #             (changes what a stage's function does: checked where the export does not call the user's
-    #             function), "nothing", "unknown" (not probed or the probe failed: checked)
-    arguments: tuple[str, ...]  # what it feeds, e.g. "stage 4 batch(batch_size)"; for "stages", what changed
-
-
-@dataclass(frozen=True)
 class Machine:
     """How busy the machine was while the diagnosis measured (pipebench.measure.sampler.OthersCpu): a neighbour, or
     the hypervisor running another guest on this machine's vCPUs (its steal), changes every figure measured beside
@@ -219,6 +211,37 @@ class Machine:
 
 
 @dataclass(frozen=True)
+class SelfCheck:
+    """A plain loop over the user's own function (`for element in input_fn(...)`, rows counted by the label's leading
+    dimension), timed in windows paired with the whole pipeline's, in one process (pipebench.diagnose.selfcheck)."""
+
+    plain_rows_per_sec: Interval  # the plain loop's, over its windows
+    ratio: Interval  # the plain loop's rate over the whole pipeline's as diagnose measures it, paired per round
+    agrees: bool  # the ratio's mean within AGREE_WITHIN of 1 either way
+    how: str  # what the plain loop iterated, in words
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One kind of pass over a pipeline that caches: the first (the cache filling: every row computed up to it) or a
+    later one (served from the filled cache)."""
+
+    which: str  # "first" or "later"
+    rows_per_sec: Interval
+    bottleneck: int  # an index into the stages
+    bottleneck_why: str
+
+
+@dataclass(frozen=True)
+class Passes:
+    """A pipeline whose first pass and later ones differ (a cache): which the diagnosis is of, and the other."""
+
+    main: str  # "first" or "later": the pass the diagnosis's figures, bottleneck and rewrites are of
+    other: Pass
+    sees: str  # which pass training sees, in words, from its repeat
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """What `pipebench diagnose` found: written whole as diagnosis.json."""
 
@@ -226,7 +249,6 @@ class Diagnosis:
     function: str  # PATH.py:FUNCTION
     signature: str  # the user's, e.g. "(filenames, batch_size=32, num_epochs=1)"
     parameters: tuple[str, ...]  # its parameter names, in order
-    defaults: dict[str, Any]  # the defaults that are plain values (the export writes them)
     kwargs: dict[str, Any]  # what it was called with (--set)
     tf_version: str
     cores: int
@@ -238,7 +260,6 @@ class Diagnosis:
     stages: tuple[Stage, ...]
     inner_notes: dict[str, str]  # by stage index: why an interleave's own function was not walked
     steps: tuple[Step, ...]  # the original pipeline as replayable steps (empty when a stage cannot be replayed)
-    feeds: tuple[Parameter, ...]  # what each of input_fn's parameters feeds (pipebench.diagnose.ties)
     buffers: tuple[Buffer, ...]
     measured_as: tuple[str, ...]  # how the pipeline measured differs from the user's (capped buffers, a take left out)
     content_scope: str  # what the content check read: a sample of the files (pipebench.diagnose.sample) or more
@@ -256,6 +277,8 @@ class Diagnosis:
     machine: Machine  # how busy the machine was from the first measurement to the last (the busier worker's)
     rows_per_sec: Interval | None = None  # the whole pipeline's, over the worker processes (pipebench.diagnose.second)
     process_rows_per_sec: tuple[Interval, ...] = ()  # each worker process's, over its own rounds
+    self_check: SelfCheck | None = None  # a plain loop over the user's function beside it (the second process)
+    passes: Passes | None = None  # a cached pipeline's first pass and later ones, apart
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -32,8 +32,10 @@ def _tf(value: Any) -> Any:
     return tf.data.AUTOTUNE if value == AUTOTUNE else value
 
 
-def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
-    """Give the original pipeline as steps, or () and why a stage cannot be replayed."""
+def steps_of(walked: Walked, seeded: bool = False) -> tuple[tuple[Step, ...], str | None]:
+    """Give the original pipeline as steps, or () and why a stage cannot be replayed. `seeded`: the pipeline was
+    built under a global seed that the replay is built under too (pipebench.diagnose.check), so a shuffle drawing
+    its seed from it draws it again."""
     steps = []
     for stage in walked.stages:
         if stage.inside is not None:  # built by an interleave's function, which the replay calls as it is
@@ -42,7 +44,7 @@ def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
             return (), f"stage {stage.index} {stage.call} ({', '.join(stage.ops)}) cannot be replayed"
         if stage.kind == "source" and "reader" not in stage.params and stage.index != 0:
             return (), f"stage {stage.index} is a second source"
-        if stage.kind == "shuffle" and stage.params.get("global_seed"):
+        if stage.kind == "shuffle" and stage.params.get("global_seed") and not seeded:
             return (), f"stage {stage.index} {stage.call} draws its seed from a global seed"
         args = {k: v for k, v in stage.params.items() if k != "global_seed"}
         steps.append(Step(stage.kind, args, stage.index, "user" if stage.kind in _FUNCTION_KINDS else None))

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipebench.diagnose.export import best, module_name
+from pipebench.diagnose.export import Export, best
 from pipebench.diagnose.records import Diagnosis, Rewrite, Stage
+from pipebench.diagnose.selfcheck import disagreement
 from pipebench.measure.intervals import Interval
 from pipebench.values import echo
 
@@ -64,13 +65,21 @@ def summary_lines(found: Diagnosis) -> list[str]:
     """Give the few lines the terminal shows at the end."""
     neck = found.stages[found.bottleneck]
     lines = []
+    disagrees = disagreement(found.self_check, found.rows_per_sec)
+    if disagrees:
+        lines.append(disagrees)
     if found.machine.busy:
         lines.append(f"BUSY: {_machine(found)}")
     if found.tf1:
-        lines.append(f"TF1: diagnosed the dataset behind {found.tf1}; the rewritten module returns the dataset")
+        lines.append(f"TF1: diagnosed the dataset behind {found.tf1}; a rewritten module returns the dataset")
     if found.rows_per_sec is not None:
         lines.append(f"whole pipeline: {_interval(found.rows_per_sec)} rows/s ("
                      + "; ".join(_interval(p) for p in found.process_rows_per_sec) + ", by worker process)")
+    if found.self_check is not None and found.self_check.agrees:
+        lines.append(f"self-check: a plain loop of your function read {_interval(found.self_check.plain_rows_per_sec)} "
+                     f"rows/s, {found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed")
+    if found.passes is not None:
+        lines.append(f"passes: {_passes(found)}")
     lines.append(f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}")
     lines.append(f"profiler: {_profiler(found)}")
     for buffer in found.buffers:
@@ -85,6 +94,17 @@ def summary_lines(found: Diagnosis) -> list[str]:
                          f"{_interval(terms.ceiling_rows_per_sec)}; input costs training "
                          f"{_interval(terms.slowdown, '.0%')}")
     return lines
+
+
+def _passes(found: Diagnosis) -> str:
+    """Say which pass of a cached pipeline the diagnosis is of, the other's rate and bottleneck, and which one
+    training sees."""
+    p = found.passes
+    other = p.other
+    names = {"first": "the first pass (the cache filling)", "later": "later passes (served from the filled cache)"}
+    neck = found.stages[other.bottleneck]
+    return (f"this diagnosis is of {names[p.main]}; {names[other.which]}: {_interval(other.rows_per_sec)} rows/s, "
+            f"bottleneck stage {neck.index} {neck.label} ({other.bottleneck_why}); {p.sees}")
 
 
 def _machine(found: Diagnosis) -> str:
@@ -126,8 +146,9 @@ def _whole(found: Diagnosis) -> str:
             "intervals to the highest.")
 
 
-def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str | None = None) -> str:
-    """Give diagnosis.md; `patch_name`: the patch of the user's file beside it, else `no_patch` says why none."""
+def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | None = None) -> str:
+    """Give diagnosis.md; `made`: what the export wrote beside it (pipebench.diagnose.export), `patch_name` the
+    name of the patch of the user's file, when it wrote one."""
     out = [f"# Diagnosis of `{Path(found.function.rpartition(':')[0]).name}:{found.function.rpartition(':')[2]}`",
            "",
            f"`{found.function}{found.signature}` called with "
@@ -135,16 +156,25 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
            + f"; TensorFlow {found.tf_version}, {found.cores} CPU(s); the diagnosis took {found.seconds:.0f} s.", "",
            ("**The machine was busy**: " if found.machine.busy else "") + _machine(found)
            + ("." if found.machine.busy else ""), ""]
+    disagrees = disagreement(found.self_check, found.rows_per_sec)
+    if disagrees:
+        out[2:2] = [f"**{disagrees[0].upper()}{disagrees[1:]}.**", ""]
+    elif found.self_check is not None:
+        out += [f"**Self-check**: {found.self_check.how}, timed beside the whole pipeline, read "
+                f"{_interval(found.self_check.plain_rows_per_sec)} rows/s: "
+                f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed (they agree "
+                "within 1.5×).", ""]
+    if found.passes is not None:
+        out += [f"**Passes**: {_passes(found)}.", ""]
     if found.tf1:
         out += [f"**A TF1 input_fn.** It returns the tensors of {found.tf1}; diagnose captured the dataset behind that "
-                "iterator before anything ran, and the rewritten module returns the dataset itself (TF2: `model.fit` "
+                "iterator before anything ran, and a rewritten module returns the dataset itself (TF2: `model.fit` "
                 "and `tf.distribute` take it as it is).", ""]
     if found.upgraded:
         out += [f"**TF1 names TensorFlow 2 lacks.** Loading it failed at a TF1 name, so diagnose converted a copy "
                 f"with TensorFlow's own tf_upgrade_v2 ({found.upgraded.changes} changes, listed in "
-                f"`upgrade_report.txt`) and diagnosed that. `{found.upgraded.file}`, beside this file, is that "
-                "conversion with the kept rewrite written into its calls (the rewritten module imports it; below, "
-                "when it cannot be written). Your file is unchanged.", ""]
+                "`upgrade_report.txt`) and diagnosed that; a kept rewrite is written into that conversion's calls "
+                "(below). Your file is unchanged.", ""]
     for said in found.ignored_calls:
         out += [f"Ignored: {said}: pipebench runs eagerly, as TensorFlow 2 does.", ""]
     out += ["## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",
@@ -218,28 +248,19 @@ def to_markdown(found: Diagnosis, patch_name: str | None = None, no_patch: str |
                        f"{_interval(t.ceiling_rows_per_sec)} | {_interval(t.slowdown, '.0%')} | "
                        f"{_interval(t.waiting, '.0%')} |")
     chosen = best(found)
-    out += ["", "## The rewritten module", "",
-            f"`{module_name(found)}` defines `{found.function.rpartition(':')[2]}` with the same parameters; it "
-            + (f"builds the pipeline with {chosen.name}." if chosen else "builds the pipeline as it was (no rewrite "
-                                                                          "was kept).")]
+    out += ["", "## The rewritten module", ""]
+    if made is not None and made.module is not None:
+        source = (f"`{made.patched}` beside it: your file with {chosen.name} written into your calls"
+                  if made.patched else "your own file, with the rewrite's tf.data options set on what it returns")
+        out.append(f"`{made.module}` defines `{found.function.rpartition(':')[2]}`, taking what yours takes; it calls "
+                   f"your function in {source}.")
+        if made.diff and patch_name:
+            out += ["", f"`{patch_name}` makes the same change in your own file (`patch -p1 < {patch_name}` in its "
+                    "folder); it edits your calls and appends pipebench's helpers, never your functions."]
+    else:
+        out.append(f"None written: {made.why_not if made is not None else 'no rewrite was kept'}.")
     if chosen is not None and chosen.steps:
         out += ["", "What changes, call by call:", "", "```python", *_changes(found, chosen), "```"]
-    if found.feeds:
-        out += ["", "Its parameters, each probed by calling your function with another value:", ""]
-        for p in found.feeds:
-            said = {"arguments": "live: " + "; ".join(p.arguments),
-                    "stages": f"chooses which stages exist ({'; '.join(p.arguments)}): checked against the value "
-                              "diagnosed", "nothing": "feeds no stage: any value is taken",
-                    "functions": f"changes what a stage's function does ({'; '.join(p.arguments)}): checked where "
-                                 "the module builds the pipeline itself",
-                    "unknown": "not probed" + (f" ({'; '.join(p.arguments)})" if p.arguments else "")
-                               + ": checked against the value diagnosed"}[p.feeds]
-            out.append(f"- `{p.name}`: {said}")
-    if patch_name:
-        out += ["", f"`{patch_name}` makes the same change in your own file (`patch -p1 < {patch_name}` in its folder); "
-                "it edits your calls and appends pipebench's helpers, never your functions."]
-    elif chosen is not None:
-        out += ["", f"No patch of your file: {no_patch}."]
     return "\n".join(out) + "\n"
 
 

@@ -13,10 +13,10 @@ process of their own) and measures the train terms. `--timeout` is the two's tog
 
 `--out` is checked before the worker starts: it may not replace, hold or lie inside an input (the user's module,
 --model's, every file or folder a --set value names), nor exist without --force. The folder is written only when
-the diagnosis completes, whole or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md, the
-rewritten module and, when the kept rewrite can be written as edits of the user's own calls, a patch of their
-file (pipebench.diagnose.patch); for a TF1 module TensorFlow's tf_upgrade_v2 converted, the converted module and
-the converter's report (pipebench.pipeline.tf1_upgrade).
+the diagnosis completes, whole or not at all (pipebench.atomic.atomic_dir): diagnosis.json, diagnosis.md and, when a
+rewrite was kept and can be written into the user's calls, the patched copy of their file, the same change as a
+patch, and the module that builds from the copy (pipebench.diagnose.export); for a TF1 module TensorFlow's
+tf_upgrade_v2 converted, the converter's report too (pipebench.pipeline.tf1_upgrade).
 """
 from __future__ import annotations
 
@@ -144,8 +144,7 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
              timeout_sec: float = TIMEOUT_SEC, memory_cap_mb: int = MEMORY_CAP_MB) -> tuple[Diagnosis, Path]:
     """Diagnose the function; write the output folder; give the diagnosis and the folder's path."""
     from pipebench.children import scratch_folder
-    from pipebench.diagnose.export import best, conversion, module_name, rewritten_module
-    from pipebench.diagnose.patch import NoPatch, patch
+    from pipebench.diagnose.export import export, module_name
     from pipebench.diagnose.report import to_markdown
 
     out = Path(out) if out is not None else default_out(ref)
@@ -166,27 +165,16 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
                                     progress_file=str(folder / "second" / "progress.txt"), train=True,
                                     second_follows=False, first=str(folder / "first.json"))
         found = run_worker(again, folder / "second", log, timeout_sec, memory_cap_mb, started)
-    chosen = best(found)
-    diff, why = None, "no rewrite was kept"
-    converted, not_written = conversion(found) if found.upgraded is not None else (None, None)
-    if chosen is not None and found.upgraded is not None:
-        why = (f"the module diagnosed is tf_upgrade_v2's conversion of yours, {found.upgraded.file}, beside it, "
-               + ("with the rewrite written into its calls" if not_written is None else
-                  f"as converted ({not_written})"))
-    elif chosen is not None:
-        try:
-            diff = patch(found, chosen)
-        except NoPatch as err:
-            why = str(err)
+    made = export(found, Path(ref.path).read_text())
     patch_name = Path(module_name(found)).with_suffix(".patch").name
     with atomic_dir(out, force=force, inputs=inputs) as tmp:
         (tmp / "diagnosis.json").write_text(json.dumps(found.to_json(), indent=2, allow_nan=False) + "\n")
-        (tmp / "diagnosis.md").write_text(to_markdown(found, patch_name if diff else None, why))
-        (tmp / module_name(found)).write_text(rewritten_module(found))
-        if diff:
-            (tmp / patch_name).write_text(diff)
-        if found.upgraded is not None:  # the rewritten module imports the converted one, beside it
-            (tmp / found.upgraded.file).write_text(converted)
+        (tmp / "diagnosis.md").write_text(to_markdown(found, made, patch_name))
+        for name, text in made.files.items():
+            (tmp / name).write_text(text)
+        if made.diff:
+            (tmp / patch_name).write_text(made.diff)
+        if found.upgraded is not None:
             (tmp / "upgrade_report.txt").write_text(f"tf_upgrade_v2 (TensorFlow {found.tf_version}) on "
                                                     f"{Path(ref.path).name}: {found.upgraded.changes} changes\n\n"
                                                     + found.upgraded.report + "\n")

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
@@ -234,6 +235,8 @@ def graph_ops(root: Any, nodes: list[Any]) -> list[str]:
         node = by_name.get(first) if first is not None and (not chain or "Dataset" in by_name[first].op) else None
     chain.reverse()
     own = [n for i, n in enumerate(nodes) if i == 0 or n._variant_tensor is not nodes[i - 1]._variant_tensor]
+    if type(nodes[0]).__name__ in _READERS:  # a reader's own inputs (its file names) are not stages
+        chain = chain[max(0, len(chain) - len(own)):]
     if len(own) != len(chain):
         return fallback
     ops = dict(zip(map(id, own), chain))
@@ -281,10 +284,9 @@ def _reader_params(node: Any) -> dict[str, Any]:
     if type(filenames).__name__ == "_TensorSliceDataset":
         files = [f.decode() for f in filenames.as_numpy_iterator()]
     elif tf.is_tensor(filenames):
-        found = _value(filenames)
-        files = [found] if isinstance(found, str) else None
-        if hasattr(tf.get_static_value(filenames), "tolist"):
-            files = [f.decode() for f in tf.get_static_value(filenames).reshape(-1).tolist()]
+        names = tf.get_static_value(filenames)
+        files = None if names is None else [f.decode() if isinstance(f, bytes) else str(f)
+                                            for f in np.asarray(names, dtype=object).reshape(-1).tolist()]
     impl = getattr(node, "_impl", None)
     reads = getattr(node, "_num_parallel_reads", None)
     if reads is None and impl is not None:

@@ -32,6 +32,7 @@ Progress goes to the request's progress file, one line per event; the answer to 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -43,14 +44,14 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit
 from pipebench.diagnose.buffers import (
-    bytes_per_row, capped, fill_rows, large_buffers, rows_per_element)
+    bytes_per_row, cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, rows_per_element)
 from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
-    Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Request, Rewrite, Stage, StageCost, Step, Train, TrainTerms)
+    Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Pass, Passes, Request, Rewrite, Stage, StageCost, Step,
+    Train, TrainTerms)
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.second import confirmed_there
 from pipebench.diagnose.rows import rows_tensor
-from pipebench.diagnose.ties import marks, tie_steps
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure.intervals import Interval
@@ -128,6 +129,7 @@ class Diagnoser:
                 pairs[name] += found
         self.parked += [it for arm in [original, *arms] for it in arm.close()]
         self.base_windows = [base for found in pairs.values() for base, _ in found]
+        self.pairs = pairs
         return {name: gain(found) for name, found in pairs.items()}
 
     # --- the diagnosis --------------------------------------------------------------------------------------------
@@ -179,15 +181,20 @@ class Diagnoser:
         if steps:
             replay_note = self._replay_differs(steps)
             steps = () if replay_note else steps
-        parameters, self.tied, self.inserted = self._parameters()
-        steps = tie_steps(steps, self.tied, self.inserted, loaded.kwargs)
         self.steps = steps
         self.batched = stages[_last_outer(stages)].batched
         self.transforms: dict[str, list] = {}  # by rewrite name: how it is built
         self.measure_steps, self.notes = capped(steps, stages)
+        passes = main_pass(stages) if steps else None
+        self.first_pass = passes is not None and passes[0] == "first"
+        if self.first_pass:
+            self.measure_steps = first_pass(self.measure_steps, stages)
+            self.notes[cached_at(stages)] = ("measured without it: this is the first pass, the cache filling, every "
+                                             "row computed (later passes, from the filled cache: below)")
         self.sample = self._make_sample()
         machine = _machine_meter()
-        costs, bottleneck, why = self._stage_costs()
+        costs, bottleneck, why = self._stage_costs(cache_filled=passes is None or passes[0] == "later")
+        other = self._other_pass(passes[0]) if passes is not None else None
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
         scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
@@ -206,23 +213,28 @@ class Diagnoser:
         self.log(f"done in {time.time() - started:.0f} s" + ("; a second worker process follows"
                                                              if r.second_follows else ""))
         return Diagnosis(
-            DIAGNOSIS_VERSION, f"{r.function}:{r.name}", str(loaded.signature), tuple(loaded.signature.parameters),
-            _plain_defaults(loaded.signature), dict(r.kwargs), self.tf.__version__, self.cores,
-            _element_text(loaded.dataset.element_spec), dict(walked.options), loaded.tf1, _upgrade(loaded.upgraded),
-            tuple(loaded.ignored),
-            tuple(stages), {str(k): v for k, v in walked.inner_notes.items()}, steps, parameters, tuple(buffers),
-            tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())), scope, content_rows,
-            replay_note, tuple(costs), bottleneck, why, profiler, tuple(rewrites), combined,
-            train, train_note, time.time() - started, busy, costs[-1].prefix_rows_per_sec,
-            (costs[-1].prefix_rows_per_sec,))
+            schema_version=DIAGNOSIS_VERSION, function=f"{r.function}:{r.name}", signature=str(loaded.signature),
+            parameters=tuple(loaded.signature.parameters), kwargs=dict(r.kwargs), tf_version=self.tf.__version__,
+            cores=self.cores, element=_element_text(loaded.dataset.element_spec), options=dict(walked.options),
+            tf1=loaded.tf1, upgraded=_upgrade(loaded.upgraded), ignored_calls=tuple(loaded.ignored),
+            stages=tuple(stages), inner_notes={str(k): v for k, v in walked.inner_notes.items()}, steps=steps,
+            buffers=tuple(buffers),
+            measured_as=tuple(f"stage {index}: {said}" for index, said in sorted(self.notes.items())),
+            content_scope=scope, content_rows=content_rows, replay_note=replay_note, costs=tuple(costs),
+            bottleneck=bottleneck, bottleneck_why=why, profiler=profiler, rewrites=tuple(rewrites), combined=combined,
+            train=train, train_note=train_note, seconds=time.time() - started, machine=busy,
+            rows_per_sec=costs[-1].prefix_rows_per_sec, process_rows_per_sec=(costs[-1].prefix_rows_per_sec,),
+            passes=None if passes is None else Passes(passes[0], other, passes[1]))
 
     def _second(self, loaded, started: float) -> Diagnosis:
         """Be the second worker process (pipebench.diagnose.second): the original beside the rewrites the first
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
-        from pipebench.diagnose.rounds import calibrate, interleaved_rounds
         from pipebench.diagnose.second import settle, settled, to_confirm
+        from pipebench.diagnose.selfcheck import NAME, check, plain_arm
         from pipebench.diagnose.walk import walk
+        from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
+        from pipebench.pipeline.user_code import load
         from pipebench.typed import to_json
 
         r = self.request
@@ -240,38 +252,39 @@ class Diagnoser:
         self.batched = walked.stages[_last_outer(walked.stages)].batched
         self.transforms, self.sample = {}, None
         self.measure_steps, self.notes = capped(first.steps, walked.stages)
-        self._fill_own_cache()
+        self.first_pass = first.passes is not None and first.passes.main == "first"
+        if self.first_pass:
+            self.measure_steps, self.cache_rows = first_pass(self.measure_steps, walked.stages), None
+        else:
+            self._fill_own_cache()
         machine = _machine_meter()
         original = self.input_arm("original", self._original(), self.batched)
         confirm = to_confirm(first)
-        gains = {}
-        if confirm:
-            self.log(f"confirming {len(confirm)} rewrite(s) beside the original, in up to {r.rounds} rounds: "
-                     + "; ".join(rw.name for rw in confirm))
-            arms = []
-            for rewrite in confirm:
-                arm = self.input_arm(rewrite.name, self._build_rewrite(rewrite), self.batched)
-                if self._own_cache and self.cache_rows:
-                    self._fill(arm)
-                arms.append(arm)
-            gains = self.gains(original, arms)
-            windows = self.base_windows
-        else:
-            rounds = _prefix_rounds(r.rounds)
-            self.log(f"the whole pipeline in {rounds} rounds")
-            calibrate([original])
-            fill = {original.name: fill_rows(walked.stages, [s for s in walked.stages if s.inside is None],
-                                             self.measure_steps)}
-            windows = interleaved_rounds([original], rounds, r.window_sec, r.settle_sec, fill, self.seed,
-                                         self.log)[original.name]
-            self.parked += original.close()
+        arms = []
+        for rewrite in confirm:
+            arm = self.input_arm(rewrite.name, self._build_rewrite(rewrite), self.batched)
+            if self._own_cache and self.cache_rows:
+                self._fill(arm)
+            arms.append(arm)
+        fresh = self.first_pass
+        plain = plain_arm(self.tf, lambda: load(self.path, r.name, r.kwargs).dataset if fresh else loaded.dataset,
+                          fresh, process_tree_cpu_sec)
+        self.log(f"the whole pipeline beside a plain loop of {r.name}"
+                 + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
+                    if confirm else "") + f", in up to {r.rounds} rounds")
+        gains = self.gains(original, [*arms, plain])
+        windows = self.base_windows
+        self_check = check(gains.pop(NAME), [mine for _, mine in self.pairs[NAME]], fresh)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
-                 f"{first.process_rows_per_sec[0].text(',.0f')})")
+                 f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
+                 f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "
+                 + ("(agrees)" if self_check.agrees else "(DISAGREES)"))
         train, train_note = self._train(best_of(*settled(first, gains))) if r.train \
             else (None, "not asked for (Request.train)")
         self.log(f"done in {time.time() - started:.0f} s")
-        return settle(first, gains, rate, train, train_note, time.time() - started, machine())
+        return dataclasses.replace(settle(first, gains, rate, train, train_note, time.time() - started, machine()),
+                                   self_check=self_check)
 
     def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
         """Give why replaying the steps does not rebuild the user's pipeline (its outer stages compared one by one),
@@ -321,15 +334,18 @@ class Diagnoser:
 
     # --- where the time goes --------------------------------------------------------------------------------------
 
-    def _stage_costs(self) -> tuple[list[StageCost], int, str]:
-        """Measure every prefix in interleaved rounds; give the stage costs, the bottleneck and why it is one."""
+    def _stage_costs(self, cache_filled: bool = True, from_stage: int = 0) -> tuple[list[StageCost], int, str]:
+        """Measure every prefix (those ending at `from_stage` or later) in interleaved rounds; give the stage costs,
+        the bottleneck and why it is one. `cache_filled=False`: a cached pipeline's first pass (its cache left out,
+        pipebench.diagnose.buffers.first_pass), else its cache is filled first."""
         from pipebench.capacity.profile import RoundValue, stage_costs
         from pipebench.diagnose.costs import measured_prefixes
         from pipebench.diagnose.rounds import calibrate, interleaved_rounds
 
         stages = self.walked.stages
-        measured = measured_prefixes(stages, self.cores)
-        self._fill_own_cache()
+        measured = [p for p in measured_prefixes(stages, self.cores, cache_filled) if p.end >= from_stage]
+        if cache_filled:
+            self._fill_own_cache()
         r = self.request
         rounds = _prefix_rounds(r.rounds)
         self.log(f"measuring {len(measured)} prefixes in {rounds} interleaved rounds")
@@ -363,6 +379,26 @@ class Diagnoser:
             why = "no stage adds measurable CPU per row"
         self.log(f"bottleneck: stage {neck.stage} {stages[neck.stage].label}: {why}")
         return costs, neck.stage, why
+
+    def _other_pass(self, main: str) -> Pass:
+        """Measure the pass of a cached pipeline the diagnosis is not of: its later passes (the cache filled, the stages
+        from it on), or its first (the cache left out, every stage); give its rate and bottleneck."""
+        stages = self.walked.stages
+        cache = cached_at(stages)
+        saved, self.measure_steps = self.measure_steps, capped(self.steps, stages)[0]
+        try:
+            if main == "first":
+                self.log(f"later passes: from stage {cache}'s filled cache on")
+                costs, neck, why = self._stage_costs(cache_filled=True, from_stage=cache)
+            else:
+                self.measure_steps = first_pass(self.measure_steps, stages)
+                self.log("the first pass: the cache left out, every row computed")
+                costs, neck, why = self._stage_costs(cache_filled=False)
+        finally:
+            self.measure_steps = saved
+            if main == "first":
+                self.cache_rows = None  # the rewrites are measured on the first pass, whose cache holds nothing
+        return Pass("later" if main == "first" else "first", costs[-1].prefix_rows_per_sec, neck, why)
 
     def _fill_own_cache(self) -> None:
         """Complete the user's own cache, if the pipeline has one, through its prefix: every prefix and the root
@@ -403,47 +439,16 @@ class Diagnoser:
         return sample_arguments(dict(self.loaded.kwargs), folder, batch)
 
     def _content_setup(self) -> tuple[str, int]:
-        """Read the original twice over a bounded sample of the data (pipebench.diagnose.sample); give the scope in
-        words and the rows compared. Without a sample (no argument names the files), over its first rows."""
-        from pipebench.diagnose import content as contents
-        from pipebench.diagnose.replay import steps_of
-        from pipebench.diagnose.walk import walk
-        from pipebench.pipeline.user_code import load
+        """Read the original twice (pipebench.diagnose.check: over a sample of the data when the function reads it as
+        it reads its files, else over their first rows); give the scope in words and the rows compared."""
+        from pipebench.diagnose.check import ContentCheck
 
         r = self.request
-        sample = self.sample
-        self.sample_walked, self.sample_steps = self.walked, self.steps
-        scope = None
-        if sample is not None:
-            loaded = load(self.path, r.name, sample.kwargs)
-            walked = walk(loaded.dataset, loaded.sites, loaded.module)
-            steps, note = steps_of(walked)
-            steps = tie_steps(steps, self.tied, self.inserted, loaded.kwargs)
-            same = [(s.kind, s.inside) for s in walked.stages] == [(s.kind, s.inside) for s in self.walked.stages]
-            if same and (not self.steps or (steps and len(steps) == len(self.steps))):
-                self.sample_walked, self.sample_steps = walked, steps if self.steps else ()
-                scope = sample.scope
-        cap = r.content_cap_rows if scope is None else sample.rows * 4 + 1
-        original = self._sample_build([], {})
-        self.epochs = (contents.read_epoch(original, self.batched, cap),
-                       contents.read_epoch(self._sample_build([], {}), self.batched, cap))
-        rows = len(self.epochs[0].examples)
-        if scope is None:
-            scope = (f"the first {rows:,} rows (no argument names the files, so no sample of them could be made)"
-                     if self.epochs[0].capped else f"one whole epoch: {rows:,} rows")
-        return scope, rows
-
-    def _sample_build(self, transforms: list, options: dict[str, Any]):
-        """Give the pipeline over the sample (one epoch) with `transforms` and `options` applied; None when the
-        transforms do not compose."""
-        from pipebench.diagnose.replay import options_of, replay
-        from pipebench.diagnose.rewrites import compose
-
-        if not self.sample_steps:
-            root = self.sample_walked.root
-            return root.with_options(options_of(options)) if options else root
-        steps = compose(transforms, self.sample_steps)
-        return None if steps is None else replay(steps, self.sample_walked, options, one_epoch=True)
+        self.check = ContentCheck(self.path, r.name, dict(self.loaded.kwargs),
+                                  [(s.kind, s.inside) for s in self.walked.stages], bool(self.steps),
+                                  self.batched, r.content_cap_rows)
+        scope = self.check.setup(self.sample, dict(self.loaded.kwargs))
+        return scope.text, scope.rows
 
     def _build(self, transforms: list, options: dict[str, Any]):
         """Give the pipeline as measured with `transforms` and `options` applied (None when they do not compose)."""
@@ -457,27 +462,8 @@ class Diagnoser:
         return None if steps is None else replay(steps, self.walked, options)
 
     def _content(self, transforms: list, options: dict[str, Any]) -> Content | str:
-        """Give how a rewrite compares with the original over the sample, or why it could not be read."""
-        from pipebench.diagnose import content as contents
-        from pipebench.errors import failure_reason
-
-        dataset = self._sample_build(transforms, options)
-        if dataset is None:
-            return "the rewrites do not compose"
-        original_spec = self.walked.root.element_spec
-        try:
-            self.tf.nest.assert_same_structure(dataset.element_spec, original_spec)
-        except (ValueError, TypeError):
-            return "its elements have another structure"
-        if [s.dtype for s in self.tf.nest.flatten(dataset.element_spec)] != \
-                [s.dtype for s in self.tf.nest.flatten(original_spec)]:
-            return "its elements have other dtypes"
-        cap = max(len(self.epochs[0].examples) + 1, 1) if not self.epochs[0].capped else len(self.epochs[0].examples)
-        try:
-            epoch = contents.read_epoch(dataset, self.batched, cap * 2)
-        except Exception as err:  # noqa: BLE001 — a rewrite that fails on the data is refused, not a crash
-            return f"it fails on the data: {failure_reason(err, 160)}"
-        return contents.compare(*self.epochs, epoch)
+        """Give how a rewrite compares with the original (pipebench.diagnose.check), or why it could not be read."""
+        return self.check.compare(transforms, options, self.walked.root.element_spec)
 
     # --- rewrites -------------------------------------------------------------------------------------------------
 
@@ -581,7 +567,7 @@ class Diagnoser:
     def _fill(self, arm) -> None:
         """Run a cached arm past one epoch so its cache is complete (later iterators read it from memory)."""
         epoch = self.cache_rows or self._epoch_rows()
-        need = int((epoch or len(self.epochs[0].examples)) * 1.05) + 1
+        need = int((epoch or len(self.check.epochs[0].examples)) * 1.05) + 1
         seen, start = 0, time.perf_counter()
         while seen < need:
             seen += arm.call()[0]
@@ -668,25 +654,10 @@ class Diagnoser:
 
         if not rewrite.steps:
             return self._build([], rewrite.options)
-        return replay(capped(rewrite.steps, self.walked.stages)[0], self.walked, rewrite.options)
-
-    def _parameters(self):
-        """Give what each parameter feeds, the arguments they tie and the repeats they add (pipebench.diagnose.ties),
-        each parameter probed by calling the function again with another value."""
-        from pipebench.diagnose.ties import find
-        from pipebench.diagnose.walk import walk
-        from pipebench.pipeline.user_code import load
-
-        r = self.request
-
-        def walk_with(kwargs: dict[str, Any]):
-            with _quiet(self.tf):
-                again = load(self.path, r.name, kwargs)
-                walked = walk(again.dataset, again.sites, again.module)
-            return walked.stages, marks(walked)
-
-        self.log("probing what each parameter feeds")
-        return find((self.walked.stages, marks(self.walked)), dict(self.loaded.kwargs), walk_with, self.log)
+        steps = capped(rewrite.steps, self.walked.stages)[0]
+        if self.first_pass:  # measured as the original is: its first pass
+            steps = first_pass(steps, self.walked.stages)
+        return replay(steps, self.walked, rewrite.options)
 
 
 def _machine_meter() -> Callable[[], Machine]:
@@ -750,23 +721,6 @@ def _quiet(tf) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
-
-
-def _plain_defaults(signature) -> dict[str, Any]:
-    import inspect
-
-    from pipebench.pipeline.export import literal
-
-    found = {}
-    for name, parameter in signature.parameters.items():
-        if parameter.default is inspect.Parameter.empty:
-            continue
-        try:
-            literal(parameter.default)
-        except ValueError:
-            continue
-        found[name] = parameter.default
-    return found
 
 
 def _element_text(spec: Any) -> str:

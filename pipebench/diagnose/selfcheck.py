@@ -1,0 +1,66 @@
+"""The self-check in every diagnosis: a plain loop over the user's own function, timed beside the whole pipeline.
+
+`for element in input_fn(...)`, in Python, rows counted as a plain loop counts them (the label's leading dimension,
+pipebench.diagnose.rows.plain_rows): nothing of pipebench's walk, replay, capped buffers or rows rule is in it. Its
+windows are paired with the whole pipeline's as the diagnosis measures it, in the second worker process's rounds
+(after its warm-up, as the diagnosis's own arms are). When the two disagree by more than AGREE_WITHIN either way, the
+summary says so first: a unit error (a batch counted as one row), a replay that builds another pipeline or a
+cache replay reported for a one-pass pipeline can then never pass silently, on any code.
+
+The loop re-iterates the dataset the function returned at the end of each pass, as Keras' fit does; a pipeline
+whose first pass differs from the later ones (a cache, diagnosed on its first pass) is called again for each pass,
+as a loop over `input_fn()` per epoch does. No TensorFlow import here: it is handed in.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pipebench.diagnose.records import SelfCheck
+from pipebench.measure.intervals import Interval, geometric_interval
+from pipebench.measure.windows import Arm
+
+#: The plain loop and the diagnosis agree when the ratio of their rates lies within this factor of 1, either way.
+AGREE_WITHIN = 1.5
+NAME = "plain loop"
+
+
+def plain_arm(tf, make_dataset: Callable[[], Any], fresh_per_pass: bool, cpu_clock: Callable[[], float]) -> Arm:
+    """Give the plain loop's arm: `make_dataset()` calls the user's function (once, or once a pass)."""
+    from pipebench.diagnose.rows import plain_rows
+
+    def loop(iterator, steps: int) -> tuple[int, float]:
+        rows = 0
+        for _ in range(steps):
+            element = next(iterator, None)
+            if element is None:
+                break
+            rows += plain_rows(tf, element)
+        return rows, 0.0
+
+    if fresh_per_pass:
+        return Arm(NAME, lambda: iter(make_dataset()), loop, releasable=False, cpu_clock=cpu_clock, start=False)
+    dataset = make_dataset()
+    return Arm(NAME, lambda: iter(dataset), loop, releasable=False, cpu_clock=cpu_clock, start=False)
+
+
+def how(fresh_per_pass: bool) -> str:
+    return ("a Python loop over what your function returns, called again for each pass" if fresh_per_pass else
+            "a Python loop over the dataset your function returns, iterated again at the end of each pass")
+
+
+def check(ratio: Interval, plain_windows: list, fresh_per_pass: bool) -> SelfCheck:
+    """Give the self-check from the plain loop's paired ratio over the whole pipeline and its windows."""
+    rate = geometric_interval([w.examples / w.seconds for w in plain_windows if w.seconds > 0])
+    agrees = 1 / AGREE_WITHIN <= ratio.mean <= AGREE_WITHIN
+    return SelfCheck(rate, ratio, agrees, how(fresh_per_pass))
+
+
+def disagreement(found: SelfCheck | None, rows_per_sec: Interval | None) -> str | None:
+    """Give the line the summary opens with when the diagnosis and a plain loop of the user's function disagree."""
+    if found is None or found.agrees:
+        return None
+    reported = "" if rows_per_sec is None else f" (diagnose: {rows_per_sec.text(',.0f')} rows/s)"
+    return (f"the diagnosis disagrees with a plain loop of your function: {found.plain_rows_per_sec.text(',.0f')} "
+            f"rows/s{reported}, {found.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed, paired "
+            f"window by window ({found.how}); read its figures with care")
