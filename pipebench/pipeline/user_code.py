@@ -253,6 +253,9 @@ class _SiteRecorder:
         while frame is not None:
             filename = str(Path(frame.f_code.co_filename).resolve())
             if filename.startswith(self._tf_root):
+                if frame.f_code.co_name == "apply" and callable(frame.f_locals.get("transformation_func")):
+                    # what `apply` was given names the library function (Python < 3.11 has no co_qualname)
+                    api.append(getattr(frame.f_locals["transformation_func"], "__qualname__", "apply"))
                 if frame.f_code.co_name not in _WRAPPERS:
                     api.append(getattr(frame.f_code, "co_qualname", frame.f_code.co_name))
             elif filename != _OWN_FILE:
