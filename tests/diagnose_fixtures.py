@@ -61,7 +61,22 @@ def case(name: str) -> dict:
 def kwargs_of(name: str, data: dict[str, list[str]]) -> dict:
     """Give the arguments a corpus pipeline is diagnosed with: its CASE's, its files filled in."""
     found = case(name)
-    return {found["files"]: data[data_key(found)], **found["kwargs"]}
+    return {found["files"]: derived(name, found, data[data_key(found)]), **found["kwargs"]}
+
+
+def derived(name: str, found: dict, files: list[str]) -> list[str]:
+    """Give the files a CASE reads: the synthetic format's, or (`"derived": FUNCTION`) what the module's own FUNCTION
+    writes from them (wiring: a reader of a layout pipebench does not synthesise, such as companion binary files),
+    written once beside them."""
+    if "derived" not in found:
+        return files
+    folder = Path(files[0]).parent.parent / f"derived-{name}"
+    done = folder / ".files.txt"
+    if not done.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        made = getattr(import_file(path_of(name), f"derive_{name}"), found["derived"])(list(files), str(folder))
+        done.write_text("\n".join(made))
+    return done.read_text().splitlines()
 
 
 def import_file(path: Path, name: str):

@@ -23,11 +23,14 @@ def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):
     assert "bottleneck: stage" in result.stdout and f"wrote {out}" in result.stdout
     assert "measuring" in result.stdout, "the worker's progress is shown"
     written = {p.name for p in out.iterdir()}
-    assert {"diagnosis.json", "diagnosis.md", "rewritten_well_built.py"} <= written
     found = json.loads((out / "diagnosis.json").read_text())
     kept = [r for r in found["rewrites"] if r["kept"]]
-    assert written - {"diagnosis.json", "diagnosis.md", "rewritten_well_built.py"} <= (
-        {"rewritten_well_built.patch"} if kept else set()), "a patch only for a kept rewrite"
+    exported = {"rewritten_well_built.py", "patched_well_built.py", "rewritten_well_built.patch"}
+    assert written - {"diagnosis.json", "diagnosis.md"} <= (exported if kept else set()), \
+        "a module (and the patched copy it builds from) only for a kept rewrite"
+    assert ("None written" in (out / "diagnosis.md").read_text()) == ("rewritten_well_built.py" not in written)
+    assert found["self_check"] is not None
+    assert "self-check: a plain loop" in result.stdout or "disagrees with a plain loop" in result.stdout
     assert [s["kind"] for s in found["stages"]] == ["source", "batch", "map", "prefetch"]
     assert found["train"] is not None and {t["pipeline"] for t in found["train"]["terms"]} >= {"original"}
     assert len(found["process_rows_per_sec"]) == 2 and "a second worker process" in result.stdout, \

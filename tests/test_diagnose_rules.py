@@ -150,3 +150,98 @@ def test_a_tf1_input_fn_that_looks_its_label_up_after_get_next_is_captured(tmp_p
     features, label = next(iter(loaded.dataset))
     assert label.dtype == tf.float32 and [float(v) for v in label] == [10.0, 20.0] * 4
     assert sorted(features) == ["a", "b", "c", "d"]
+
+
+def test_an_in_memory_source_shuffled_then_batched_is_gathered_by_batch_in_the_same_order():
+    """from_tensor_slices of a DataFrame's columns → shuffle(seed) → batch: its row numbers shuffled and batched,
+    each batch's rows gathered at once, give the same batches in the same order (a shuffle draws alike whatever it
+    holds)."""
+    import numpy as np
+
+    from pipebench.diagnose.replay import replay, steps_of
+    from pipebench.diagnose.rewrites import compose, gather
+
+    columns = {"a": np.arange(500, dtype=np.float64), "c": np.array([f"x{i}" for i in range(500)], dtype=object)}
+    dataset = tf.data.Dataset.from_tensor_slices((columns, np.arange(500) % 2)).shuffle(100, seed=3).repeat(2) \
+        .batch(32)
+    walked = walk(dataset, {}, None)
+    assert walked.stages[0].params == {"rows": 500}
+    steps, _ = steps_of(walked)
+    rewritten = replay(compose([gather(3)], steps), walked)
+    assert [s.kind for s in walk(rewritten, {}, None).stages] == ["source", "shuffle", "repeat", "batch", "map"]
+    mine, theirs = contents.read_epoch(rewritten, True, 5000), contents.read_epoch(dataset, True, 5000)
+    assert mine.examples == theirs.examples and mine.batch_sizes == theirs.batch_sizes
+
+
+def test_make_csv_dataset_restructured_parses_a_batch_at_a_time_and_yields_its_rows(csv_file):
+    """pipebench's make_csv_dataset (lines batched, one decode_csv a batch) gives make_csv_dataset's batches, in
+    its order with the same seed, its column types inferred by TensorFlow's own helpers."""
+    from pipebench.pipeline.decoders import pipebench_make_csv_dataset
+
+    kwargs = dict(column_names=["label", "a", "b", "c", "d"], label_name="label", field_delim="\t", header=False,
+                  num_epochs=1, shuffle=True, shuffle_seed=5)
+    theirs = tf.data.experimental.make_csv_dataset([csv_file], 16, **kwargs)
+    mine = pipebench_make_csv_dataset([csv_file], 16, **kwargs)
+    assert tf.nest.map_structure(lambda s: s.dtype, mine.element_spec) == \
+        tf.nest.map_structure(lambda s: s.dtype, theirs.element_spec)
+    first, second = contents.read_epoch(theirs, True, 5000), contents.read_epoch(mine, True, 5000)
+    assert second.examples == first.examples and len(first.examples) == 600
+    ops = {s.op for s in walk(mine, {}, None).stages if s.inside is None}
+    assert "InterleaveDataset" in ops and not any("Csv" in op for op in ops), "lines read, CSV parsed per batch"
+
+
+def _diagnosed(tmp_path: Path, body: str, kwargs: dict, **request):
+    """Diagnose a user's module (both worker processes, in this one, calls kept short: no figure is asserted)."""
+    import json
+
+    from diagnose_fixtures import short_calls
+
+    from pipebench.diagnose.records import Request
+    from pipebench.diagnose.worker import Diagnoser
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = _user(tmp_path, body)
+    common = {**dict(rounds=2, window_sec=0.05, settle_sec=0.0, warmup_sec=0.5, content_cap_rows=2000,
+                     progress_file="", train=False, profile=False), **request}
+    with short_calls():
+        first = Diagnoser(Request(path, "input_fn", kwargs, None, scratch=str(tmp_path / "a"), second_follows=True,
+                                  **common), lambda text: None).run()
+        (tmp_path / "first.json").write_text(json.dumps(first.to_json(), allow_nan=False))
+        return Diagnoser(Request(path, "input_fn", kwargs, None, scratch=str(tmp_path / "b"),
+                                 first=str(tmp_path / "first.json"), **common), lambda text: None).run()
+
+
+def test_a_one_pass_pipeline_ending_in_cache_is_diagnosed_on_its_first_pass(tmp_path, csv_file):
+    """`... .batch().cache()` with no repeat: training that calls input_fn per epoch reads only first passes (every
+    row parsed), so that is what the figures, the bottleneck and the rewrites are of; the later passes (from the
+    filled cache: 36x faster on a real one) are measured apart and said so. With a repeat after the cache, the later
+    passes are what training mostly sees."""
+    body = ("def input_fn(files, epochs=1):\n"
+            "    def parse(line):\n"
+            "        return tf.io.decode_csv(line, DEFAULTS, field_delim='\\t')\n"
+            "    dataset = tf.data.TextLineDataset(files).map(parse).batch(32).cache()\n"
+            "    return dataset.repeat(epochs) if epochs > 1 else dataset\n")
+    found = _diagnosed(tmp_path / "one", body, {"files": [csv_file]})
+    assert found.passes is not None and found.passes.main == "first" and found.passes.other.which == "later"
+    assert any("first pass" in said for said in found.measured_as) and "one pass" in found.passes.sees
+    assert found.self_check is not None and "called again for each pass" in found.self_check.how
+    repeated = _diagnosed(tmp_path / "many", body, {"files": [csv_file], "epochs": 5})
+    assert repeated.passes.main == "later" and repeated.passes.other.which == "first"
+    assert "4 of its 5 passes" in repeated.passes.sees
+
+
+def test_the_summary_opens_with_a_disagreement_with_a_plain_loop(tmp_path, csv_file, monkeypatch):
+    """A unit error (here injected: every element counted as one row, the bug a TF1 restructuring once caused) makes
+    the diagnosis's rate disagree with a plain loop over the user's function by the batch size: the summary says so
+    first. The same diagnosis without the error agrees."""
+    from pipebench.diagnose.report import summary_lines
+
+    body = ("def input_fn(files):\n"
+            "    return tf.data.TextLineDataset(files).batch(64).map(\n"
+            "        lambda lines: tf.io.decode_csv(lines, DEFAULTS, field_delim='\\t'))\n")
+    right = _diagnosed(tmp_path / "right", body, {"files": [csv_file]}, rounds=3, window_sec=0.3)
+    assert right.self_check.agrees, right.self_check
+    monkeypatch.setattr("pipebench.diagnose.worker.rows_tensor", lambda tf, element, batched: tf.constant(1, tf.int64))
+    wrong = _diagnosed(tmp_path / "wrong", body, {"files": [csv_file]}, rounds=3, window_sec=0.3)
+    assert not wrong.self_check.agrees and wrong.self_check.ratio.mean > 10
+    assert summary_lines(wrong)[0].startswith("the diagnosis disagrees with a plain loop of your function")

@@ -59,7 +59,7 @@ class ContentCheck:
 
         tf.random.set_seed(seed)
         loaded = load(self.path, self.name, kwargs)
-        return walk(loaded.dataset, loaded.sites, loaded.module)
+        return walk(loaded.dataset, loaded.sites, loaded.module, loaded.library_calls)
 
     def build(self, transforms: list, options: dict[str, Any], seed: int = CONTENT_SEED):
         """Give one epoch of the pipeline with `transforms` and `options` applied, built afresh under `seed`; None
@@ -71,7 +71,7 @@ class ContentCheck:
         try:
             if not self.replayable:
                 return walked.root.with_options(options_of(options)) if options else walked.root
-            steps = compose(transforms, steps_of(walked, seeded=True)[0])
+            steps = compose(transforms, steps_of(walked)[0])
             tf.random.set_seed(seed)
             return None if steps is None else replay(steps, walked, options, one_epoch=True)
         finally:

@@ -29,3 +29,27 @@ def libsvm_helper(name: str, spec: dict, replaces: str) -> str:
             f"    features, labels = libsvm_decoder({literal(spec['field_size'])})(lines)\n"
             '    parts = {"label": labels, "ids": features["feat_ids"], "values": features["feat_vals"]}\n'
             f"    return {build(spec['structure'])}")
+
+
+GATHER_SOURCE = '''_PIPEBENCH_ROWS = []
+
+
+def pipebench_indexed_rows(tensors):
+    """Give the row numbers of what tf.data.Dataset.from_tensor_slices(tensors) would slice, as a dataset; the
+    next pipebench_gathered_rows() gathers them (pipebench diagnose's rewrite: shuffle and batch the numbers, then
+    gather each batch's rows at once; a shuffle draws alike whatever it holds, so the rows come in the same order)."""
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, tensors)
+    _PIPEBENCH_ROWS.append(tensors)
+    return tf.data.Dataset.range(tf.shape(tf.nest.flatten(tensors)[0], out_type=tf.int64)[0])
+
+
+def pipebench_gathered_rows():
+    """Give the function that gathers a batch of row numbers' rows from the last pipebench_indexed_rows source; when
+    none is pending (a branch that sliced its rows as before), the batch as it is."""
+    if not _PIPEBENCH_ROWS:
+        return lambda *batch: batch[0] if len(batch) == 1 else batch
+    tensors = _PIPEBENCH_ROWS.pop()
+
+    def gather(indices):
+        return tf.nest.map_structure(lambda t: tf.gather(t, indices), tensors)
+    return gather'''

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipebench.diagnose.helpers import VECTORIZED_SOURCE, libsvm_helper
+from pipebench.diagnose.helpers import GATHER_SOURCE, VECTORIZED_SOURCE, libsvm_helper
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage, Step
 from pipebench.pipeline.export import function_sources, literal
 
@@ -55,8 +55,8 @@ def _method(stage: Stage) -> str:
     return stage.kind
 
 
-def _find_call(tree: ast.AST, stage: Stage) -> ast.Call:
-    method = _method(stage)
+def _find_call(tree: ast.AST, stage: Stage, method: str | None = None) -> ast.Call:
+    method = method or _method(stage)
     line = stage.place.line
     found = []
     for node in ast.walk(tree):
@@ -104,11 +104,11 @@ class _Patcher:
     def end(self, node: ast.AST) -> int:
         return self.at(node.end_lineno, node.end_col_offset)
 
-    def call(self, origin: int) -> ast.Call:
+    def call(self, origin: int, method: str | None = None) -> ast.Call:
         stage = self.found.stages[origin]
         if stage.place is None or not self.written_in(stage.place.file):
             raise NoPatch(f"stage {origin} was not written in {self.file_name}")
-        return _find_call(self.tree, stage)
+        return _find_call(self.tree, stage, method)
 
     def segment(self, node: ast.AST) -> str:
         return self.text[self.start(node):self.end(node)]
@@ -178,6 +178,20 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
             p.edits.append(_Edit(p.end(node), p.end(node), f".{step.kind}({_insert_args(step)})"))
             continue
         base = original[step.origin]
+        if step.kind == "source" and "restructured" in step.args:  # a library reader's call (rewrites.restructured)
+            name = step.args["restructured"]
+            node = p.call(step.origin, name)
+            p.edits.append(_Edit(p.start(node.func), p.end(node.func), f"pipebench_{name}"))
+            p.appended += function_sources([f"pipebench_{name}"])
+            previous_origin = step.origin
+            continue
+        if step.kind == "source" and "indices" in step.args:  # an in-memory source's row numbers (rewrites.gather)
+            node = p.call(step.origin)
+            p.edits.append(_Edit(p.start(node.func), p.end(node.func), "pipebench_indexed_rows"))
+            if GATHER_SOURCE not in p.appended:
+                p.appended.append(GATHER_SOURCE)
+            previous_origin = step.origin
+            continue
         if step.kind == "batch" and base.kind == "map":  # batch(N) → map → unbatch() in place of a map
             node = p.call(step.origin)
             anchor = p.end(node.func.value)
@@ -248,6 +262,8 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
 
 
 def _insert_args(step: Step) -> str:
+    if step.function == "gather":
+        return "pipebench_gathered_rows(), num_parallel_calls=tf.data.AUTOTUNE"
     if step.kind == "cache":
         return literal(step.args["filename"]) if step.args["filename"] else ""
     return _value(step.args["buffer_size"])

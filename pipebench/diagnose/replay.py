@@ -8,7 +8,8 @@ last, as they merged there in the original. pipebench.diagnose.export writes the
 
 A step's `function` says how its function is made: "user" (the stage's own), "parse_example" (the stage's
 function parsing a whole batch: pipebench.pipeline.decoders.batched_parse), "vectorized_map"
-(`tf.vectorized_map` of the stage's function over a batch, pfor without its while-loop fallback), or
+(`tf.vectorized_map` of the stage's function over a batch, pfor without its while-loop fallback), "gather" (the
+rows of an in-memory source gathered for a batch of their numbers: pipebench.diagnose.rewrites.gather), or
 "libsvm" (the batched libsvm decoder of pipebench.pipeline.decoders, reshaped to the user's structure:
 pipebench.diagnose.vectorize).
 """
@@ -24,18 +25,17 @@ from pipebench.typed import to_json
 
 #: Stage kinds the replay can call again from their arguments alone.
 REPLAYABLE = ("source", "map", "batch", "unbatch", "shuffle", "prefetch", "repeat", "cache", "interleave", "flat_map",
-              "filter", "take", "skip", "shard")
-_FUNCTION_KINDS = ("map", "interleave", "flat_map", "filter")
+              "filter", "take", "skip", "shard", "parse_example", "map_and_batch", "shuffle_and_repeat",
+              "ignore_errors")
+_FUNCTION_KINDS = ("map", "interleave", "flat_map", "filter", "map_and_batch")
 
 
 def _tf(value: Any) -> Any:
     return tf.data.AUTOTUNE if value == AUTOTUNE else value
 
 
-def steps_of(walked: Walked, seeded: bool = False) -> tuple[tuple[Step, ...], str | None]:
-    """Give the original pipeline as steps, or () and why a stage cannot be replayed. `seeded`: the pipeline was
-    built under a global seed that the replay is built under too (pipebench.diagnose.check), so a shuffle drawing
-    its seed from it draws it again."""
+def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
+    """Give the original pipeline as steps, or () and why a stage cannot be replayed."""
     steps = []
     for stage in walked.stages:
         if stage.inside is not None:  # built by an interleave's function, which the replay calls as it is
@@ -44,15 +44,20 @@ def steps_of(walked: Walked, seeded: bool = False) -> tuple[tuple[Step, ...], st
             return (), f"stage {stage.index} {stage.call} ({', '.join(stage.ops)}) cannot be replayed"
         if stage.kind == "source" and "reader" not in stage.params and stage.index != 0:
             return (), f"stage {stage.index} is a second source"
-        if stage.kind == "shuffle" and stage.params.get("global_seed") and not seeded:
-            return (), f"stage {stage.index} {stage.call} draws its seed from a global seed"
-        args = {k: v for k, v in stage.params.items() if k != "global_seed"}
-        steps.append(Step(stage.kind, args, stage.index, "user" if stage.kind in _FUNCTION_KINDS else None))
+        steps.append(Step(stage.kind, dict(stage.params), stage.index,
+                          "user" if stage.kind in _FUNCTION_KINDS else None))
     return tuple(steps), None
 
 
 def _source(step: Step, walked: Walked, files: int | None):
     original = walked.nodes[0]
+    if "indices" in step.args:  # the row numbers of an in-memory source (rewrites.gather)
+        return tf.data.Dataset.range(step.args["indices"])
+    if "restructured" in step.args:  # a library reader's pipeline, restructured (rewrites.restructured)
+        from pipebench.pipeline import decoders
+
+        name, args, kwargs = walked.library_calls[step.origin]
+        return getattr(decoders, f"pipebench_{name}")(*args, **kwargs)
     if files is not None and "slices" in step.args:
         return tf.data.Dataset.from_tensor_slices(step.args["slices"][:files])
     if to_json(step.args) == to_json(walked.stages[0].params) and files is None:  # a step read from JSON too
@@ -65,6 +70,8 @@ def _source(step: Step, walked: Walked, files: int | None):
 
 def step_function(step: Step, walked: Walked):
     """Give the Python function a step maps with (module docstring)."""
+    if step.function == "gather":
+        return gathered(walked.nodes[0])
     own = walked.functions[step.origin]
     if step.function == "user":
         return own
@@ -81,6 +88,16 @@ def step_function(step: Step, walked: Walked):
 
         return libsvm_batch_decoder(step.args["libsvm"])
     raise ValueError(f"unknown step function {step.function!r}")
+
+
+def gathered(source):
+    """Give the function that gathers a batch of row numbers' rows from an in-memory source (a from_tensor_slices
+    dataset): what batching its sliced rows would give."""
+    tensors, spec = source._tensors, source.element_spec
+
+    def gather(indices):
+        return tf.nest.pack_sequence_as(spec, [tf.gather(t, indices) for t in tensors])
+    return gather
 
 
 def _apply(dataset, step: Step, walked: Walked):
@@ -114,6 +131,20 @@ def _apply(dataset, step: Step, walked: Walked):
         return getattr(dataset, kind)(a["count"])
     if kind == "shard":
         return dataset.shard(a["num_shards"], a["index"])
+    # library functions' ops (tf.data.experimental's), made again as they were: what is not a plain value (a feature
+    # spec) read from the original's node
+    if kind == "parse_example":
+        features = walked.nodes[step.origin]._features
+        return dataset.apply(tf.data.experimental.parse_example_dataset(
+            features, num_parallel_calls=_tf(a["num_parallel_calls"]) or 1, deterministic=a["deterministic"]))
+    if kind == "map_and_batch":
+        return dataset.apply(tf.data.experimental.map_and_batch(
+            step_function(step, walked), a["batch_size"], num_parallel_calls=_tf(a["num_parallel_calls"]),
+            drop_remainder=a["drop_remainder"]))
+    if kind == "shuffle_and_repeat":
+        return dataset.shuffle(a["buffer_size"]).repeat(None if a["count"] == -1 else a["count"])
+    if kind == "ignore_errors":
+        return dataset.ignore_errors()
     raise ValueError(f"step {kind} cannot be replayed")
 
 

@@ -8,6 +8,13 @@ pipeline's CPU it concerns. So is one that cannot act on the pipeline read alone
 diagnosis reads (a parallel interleave that only reads one file, a private thread pool): measuring
 it would cost rounds and show nothing.
 
+Restructurings a user would not find alone are proposed where their precondition holds: an in-memory source
+(`from_tensor_slices` of a DataFrame's columns) shuffled and batched row by row becomes its row numbers shuffled
+and batched, each batch's rows gathered at once (`gather`): ShuffleDataset draws its random choices whatever its
+elements hold, so with the same seed the rows come in the same order. A pipeline make_csv_dataset made (CsvDataset
+parsing one row at a time) is built by pipebench's equivalent of it, which batches lines and parses a batch at a
+time (`restructured`), from the same arguments.
+
 Never proposed: what TensorFlow already does (map_parallelization parallelises a stateless map,
 inject_prefetch adds a final prefetch, parallel_batch, map_and_batch_fusion): the stage records say
 so instead. Every proposal is measured before it is kept (pipebench.diagnose.worker), unless what it leaves as
@@ -108,6 +115,36 @@ def vectorize(origin: int, mechanism: str, libsvm: dict | None, batch_origin: in
     return transform
 
 
+#: Stages between an in-memory source and its batch that only choose which rows come when, whatever they hold.
+_ORDER_ONLY = ("shuffle", "repeat", "take", "skip")
+
+
+def gather(batch_origin: int) -> Transform:
+    """Give the transform that shuffles and batches an in-memory source's row numbers and gathers each batch's rows
+    (module docstring of pipebench.diagnose.rewrites: `gather`): the source becomes range(rows), the stages up to the
+    batch stay as they are, and a map gathering the rows follows the batch."""
+    def transform(steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
+        j = _index(steps, batch_origin, "batch")
+        if j is None or not steps or steps[0].kind != "source" or "rows" not in steps[0].args \
+                or any(s.kind not in _ORDER_ONLY for s in steps[1:j]):
+            return None
+        source = dataclasses.replace(steps[0], args={"indices": steps[0].args["rows"]})
+        mapped = Step("map", {"num_parallel_calls": AUTOTUNE, "deterministic": None}, None, function="gather")
+        return (source, *steps[1:j + 1], mapped, *steps[j + 1:])
+    return transform
+
+
+def restructured(last: int, name: str) -> Transform:
+    """Give the transform that builds the stages a library reader made (up to stage `last`) with pipebench's
+    restructured equivalent of it, called with the same arguments (pipebench.pipeline.decoders)."""
+    def transform(steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
+        if not steps or steps[0].kind != "source" or _index(steps, last) is None:
+            return None
+        return (Step("source", {"restructured": name}, last),
+                *[s for s in steps if s.origin is None or s.origin > last])
+    return transform
+
+
 def compose(transforms: list[Transform], steps: tuple[Step, ...]) -> tuple[Step, ...] | None:
     """Give the steps after every transform in turn; None when one no longer finds what it changes."""
     for transform in transforms:
@@ -164,8 +201,12 @@ def cache_point(stages: list[Stage]) -> int | None:
 
 def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shares: dict[int, float],
             bottleneck: int, batched: dict[int, Any], cache_bytes: float | None, memory_budget_bytes: float,
-            parallel_stages: bool, cache_fill_sec: float | None = None) -> list[Candidate]:
+            parallel_stages: bool, cache_fill_sec: float | None = None,
+            library: dict[int, tuple[str, dict]] | None = None) -> list[Candidate]:
     """Give the rewrites whose preconditions hold (module docstring).
+
+    `library`: the library readers the user's function called (their names and keyword arguments), by the index of
+    the last stage each made.
 
     `shares`: each stage's share of the pipeline's CPU (0 for one that joined another's prefix);
     `batched`: for each per-example, stateless map, what pipebench.diagnose.vectorize found;
@@ -258,6 +299,33 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    "order: records of several files come interleaved, not file after file", True,
                                    _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=share,
                                    changes=(stage.index,)))
+    for last, (name, kwargs) in (library or {}).items():
+        made = [s for s in outer if s.index <= last]
+        if name == "make_csv_dataset" and replayable and all(s.via == name for s in made):
+            parse = [s.index for s in stages if s.kind == "source" and s.params.get("reader") == "CsvDataset"]
+            found.append(Candidate(
+                "parse CSV a batch at a time", "restructure", last,
+                f"make_csv_dataset parses each row alone (CsvDataset, {sum(shares.get(i, 0) for i in parse):.0%} of the "
+                "pipeline's CPU where measured), then batches the parsed rows",
+                "make_csv_dataset → pipebench_make_csv_dataset (the same arguments): each file's lines read, "
+                "shuffled, repeated and batched as before, then one decode_csv parses the batch",
+                "a line that fails to parse fails its batch (ignore_errors=True dropped that row alone)"
+                if kwargs.get("ignore_errors") else None, True, restructured(last, name), changes=tuple(s.index for s in stages
+                                                                     if s.index <= last or s.inside is not None),
+                note=None))
+    source = outer[0] if outer else None
+    if source is not None and "rows" in source.params and replayable:
+        batch = next((s for s in outer[1:] if s.kind not in _ORDER_ONLY), None)
+        if batch is not None and batch.kind == "batch":
+            between = [s.call for s in outer[1:] if s.index < batch.index]
+            found.append(Candidate(
+                "gather rows by batch", "gather", source.index,
+                f"an in-memory source of {source.params['rows']:,} rows is sliced one row at a time"
+                + (f" and {', '.join(between)} moves single rows" if between else "") + " before the batch",
+                f"{' → '.join(['range(rows)', *between, batch.call.lstrip('.'), 'map(gather each batch of row numbers)'])}"
+                ": the same rows in the same order (a shuffle draws alike whatever it holds: with the same seed, the "
+                "same order)", None, True, gather(batch.index),
+                changes=tuple(s.index for s in outer if s.index <= batch.index)))
     neck = stages[bottleneck]
     after = stages[bottleneck + 1] if bottleneck + 1 < len(stages) else None
     if replayable and after is not None and after.kind != "prefetch" and neck.parallelism is None \
@@ -322,4 +390,6 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    cost_share=shares[parse[0].index],
                                    note="a binary format parses without splitting text; `pipebench convert` "
                                         "writes it once"))
-    return found
+    names = [c.name for c in found]  # a name is a rewrite's key (its arm, its gain): two stages' are told apart
+    return [dataclasses.replace(c, name=f"{c.name} (stage {c.stage})") if names.count(c.name) > 1 else c
+            for c in found]

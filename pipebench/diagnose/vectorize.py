@@ -191,4 +191,5 @@ def batched_equivalent(walked: Walked, stage: int, known_only: bool = False) -> 
                 tried.append("libsvm: other values")
         else:
             tried.append("libsvm: its outputs are not a line's label, ids and values")
-    return Batched(None, None, "; ".join(tried))
+    return Batched(None, None, "; ".join(tried) or "it holds stateful ops, so only pipebench's own batched "
+                   "equivalents are tried, and none fits its input")

@@ -67,7 +67,6 @@ METHODS = {"map", "batch", "padded_batch", "prefetch", "shuffle", "repeat", "cac
            "take_while", "assert_cardinality"}
 _OPENING = {"interleave", "flat_map"}
 _OPTIONS = "_OptionsDataset"
-_DEFAULT_GRAPH_SEED = 87654321  # tensorflow.python.framework.random_seed: the op seed's partner without a global seed
 _TF_ROOT = str(Path(tf.__file__).resolve().parents[1])
 
 
@@ -81,6 +80,8 @@ class Walked:
     root: Any
     options: dict[str, Any]  # the root's options that are set, by path ("deterministic", "autotune.enabled", ...)
     inner_notes: dict[int, str] = field(default_factory=dict)  # why a user function's pipeline was not walked
+    # by the index of a library reader's last stage: its name and the arguments it was called with (restructurings)
+    library_calls: dict[int, tuple[str, tuple, dict]] = field(default_factory=dict)
 
     def prefix(self, stage: int):
         """Give the original pipeline up to and including `stage` (an inner stage: the pipeline the interleave's
@@ -253,7 +254,9 @@ def _internal(node: Any) -> bool:
         return True
     function = getattr(getattr(node, "_map_func", None), "_func", None)
     code = getattr(function, "__code__", None)
-    return code is not None and str(Path(code.co_filename).resolve()).startswith(_TF_ROOT)
+    # unbatch's own map normalising sparse and ragged components (normalize_to_dense): a library function's maps are
+    # stages of their own
+    return code is not None and getattr(function, "__qualname__", "").startswith("normalize_to_dense.")
 
 
 def _groups(nodes: list[Any], sites: dict) -> list[tuple[list[Any], Site | None]]:
@@ -307,7 +310,9 @@ def _slices(members: list[Any]) -> dict[str, Any]:
         return {}
     spec = slices[0].element_spec
     if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0):
-        return {}
+        tensors = slices[0]._tensors  # rows held in memory (a DataFrame's columns): how many, and whether all dense
+        dense = len(members) == 1 and all(isinstance(s, tf.TensorSpec) for s in tf.nest.flatten(spec))
+        return {"rows": int(tensors[0].shape[0])} if dense and tensors and tensors[0].shape.rank else {}
     names = [f.decode() for f in slices[0].as_numpy_iterator()]
     return {"slices": names} if len(members) == 1 else {"listed": names}
 
@@ -328,11 +333,11 @@ def _params(kind: str, node: Any) -> dict[str, Any]:
         return {"batch_size": _value(node._batch_size), "drop_remainder": bool(_value(node._drop_remainder))}
     if kind == "shuffle":
         seed, seed2 = _value(node._seed), _value(node._seed2)
-        given = None if (seed, seed2) == (0, 0) else seed2 if seed == _DEFAULT_GRAPH_SEED else None
-        return {"buffer_size": _value(node._buffer_size), "seed": given,
+        # the op's own seed: the replay draws deterministically when the user's does (under a global seed too, its
+        # op seed; which draw is the replay's own), at random when theirs does
+        return {"buffer_size": _value(node._buffer_size), "seed": None if (seed, seed2) == (0, 0) else seed2,
                 "reshuffle_each_iteration": node._reshuffle_each_iteration
-                if node._reshuffle_each_iteration is None else bool(node._reshuffle_each_iteration),
-                "global_seed": seed not in (0, _DEFAULT_GRAPH_SEED)}
+                if node._reshuffle_each_iteration is None else bool(node._reshuffle_each_iteration)}
     if kind == "prefetch":
         return {"buffer_size": _tunable(node._buffer_size)}
     if kind in ("repeat", "take", "skip"):
@@ -341,9 +346,10 @@ def _params(kind: str, node: Any) -> dict[str, Any]:
     if kind == "cache":
         return {"filename": _value(node._filename)}
     if kind == "interleave":
+        calls = _tunable(getattr(node, "_num_parallel_calls", None))
         return {"cycle_length": _tunable(node._cycle_length), "block_length": _value(node._block_length),
-                "num_parallel_calls": _tunable(getattr(node, "_num_parallel_calls", None)),
-                "deterministic": _deterministic(node)}
+                "num_parallel_calls": calls,  # without them, deterministic has no effect (a legacy one sets it)
+                "deterministic": _deterministic(node) if calls is not None else None}
     if kind == "shard":
         return {"num_shards": _value(node._num_shards), "index": _value(node._index)}
     if kind == "rebatch":
@@ -396,7 +402,7 @@ def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, 
             return (f"tf.data.{params['reader']}({what}" + (f", num_parallel_reads={_text(reads)}" if reads else "")
                     + ")")
         return f"tf.data.Dataset.{call or op.strip('_')}(...)"
-    keep = {k: v for k, v in params.items() if v is not None and k != "global_seed"
+    keep = {k: v for k, v in params.items() if v is not None
             and not (k == "drop_remainder" and v is False) and not (k == "block_length" and v == 1)}
     args = ([fn] if fn else []) + [f"{k}={_text(v)}" for k, v in keep.items()]
     if kind == "repeat" and params.get("count") is None:
@@ -462,9 +468,13 @@ def _inner_pipeline(node: Any, function: Any, module: Any) -> tuple[Any, dict] |
     return inner, recorder.sites
 
 
-def walk(dataset: Any, sites: dict, module: Any) -> Walked:
-    """Give the dataset's stages (module docstring); UsageError for a structure diagnose cannot follow."""
+def walk(dataset: Any, sites: dict, module: Any, library_calls: dict | None = None) -> Walked:
+    """Give the dataset's stages (module docstring); UsageError for a structure diagnose cannot follow.
+    `library_calls`: the library readers' calls the user's function made (pipebench.pipeline.user_code)."""
     walked = _walk(dataset, sites, module)
+    calls = library_calls or {}
+    walked.library_calls = {s.index: calls[id(walked.nodes[s.index])][:3] for s in walked.stages
+                            if s.inside is None and id(walked.nodes[s.index]) in calls}
     depths = _batch_depths(walked)
     walked.stages = [dataclasses.replace(s, batched=d >= 1) for s, d in zip(walked.stages, depths)]
     return walked

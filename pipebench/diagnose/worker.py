@@ -163,7 +163,7 @@ class Diagnoser:
             self.log(f"TF1: the dataset behind {loaded.tf1}, captured before anything ran")
         for said in loaded.ignored:
             self.log(f"ignored: {said} (diagnose runs eagerly, as TensorFlow 2 does)")
-        walked = walk(loaded.dataset, loaded.sites, loaded.module)
+        walked = walk(loaded.dataset, loaded.sites, loaded.module, loaded.library_calls)
         contents.check_structure(loaded.dataset.element_spec)
         self.walked, self.loaded = walked, loaded
         stages = walked.stages
@@ -239,7 +239,7 @@ class Diagnoser:
 
         r = self.request
         first = Diagnosis.load(Path(r.first))
-        walked = walk(loaded.dataset, loaded.sites, loaded.module)
+        walked = walk(loaded.dataset, loaded.sites, loaded.module, loaded.library_calls)
 
         def shape(stages) -> list:  # the stages an interleave's function builds may read another first file
             return [(s.kind, s.inside, to_json(s.params) if s.inside is None else None) for s in stages]
@@ -494,7 +494,8 @@ class Diagnoser:
         parallel = any(s.parallelism is not None or any("runs it in parallel" in t for t in s.tf_does)
                        for s in stages)
         found = propose(stages, bool(self.steps), self.walked.options, shares, bottleneck, batched, cache_bytes,
-                        psutil.virtual_memory().available * CACHE_MEMORY_SHARE, parallel, cache_fill)
+                        psutil.virtual_memory().available * CACHE_MEMORY_SHARE, parallel, cache_fill,
+                        {index: (call[0], call[2]) for index, call in self.walked.library_calls.items()})
         self.log(f"{len(found)} rewrites proposed: " + "; ".join(c.name for c in found))
         return found
 

@@ -131,3 +131,68 @@ def batched_parse(function):
             for (owner, attribute), value in zip(spots, saved):
                 setattr(owner, attribute, value)
     return batch_function
+
+
+def pipebench_make_csv_dataset(file_pattern, batch_size, column_names=None, column_defaults=None, label_name=None,
+                               select_columns=None, field_delim=",", use_quote_delim=True, na_value="", header=True,
+                               num_epochs=None, shuffle=True, shuffle_buffer_size=10000, shuffle_seed=None,
+                               prefetch_buffer_size=None, num_parallel_reads=None, sloppy=False,
+                               num_rows_for_inference=100, compression_type=None, ignore_errors=False,
+                               encoding="utf-8"):
+    """Give what tf.data.experimental.make_csv_dataset gives, its CSV parsed a batch at a time (pipebench
+    diagnose's rewrite): each file's lines are read (its header skipped), shuffled, repeated and batched as
+    make_csv_dataset does its rows, then one tf.io.decode_csv parses the batch; make_csv_dataset's CsvDataset parses
+    every row alone. The columns, their types and the rows are TensorFlow's own (its readers' helpers infer them);
+    a line that fails to parse fails its batch (ignore_errors dropped that row alone), and a quoted field holding a
+    line break is two lines here."""
+    import collections
+    import gzip
+
+    from tensorflow.python.data.experimental.ops import readers
+
+    reads = 1 if num_parallel_reads is None else num_parallel_reads
+    filenames = readers._get_file_names(file_pattern, False)
+    dataset = tf.data.Dataset.from_tensor_slices(filenames)
+    if shuffle:
+        dataset = dataset.shuffle(len(filenames), shuffle_seed)
+    gzipped = compression_type is not None and tf.get_static_value(tf.constant(compression_type)) in (b"GZIP", "GZIP")
+
+    def file_io(filename):
+        return gzip.open(filename, "rt", encoding=encoding) if gzipped else tf.io.gfile.GFile(filename, "r")
+    if column_names is None:
+        column_names = readers._infer_column_names(filenames, field_delim, use_quote_delim, file_io)
+    if select_columns is not None:
+        select_columns = readers._get_sorted_col_indices(select_columns, column_names)
+    if column_defaults is not None:
+        column_defaults = [tf.constant([], dtype=x) if not tf.is_tensor(x) and isinstance(x, tf.dtypes.DType) else x
+                           for x in column_defaults]
+    else:
+        column_defaults = readers._infer_column_defaults(filenames, len(column_names), field_delim, use_quote_delim,
+                                                         na_value, header, num_rows_for_inference, select_columns,
+                                                         file_io)
+    if select_columns is not None and len(column_names) > len(select_columns):
+        column_names = [column_names[i] for i in select_columns]
+
+    def lines_of(filename):
+        return tf.data.TextLineDataset(filename, compression_type=compression_type).skip(1 if header else 0)
+
+    if reads == tf.data.AUTOTUNE:
+        dataset = dataset.interleave(lines_of, num_parallel_calls=reads, deterministic=not sloppy)
+    else:
+        dataset = dataset.interleave(lines_of, cycle_length=reads, block_length=1,
+                                     num_parallel_calls=None if reads == 1 else reads, deterministic=not sloppy)
+    if shuffle:
+        dataset = dataset.shuffle(shuffle_buffer_size, shuffle_seed)
+    if num_epochs != 1:
+        dataset = dataset.repeat(num_epochs)
+    dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
+
+    def parse(lines):
+        columns = tf.io.decode_csv(lines, column_defaults, field_delim, use_quote_delim, na_value,
+                                   select_cols=select_columns)
+        features = collections.OrderedDict(zip(column_names, columns))
+        if label_name is not None:
+            return features, features.pop(label_name)
+        return features
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+        tf.data.AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)

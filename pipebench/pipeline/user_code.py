@@ -52,6 +52,7 @@ class Loaded:
     tf1: str | None = None  # how the dataset was captured behind a TF1 iterator (pipebench.pipeline.tf1_capture)
     ignored: tuple[str, ...] = ()  # TF1 switches the user's code called that were ignored, with their places
     upgraded: Any = None  # the module as tf_upgrade_v2 converted it, when it was (pipebench.pipeline.tf1_upgrade)
+    library_calls: dict = field(default_factory=dict)  # _SiteRecorder.library_calls
 
 
 def _short(err: BaseException) -> str:
@@ -188,6 +189,9 @@ class Site:
 
 
 _OWN_FILE = str(Path(__file__).resolve())
+#: Library readers whose calls are recorded with their arguments (tf.data.experimental's): a restructuring
+#: rebuilds what they make (pipebench.diagnose.rewrites).
+LIBRARY_READERS = ("make_csv_dataset",)
 #: Frames of these functions are wrappers (deprecation, dispatch, pipebench's own recording), never the API called.
 _WRAPPERS = {"new_func", "wrapper", "_wrapper", "error_handler", "op_dispatch_handler", "wrapped", "_note",
              "_record_init", "__init__"}
@@ -209,6 +213,9 @@ class _SiteRecorder:
         self._tf_root = str(Path(tf.__file__).resolve().parents[1])
         self._own_root = str(Path(__file__).resolve().parents[1])  # pipebench's package
         self._depth = 0  # recorded calls running now (a dataset made inside one is that call's)
+        # id(dataset a library reader returned) → (its name, its positional and keyword arguments, the dataset):
+        # a restructuring rebuilds its pipeline from them (pipebench.diagnose.rewrites)
+        self.library_calls: dict[int, tuple[str, tuple, dict, Any]] = {}
 
     def _wrap(self, owner: type, name: str) -> None:
         raw = inspect.getattr_static(owner, name)
@@ -278,7 +285,24 @@ class _SiteRecorder:
         base = dataset_ops.DatasetV2
         self._saved.append((base, "__init__", base.__dict__["__init__"]))
         base.__init__ = self._record_init(base.__dict__["__init__"])
+        for name in LIBRARY_READERS:
+            self._wrap_library(tf.data.experimental, name)
         return self
+
+    def _wrap_library(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        recorder = self
+
+        def wrapped(*args, **kwargs):
+            result = original(*args, **kwargs)
+            recorder.library_calls[id(result)] = (name, args, kwargs, result)
+            return result
+
+        wrapped.__wrapped__ = original
+        self._saved.append((owner, name, original))
+        setattr(owner, name, wrapped)
 
     def __exit__(self, *exc) -> None:
         for owner, name, raw in reversed(self._saved):
@@ -432,13 +456,15 @@ def _load(path: str, name: str, kwargs: dict[str, Any], give: str) -> Loaded:
                     from None
     ignored = tuple(f"{call} ({Path(file).name}:{line})" for call, file, line in seen.ignored_calls)
     if isinstance(result, tf.data.Dataset):
-        return Loaded(result, module, function, signature, dict(bound.arguments), sites, None, ignored)
+        return Loaded(result, module, function, signature, dict(bound.arguments), sites, None, ignored,
+                      library_calls=recorder.library_calls)
     captured = computed if computed is not None else dataset_of(result, seen)
     if isinstance(captured, str) and seen.iterators:  # it returned tensors computed outside stand-ins' reach
         with capturing():
             captured = computed_after_get_next(function, seen.iterators[-1].dataset, *bound.args, **bound.kwargs)
     if isinstance(captured, tuple):
-        return Loaded(captured[0], module, function, signature, dict(bound.arguments), sites, captured[1], ignored)
+        return Loaded(captured[0], module, function, signature, dict(bound.arguments), sites, captured[1], ignored,
+                      library_calls=recorder.library_calls)
     what, change = _what_it_is(result)
     if isinstance(captured, str):
         what, change = f"{what} after a TF1 iterator, but {captured}", "return get_next() of the iterator as it is"
