@@ -245,3 +245,22 @@ def test_the_summary_opens_with_a_disagreement_with_a_plain_loop(tmp_path, csv_f
     wrong = _diagnosed(tmp_path / "wrong", body, {"files": [csv_file]}, rounds=3, window_sec=0.3)
     assert not wrong.self_check.agrees and wrong.self_check.ratio.mean > 10
     assert summary_lines(wrong)[0].startswith("the diagnosis disagrees with a plain loop of your function")
+
+
+def test_a_seed_the_users_function_sets_seeds_what_it_builds_and_leaves_the_callers_process_unseeded(tmp_path):
+    """An input_fn that calls tf.random.set_seed (as notebooks do) left its seed in the process that loaded it:
+    every seeded shuffle built there afterwards yielded another order than in a fresh process."""
+    from tensorflow.python.eager import context
+
+    path = _user(tmp_path, "def input_fn():\n    tf.random.set_seed(42)\n"
+                           "    return tf.data.Dataset.range(50).shuffle(50)\n")
+
+    def order(dataset) -> list[int]:
+        return [int(x) for x in dataset]
+
+    fresh = order(tf.data.Dataset.range(50).shuffle(50, seed=9))
+    first, _ = _stages(path)
+    assert context.global_seed() is None
+    assert order(tf.data.Dataset.range(50).shuffle(50, seed=9)) == fresh
+    again, _ = _stages(path)
+    assert order(first.dataset) == order(again.dataset)  # its own seed still seeds what it builds

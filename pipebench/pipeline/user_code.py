@@ -416,7 +416,11 @@ def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VAL
     """Give the dataset `path`'s function `name` returns when called with `kwargs`, or the dataset behind the TF1
     iterator whose get_next() tensors it returns (pipebench.pipeline.tf1_capture); one-line UsageError otherwise
     (`give` as bind's). With `upgrade_into`, TF1 code that fails at a name TF 2 lacks is converted there by
-    tf_upgrade_v2 and loaded again (pipebench.pipeline.tf1_upgrade)."""
+    tf_upgrade_v2 and loaded again (pipebench.pipeline.tf1_upgrade). A global seed the function sets
+    (`tf.random.set_seed`) seeds what it builds and is then put back: it does not reseed the caller's process."""
+    from tensorflow.python.eager import context
+
+    seed = context.global_seed()
     try:
         return _load(path, name, kwargs, give)
     except UserCodeError as err:
@@ -430,6 +434,9 @@ def load(path: str, name: str, kwargs: dict[str, Any], give: str = "--set {}=VAL
         import dataclasses
 
         return dataclasses.replace(_load(str(upgraded.path), name, kwargs, give), upgraded=upgraded)
+    finally:
+        if context.global_seed() != seed:
+            tf.random.set_seed(seed)
 
 
 def _load(path: str, name: str, kwargs: dict[str, Any], give: str) -> Loaded:
