@@ -165,12 +165,20 @@ def child_plain(path: str, kwargs: dict) -> dict:
 
 
 def child_content(original: str, rewritten: str, kwargs: dict) -> dict:
-    """Compare one epoch (at most CONTENT_ROWS rows) of the rewritten module with the user's function."""
-    from pipebench.diagnose import content
+    """Compare one epoch (at most CONTENT_ROWS rows) of the rewritten module with the user's function, each built
+    afresh under one global seed (as diagnose's content check builds them): the first rows of an endless shuffled
+    pipeline are another subset of the data at every unseeded read."""
+    import tensorflow as tf
 
-    theirs = _dataset_of(original, kwargs)
-    epochs = [content.read_epoch(theirs, True, CONTENT_ROWS), content.read_epoch(theirs, True, CONTENT_ROWS)]
-    mine = content.read_epoch(_dataset_of(rewritten, kwargs), True, CONTENT_ROWS)
+    from pipebench.diagnose import content
+    from pipebench.diagnose.check import CONTENT_SEED
+
+    def read(module: str):
+        tf.random.set_seed(CONTENT_SEED)
+        return content.read_epoch(_dataset_of(module, kwargs), True, CONTENT_ROWS)
+
+    epochs = [read(original), read(original)]
+    mine = read(rewritten)
     found = content.compare(*epochs, mine)
     return {"same": found.same_elements, "rows": found.examples, "semantics": found.semantics}
 

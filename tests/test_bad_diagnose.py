@@ -74,10 +74,6 @@ CASES = [
                     "    counter = tf.Variable(0, dtype=tf.int64)\n"
                     "    batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n"
                     "    return batch + counter.assign_add(1)\n"), code=2, tf=True),
-    Bad("diagnose-zip", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
-        r"^unsupported dataset structure: ZipDataset combines 2 datasets", out="out",
-        make=_write("import tensorflow as tf\n\n\ndef input_fn():\n    a = tf.data.Dataset.range(8)\n"
-                    "    return tf.data.Dataset.zip((a, a)).batch(2)\n"), code=2, tf=True),
     Bad("diagnose-dataset-elements", ("diagnose", "{tmp}/user.py:input_fn", *OUT),
         r"^unsupported dataset structure: element component element is a DatasetSpec; diagnose compares dense, "
         r"sparse and ragged tensors$", out="out",

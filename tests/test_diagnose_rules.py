@@ -264,3 +264,50 @@ def test_a_seed_the_users_function_sets_seeds_what_it_builds_and_leaves_the_call
     assert order(tf.data.Dataset.range(50).shuffle(50, seed=9)) == fresh
     again, _ = _stages(path)
     assert order(first.dataset) == order(again.dataset)  # its own seed still seeds what it builds
+
+
+def test_a_zip_of_companion_readers_is_the_source_of_the_chain_after_it(tmp_path):
+    """A reader per companion file zipped together (NVIDIA's split-TFRecords reader) was refused ("ZipDataset
+    combines 28 datasets"): the zip is the chain's source, measured as one, and what follows it is walked."""
+    path = _user(tmp_path, "def input_fn():\n"
+                           "    features = tf.data.Dataset.range(64).map(lambda i: tf.cast(i, tf.float32))\n"
+                           "    labels = tf.data.Dataset.range(64).map(lambda i: i % 2)\n"
+                           "    dataset = tf.data.Dataset.zip((features, labels))\n"
+                           "    return dataset.batch(8).prefetch(2)\n")
+    loaded, walked = _stages(path)
+    assert [s.kind for s in walked.stages] == ["source", "batch", "prefetch"]
+    assert walked.stages[0].call == "tf.data.Dataset.zip(2 datasets)" and walked.stages[0].place.line == 10
+    assert [s.batched for s in walked.stages] == [False, True, True]
+
+
+def test_an_endless_make_csv_dataset_restructured_yields_its_rows_over_one_epoch(tmp_path, csv_file):
+    """make_csv_dataset's own default repeats forever and drops the last partial batch: its restructuring was read
+    endlessly beside the original's one epoch ("0 of N rows differ" yet not kept), then over one epoch kept the partial
+    batch. One epoch of each now batches alike; and a shuffle that keeps another subset under another seed does not
+    make every column a random draw (the check then compared nothing)."""
+    body = ("def input_fn(files):\n"
+            "    return tf.data.experimental.make_csv_dataset(\n"
+            "        files, 64, column_names=COLUMNS, column_defaults=DEFAULTS, label_name='label',\n"
+            "        field_delim='\\t', header=False)\n")
+    found = _diagnosed(tmp_path, body, {"files": [csv_file]})
+    restructure = [r for r in found.rewrites if r.kind == "restructure"]
+    assert len(restructure) == 1 and restructure[0].content is not None
+    content = restructure[0].content
+    assert content.same_elements, content.semantics
+    assert content.examples == content.original_examples == 576  # 600 rows, 9 whole batches of 64
+    assert not content.random_components
+
+
+def test_records_that_each_hold_a_whole_batch_count_its_rows_though_nothing_batches(tmp_path):
+    """NVIDIA's prebatched records (each parsed into a [256, 13] block and a [256, 1] label; no batch in the
+    pipeline) were counted one row per element: 875 rows/s where a plain loop reads 132,337."""
+    from pipebench.diagnose.rows import plain_rows, rows_tensor
+
+    path = _user(tmp_path, "def input_fn():\n"
+                           "    blocks = tf.data.Dataset.range(10).map(\n"
+                           "        lambda i: (tf.fill([8, 3], tf.cast(i, tf.float32)), tf.zeros([8, 1], tf.int8)))\n"
+                           "    return blocks.repeat().prefetch(1)\n")
+    loaded, walked = _stages(path)
+    assert all(s.batched for s in walked.stages)
+    element = next(iter(loaded.dataset))
+    assert int(rows_tensor(tf, element, walked.stages[-1].batched)) == plain_rows(tf, element) == 8

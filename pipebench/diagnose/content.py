@@ -2,10 +2,12 @@
 
 Each example (a batch is split along its first dimension) becomes one digest per component (its
 dtype, shape and bytes). A rewrite has the same elements when its epoch holds the same multiset of
-examples, in batches of the same sizes, as the original's. The original is read twice first:
-components whose values differ between its own two epochs (random augmentation) are left out of
-the comparison and named, and when its order differs between the two the order of a rewrite is not
-compared either (a shuffled pipeline has no order to keep).
+examples, in batches of the same sizes, as the original's. The original is read twice first (and a
+third time under another seed): components whose values are mostly new from one read to another
+(random augmentation) are left out of the comparison and named; a component whose reads hold other
+rows of the same values (a shuffle that drops a last partial batch keeps another subset under
+another seed) is no random draw and stays compared. When the original's order differs between two
+reads the order of a rewrite is not compared either (a shuffled pipeline has no order to keep).
 
 When they differ, the change is named: the last partial batch, batch boundaries, the order, or how
 many examples differ. An endless epoch (no repeat to remove, an endless source) is cut at a cap and
@@ -106,8 +108,8 @@ def compare(original: Epoch, again: Epoch, rewrite: Epoch, reseeded: Epoch | Non
     a whole epoch of it read under another seed, whose components that change are random draws)."""
     width = len(original.components)
     random = tuple(name for j, name in enumerate(original.components)
-                   if any(Counter(e[j] for e in original.examples) != Counter(e[j] for e in other.examples)
-                          for other in (again, *([reseeded] if reseeded is not None else []))))
+                   if any(_drawn(original, other, j) for other in (again, *([reseeded] if reseeded is not None
+                                                                            else []))))
     stable = [j for j, name in enumerate(original.components) if name not in random]
     key = lambda e: tuple(e[j] for j in stable)  # noqa: E731
     order_random = [key(e) for e in original.examples] != [key(e) for e in again.examples]
@@ -138,6 +140,17 @@ def compare(original: Epoch, again: Epoch, rewrite: Epoch, reseeded: Epoch | Non
         semantics = (f"{sum(missing.values())} of {len(original.examples)} rows differ"
                      + (f" (compared without the random component(s) {', '.join(random)})" if random else ""))
     return Content(False, None, len(rewrite.examples), len(original.examples), semantics, random, capped)
+
+
+#: A component is a random draw when more than this share of another read's values are not among the first read's.
+DRAWN_SHARE = 0.5
+
+
+def _drawn(first: Epoch, other: Epoch, j: int) -> bool:
+    """Whether component `j` is drawn anew from read to read (module docstring)."""
+    seen = Counter(e[j] for e in first.examples)
+    theirs = Counter(e[j] for e in other.examples)
+    return sum((theirs - seen).values()) > DRAWN_SHARE * max(1, sum(theirs.values()))
 
 
 def _compare_first(original: Epoch, rewrite: Epoch, key, order_random: bool, random: tuple[str, ...]) -> Content:

@@ -15,6 +15,7 @@ pipebench.diagnose.vectorize).
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import tensorflow as tf
@@ -49,7 +50,7 @@ def steps_of(walked: Walked) -> tuple[tuple[Step, ...], str | None]:
     return tuple(steps), None
 
 
-def _source(step: Step, walked: Walked, files: int | None):
+def _source(step: Step, walked: Walked, files: int | None, one_epoch: bool):
     original = walked.nodes[0]
     if "indices" in step.args:  # the row numbers of an in-memory source (rewrites.gather)
         return tf.data.Dataset.range(step.args["indices"])
@@ -57,7 +58,13 @@ def _source(step: Step, walked: Walked, files: int | None):
         from pipebench.pipeline import decoders
 
         name, args, kwargs = walked.library_calls[step.origin]
-        return getattr(decoders, f"pipebench_{name}")(*args, **kwargs)
+        build = getattr(decoders, f"pipebench_{name}")
+        if one_epoch:  # its own repeat (num_epochs) goes as the original's repeat stage goes
+            bound = inspect.signature(build).bind(*args, **kwargs)
+            bound.arguments["drop_remainder"] = bound.arguments.get("num_epochs") is None  # as it batches
+            bound.arguments["num_epochs"] = 1
+            args, kwargs = bound.args, bound.kwargs
+        return build(*args, **kwargs)
     if files is not None and "slices" in step.args:
         return tf.data.Dataset.from_tensor_slices(step.args["slices"][:files])
     if to_json(step.args) == to_json(walked.stages[0].params) and files is None:  # a step read from JSON too
@@ -163,7 +170,7 @@ def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | No
     dataset = None
     for step in steps:
         if step.kind == "source":
-            dataset = _source(step, walked, files)
+            dataset = _source(step, walked, files, one_epoch)
         elif not (one_epoch and step.kind == "repeat"):
             dataset = _apply(dataset, step, walked)
     dataset = dataset.with_options(walked.root.options())

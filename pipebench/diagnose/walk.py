@@ -10,7 +10,9 @@ restructure, the unbatch) and `list_files` two, so nodes are grouped by the call
 them (pipebench.pipeline.user_code records where each call was written); nodes no user call returned
 belong to the next stage downstream. `with_options` nodes are not stages: options merge at the
 root, and every prefix gets the root's options again. A reader (TextLineDataset, TFRecordDataset,
-FixedLengthRecordDataset) is a source, whatever it wraps.
+FixedLengthRecordDataset) is a source, whatever it wraps, and so is a dataset that combines several (zip,
+concatenate, sample_from_datasets): the chain from it to the root is walked, the datasets it combines are measured
+together as its source (each is a pipeline the user can diagnose on its own).
 
 An interleave or flat_map whose function is the user's own (not a reader such as `tf.data.TFRecordDataset`) builds
 a pipeline per element: the model Garden's Criteo reader batches and decodes inside one. Its function is called
@@ -38,7 +40,6 @@ from tensorflow.python.framework import op_def_registry
 
 from pipebench.diagnose.records import AUTOTUNE, Stage, UserFunction
 from pipebench.diagnose.rows import BATCHING, UNBATCHING
-from pipebench.errors import UsageError
 from pipebench.pipeline.function import Place
 from pipebench.pipeline.user_code import Site
 
@@ -188,7 +189,8 @@ def user_function(function: Any, module: Any) -> UserFunction:
 def _chain(root: Any) -> list[Any]:
     """Give the nodes from the source to the root, as TensorFlow runs them: a tf.compat.v1 adapter is not a node
     (its `_inputs()` skip the dataset it wraps), nor one sharing its input's variant (unbatch's restructuring keeps
-    its Python node: a stage's own); UsageError when a node has several inputs."""
+    its Python node: a stage's own). A node of several inputs (zip, concatenate, sample_from_datasets) is the
+    chain's source: what follows it is walked, its inputs are measured as one (each can be diagnosed on its own)."""
     from tensorflow.python.data.ops import dataset_ops
 
     nodes = []
@@ -203,9 +205,7 @@ def _chain(root: Any) -> list[Any]:
         if not inputs:
             break
         if len(inputs) > 1:
-            raise UsageError(f"unsupported dataset structure: {type(node).__name__.strip('_')} combines "
-                             f"{len(inputs)} datasets; diagnose follows one chain of stages from one source "
-                             "(measure each input pipeline on its own)")
+            break
         node = inputs[0]
     return nodes[::-1]
 
@@ -396,6 +396,8 @@ def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, 
     if kind == "source":
         if "slices" in params:
             return f"tf.data.Dataset.from_tensor_slices({len(params['slices'])} file names)"
+        if "combines" in params:
+            return f"tf.data.Dataset.{call or op.strip('_')}({params['combines']} datasets)"
         if "reader" in params:
             reads = params["num_parallel_reads"]
             what = f"{len(params['files'])} files" if params["files"] is not None else "a dataset of file names"
@@ -515,8 +517,10 @@ def _batch_depths(walked: Walked) -> list[int]:
     the leading dimension of the label wherever batching happened). Read from what each op does, whoever called it:
     a batching op adds one, unbatch takes one away, and an interleave or flat_map gives what the pipeline its
     function builds gives (that pipeline's source slicing the element takes one away, reading files starts from
-    none). The source holds none unless something takes more away than was added (it yields batches), or the
-    elements' label has a leading dimension of unknown size with no batching anywhere (a generator of batches)."""
+    none). The source holds none unless something takes more away than was added (it yields batches), or, with no
+    batching anywhere, the elements' label has a leading dimension of unknown size (a generator of batches) or two
+    dimensions or more (a label [256, 1]: records that each hold a whole batch; a row's label is a scalar or one
+    vector)."""
     stages = walked.stages
 
     def depths_from(start: int) -> list[int]:
@@ -545,7 +549,7 @@ def _batch_depths(walked: Walked) -> list[int]:
 
         leaf = label_leaf(walked.root.element_spec)
         shape = getattr(leaf, "shape", None)
-        if shape is not None and shape.rank and shape[0] is None:
+        if shape is not None and shape.rank and (shape[0] is None or shape.rank >= 2):
             start = 1
     return depths_from(start) if start else found
 
@@ -589,6 +593,8 @@ def _walk_chain(dataset: Any, sites: dict, module: Any) -> Walked:
     for position, (members, site, node, op, kind) in enumerate(raw):
         call_name = site.call if site else None
         params = _params(kind, node) if (kind != "source" or op in _READERS) else _slices(members)
+        if kind == "source" and len(node._inputs()) > 1:
+            params = {"combines": len(node._inputs())}
         function = _function(node) if kind in ("map", "filter", "interleave", "flat_map", "map_and_batch") else None
         record = user_function(function, module) if function is not None else None
         stateful = (stateful_ops((getattr(node, "_map_func", None) or node._predicate).function)

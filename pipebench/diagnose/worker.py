@@ -8,20 +8,28 @@ starts here, after the environment is set, and never in the CLI. In order:
 2. measure every prefix in interleaved rounds (costs; pipebench.capacity's prefix method: a stage's cost is what
    its prefix's CPU per row adds), every figure in rows; name the bottleneck. The user's large buffers are
    named with their memory and fill time, and measured capped (buffers);
-3. read the original over a bounded sample of the data (sample: a few files, rows from their start, middle and
-   end), twice: what a rewrite must yield again;
-4. propose rewrites (rewrites; vectorize); name one whose ceiling (ceiling: what the stages it leaves pass) is
-   too low for a comparison to show, unmeasured; build each other one, compare it with the original over the
-   sample, and measure each against the original, a window of each side by side in every round (ABBA); keep a
-   rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh rounds from
-   fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it yields the
-   same rows (or its change of semantics is the one it names); when a second process follows
+3. read the original twice under one seed, and once more under another (check: over pipebench's sample of the
+   files when the function reads it as it reads its own files, else the first rows of its own files; the
+   sample's failure is said as pipebench's): what a rewrite must yield again, and which components are random;
+4. propose rewrites (rewrites; vectorize: each reads its sample once); name one whose ceiling (ceiling: what the
+   stages it leaves pass) is too low for a comparison to show, unmeasured; build each other one afresh, compare it
+   with the original, and measure each against the original, a window of each side by side in every round
+   (ABBA); keep a rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh
+   rounds from fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it
+   yields the same rows (or its change of semantics is the one it names); when a second process follows
    (`Request.second_follows`), it confirms them instead, but for a cache's (pipebench.diagnose.second);
 5. measure the kept rewrites together against the original the same way (or leave it to the second process);
 6. the TF Profiler's answer on the same pipeline (profiler);
 7. when the elements fit DeepFM (or `--model` gives a model), the train step and its ceiling with the
-   original and with the rewritten pipeline (train; in the second process when one follows);
-8. what each parameter feeds (ties), so the exported module takes other values of them.
+   original and with the rewritten pipeline (train; in the second process when one follows).
+
+A pipeline that ends in a cache is measured on the pass its training reads (buffers.main_pass): a one-pass one on
+its first pass (the fill), one that repeats on its later passes; the other pass is measured too (`Passes`).
+
+A second worker (`Request.first`: the first's diagnosis) loads the function again, measures the original beside the
+rewrites the first left it (or alone, for its rate), a plain loop over the user's function beside the whole
+pipeline (selfcheck: a unit error cannot pass silently), and the train terms on the rewrite kept after that
+(pipebench.diagnose.second).
 
 A second worker (`Request.first`: the first's diagnosis) loads the function again, measures the original beside the
 rewrites the first left it (or alone, for its rate), and the train terms on the rewrite kept after that

@@ -138,13 +138,14 @@ def pipebench_make_csv_dataset(file_pattern, batch_size, column_names=None, colu
                                num_epochs=None, shuffle=True, shuffle_buffer_size=10000, shuffle_seed=None,
                                prefetch_buffer_size=None, num_parallel_reads=None, sloppy=False,
                                num_rows_for_inference=100, compression_type=None, ignore_errors=False,
-                               encoding="utf-8"):
+                               encoding="utf-8", *, drop_remainder=None):
     """Give what tf.data.experimental.make_csv_dataset gives, its CSV parsed a batch at a time (pipebench
     diagnose's rewrite): each file's lines are read (its header skipped), shuffled, repeated and batched as
     make_csv_dataset does its rows, then one tf.io.decode_csv parses the batch; make_csv_dataset's CsvDataset parses
     every row alone. The columns, their types and the rows are TensorFlow's own (its readers' helpers infer them);
     a line that fails to parse fails its batch (ignore_errors dropped that row alone), and a quoted field holding a
-    line break is two lines here."""
+    line break is two lines here. `drop_remainder` None drops a last partial batch as make_csv_dataset does (when
+    it repeats forever); diagnose's content check reads one epoch of an endless one with it True."""
     import collections
     import gzip
 
@@ -185,7 +186,7 @@ def pipebench_make_csv_dataset(file_pattern, batch_size, column_names=None, colu
         dataset = dataset.shuffle(shuffle_buffer_size, shuffle_seed)
     if num_epochs != 1:
         dataset = dataset.repeat(num_epochs)
-    dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None)
+    dataset = dataset.batch(batch_size, drop_remainder=num_epochs is None if drop_remainder is None else drop_remainder)
 
     def parse(lines):
         columns = tf.io.decode_csv(lines, column_defaults, field_delim, use_quote_delim, na_value,
