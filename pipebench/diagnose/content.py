@@ -2,12 +2,14 @@
 
 Each example (a batch is split along its first dimension) becomes one digest per component (its
 dtype, shape and bytes). A rewrite has the same elements when its epoch holds the same multiset of
-examples, in batches of the same sizes, as the original's. The original is read twice first (and a
-third time under another seed): components whose values are mostly new from one read to another
-(random augmentation) are left out of the comparison and named; a component whose reads hold other
-rows of the same values (a shuffle that drops a last partial batch keeps another subset under
-another seed) is no random draw and stays compared. When the original's order differs between two
-reads the order of a rewrite is not compared either (a shuffled pipeline has no order to keep).
+examples, in batches of the same sizes, as the original's. The original is read twice first, and
+components whose values differ between its own two reads are left out of the comparison and named (a
+read that is not reproducible: random augmentation, or an endless unseeded stream whose first rows are
+another subset each time). A whole epoch read a third time under another seed finds the random draws
+of a seeded one: components whose values are mostly new there; one whose read holds other rows of the
+same values (a shuffle that drops a last partial batch keeps another subset under another seed) is no
+random draw and stays compared. When the original's order differs between two reads the order of a
+rewrite is not compared either (a shuffled pipeline has no order to keep).
 
 When they differ, the change is named: the last partial batch, batch boundaries, the order, or how
 many examples differ. An endless epoch (no repeat to remove, an endless source) is cut at a cap and
@@ -108,8 +110,8 @@ def compare(original: Epoch, again: Epoch, rewrite: Epoch, reseeded: Epoch | Non
     a whole epoch of it read under another seed, whose components that change are random draws)."""
     width = len(original.components)
     random = tuple(name for j, name in enumerate(original.components)
-                   if any(_drawn(original, other, j) for other in (again, *([reseeded] if reseeded is not None
-                                                                            else []))))
+                   if Counter(e[j] for e in original.examples) != Counter(e[j] for e in again.examples)
+                   or (reseeded is not None and _drawn(original, reseeded, j)))
     stable = [j for j, name in enumerate(original.components) if name not in random]
     key = lambda e: tuple(e[j] for j in stable)  # noqa: E731
     order_random = [key(e) for e in original.examples] != [key(e) for e in again.examples]

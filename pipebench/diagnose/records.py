@@ -217,8 +217,10 @@ class SelfCheck:
 
     plain_rows_per_sec: Interval  # the plain loop's, over its windows
     ratio: Interval  # the plain loop's rate over the whole pipeline's as diagnose measures it, paired per round
-    agrees: bool  # the ratio's mean within AGREE_WITHIN of 1 either way
+    agrees: bool  # the ratio's mean between expected / AGREE_WITHIN and AGREE_WITHIN
     how: str  # what the plain loop iterated, in words
+    loop_us_per_element: float = 0.0  # a Python loop's own cost per element, read over one element from memory
+    expected: float = 1.0  # the least ratio that cost explains: 1 / (1 + cost × the whole pipeline's elements/s)
 
 
 @dataclass(frozen=True)

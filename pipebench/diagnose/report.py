@@ -77,7 +77,8 @@ def summary_lines(found: Diagnosis) -> list[str]:
                      + "; ".join(_interval(p) for p in found.process_rows_per_sec) + ", by worker process)")
     if found.self_check is not None and found.self_check.agrees:
         lines.append(f"self-check: a plain loop of your function read {_interval(found.self_check.plain_rows_per_sec)} "
-                     f"rows/s, {found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed")
+                     f"rows/s, {found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed"
+                     f"{_loop_cost(found.self_check)}")
     if found.passes is not None:
         lines.append(f"passes: {_passes(found)}")
     lines.append(f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}")
@@ -94,6 +95,14 @@ def summary_lines(found: Diagnosis) -> list[str]:
                          f"{_interval(terms.ceiling_rows_per_sec)}; input costs training "
                          f"{_interval(terms.slowdown, '.0%')}")
     return lines
+
+
+def _loop_cost(check) -> str:
+    """Say what a Python loop's own cost per element leaves of the ratio, when it leaves less than 0.95×."""
+    if check.expected >= 0.95:
+        return ""
+    return (f"; a Python loop's own cost, {check.loop_us_per_element:,.0f} µs an element, leaves "
+            f"{check.expected:.2f}×, which the ratio is judged against")
 
 
 def _passes(found: Diagnosis) -> str:
@@ -163,7 +172,7 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
         out += [f"**Self-check**: {found.self_check.how}, timed beside the whole pipeline, read "
                 f"{_interval(found.self_check.plain_rows_per_sec)} rows/s: "
                 f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed (they agree "
-                "within 1.5×).", ""]
+                f"within 1.5×{_loop_cost(found.self_check)}).", ""]
     if found.passes is not None:
         out += [f"**Passes**: {_passes(found)}.", ""]
     if found.tf1:

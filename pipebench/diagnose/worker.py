@@ -238,7 +238,8 @@ class Diagnoser:
         """Be the second worker process (pipebench.diagnose.second): the original beside the rewrites the first
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.second import settle, settled, to_confirm
-        from pipebench.diagnose.selfcheck import NAME, check, plain_arm
+        from pipebench.diagnose.rows import plain_rows
+        from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm
         from pipebench.diagnose.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
@@ -275,19 +276,24 @@ class Diagnoser:
                 self._fill(arm)
             arms.append(arm)
         fresh = self.first_pass
+        seen: dict = {}
         plain = plain_arm(self.tf, lambda: load(self.path, r.name, r.kwargs).dataset if fresh else loaded.dataset,
-                          fresh, process_tree_cpu_sec)
+                          fresh, process_tree_cpu_sec, seen)
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
         gains = self.gains(original, [*arms, plain])
         windows = self.base_windows
-        self_check = check(gains.pop(NAME), [mine for _, mine in self.pairs[NAME]], fresh)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
+        element = seen.get("element")
+        cost = 0.0 if element is None else loop_cost(self.tf, element)
+        self_check = check(gains.pop(NAME), [mine for _, mine in self.pairs[NAME]], fresh, cost,
+                           1 if element is None else plain_rows(self.tf, element), rate.mean)
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
                  f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
                  f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "
-                 + ("(agrees)" if self_check.agrees else "(DISAGREES)"))
+                 f"(its own cost {self_check.loop_us_per_element:,.0f} µs an element leaves "
+                 f"{self_check.expected:.2f}×) " + ("(agrees)" if self_check.agrees else "(DISAGREES)"))
         train, train_note = self._train(best_of(*settled(first, gains))) if r.train \
             else (None, "not asked for (Request.train)")
         self.log(f"done in {time.time() - started:.0f} s")
