@@ -44,6 +44,35 @@ for i, job in enumerate(json.loads(sys.argv[1])):
         json.dump({"element_spec": repr(dataset.element_spec), "batches": n + 1}, f)
 """
 
+# Builds each spec with pipebench's builder in one fresh interpreter and saves its batches as .npz: the builder's
+# batches are compared in fresh processes on both sides (a test worker that ran the diagnose tests before built
+# file-mode orderings in another row order, 2026-12-02, cause not found: see the stop note).
+_BUILDER_CHILD = r"""
+import json, sys
+import numpy as np
+from pipebench.measure.build import build
+from pipebench.pipeline.spec import PipelineSpec
+for job in json.loads(sys.argv[1]):
+    arrays = {}
+    for n, (features, labels) in enumerate(build(PipelineSpec.from_text(job["spec"])).dataset.as_numpy_iterator()):
+        arrays[f"ids{n}"], arrays[f"vals{n}"], arrays[f"labels{n}"] = features["feat_ids"], features["feat_vals"], labels
+    np.savez(job["out"], **arrays)
+"""
+
+
+def _fresh_arrays(specs: list, folder: Path) -> list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Give each spec's batches as pipebench's builder yields them in a fresh process."""
+    jobs = [{"spec": spec.to_yaml(), "out": str(folder / f"built-{i}.npz")} for i, spec in enumerate(specs)]
+    child = subprocess.run([sys.executable, "-c", _BUILDER_CHILD, json.dumps(jobs)], capture_output=True, text=True)
+    assert child.returncode == 0, child.stderr[-3000:]
+    found = []
+    for job in jobs:
+        saved = np.load(job["out"])
+        count = sum(1 for key in saved.files if key.startswith("ids"))
+        found.append([(saved[f"ids{n}"], saved[f"vals{n}"], saved[f"labels{n}"]) for n in range(count)])
+    return found
+
+
 # Stands in for the SageMaker package: the channel's "FIFO" is the files named in the environment.
 _FAKE_SAGEMAKER = """
 import json, os
@@ -62,10 +91,6 @@ def _spec(name: str, fmt: str, data: dict) -> PipelineSpec:
     return spec.with_source(rows_per_record=ROWS_PER_RECORD) if fmt == "packed" else spec
 
 
-def _arrays(dataset) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    return [(f["feat_ids"], f["feat_vals"], labels) for f, labels in dataset.as_numpy_iterator()]
-
-
 @pytest.mark.tf214
 def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tmp_path):
     sagemaker = tmp_path / "fake" / "sagemaker_tensorflow"
@@ -80,7 +105,7 @@ def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tm
         if mode == "fastfile":
             spec = spec.with_source(mode="fastfile")
         built = build(spec)
-        expected.append((f"{name}/{fmt}/{mode}", built, _arrays(built.dataset)))
+        expected.append((f"{name}/{fmt}/{mode}", built, spec))
         stem = str(tmp_path / f"{name}-{fmt}-{mode}")
         if mode == "pipe":
             channels[f"train_{fmt}"] = built.files
@@ -90,6 +115,8 @@ def test_exported_modules_in_a_fresh_process_yield_the_builders_batches(data, tm
             args = [data[fmt]]  # one glob string
         Path(stem + ".py").write_text(export(spec))
         jobs.append({"module": stem + ".py", "args": args, "out": stem + ".npz"})
+    arrays = _fresh_arrays([spec for _, _, spec in expected], tmp_path)
+    expected = [(case, built, batches) for (case, built, _), batches in zip(expected, arrays)]
     env = dict(os.environ, PYTHONPATH=str(tmp_path / "fake"), FAKE_PIPE_CHANNELS=json.dumps(channels))
     child = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(jobs)], env=env, capture_output=True, text=True)
     assert child.returncode == 0, child.stderr[-3000:]
@@ -291,7 +318,8 @@ def test_cli_export_of_hostile_text_runs_no_code_and_yields_the_builders_batches
         built_spec = _hostile_spec((glob,), HOSTILE, cache) if mode == "pipe" else spec
         built = build(built_spec)
         assert len(built.files) == 2
-        expected.append((mode, built, _arrays(built.dataset)))
+        (tmp_path / "built").mkdir(exist_ok=True)
+        expected.append((mode, built, _fresh_arrays([built_spec], tmp_path / "built")[0]))
         for written in folder.glob("cache-*"):  # so the exported module writes its own cache, not reads ours
             written.unlink()
         if mode == "pipe":
