@@ -217,7 +217,7 @@ class SelfCheck:
 
     plain_rows_per_sec: Interval  # the plain loop's, over its windows
     ratio: Interval  # the plain loop's rate over the whole pipeline's as diagnose measures it, paired per round
-    agrees: bool  # the ratio's mean between expected / AGREE_WITHIN and AGREE_WITHIN
+    agrees: bool | None  # its interval within expected / AGREE_WITHIN .. AGREE_WITHIN; False: wholly outside; None: across
     how: str  # what the plain loop iterated, in words
     loop_us_per_element: float = 0.0  # a Python loop's own cost per element, read over one element from memory
     expected: float = 1.0  # the least ratio that cost explains: 1 / (1 + cost × the whole pipeline's elements/s)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pipebench.diagnose.export import Export, best
 from pipebench.diagnose.records import Diagnosis, Rewrite, Stage
-from pipebench.diagnose.selfcheck import disagreement
+from pipebench.diagnose.selfcheck import band, disagreement
 from pipebench.measure.intervals import Interval
 from pipebench.values import echo
 
@@ -75,9 +75,10 @@ def summary_lines(found: Diagnosis) -> list[str]:
     if found.rows_per_sec is not None:
         lines.append(f"whole pipeline: {_interval(found.rows_per_sec)} rows/s ("
                      + "; ".join(_interval(p) for p in found.process_rows_per_sec) + ", by worker process)")
-    if found.self_check is not None and found.self_check.agrees:
-        lines.append(f"self-check: a plain loop of your function read {_interval(found.self_check.plain_rows_per_sec)} "
-                     f"rows/s, {found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed"
+    if found.self_check is not None and found.self_check.agrees is not False:
+        lines.append(f"self-check{_inconclusive(found.self_check)}: a plain loop of your function read "
+                     f"{_interval(found.self_check.plain_rows_per_sec)} rows/s, "
+                     f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed"
                      f"{_loop_cost(found.self_check)}")
     if found.passes is not None:
         lines.append(f"passes: {_passes(found)}")
@@ -95,6 +96,14 @@ def summary_lines(found: Diagnosis) -> list[str]:
                          f"{_interval(terms.ceiling_rows_per_sec)}; input costs training "
                          f"{_interval(terms.slowdown, '.0%')}")
     return lines
+
+
+def _inconclusive(check) -> str:
+    """Say that the self-check's interval crosses a bound of the band it agrees within, when it does."""
+    if check.agrees is not None:
+        return ""
+    low, high = band(check.expected)
+    return f" inconclusive (its interval crosses {low:.2f}× or {high:.2f}×, the band it agrees within)"
 
 
 def _loop_cost(check) -> str:
@@ -171,8 +180,10 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
     elif found.self_check is not None:
         out += [f"**Self-check**: {found.self_check.how}, timed beside the whole pipeline, read "
                 f"{_interval(found.self_check.plain_rows_per_sec)} rows/s: "
-                f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed (they agree "
-                f"within 1.5×{_loop_cost(found.self_check)}).", ""]
+                f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed ("
+                + ("they agree within 1.5×" if found.self_check.agrees else
+                   f"inconclusive{_inconclusive(found.self_check).removeprefix(' inconclusive')}")
+                + f"{_loop_cost(found.self_check)}).", ""]
     if found.passes is not None:
         out += [f"**Passes**: {_passes(found)}.", ""]
     if found.tf1:

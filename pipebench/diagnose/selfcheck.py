@@ -12,8 +12,10 @@ loop inside a tf.function, as Keras' fit runs) do not: an element of 28 componen
 plain loop ~40% of the rate (NVIDIA's split-TFRecords reader, 2026-12-02). So the loop's own cost per element is
 read too, over one of its elements repeated from memory: run one after the other (no overlap of the pipeline's
 threads with the loop's), that cost leaves `expected` = 1 / (1 + cost × elements/s) of the whole pipeline's rate,
-and the plain loop agrees when its ratio lies between `expected` / AGREE_WITHIN and AGREE_WITHIN. A unit error is
-off by a batch size, far beyond.
+and the plain loop agrees when its ratio's interval lies between `expected` / AGREE_WITHIN and AGREE_WITHIN, and
+disagrees when it lies wholly outside; an interval across a bound is "inconclusive" (the noise cannot decide,
+as any comparison here). A unit error is off by a batch size, far beyond. The benchmark's own plain loop
+(benchmarks/diagnose.py) is judged by the same band.
 
 The loop re-iterates the dataset the function returned at the end of each pass, as Keras' fit does; a pipeline
 whose first pass differs from the later ones (a cache, diagnosed on its first pass) is called again for each pass,
@@ -77,19 +79,41 @@ def loop_cost(tf, element: Any) -> float:
     return (time.perf_counter() - start) / count
 
 
+def expected_ratio(cost_sec: float, rows_per_element: int, whole_rows_per_sec: float) -> float:
+    """Give the plain loop's rate over the whole pipeline's that the loop's own cost per element leaves."""
+    return 1 / (1 + cost_sec * whole_rows_per_sec / max(1, rows_per_element))
+
+
+def band(expected: float) -> tuple[float, float]:
+    """Give the ratios of a plain loop's rate over the whole pipeline's that agree with it."""
+    return expected / AGREE_WITHIN, AGREE_WITHIN
+
+
+def verdict(ratio: Interval, expected: float) -> bool | None:
+    """Agrees (True) when the ratio's interval lies in the band, disagrees (False) when it lies wholly outside it,
+    None (inconclusive) when it crosses a bound."""
+    low, high = band(expected)
+    if not ratio.decided:
+        return None
+    if low <= ratio.low and ratio.high <= high:
+        return True
+    if ratio.high < low or ratio.low > high:
+        return False
+    return None
+
+
 def check(ratio: Interval, plain_windows: list, fresh_per_pass: bool, cost_sec: float, rows_per_element: int,
           whole_rows_per_sec: float) -> SelfCheck:
     """Give the self-check from the plain loop's paired ratio over the whole pipeline and its windows, judged against
     what the loop's own cost per element leaves (module docstring)."""
     rate = geometric_interval([w.examples / w.seconds for w in plain_windows if w.seconds > 0])
-    expected = 1 / (1 + cost_sec * whole_rows_per_sec / max(1, rows_per_element))
-    agrees = expected / AGREE_WITHIN <= ratio.mean <= AGREE_WITHIN
-    return SelfCheck(rate, ratio, agrees, how(fresh_per_pass), cost_sec * 1e6, expected)
+    expected = expected_ratio(cost_sec, rows_per_element, whole_rows_per_sec)
+    return SelfCheck(rate, ratio, verdict(ratio, expected), how(fresh_per_pass), cost_sec * 1e6, expected)
 
 
 def disagreement(found: SelfCheck | None, rows_per_sec: Interval | None) -> str | None:
     """Give the line the summary opens with when the diagnosis and a plain loop of the user's function disagree."""
-    if found is None or found.agrees:
+    if found is None or found.agrees is not False:
         return None
     reported = "" if rows_per_sec is None else f" (diagnose: {rows_per_sec.text(',.0f')} rows/s)"
     return (f"the diagnosis disagrees with a plain loop of your function: {found.plain_rows_per_sec.text(',.0f')} "

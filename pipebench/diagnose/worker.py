@@ -293,7 +293,7 @@ class Diagnoser:
                  f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
                  f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "
                  f"(its own cost {self_check.loop_us_per_element:,.0f} µs an element leaves "
-                 f"{self_check.expected:.2f}×) " + ("(agrees)" if self_check.agrees else "(DISAGREES)"))
+                 f"{self_check.expected:.2f}×) " + {True: "(agrees)", False: "(DISAGREES)", None: "(inconclusive)"}[self_check.agrees])
         train, train_note = self._train(best_of(*settled(first, gains))) if r.train \
             else (None, "not asked for (Request.train)")
         self.log(f"done in {time.time() - started:.0f} s")
