@@ -11,11 +11,13 @@ import os
 import sys
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 import pipebench
 from pipebench.config.choices import TRAINERS
 from pipebench.errors import FailureBudgetError, PipebenchError, UsageError, debug
+from pipebench.values import INT64_MAX
 
 if TYPE_CHECKING:
     from pipebench.runner import RunOutcome
@@ -30,32 +32,38 @@ TRAINER_HELP = ("where the model the input-bound verdict speaks for trains: cpu 
                 "auto, where the train step ran here (measurement.trainer)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def _shown(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
-def _finite_float(text: str, zero_ok: bool) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (0 <= value if zero_ok else 0 < value) or not value < float("inf"):  # NaN fails too
-        raise argparse.ArgumentTypeError(f"must be a finite number {'at least' if zero_ok else 'above'} 0, not {text!r}")
-    return value
+def _number(kind: type, low: float, high: float, above: bool = False) -> Callable[[str], float]:
+    """Give an argparse type for a number of `kind` from `low` (or `above` it) to `high`; anything else (NaN, an
+    infinity, a number past the range) is refused in one line. The range is said in --help (_say_ranges)."""
+    bounds = f"{'above' if above else 'from'} {_shown(low)} {'and at most' if above else 'to'} {_shown(high)}"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: "
+                                             f"{text[:40]!r}") from None
+        if not ((low < value if above else low <= value) and value <= high):  # NaN fails too
+            raise argparse.ArgumentTypeError(f"must be {bounds}, not {text[:40]}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its own messages
+    parse.bounds = bounds  # type: ignore[attr-defined]
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    return _finite_float(text, zero_ok=False)
-
-
-def _non_negative_float(text: str) -> float:
-    return _finite_float(text, zero_ok=True)
+def _say_ranges(parser: argparse.ArgumentParser) -> None:
+    """Append each numeric option's range to its help, for every subcommand."""
+    for action in parser._actions:
+        if hasattr(action.type, "bounds") and action.help and "(range:" not in action.help:
+            action.help += f" (range: {action.type.bounds})"
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _say_ranges(sub)
 
 
 def _cmd_synth(args: argparse.Namespace) -> int:
@@ -392,22 +400,22 @@ def build_parser() -> argparse.ArgumentParser:
                                                                               metavar="DATA_COMMAND")
     synth = data.add_parser("synth", help="generate Criteo-like libsvm (or TFRecord, or raw Criteo) rows from a "
                             "planted model")
-    synth.add_argument("--rows", type=_positive_int, required=True, help="rows to write")
+    synth.add_argument("--rows", type=_number(int, 1, 10**12), required=True, help="rows to write")
     synth.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
-    synth.add_argument("--files", type=_positive_int, default=1,
+    synth.add_argument("--files", type=_number(int, 1, 100_000), default=1,
                        help="files to split the rows into (the same rows whatever the count)")
-    synth.add_argument("--seed", type=int, default=0, help="seed of the planted model and the rows")
-    synth.add_argument("--field-size", type=_positive_int, default=39, help="fields per row (13 numeric, the rest "
+    synth.add_argument("--seed", type=_number(int, 0, INT64_MAX), default=0, help="seed of the planted model and the rows")
+    synth.add_argument("--field-size", type=_number(int, 1, 100_000), default=39, help="fields per row (13 numeric, the rest "
                        "categorical)")
-    synth.add_argument("--feature-size", type=_positive_int, default=117581,
+    synth.add_argument("--feature-size", type=_number(int, 1, 2**31 - 1), default=117581,
                        help="distinct feature ids (the model's embedding table rows)")
-    synth.add_argument("--positive-rate", type=float, default=0.25,
+    synth.add_argument("--positive-rate", type=_number(float, 0.0, 1.0, above=True), default=0.25,
                        help="share of positive labels the planted model is calibrated to")
     synth.add_argument("--format", choices=("libsvm", "tfrecord", "criteo"), default="libsvm",
                        help="criteo: raw Kaggle rows (label, I1-I13, C1-C26, tab-separated) for convert --from criteo")
     synth.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none",
                        help="compression of the files written")
-    synth.add_argument("--stream", type=int, default=0,
+    synth.add_argument("--stream", type=_number(int, 0, 1_000_000), default=0,
                        help="other rows from the same planted model, e.g. 1 for a held-out split")
     synth.add_argument("--force", action="store_true", help="replace --out if it exists")
     synth.set_defaults(func=_cmd_synth)
@@ -420,19 +428,19 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--out", type=Path, required=True, help="output folder (must not exist unless --force)")
     convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord",
                          help="what to write: Examples, packed records of --rows-per-record rows, or libsvm text")
-    convert.add_argument("--field-size", type=_positive_int, default=39, help="id:value pairs per libsvm line")
-    convert.add_argument("--feature-size", type=_positive_int, default=None,
+    convert.add_argument("--field-size", type=_number(int, 1, 100_000), default=39, help="id:value pairs per libsvm line")
+    convert.add_argument("--feature-size", type=_number(int, 1, 2**31 - 1), default=None,
                          help="reject ids at or above this (default: no check)")
     sharding = convert.add_mutually_exclusive_group()
-    sharding.add_argument("--shards", type=_positive_int, help="exactly N output files of about equal rows")
-    sharding.add_argument("--shard-mb", type=_positive_float, help="at most this many MiB per file, uncompressed (default 128)")
+    sharding.add_argument("--shards", type=_number(int, 1, 100_000), help="exactly N output files of about equal rows")
+    sharding.add_argument("--shard-mb", type=_number(float, 0.0, 1_048_576.0, above=True), help="at most this many MiB per file, uncompressed (default 128)")
     convert.add_argument("--compression", choices=("none", "gzip", "zlib"), default="none",
                          help="compression of the files written")
     convert.add_argument("--on-error", choices=("fail", "skip", "quarantine"), default="fail",
                          help="a bad line stops the run (fail), is dropped and counted in the manifest (skip), or "
                               "is also written to quarantine.jsonl (quarantine)")
-    convert.add_argument("--workers", type=_positive_int, default=None, help="threads (default: all CPUs)")
-    convert.add_argument("--rows-per-record", type=_positive_int, default=256, help="rows per packed record")
+    convert.add_argument("--workers", type=_number(int, 1, 1024), default=None, help="threads (default: all CPUs)")
+    convert.add_argument("--rows-per-record", type=_number(int, 1, 1_000_000), default=256, help="rows per packed record")
     convert.add_argument("--force", action="store_true", help="replace --out if it exists")
     convert.add_argument("--from", dest="from_format", choices=("auto", "criteo"), default="auto",
                          help="auto: libsvm or TFRecord, told apart by their bytes; criteo: raw Kaggle Display "
@@ -441,7 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--feature-map", type=Path, metavar="FILE",
                          help="with --from criteo: map rows by this feature_map.json (e.g. the training "
                               "conversion's) instead of building one from the inputs")
-    convert.add_argument("--cutoff", type=_positive_int, default=None,
+    convert.add_argument("--cutoff", type=_number(int, 1, INT64_MAX), default=None,
                          help="with --from criteo: keep categorical values seen at least this often (default 200)")
     convert.set_defaults(func=_cmd_convert)
 
@@ -507,10 +515,10 @@ def build_parser() -> argparse.ArgumentParser:
     capacity = commands.add_parser("capacity", help="measure the per-stage CPU cost of a run's best configuration "
                                    "(each pipeline prefix in fresh pinned workers) into RUN_DIR/capacity.json")
     capacity.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run folder")
-    capacity.add_argument("--cores", type=_positive_int, nargs="+", metavar="N",
+    capacity.add_argument("--cores", type=_number(int, 1, 1024), nargs="+", metavar="N",
                           help="CPUs to pin the workers to, one profile each (default: 1 and all this process may use)")
     capacity.add_argument("--configuration", metavar="ID", help="profile this configuration_id (default: the fastest)")
-    capacity.add_argument("--rounds", type=_positive_int, default=3,
+    capacity.add_argument("--rounds", type=_number(int, 1, 100), default=3,
                           help="rounds, each measuring every prefix once in a fresh worker (default 3)")
     capacity.set_defaults(func=_cmd_capacity)
 
@@ -518,8 +526,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "configuration on a local multi-worker cluster, for each AutoShardPolicy (FILE, "
                                    "DATA, OFF) and shard() after reading, into RUN_DIR/sharding.json")
     sharding.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished run folder")
-    sharding.add_argument("--workers", type=_positive_int, default=2, help="worker processes (default 2)")
-    sharding.add_argument("--rounds", type=_positive_int, default=3,
+    sharding.add_argument("--workers", type=_number(int, 1, 64), default=2, help="worker processes (default 2)")
+    sharding.add_argument("--rounds", type=_number(int, 1, 100), default=3,
                           help="rounds, each measuring every placement once on the same cluster (default 3)")
     sharding.add_argument("--placements", nargs="+", default=["file", "data", "off", "shard-after-read"],
                           choices=("file", "data", "off", "shard-after-read"), metavar="PLACEMENT",
@@ -543,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--catalog", type=Path, help="instance catalog YAML (default: the shipped SageMaker one)")
     check.add_argument("--format", choices=("md", "json"), default="md",
                        help="Markdown, or JSON of a stable shape for CI gates")
-    check.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
+    check.add_argument("--epoch-examples", type=_number(int, 1, 10**15), help="examples per epoch (default: the run's data rows)")
     check.set_defaults(func=_cmd_checklist)
 
     diagnosing = commands.add_parser("diagnose", help="find the slow stage of your own tf.data function, prove "
@@ -558,13 +566,13 @@ def build_parser() -> argparse.ArgumentParser:
     diagnosing.add_argument("--out", type=Path, metavar="DIR",
                             help="output folder (default: diagnosis-<module>-<function>); written only when the "
                                  "diagnosis completes")
-    diagnosing.add_argument("--rounds", type=_positive_int, default=5,
-                            help="interleaved rounds per comparison (default 5, at least 2)")
+    diagnosing.add_argument("--rounds", type=_number(int, 2, 100), default=5,
+                            help="interleaved rounds per comparison (default 5)")
     diagnosing.add_argument("--force", action="store_true", help="replace --out if it exists")
-    diagnosing.add_argument("--timeout", type=_positive_float, default=DIAGNOSE_TIMEOUT_SEC, metavar="SEC",
+    diagnosing.add_argument("--timeout", type=_number(float, 0.0, 604_800.0, above=True), default=DIAGNOSE_TIMEOUT_SEC, metavar="SEC",
                             help=f"stop the diagnosis after SEC seconds, saying where your code was (default "
                                  f"{DIAGNOSE_TIMEOUT_SEC:.0f})")
-    diagnosing.add_argument("--memory-cap", type=_positive_int, default=DIAGNOSE_MEMORY_CAP_MB, metavar="MB",
+    diagnosing.add_argument("--memory-cap", type=_number(int, 64, 16_777_216), default=DIAGNOSE_MEMORY_CAP_MB, metavar="MB",
                             help=f"stop it when its processes hold more than MB MiB of memory together (default "
                                  f"{DIAGNOSE_MEMORY_CAP_MB})")
     diagnosing.add_argument("--json", action="store_true", help="print diagnosis.json instead of the summary")
@@ -578,11 +586,11 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--accelerator-rate", action="append", default=[], metavar="TYPE=EXAMPLES_PER_SEC",
                       help="the train step's own throughput on TYPE (input served from memory), e.g. "
                            "ml.p3.2xlarge=2.1e6; reported as user-supplied (repeatable)")
-    what.add_argument("--feed", type=_positive_float, metavar="EXAMPLES_PER_SEC",
+    what.add_argument("--feed", type=_number(float, 0.0, 1e12, above=True), metavar="EXAMPLES_PER_SEC",
                       help="the rate to feed (default: each type's compute ceiling)")
-    what.add_argument("--train-cores", type=_non_negative_float, default=0.0, metavar="N",
+    what.add_argument("--train-cores", type=_number(float, 0.0, 4096.0), default=0.0, metavar="N",
                       help="vCPUs the train step keeps for itself (default 0)")
-    what.add_argument("--epoch-examples", type=_positive_int, help="examples per epoch (default: the run's data rows)")
+    what.add_argument("--epoch-examples", type=_number(int, 1, 10**15), help="examples per epoch (default: the run's data rows)")
     what.add_argument("--catalog", type=Path, help="instance catalog YAML (default: the shipped SageMaker one)")
     what.add_argument("--json", action="store_true", help="print the documented JSON instead of Markdown")
     what.set_defaults(func=_cmd_whatif)
@@ -619,7 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the data format the jobs receive (default tfrecord)")
     launch.add_argument("--sharded", action="store_true",
                         help="S3DataDistributionType ShardedByS3Key (whole files split across hosts)")
-    launch.add_argument("--instance-count", type=_positive_int, default=1, help="hosts per job (default 1)")
+    launch.add_argument("--instance-count", type=_number(int, 1, 100), default=1, help="hosts per job (default 1)")
     launch.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     launch.add_argument("--quick", action="store_true", help="apply the experiment's `quick:` overrides")
     launch.add_argument("--dry-run", action="store_true",
@@ -631,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--out", type=Path, required=True, help="results folder to write (must not exist)")
     collect.add_argument("--force", action="store_true", help="replace --out if it exists")
     collect.set_defaults(func=_cmd_sagemaker_collect)
+    _say_ranges(parser)
     return parser
 
 

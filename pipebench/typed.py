@@ -5,16 +5,24 @@ path, so a reader can never guess a path and print `?` or `None` instead of a fa
 asv's `Results`: one load, one save, a missing key is an error). A record that checks its own invariants
 raises ValueError in its `__post_init__`; read from a file, that is the same one-line error. Supported field
 types: bool, int, float, str, `X | None`, `tuple[X, ...]`, `tuple[X, Y]`, `list[X]`, `dict[str, X]`, Enum
-subclasses, nested dataclasses and `Any` (handed on as is). A class with a JSON shape of its own (an Interval:
-its open upper end is null) says so with `__json__` and `__from_json__`, and is written and read only through
-them.
+subclasses, nested dataclasses and `Any`. A class with a JSON shape of its own (an Interval: its open upper end
+is null) says so with `__json__` and `__from_json__`, and is written and read only through them.
+
+An `Any` field holds a user's values (`--set` arguments, a stage's parameters), which must cross every file and
+process boundary pipebench makes as they were given: what strict JSON cannot hold is written as a one-key mapping
+naming its kind — {"$float": "nan"} (NaN, ±inf), {"$date": "2024-01-01"}, {"$datetime": ...}, {"$bytes": base64},
+{"$set": [...]} — and a user's own mapping that looks like one as {"$map": [[key, value], ...]}, read back the
+same way. Integers of any size are JSON's already.
 """
 from __future__ import annotations
 
+import base64
 import dataclasses
+import datetime
 import enum
 import functools
 import json
+import math
 import types
 import typing
 from pathlib import Path
@@ -45,10 +53,71 @@ def _at(where: tuple[str, str], key: object) -> tuple[str, str]:
     return file, f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
 
 
+_TAGS = ("$float", "$date", "$datetime", "$bytes", "$set", "$map")
+
+
+def encode_value(value: Any) -> Any:
+    """Give a user's value as strict JSON values, losslessly (module docstring)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$float": repr(value)}
+    if isinstance(value, datetime.datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, datetime.date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, (bytes, bytearray)):
+        return {"$bytes": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, (set, frozenset)):
+        return {"$set": [encode_value(v) for v in sorted(value, key=repr)]}
+    if isinstance(value, (list, tuple)):
+        return [encode_value(v) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) for k in value) and not (len(value) == 1 and next(iter(value)) in _TAGS):
+            return {k: encode_value(v) for k, v in value.items()}
+        return {"$map": [[encode_value(k), encode_value(v)] for k, v in value.items()]}
+    return to_json(value)
+
+
+def decode_value(value: Any, where: tuple[str, str] = ("a value", "")) -> Any:
+    """Give back what encode_value wrote."""
+    if isinstance(value, list):
+        return [decode_value(v, _at(where, i)) for i, v in enumerate(value)]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1 or next(iter(value)) not in _TAGS:
+        return {k: decode_value(v, _at(where, k)) for k, v in value.items()}
+    tag, body = next(iter(value.items()))
+    try:
+        if tag == "$float":
+            return float(body)
+        if tag == "$date":
+            return datetime.date.fromisoformat(body)
+        if tag == "$datetime":
+            return datetime.datetime.fromisoformat(body)
+        if tag == "$bytes":
+            return base64.b64decode(body, validate=True)
+        if tag == "$set":
+            return {_hashable(decode_value(v, where)) for v in body}
+        return {_hashable(decode_value(k, where)): decode_value(v, where) for k, v in body}
+    except (TypeError, ValueError) as err:
+        raise _fail(_at(where, tag), f"not a value pipebench wrote: {err}") from None
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
+def _holds_users(kind: Any) -> bool:
+    """Whether a field of this type holds a user's values (Any somewhere in it, not inside a record)."""
+    if kind is Any:
+        return True
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    return origin in (dict, list, tuple, typing.Union, types.UnionType) and any(_holds_users(a) for a in args)
+
+
 def _convert(kind: Any, value: Any, where: tuple[str, str]) -> Any:
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if kind is Any:
-        return value
+        return decode_value(value, where)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
@@ -90,6 +159,8 @@ def _convert(kind: Any, value: Any, where: tuple[str, str]) -> Any:
     if kind is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
+        if isinstance(value, dict) and set(value) == {"$float"}:
+            return decode_value(value, where)
     elif kind is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -155,7 +226,9 @@ def to_json(obj: Any) -> Any:
     if hasattr(obj, "__json__") and not isinstance(obj, type):
         return obj.__json__()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        hints = _hints(type(obj))
+        return {f.name: (encode_value if _holds_users(hints[f.name]) else to_json)(getattr(obj, f.name))
+                for f in dataclasses.fields(obj)}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, (list, tuple)):

@@ -54,7 +54,7 @@ CASES = [
     Bad("capacity-json-version-not-a-number", ("capacity", RUN),
         r"^{tmp}/run/capacity.json: not a capacity profile \(profile_version '2' is not a whole number\)$",
         make=_with_capacity(json.dumps({"profile_version": "2", "profiles": []})), code=1),
-    Bad("rounds-zero", ("capacity", RUN, "--rounds", "0"), r"^capacity: argument --rounds: must be at least 1, not 0",
+    Bad("rounds-zero", ("capacity", RUN, "--rounds", "0"), r"^capacity: argument --rounds: must be from 1 to 100, not 0",
         make=passing_run, code=2, out="run/capacity.json"),
 ]
 

@@ -314,7 +314,7 @@ CASES = [
     Bad("usage-worker-no-storage", ("worker", "x.yaml"), r"^worker: the following arguments are required: "
         r"--storage, --study \(see pipebench worker --help\)$", code=2),
     Bad("usage-data-synth-rows-zero", ("data", "synth", "--rows", "0", "--out", "o"), r"^data synth: argument "
-        r"--rows: must be at least 1, not 0 \(see pipebench data synth --help\)$", out="o", code=2),
+        r"--rows: must be from 1 to 1,000,000,000,000, not 0 \(see pipebench data synth --help\)$", out="o", code=2),
     Bad("usage-sagemaker-no-subcommand", ("sagemaker",), r"^sagemaker: the following arguments are required: "
         r"SAGEMAKER_COMMAND \(see pipebench sagemaker --help\)$", code=2),
     Bad("usage-long-echo-is-cut", ("env", "--" + "x" * 5000), r"^env: unrecognized arguments: --x+… \(see "

@@ -140,3 +140,28 @@ def test_diagnose_help_says_the_limits_the_diagnosis_applies():
     assert (cli.DIAGNOSE_TIMEOUT_SEC, cli.DIAGNOSE_MEMORY_CAP_MB) == (run.TIMEOUT_SEC, run.MEMORY_CAP_MB)
     text = build_parser()._subparsers._group_actions[0].choices["diagnose"].format_help()
     assert "--timeout SEC" in text and "(default 1800)" in text and "--memory-cap MB" in text and "8192" in text
+
+
+def _numeric_options(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _numeric_options(sub, (*path, name))
+        elif action.type in (int, float) or hasattr(action.type, "bounds"):
+            yield path, action
+
+
+def test_every_numeric_option_has_a_range_said_in_help_and_refused_outside_it(cli):
+    """`--rounds 100000000000000000000` once ran without end. Every numeric option of every command has a range,
+    said in its --help, and a value outside it (too big, NaN, infinite) is refused in one line, exit 2."""
+    found = list(_numeric_options(build_parser()))
+    assert len(found) >= 20, found
+    for path, action in found:
+        where = f"{' '.join(path)} {action.option_strings}"
+        assert hasattr(action.type, "bounds"), f"{where}: a bare {action.type.__name__} has no range"
+        assert f"(range: {action.type.bounds})" in action.help, where
+        for outside in ("100000000000000000000000", "-100000000000000000000000", "nan", "inf"):
+            with pytest.raises(argparse.ArgumentTypeError, match="^(must be|not an integer)"):
+                action.type(outside)
+    code, _, err = cli("diagnose", "x.py:f", "--rounds", "100000000000000000000")
+    assert code == 2 and err.count("\n") == 1 and "must be from 2 to 100" in err, err

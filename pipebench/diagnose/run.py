@@ -99,7 +99,7 @@ def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeo
 
     ref = FunctionRef(request.function, request.name)
     request_path, result_path, stderr_path = folder / "request.json", folder / "result.json", folder / "stderr.txt"
-    request_path.write_text(json.dumps(request.to_json()))
+    request_path.write_text(json.dumps(request.to_json(), allow_nan=False))
     started = time.monotonic() if started is None else started
     with open(stderr_path, "wb") as stderr:
         worker = start_worker("pipebench.diagnose.worker", [str(request_path), str(result_path)],

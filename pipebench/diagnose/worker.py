@@ -775,7 +775,14 @@ def main(argv: list[str]) -> int:
 
         traceback.print_exc()
         outcome = Outcome(None, f"the diagnosis failed: {failure_reason(err, 240)}", "failed")
-    atomic_write_json(result_path, outcome.to_json(), allow_nan=False)
+    try:
+        atomic_write_json(result_path, outcome.to_json(), allow_nan=False)
+    except (TypeError, ValueError) as err:  # a value pipebench cannot write is pipebench's fault, not the user's
+        from pipebench.errors import failure_reason
+
+        traceback.print_exc()
+        atomic_write_json(result_path, Outcome(None, f"pipebench could not write the diagnosis's answer for its "
+                                                     f"parent process: {failure_reason(err, 200)}", "failed").to_json())
     return 0
 
 
