@@ -20,6 +20,7 @@ sampler.
 from __future__ import annotations
 
 import contextlib
+import errno
 import faulthandler
 import os
 import re
@@ -32,6 +33,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+from pipebench.errors import PipebenchError
+
+#: Room a scratch folder needs free: the content check's samples of the user's files, TensorFlow's own temp files,
+#: the exported modules before they are moved into --out.
+SCRATCH_NEED_MB = 256
 
 STDERR_TAIL_BYTES = 2000
 _NO_OUTPUT = "(no output)"
@@ -175,14 +182,44 @@ def sweep() -> None:
 
 
 @contextlib.contextmanager
-def scratch_folder(kind: str) -> Iterator[Path]:
+def scratch_folder(kind: str, need_mb: int = SCRATCH_NEED_MB) -> Iterator[Path]:
     """Give a new scratch folder `pipebench-KIND-PID-START-XXXX` in the temp folder, removed after the block (and
-    by a later `sweep` when this process is killed before it could remove it)."""
-    folder = Path(tempfile.mkdtemp(prefix=f"pipebench-{kind}-{os.getpid()}-{_start_ticks(os.getpid()) or 0}-"))
+    by a later `sweep` when this process is killed before it could remove it). A temp folder without `need_mb` MiB
+    free, or one pipebench may not write, is refused before anything runs: pipebench's own scratch is pipebench's
+    (or the machine's) problem, never the user's code's; so is running out of it on the way (out_of_room)."""
+    base = Path(tempfile.gettempdir())
+    free_mb = shutil.disk_usage(base).free / 2**20 if base.is_dir() else 0.0
+    if free_mb < need_mb:
+        raise PipebenchError(f"{base} (the temp folder, $TMPDIR): {free_mb:,.0f} MiB free; pipebench needs about "
+                             f"{need_mb:,} MiB there for its scratch files: free some, or set TMPDIR to a folder "
+                             "with room")
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=f"pipebench-{kind}-{os.getpid()}-{_start_ticks(os.getpid()) or 0}-",
+                                       dir=base))
+    except OSError as err:
+        raise PipebenchError(f"{base} (the temp folder, $TMPDIR): pipebench cannot make its scratch folder there "
+                             f"({err.strerror or err}): set TMPDIR to a folder it may write") from None
     try:
         yield folder
+    except OSError as err:
+        if err.errno != errno.ENOSPC or not scratch_is_full():
+            raise
+        raise PipebenchError(out_of_room()) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def scratch_is_full() -> bool:
+    """Whether the temp folder has less room than a scratch folder needs."""
+    return shutil.disk_usage(tempfile.gettempdir()).free < SCRATCH_NEED_MB << 20
+
+
+def out_of_room() -> str:
+    """Say that the temp folder, where pipebench's scratch folders are, ran out of space."""
+    base = Path(tempfile.gettempdir())
+    return (f"{base} (the temp folder, $TMPDIR) ran out of space for pipebench's scratch files "
+            f"({shutil.disk_usage(base).free / 2**20:,.0f} MiB free now; it needs about {SCRATCH_NEED_MB:,} MiB): "
+            "free some, or set TMPDIR to a folder with room")
 
 
 def answer_stack_requests() -> None:

@@ -3,6 +3,7 @@ checklist, `pipelines export RUN_DIR` (whose module yields what the function yie
 function's file changed. One small real run, shared by the tests of this module (TF 2.14 and the latest)."""
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import shutil
@@ -147,3 +148,41 @@ def test_a_resume_is_refused_once_the_functions_file_changed(run, tmp_path):
             done.stderr
     finally:
         user_file.write_text(original)
+
+
+def test_a_row_names_the_code_that_ran_and_a_trial_of_an_edited_file_is_refused(tmp_path):
+    """The function's file edited between a run's two trials (here by the function itself, once its first trial
+    has imported it): the edited code ran in the second trial while both rows named the original's sha256. Now the
+    first trial's row names the bytes that ran, and the second trial is refused, saying why."""
+    (tmp_path / "fns").mkdir()
+    module = tmp_path / "fns" / "edits_itself.py"
+    module.write_text(CTR_INPUT.read_text() + (
+        "\n\ndef edits_itself(filenames, batch_size=256):\n"
+        "    import pathlib\n"
+        "    marker = pathlib.Path(__file__).with_suffix('.edited')\n"
+        "    if not marker.exists():\n"
+        "        marker.write_text('')\n"
+        "        pathlib.Path(__file__).write_text(pathlib.Path(__file__).read_text() + '\\n# edited\\n')\n"
+        "    return libsvm_input_fn(filenames, batch_size, num_epochs=None)\n"))
+    original = hashlib.sha256(module.read_bytes()).hexdigest()
+    doc = {
+        "name": "edits", "data": {"synth": {"rows": ROWS, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,
+                                  "cache_dir": str(tmp_path / "cache")},
+        "model": {"embedding_size": 4, "deep_layers": [8]},
+        "pipelines": {"functions": [{"function": "fns/edits_itself.py:edits_itself", "name": "mine",
+                                     "kwargs": {"filenames": "${data.libsvm}"}}]},
+        "grid": {"batch_size": [BATCH]}, "modes": ["input", "train"],
+        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 2,
+                        "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1},
+        "budget": {"trial_timeout_sec": 300, "max_failure_rate": 1.0},
+        "results": str(tmp_path / "results"),
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(doc))
+    done = _pipebench("run", "exp.yaml", cwd=tmp_path)
+    assert module.read_text().endswith("# edited\n"), "the function edited its file"
+    (run_dir,) = (tmp_path / "results" / "edits").iterdir()
+    rows = sorted(_rows(run_dir), key=lambda r: r.status != "ok")
+    assert [r.status for r in rows][0] == "ok" and rows[1].status in ("failed", "invalid"), \
+        (done.stdout + done.stderr)[-3000:]
+    assert json.loads(rows[0].params_json)["pipeline"]["function"]["sha256"] == original
+    assert "changed since the run began" in rows[1].reason and original[:12] in rows[1].reason, rows[1].reason

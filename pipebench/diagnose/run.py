@@ -44,6 +44,7 @@ TIMEOUT_SEC = 30 * 60
 #: What the worker's processes may hold in memory, together, before they are stopped (--memory-cap).
 MEMORY_CAP_MB = 8192
 #: A line TensorFlow's C++ logging writes as it starts (absl's notice, oneDNN's): not what a worker died of.
+_ENOSPC = re.compile(r"No space left on device|ENOSPC|Errno 28\b")
 _TF_LOG = re.compile(r"[IWEF]\d{4} |WARNING: All log messages before absl")
 #: The progress line the worker writes before it imports the user's module and calls the function.
 LOADING = "loading "
@@ -93,7 +94,7 @@ def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeo
                memory_cap_mb: int = MEMORY_CAP_MB, started: float | None = None) -> Diagnosis:
     """Run the diagnosis in a fresh worker; give its Diagnosis, or raise its one-line error. The timeout counts
     from `started` (the diagnosis's start: the second worker has what the first left), else the worker's start."""
-    from pipebench.children import last_stderr_line
+    from pipebench.children import last_stderr_line, out_of_room, scratch_is_full, stderr_tail
     from pipebench.measure.manager import Limits, start_worker, watch, worker_environment
     from pipebench.measure.trial import Threads
 
@@ -118,6 +119,8 @@ def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeo
         raise PipebenchError(f"{head}: no result after {timeout_sec:,.0f} s (--timeout) while {progress.phase(ref)}"
                              + _where_it_was(stderr_path, ref))
     if not result_path.exists():
+        if _ENOSPC.search(stderr_tail(stderr_path, 64_000)) and scratch_is_full():  # the worker's TMPDIR is in it
+            raise PipebenchError(f"{head}: {out_of_room()}")
         code = worker.proc.returncode
         how = f"was killed by signal {-code}" if code < 0 else f"exited with code {code}"
         said = last_stderr_line(stderr_path)

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
-from pipebench.children import answer_stack_requests, flush_and_exit
+from pipebench.children import answer_stack_requests, flush_and_exit, out_of_room, scratch_is_full
 from pipebench.diagnose.buffers import (
     bytes_per_row, cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, rows_per_element)
 from pipebench.diagnose.ceiling import ceiling
@@ -775,6 +775,8 @@ def main(argv: list[str]) -> int:
 
         traceback.print_exc()
         outcome = Outcome(None, f"the diagnosis failed: {failure_reason(err, 240)}", "failed")
+    if outcome.error is not None and scratch_is_full():  # what failed then is pipebench's room, not the user's code
+        outcome = Outcome(None, out_of_room(), "failed")
     try:
         atomic_write_json(result_path, outcome.to_json(), allow_nan=False)
     except (TypeError, ValueError) as err:  # a value pipebench cannot write is pipebench's fault, not the user's

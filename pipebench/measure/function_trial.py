@@ -44,9 +44,14 @@ def _caches(dataset: Any) -> bool:
 def call(pipeline: FunctionPipeline) -> Called:
     """Give the dataset the user's function returns for this trial; TrialError when its elements do not fit DeepFM."""
     from pipebench.model.contract import deepfm_contract
-    from pipebench.pipeline.user_code import load
+    from pipebench.pipeline.user_code import SHA256_ATTRIBUTE, load
 
     loaded = load(pipeline.path, pipeline.function, pipeline.call_kwargs, give="pipelines.functions kwargs: {}")
+    ran = getattr(loaded.module, SHA256_ATTRIBUTE, None)
+    if ran != pipeline.sha256:  # its rows would name code that did not run
+        raise TrialError(f"{pipeline.path}: changed since the run began (sha256 {pipeline.sha256[:12]}… then, "
+                         f"{(ran or '?')[:12]}… when this trial loaded it): a row must name the code that ran; "
+                         "put the file back, or start a new run")
     spec = loaded.dataset.element_spec
     found = deepfm_contract(spec)
     if isinstance(found, str):

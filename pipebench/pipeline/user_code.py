@@ -90,6 +90,11 @@ def _module_name(file: Path) -> str:
     return f"pipebench_user_{digest}_{stem}" if stem.isidentifier() else f"pipebench_user_{digest}"
 
 
+#: The sha256 of the bytes a user's module was executed from, set on the module: a result row names the code that
+#: ran, not the file's bytes at another moment (an edit between a run's trials).
+SHA256_ATTRIBUTE = "__pipebench_sha256__"
+
+
 def import_user_module(path: str) -> types.ModuleType:
     """Give the user's module, imported from `path` (its folder first on sys.path, as a script's is, so its own
     sibling imports work) under its file's stem or a private name (_module_name); UsageError naming its file and
@@ -104,7 +109,9 @@ def import_user_module(path: str) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        source = file.read_bytes()  # read once: what runs is what is hashed (SHA256_ATTRIBUTE)
+        setattr(module, SHA256_ATTRIBUTE, hashlib.sha256(source).hexdigest())
+        exec(compile(source, str(file), "exec"), module.__dict__)  # noqa: S102 — the user's own module
     except SyntaxError as err:
         del sys.modules[name]
         raise UserCodeError(f"{err.filename or file}:{err.lineno or 0}: SyntaxError: {err.msg}") from None
