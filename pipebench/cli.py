@@ -661,6 +661,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
+    # Ctrl-C always stops: a process started with SIGINT ignored (a shell script's `pipebench ... &`, which a
+    # non-interactive shell starts so) never raised KeyboardInterrupt, and a diagnosis ran to its end through Ctrl-C
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler) if main_thread else None
     try:
         sweep()  # what a pipebench killed by SIGKILL left: its workers' children, its scratch folders
         return args.func(args)
@@ -687,6 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+            signal.signal(signal.SIGINT, signal.default_int_handler if previous_int is None else previous_int)
 
 
 if __name__ == "__main__":

@@ -169,7 +169,7 @@ def test_a_row_names_the_code_that_ran_and_a_trial_of_an_edited_file_is_refused(
         "name": "edits", "data": {"synth": {"rows": ROWS, "files": 1}, "formats": ["libsvm"], "holdout_rows": 0,
                                   "cache_dir": str(tmp_path / "cache")},
         "model": {"embedding_size": 4, "deep_layers": [8]},
-        "pipelines": {"functions": [{"function": "fns/edits_itself.py:edits_itself", "name": "mine",
+        "pipelines": {"presets": [], "functions": [{"function": "fns/edits_itself.py:edits_itself", "name": "mine",
                                      "kwargs": {"filenames": "${data.libsvm}"}}]},
         "grid": {"batch_size": [BATCH]}, "modes": ["input", "train"],
         "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 2,
