@@ -33,7 +33,7 @@ TRAINER_HELP = ("where the model the input-bound verdict speaks for trains: cpu 
 
 
 def _shown(value: float) -> str:
-    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.0f}" if value.is_integer() else f"{value:g}"
 
 
 def _number(kind: type, low: float, high: float, above: bool = False) -> Callable[[str], float]:
@@ -429,7 +429,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("--format", choices=("tfrecord", "packed", "libsvm"), default="tfrecord",
                          help="what to write: Examples, packed records of --rows-per-record rows, or libsvm text")
     convert.add_argument("--field-size", type=_number(int, 1, 100_000), default=39, help="id:value pairs per libsvm line")
-    convert.add_argument("--feature-size", type=_number(int, 1, 2**31 - 1), default=None,
+    convert.add_argument("--feature-size", type=_number(int, 1, INT64_MAX), default=None,
                          help="reject ids at or above this (default: no check)")
     sharding = convert.add_mutually_exclusive_group()
     sharding.add_argument("--shards", type=_number(int, 1, 100_000), help="exactly N output files of about equal rows")

@@ -43,7 +43,7 @@ CASES = [
         r"^diagnose: argument --rounds: must be from 2 to 100, not 100000000000000000000 ", out="out",
         make=_write("def input_fn():\n    pass\n"), code=2, process=True),
     Bad("diagnose-timeout-nan", ("diagnose", "{tmp}/user.py:input_fn", "--timeout", "nan", *OUT),
-        r"^diagnose: argument --timeout: must be above 0 and at most 604800, not nan ", out="out",
+        r"^diagnose: argument --timeout: must be above 0 and at most 604,800, not nan ", out="out",
         make=_write("def input_fn():\n    pass\n"), code=2),
     Bad("diagnose-memory-cap-unbounded", ("diagnose", "{tmp}/user.py:input_fn", "--memory-cap", "1e30", *OUT),
         r"^diagnose: argument --memory-cap: not an integer: '1e30' ", out="out",

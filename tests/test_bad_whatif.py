@@ -57,9 +57,9 @@ CASES = [
     Bad("whatif-rate-no-type", ("whatif", RUN, "--accelerator-rate", "2.1e6"),
         r"^--accelerator-rate 2\.1e6: expected TYPE=EXAMPLES_PER_SEC", make=_run, code=2),
     Bad("whatif-feed-negative", ("whatif", RUN, "--feed=-5"),
-        r"^whatif: argument --feed: must be above 0 and at most 1e\+12, not -5", make=_run, code=2),
+        r"^whatif: argument --feed: must be above 0 and at most 1,000,000,000,000, not -5", make=_run, code=2),
     Bad("whatif-train-cores-inf", ("whatif", RUN, "--train-cores", "inf"),
-        r"^whatif: argument --train-cores: must be from 0 to 4096, not inf", make=_run, code=2),
+        r"^whatif: argument --train-cores: must be from 0 to 4,096, not inf", make=_run, code=2),
 ]
 
 

@@ -7,6 +7,7 @@ pids.txt. Every command runs with its own temp folder (TMPDIR), which must be le
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -142,9 +143,10 @@ def test_a_trial_of_a_function_ends_what_the_function_started(case):
 
     folder, data, env = case
     os.environ["PIDS_FILE"] = env["PIDS_FILE"]
+    sha256 = hashlib.sha256((folder / "user.py").read_bytes()).hexdigest()  # a trial refuses a file that changed
     try:
         for name, status in (("input_fn", "ok"), ("broken_fn", "failed")):
-            function = FunctionPipeline("mine", str(folder / "user.py"), name, "0" * 64, {"files": [str(data)]}, 64,
+            function = FunctionPipeline("mine", str(folder / "user.py"), name, sha256, {"files": [str(data)]}, 64,
                                         False, {})
             trial = trial_spec(pipeline_spec=function.to_dict(), pipeline_fingerprint=function.fingerprint(),
                                batch_size=64)
