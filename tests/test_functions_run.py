@@ -21,6 +21,10 @@ pytestmark = pytest.mark.tf
 
 CTR_INPUT = Path(__file__).parents[1] / "experiments" / "functions" / "ctr_input.py"
 ROWS, BATCH = 3000, 256
+#: A small run's measurement and budget: a few short windows, every failure allowed (the tests read the rows).
+SHORT = {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 2, "steady_cv_pct": 50,
+         "remeasure_busy": False, "repeats": 1}
+BUDGET = {"trial_timeout_sec": 300, "max_failure_rate": 1.0}
 
 pytestmark = pytest.mark.tf
 
@@ -47,9 +51,7 @@ def run(tmp_path_factory) -> tuple[Path, str]:
              "kwargs": {"filenames": "${data.libsvm}", "num_epochs": None}}]},
         "grid": {"batch_size": [BATCH]},
         "modes": ["input", "train"],
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 2,
-                        "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1},
-        "budget": {"trial_timeout_sec": 300, "max_failure_rate": 1.0},
+        "measurement": SHORT, "budget": BUDGET,
         "results": str(folder / "results"),
     }
     (folder / "exp.yaml").write_text(yaml.safe_dump(doc))
@@ -172,9 +174,7 @@ def test_a_row_names_the_code_that_ran_and_a_trial_of_an_edited_file_is_refused(
         "pipelines": {"presets": [], "functions": [{"function": "fns/edits_itself.py:edits_itself", "name": "mine",
                                      "kwargs": {"filenames": "${data.libsvm}"}}]},
         "grid": {"batch_size": [BATCH]}, "modes": ["input", "train"],
-        "measurement": {"warmup_max_sec": 1.0, "window_sec": 0.2, "windows": 2, "max_windows": 2,
-                        "steady_cv_pct": 50, "remeasure_busy": False, "repeats": 1},
-        "budget": {"trial_timeout_sec": 300, "max_failure_rate": 1.0},
+        "measurement": SHORT, "budget": BUDGET,
         "results": str(tmp_path / "results"),
     }
     (tmp_path / "exp.yaml").write_text(yaml.safe_dump(doc))
