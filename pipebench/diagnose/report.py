@@ -76,7 +76,8 @@ def summary_lines(found: Diagnosis) -> list[str]:
         lines.append(f"whole pipeline: {_interval(found.rows_per_sec)} rows/s ("
                      + "; ".join(_interval(p) for p in found.process_rows_per_sec) + ", by worker process)")
     if found.self_check is not None and found.self_check.agrees is not False:
-        lines.append(f"self-check{_inconclusive(found.self_check)}: a plain loop of your function read "
+        crossed = "" if found.self_check.agrees else f" inconclusive ({_crossed(found.self_check)})"
+        lines.append(f"self-check{crossed}: a plain loop of your function read "
                      f"{_interval(found.self_check.plain_rows_per_sec)} rows/s, "
                      f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed"
                      f"{_loop_cost(found.self_check)}")
@@ -98,12 +99,10 @@ def summary_lines(found: Diagnosis) -> list[str]:
     return lines
 
 
-def _inconclusive(check) -> str:
-    """Say that the self-check's interval crosses a bound of the band it agrees within, when it does."""
-    if check.agrees is not None:
-        return ""
+def _crossed(check) -> str:
+    """Say that the self-check's interval crosses a bound of the band it agrees within (it is inconclusive)."""
     low, high = band(check.expected)
-    return f" inconclusive (its interval crosses {low:.2f}× or {high:.2f}×, the band it agrees within)"
+    return f"its interval crosses {low:.2f}× or {high:.2f}×, the band it agrees within"
 
 
 def _loop_cost(check) -> str:
@@ -182,7 +181,7 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
                 f"{_interval(found.self_check.plain_rows_per_sec)} rows/s: "
                 f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed ("
                 + ("they agree within 1.5×" if found.self_check.agrees else
-                   f"inconclusive{_inconclusive(found.self_check).removeprefix(' inconclusive')}")
+                   f"inconclusive: {_crossed(found.self_check)}")
                 + f"{_loop_cost(found.self_check)}).", ""]
     if found.passes is not None:
         out += [f"**Passes**: {_passes(found)}.", ""]
