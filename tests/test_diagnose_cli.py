@@ -82,3 +82,36 @@ def test_every_value_set_accepts_reaches_the_function_through_both_workers_and_t
     assert "NaN" not in text and "Infinity" not in text
     assert found["kwargs"]["scale"] == {"$float": "nan"} and found["kwargs"]["big"] == 123456789012345678901234567890
     assert module.read_text() == before
+
+
+def test_a_reader_that_finds_companion_files_beside_its_file_is_diagnosed_over_its_own_files(tmp_path):
+    """A reader given `day_label.txt` that opens `day_dense.txt` beside it (NVIDIA's DLRM layout, P0 item 6) fails on
+    pipebench's sample copy, whose folder holds no companion. That error is pipebench's substitution's: the diagnosis
+    completes over the first rows of the user's own files and says why the sample was not used, never blaming the
+    user's code."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "day_label.txt").write_text("".join(f"{i % 2}\n" for i in range(20_000)))
+    (data / "day_dense.txt").write_text("".join(f"{i * 0.5} {i % 7}\n" for i in range(20_000)))
+    module = tmp_path / "companion_fn.py"
+    module.write_text(
+        "import glob\nimport os\n\nimport tensorflow as tf\n\n\n"
+        "def input_fn(label_file, batch_size=256):\n"
+        "    stem = label_file[:-len('_label.txt')]\n"
+        "    labels, dense = glob.glob(stem + '_label.txt'), glob.glob(stem + '_dense.txt')\n"
+        "    assert len(labels) == len(dense), f'matched different number of files ({len(labels)} {len(dense)})'\n"
+        "    y = tf.data.TextLineDataset(labels).map(lambda s: tf.strings.to_number(s))\n"
+        "    x = tf.data.TextLineDataset(dense).map(\n"
+        "        lambda s: tf.strings.to_number(tf.strings.split(s, ' ')))\n"
+        "    return tf.data.Dataset.zip(({'dense': x}, y)).batch(batch_size).repeat()\n")
+    before = {p.name: p.read_bytes() for p in data.iterdir()}
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
+    result = run_pipebench("diagnose", f"{module}:input_fn", "--set", f"label_file={data / 'day_label.txt'}",
+                           "--rounds", "2", "--out", out, env=env, timeout_sec=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    scope = json.loads((out / "diagnosis.json").read_text())["content_scope"]
+    assert "your files" in scope and "was not used: input_fn failed on it" in scope, scope
+    assert "matched different number of files" in scope and "pipebench's, not your code's" in scope, scope
+    assert "error" not in result.stderr.lower(), result.stderr[-2000:]
+    assert {p.name: p.read_bytes() for p in data.iterdir()} == before, "the user's files are untouched"

@@ -18,6 +18,7 @@ among the original's first rows and a few more, and hold all but the last few of
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ import tensorflow as tf
 
 from pipebench.diagnose import content as contents
 from pipebench.diagnose.records import Content
-from pipebench.errors import failure_reason
+from pipebench.errors import UserCodeError, failure_reason
 
 #: The global seed every read is built under.
 CONTENT_SEED = 46
@@ -92,7 +93,7 @@ class ContentCheck:
                     if not self.epochs[0].examples:
                         why = "it reads no rows from the sample"
             except Exception as err:  # noqa: BLE001 — the sample's fault, not the user's: said, and not used
-                why = f"{self.name} failed on it: {failure_reason(err, 160)}"
+                why = f"{self.name} failed on it: {_short(err)}"
             finally:
                 tf.random.set_seed(None)
             if why is None:
@@ -145,3 +146,11 @@ class ContentCheck:
         except Exception as err:  # noqa: BLE001 — a rewrite that fails on the data is refused, not a crash
             return f"it fails on the data: {failure_reason(err, 160)}"
         return contents.compare(*self.epochs, epoch, self.reseeded)
+
+
+def _short(err: Exception) -> str:
+    """Give the sample's failure in a few words: the user's file by its name (the sample's folder is pipebench's)."""
+    if not isinstance(err, UserCodeError):
+        return failure_reason(err, 160)
+    text = re.sub(r"^(?:.*/)?([^/:]+:\d+): \S+ raised ", r"\1: ", str(err))  # "/a/u.py:10: f raised X: y" -> "u.py:10: X: y"
+    return text if len(text) <= 160 else text[:159] + "…"
