@@ -4,6 +4,7 @@ one rule for rows; a sample compared with itself is read once; sparse, ragged an
 what a TF1 input_fn computes after get_next() is captured. Small pipelines built here, real TensorFlow, no timing."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -341,3 +342,39 @@ def test_the_self_check_is_inconclusive_when_its_interval_crosses_a_bound():
     assert verdict(Interval(20.0, 15.0, 26.0, 5), 1.0) is False
     assert verdict(Interval(0.2, 0.1, 0.3, 5), 0.61) is False
     assert verdict(Interval(0.9, None, None, 1), 1.0) is None
+
+
+
+def test_the_plain_loop_leaves_nothing_filling_behind_other_arms_unless_a_fresh_iterator_would_cost_much():
+    """real_longmao_generator_criteo's prefetch(256) of batches refilled 65,536 rows of its Python generator behind
+    every other arm's window while the plain loop kept its iterator: the self-check read 1.86-8.70× of the pipeline.
+    Unless it would lose a cache or refill large shuffle buffers, the plain loop starts afresh each window, and
+    nothing of it runs behind the next arm."""
+    import tensorflow as tf
+
+    from pipebench.diagnose.selfcheck import FRESH_FILL_SEC, plain_arm, releases
+
+    assert releases(False, int(FRESH_FILL_SEC * 10_000), 10_000.0)
+    assert not releases(True, 0, 10_000.0), "a fresh iterator would lose its cache"
+    assert not releases(False, int(FRESH_FILL_SEC * 10_000) + 1, 10_000.0), "its shuffle would refill each window"
+    for released in (True, False):
+        produced: list[int] = []
+
+        def rows(produced=produced):
+            for i in range(10 ** 9):
+                produced.append(i)
+                yield i
+
+        dataset = tf.data.Dataset.from_generator(rows, output_signature=tf.TensorSpec([], tf.int64)) \
+            .batch(4).prefetch(2_000)
+        arm = plain_arm(tf, lambda dataset=dataset: dataset, False, time.process_time, {}, released)
+        arm.timed(0.2, 0)
+        assert arm.release() is released
+        time.sleep(0.3)
+        before = len(produced)
+        time.sleep(0.5)
+        if released:
+            assert len(produced) == before, "its pipeline stopped with its window"
+        else:
+            assert len(produced) > before, "a kept iterator refills its buffers behind the next arm (why it is not)"
+        arm.close()

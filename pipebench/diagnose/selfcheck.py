@@ -36,12 +36,15 @@ AGREE_WITHIN = 1.5
 NAME = "plain loop"
 #: The loop's own cost per element is read over this long (module docstring).
 LOOP_COST_SEC = 0.5
+#: The plain loop starts a fresh iterator each window when its shuffle buffers fill in this long at most (`releases`).
+FRESH_FILL_SEC = 2.0
 
 
 def plain_arm(tf, make_dataset: Callable[[], Any], fresh_per_pass: bool, cpu_clock: Callable[[], float],
-              seen: dict[str, Any]) -> Arm:
+              seen: dict[str, Any], releasable: bool = False) -> Arm:
     """Give the plain loop's arm: `make_dataset()` calls the user's function (once, or once a pass); the last
-    element it read is left in `seen["element"]`."""
+    element it read is left in `seen["element"]`. `releasable`: it starts a fresh iterator each window
+    (`releases`)."""
     from pipebench.diagnose.rows import plain_rows
 
     def loop(iterator, steps: int) -> tuple[int, float]:
@@ -57,7 +60,16 @@ def plain_arm(tf, make_dataset: Callable[[], Any], fresh_per_pass: bool, cpu_clo
     if fresh_per_pass:
         return Arm(NAME, lambda: iter(make_dataset()), loop, releasable=False, cpu_clock=cpu_clock, start=False)
     dataset = make_dataset()
-    return Arm(NAME, lambda: iter(dataset), loop, releasable=False, cpu_clock=cpu_clock, start=False)
+    return Arm(NAME, lambda: iter(dataset), loop, releasable=releasable, cpu_clock=cpu_clock, start=False)
+
+
+def releases(cached: bool, fill_rows: int, rows_per_sec: float) -> bool:
+    """Tell whether the plain loop starts a fresh iterator each window: unless that would lose a cache or refill
+    shuffle buffers for more than FRESH_FILL_SEC. Kept, the user's own buffers (not capped, as the diagnosis's arms'
+    are) refill behind every other arm's window: real_longmao_generator_criteo's prefetch(256) of 256-row batches
+    banks 65,536 rows, 13 s of its Python generator; its plain loop then read 1.86-8.70× of the pipeline in one
+    worker (2026-12-02), which a loop of its own reads at 1.0×."""
+    return not cached and fill_rows <= FRESH_FILL_SEC * rows_per_sec
 
 
 def how(fresh_per_pass: bool) -> str:

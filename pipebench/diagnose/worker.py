@@ -112,18 +112,20 @@ class Diagnoser:
         return Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1, cpu_clock=process_tree_cpu_sec,
                    start=False)
 
-    def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
+    def gains(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None
+              ) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
         the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
         (pipebench.diagnose.rounds.still_open); its 95% interval is from those rounds.
-        `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept)."""
+        `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
+        `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'."""
         from pipebench.diagnose.rounds import calibrate, gain, paired_rounds, still_open
 
         calibrate([original, *arms])
         r = self.request
         fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
-        settle = {arm.name: fill for arm in [original, *arms]}
+        settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
         first = min(EARLY_ROUNDS, r.rounds)
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         open_arms = [arm for arm in arms if still_open(pairs[arm.name], EARLY_CONFIDENCE)]
@@ -239,7 +241,7 @@ class Diagnoser:
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.diagnose.rows import plain_rows
-        from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm
+        from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm, releases
         from pipebench.diagnose.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
@@ -277,12 +279,15 @@ class Diagnoser:
             arms.append(arm)
         fresh = self.first_pass
         seen: dict = {}
+        own_fill = fill_rows(walked.stages, [s for s in walked.stages if s.inside is None])  # the user's sizes
+        released = releases(any(s.kind == "cache" for s in walked.stages), own_fill,
+                            first.process_rows_per_sec[0].mean)
         plain = plain_arm(self.tf, lambda: load(self.path, r.name, r.kwargs).dataset if fresh else loaded.dataset,
-                          fresh, process_tree_cpu_sec, seen)
+                          fresh, process_tree_cpu_sec, seen, released)
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
-        gains = self.gains(original, [*arms, plain])
+        gains = self.gains(original, [*arms, plain], fills={NAME: own_fill})
         windows = self.base_windows
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
         element = seen.get("element")
