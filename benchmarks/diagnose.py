@@ -9,7 +9,8 @@ check in a fresh process, one at a time:
 - rows: the rate it reports for the whole pipeline (over its two worker processes) is within 1.5× of the rows/s a
   plain `for element in dataset` loop over the user's own function reads (in each of two fresh processes: warmed
   up, then the median of 4 timed windows, restarting at each epoch's end, rows counted by the label's leading
-  dimension; the geometric mean of the two, every window printed), beyond what that loop's own cost per element
+  dimension; the geometric mean of the two, every window printed; for a diagnosis of a cache's first pass, the
+  function called again for each pass and each window whole passes, as diagnose measures them), beyond what that loop's own cost per element
   leaves, read and judged as diagnose's self-check reads and judges its own (pipebench.diagnose.selfcheck);
 - the self-check: whether diagnose's own plain loop over the function, paired with its whole-pipeline windows,
   agreed with it (diagnosis.json's `self_check`);
@@ -137,11 +138,13 @@ def _rows_of(element) -> int:
     return int(leaf.shape[0]) if leaf.shape.rank else 1
 
 
-def child_plain(path: str, kwargs: dict) -> dict:
+def child_plain(path: str, kwargs: dict, first_passes: bool = False) -> dict:
     """Read the user's function with a plain Python loop: rows/s after a warm-up, restarting at each epoch's end.
     A spent iterator is kept, not dropped, as diagnose's arms do: dropping one whose pipeline autotunes waits
     0.4-2.5 s for its threads, once per epoch; on 200,000 rows that is every second or so, where a real epoch of
-    millions of rows pays it once in minutes. The rate is the rows', not TensorFlow's teardown's."""
+    millions of rows pays it once in minutes. The rate is the rows', not TensorFlow's teardown's.
+    `first_passes` (the diagnosis is of a cache's first pass): the function is called again for each pass, and a
+    window ends at a pass's end, so each window is whole passes, their start included, as diagnose measures them."""
     import tensorflow as tf
 
     from pipebench.diagnose.selfcheck import loop_cost
@@ -160,14 +163,23 @@ def child_plain(path: str, kwargs: dict) -> dict:
         seen["element"] = element
         return _rows_of(element)
 
+    def one_pass() -> int:  # the function called again, its pass read to its end
+        iterator, rows = iter(_dataset_of(path, kwargs)), 0
+        spent.append(iterator)
+        for element in iterator:
+            seen["element"] = element
+            rows += _rows_of(element)
+        return rows
+
+    read = one_pass if first_passes else step
     start = time.perf_counter()
     while time.perf_counter() - start < PLAIN_WARMUP_SEC:
-        step()
+        read()
     rates = []
     for _ in range(PLAIN_WINDOWS):
         rows, start = 0, time.perf_counter()
         while time.perf_counter() - start < PLAIN_SEC / PLAIN_WINDOWS:
-            rows += step()
+            rows += read()
         rates.append(rows / (time.perf_counter() - start))
     return {"rows_per_sec": statistics.median(rates), "windows": rates,
             "loop_sec": loop_cost(tf, seen["element"]), "rows_per_element": _rows_of(seen["element"])}
@@ -207,25 +219,34 @@ def _preset_dataset(fmt: str, files: list[str], batch_size: int, shuffle: int):
     return build(spec).dataset
 
 
-def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: int = 0, shuffle: int = 0) -> dict:
+def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: int = 0, shuffle: int = 0,
+               first_passes: bool = False) -> dict:
     """Measure B against A in paired interleaved rounds (rows/s, B / A); `preset` as A: pipebench's fastest
-    ordering of `fmt` on the same files (with a shuffle of `shuffle` rows before its batch, when not 0)."""
+    ordering of `fmt` on the same files (with a shuffle of `shuffle` rows before its batch, when not 0).
+    `first_passes` (the diagnosis is of a cache's first pass): each window is whole passes, the function called
+    again for each, as diagnose measures them (a cache's later passes read it from memory)."""
     import tensorflow as tf
 
     from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
     from pipebench.diagnose.rows import rows_tensor as element_rows
-    from pipebench.measure.windows import Arm
+    from pipebench.measure.windows import MAX_STEPS, Arm
     from pipebench.measure.worker import input_loop
 
-    def arm(name: str, dataset) -> Arm:
-        made = Arm(name, lambda: iter(dataset), input_loop(tf, lambda element: element_rows(tf, element, True)))
+    def arm(name: str, make) -> Arm:
+        loop = input_loop(tf, lambda element: element_rows(tf, element, True))
+        if first_passes:
+            made = Arm(name, lambda: iter(make()), loop, releasable=False, start=False)
+            made.steps, made.whole_passes = MAX_STEPS, True
+            return made
+        dataset = make()
+        made = Arm(name, lambda: iter(dataset), loop)
         made.release()
         return made
 
     files = next(v for v in kwargs.values() if isinstance(v, list))
-    first = arm("a", _preset_dataset(fmt, files, int(batch), int(shuffle)) if a == "preset"
-                else _dataset_of(a, kwargs))
-    second = arm("b", _dataset_of(b, kwargs))
+    first = arm("a", (lambda: _preset_dataset(fmt, files, int(batch), int(shuffle))) if a == "preset"
+                else lambda: _dataset_of(a, kwargs))
+    second = arm("b", lambda: _dataset_of(b, kwargs))
     calibrate([first, second])
     pairs = paired_rounds(first, [second], rounds, 1.0, 0.5, {}, "benchmark")["b"]
     return dataclasses.asdict(gain(pairs))
@@ -304,7 +325,9 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
     machine = found.machine
     reported = found.rows_per_sec  # over diagnose's two worker processes (pipebench.diagnose.second)
     stolen, began = steal_cpu_sec(), time.monotonic()
-    loops = [_child("plain", str(path_of(name)), json.dumps(kwargs)) for _ in range(PLAIN_PROCESSES)]
+    first_passes = found.passes is not None and found.passes.main == "first"  # the pass diagnose reports
+    loops = [_child("plain", str(path_of(name)), json.dumps(kwargs), str(int(first_passes)))
+             for _ in range(PLAIN_PROCESSES)]
     plain_steal = 100.0 * (steal_cpu_sec() - stolen) / (time.monotonic() - began)
     plain = statistics.geometric_mean([loop["rows_per_sec"] for loop in loops])
     # What a Python loop's own cost per element leaves, read as the self-check reads it (one producer).
@@ -336,10 +359,11 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
                                 "exported": None})
             continue
         same = _child("content", str(path_of(name)), str(module), json.dumps(kwargs))
-        again = Interval(**_child("pair", str(path_of(name)), str(module), json.dumps(kwargs), str(rounds)))
+        pair = "passes" if first_passes else "pair"  # the pass diagnose reports
+        again = Interval(**_child(pair, str(path_of(name)), str(module), json.dumps(kwargs), str(rounds)))
         said = again.text(".2f", unit="×")
         if again.low is not None and again.low <= 1.0 < again.high:  # undecided: a small gain needs more rounds
-            again = Interval(**_child("pair", str(path_of(name)), str(module), json.dumps(kwargs),
+            again = Interval(**_child(pair, str(path_of(name)), str(module), json.dumps(kwargs),
                                       str(LONGER * rounds)))
             said += f", undecided; in {LONGER * rounds} fresh rounds {again.text('.2f', unit='×')}"
         holds = again.low is not None and again.low > 1.0
@@ -439,7 +463,9 @@ def main() -> None:
     if args.child:
         mode, *rest = args.child
         if mode == "plain":
-            print(json.dumps(child_plain(rest[0], json.loads(rest[1]))))
+            print(json.dumps(child_plain(rest[0], json.loads(rest[1]), bool(int(rest[2])))))
+        elif mode == "passes":
+            print(json.dumps(child_pair(rest[0], rest[1], json.loads(rest[2]), int(rest[3]), first_passes=True)))
         elif mode == "content":
             print(json.dumps(child_content(rest[0], rest[1], json.loads(rest[2]))))
         else:

@@ -115,3 +115,28 @@ def test_a_reader_that_finds_companion_files_beside_its_file_is_diagnosed_over_i
     assert "matched different number of files" in scope and "pipebench's, not your code's" in scope, scope
     assert "error" not in result.stderr.lower(), result.stderr[-2000:]
     assert {p.name: p.read_bytes() for p in data.iterdir()} == before, "the user's files are untouched"
+
+
+def test_a_one_pass_pipeline_whose_start_is_much_of_its_pass_is_measured_in_whole_passes(tmp_path):
+    """real_tfrs_ranking_cache's pass (shuffle → take → shuffle → batch → cache, no repeat) reads more rows to fill
+    its shuffles than it hands on: its steady rate was 2.1× what a pass gives, and the self-check disagreed. Such a
+    pipeline's whole-pipeline figure is of whole passes, their start included, in the second worker process; the
+    steady rate past the start is said beside it."""
+    module = tmp_path / "one_pass_fn.py"
+    module.write_text(
+        "import tensorflow as tf\n\n\n"
+        "def input_fn(rows=8192):\n"
+        "    data = tf.data.Dataset.range(rows).map(lambda i: ({'x': tf.cast(i, tf.float32)}, tf.cast(i % 2, tf.int64)))\n"
+        "    train = data.shuffle(6000, seed=42, reshuffle_each_iteration=False).take(4096)\n"
+        "    return train.shuffle(6000).batch(512).cache()\n")
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "PIPEBENCH_DEBUG"}
+    result = run_pipebench("diagnose", f"{module}:input_fn", "--rounds", "2", "--out", out, env=env,
+                           timeout_sec=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads((out / "diagnosis.json").read_text())
+    assert found["passes"]["main"] == "first"
+    assert found["pass_elements"] == 8, "4,096 rows in batches of 512"
+    assert found["rows_per_sec"] == found["process_rows_per_sec"][1], "the second worker's whole passes"
+    assert "rows/s in whole passes of 8 elements, their start included; past its start: " in result.stdout
+    assert "in whole passes of 8 elements, timed from each pass's start" in (out / "diagnosis.md").read_text()

@@ -171,6 +171,7 @@ class _BankedArm:
 
     def __init__(self, draining: list[int]) -> None:
         self.now, self.draining, self.calls = 0.0, draining, 0
+        self.whole_passes = False
 
     def clock(self) -> float:
         return self.now

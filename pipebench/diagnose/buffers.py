@@ -42,16 +42,21 @@ def rows_per_element(stages: list[Stage], stage: Stage) -> int:
     return 1
 
 
-def capped(steps: tuple[Step, ...], stages: list[Stage]) -> tuple[tuple[Step, ...], dict[int, str]]:
+def capped(steps: tuple[Step, ...], stages: list[Stage], whole_passes: bool = False
+           ) -> tuple[tuple[Step, ...], dict[int, str]]:
     """Give the steps the measurements replay: the user's buffers of MEASURE_CAP_ROWS rows or more capped (a
     prefetch to PREFETCH_MEASURE_ROWS rows, two elements at least; a shuffle to MEASURE_CAP_ROWS rows) and every
     `take(n)` left out (an epoch of n elements would make a window mostly the pipeline's start); and how each stage so
-    changed was measured."""
+    changed was measured. `whole_passes`: windows are whole passes, whose start is what training pays each pass, so
+    only prefetches are capped (a shuffle's fill and a take are the pass)."""
     notes: dict[int, str] = {}
     found = []
     for step in steps:
         stage = stages[step.origin] if step.origin is not None else None
         size = step.args.get("buffer_size")
+        if whole_passes and step.kind != "prefetch":
+            found.append(step)
+            continue
         if stage is not None and step.kind == "take" and isinstance(step.args.get("count"), int) \
                 and step.args["count"] >= 0:
             rows = step.args["count"] * rows_per_element(stages, stage)

@@ -30,7 +30,8 @@ from pipebench.typed import load_json, to_json
 #: 7 (2026-12-02): no `feeds`, `defaults` nor `Step.tied` (the export is the user's file patched: its parameters
 #: feed what they fed); a stage's `op` (what TensorFlow runs, read from the dataset's graph) and `via` (the library function
 #: that made it); the content check's scope says when pipebench's sample was not used; `self_check` (a plain loop over
-#: the user's function beside the whole pipeline); `passes` (a cache's first pass and its later ones, apart).
+#: the user's function beside the whole pipeline); `passes` (a cache's first pass and its later ones, apart);
+#: `pass_elements` (a one-pass pipeline whose start is a share of each pass, measured in whole passes).
 DIAGNOSIS_VERSION = 7
 AUTOTUNE = "AUTOTUNE"
 
@@ -281,6 +282,10 @@ class Diagnosis:
     process_rows_per_sec: tuple[Interval, ...] = ()  # each worker process's, over its own rounds
     self_check: SelfCheck | None = None  # a plain loop over the user's function beside it (the second process)
     passes: Passes | None = None  # a cached pipeline's first pass and later ones, apart
+    # set: `rows_per_sec` is of whole passes of this many elements, their start (a shuffle's fill, a take) included,
+    # timed in the second worker process (pipebench.diagnose.worker.Diagnoser._whole_passes); the first process's
+    # figure in `process_rows_per_sec` is then the steady rate past a pass's start
+    pass_elements: int | None = None
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -72,7 +72,11 @@ def summary_lines(found: Diagnosis) -> list[str]:
         lines.append(f"BUSY: {_machine(found)}")
     if found.tf1:
         lines.append(f"TF1: diagnosed the dataset behind {found.tf1}; a rewritten module returns the dataset")
-    if found.rows_per_sec is not None:
+    if found.rows_per_sec is not None and found.pass_elements is not None:
+        lines.append(f"whole pipeline: {_interval(found.rows_per_sec)} rows/s in whole passes of "
+                     f"{found.pass_elements:,} elements, their start included; past its start: "
+                     f"{_interval(found.process_rows_per_sec[0])} rows/s")
+    elif found.rows_per_sec is not None:
         lines.append(f"whole pipeline: {_interval(found.rows_per_sec)} rows/s ("
                      + "; ".join(_interval(p) for p in found.process_rows_per_sec) + ", by worker process)")
     if found.self_check is not None and found.self_check.agrees is not False:
@@ -155,6 +159,12 @@ def _buffer(found: Diagnosis, b) -> str:
 
 def _whole(found: Diagnosis) -> str:
     """Give the whole pipeline's rate, over the worker processes that measured it."""
+    if found.pass_elements is not None:
+        return (f"**The whole pipeline**: {_interval(found.rows_per_sec)} rows/s in whole passes of "
+                f"{found.pass_elements:,} elements, timed from each pass's start (its shuffle buffers filling, a "
+                "take): what training gets from a pass. Past its start the pipeline passes "
+                f"{_interval(found.process_rows_per_sec[0])} rows/s (the first worker process), the rate the stage "
+                "costs above are read at.")
     if len(found.process_rows_per_sec) < 2:
         return f"**The whole pipeline**: {_interval(found.rows_per_sec)} rows/s, in one worker process."
     each = "; ".join(_interval(p) for p in found.process_rows_per_sec)

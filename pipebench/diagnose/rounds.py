@@ -39,7 +39,9 @@ def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None)
     started on them would read them at many times the pipeline's rate (a 16× "gain" seen so). Draining: its rate
     still falls from one call to the next, or it is over BANK_RATIO times `steady` (the median rate of its earlier
     windows: real_longmao_csv_criteo's whole pipeline, ~16k rows/s, read 131k in one window, its prefetch(256)
-    banked)."""
+    banked). An arm of whole passes (Arm.whole_passes) has nothing to settle: each window starts a pass afresh."""
+    if arm.whole_passes:
+        return
     seen, start, last = 0, arm.clock(), None
     while True:
         began = arm.clock()

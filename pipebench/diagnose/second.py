@@ -80,14 +80,16 @@ def settled(first: Diagnosis, gains: Mapping[str, Interval]) -> tuple[tuple[Rewr
 
 
 def settle(first: Diagnosis, gains: Mapping[str, Interval], rate: Interval, train: Train | None,
-           train_note: str | None, seconds: float, machine: Machine) -> Diagnosis:
+           train_note: str | None, seconds: float, machine: Machine, pass_elements: int | None = None) -> Diagnosis:
     """Give the diagnosis with what the second process measured: the rewrites `settled`, the rate over both
-    processes, the train terms, its seconds added and the busier machine."""
+    processes (or, measured in whole passes of `pass_elements`, the second's: the first's is of another quantity, the
+    steady rate past a pass's start), the train terms, its seconds added and the busier machine."""
     rewrites, combined = settled(first, gains)
     processes = (*first.process_rows_per_sec, rate)
     busier = max(first.machine, machine, key=lambda m: m.others_cpu_pct)
     merged = Machine(busier.others_cpu_pct, max(first.machine.steal_pct, machine.steal_pct), busier.threshold_pct,
                      first.machine.busy or machine.busy)
     return dataclasses.replace(first, rewrites=rewrites, combined=combined, train=train, train_note=train_note,
-                               rows_per_sec=rate_over(processes), process_rows_per_sec=processes,
-                               seconds=first.seconds + seconds, machine=merged)
+                               rows_per_sec=rate if pass_elements is not None else rate_over(processes),
+                               process_rows_per_sec=processes, seconds=first.seconds + seconds, machine=merged,
+                               pass_elements=pass_elements)

@@ -73,6 +73,9 @@ class Arm:
         self.steps = 1
         self.epochs_renewed = 0
         self.windows_since_start = 0  # timed windows since its iterator started (`restart` says why it counts)
+        # its calls are whole passes, each from a fresh start (steps set to a pass's elements or more): a window is
+        # whole passes, their start included, and there is nothing banked to settle (pipebench.diagnose.rounds)
+        self.whole_passes = False
         # when the last round `measure` timed it in ended (CLOCK_MONOTONIC, as the manager's samples): an arm that
         # leaves the rounds early reads the machine's business up to there (`arm_fields`)
         self.rounds_ended_sec: float | None = None
