@@ -378,3 +378,21 @@ def test_the_plain_loop_leaves_nothing_filling_behind_other_arms_unless_a_fresh_
         else:
             assert len(produced) > before, "a kept iterator refills its buffers behind the next arm (why it is not)"
         arm.close()
+
+
+def test_an_arm_of_single_examples_keeps_its_iterator_when_a_fresh_one_would_refill_large_shuffle_buffers(tmp_path):
+    """real_tfrs_ranking_cache's prefixes past its shuffles of 100,000 rows settled 2-4 s before every 0.5 s window,
+    refilling them in a fresh iterator. Such an arm keeps its iterator (its settle drains what it banked); one that
+    fills little starts afresh each window, as before."""
+    import tensorflow as tf
+
+    from pipebench.diagnose.records import Request
+    from pipebench.diagnose.worker import KEEP_FILL_ROWS, Diagnoser
+
+    request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=2, window_sec=0.05, settle_sec=0.0,
+                      warmup_sec=0.5, content_cap_rows=100, scratch=str(tmp_path), progress_file="")
+    diagnoser = Diagnoser(request, lambda text: None)
+    rows = tf.data.Dataset.range(100_000).shuffle(KEEP_FILL_ROWS)
+    assert not diagnoser.input_arm("prefix", rows, False, KEEP_FILL_ROWS).releasable
+    assert diagnoser.input_arm("prefix", rows, False, KEEP_FILL_ROWS - 1).releasable
+    assert not diagnoser.input_arm("whole", rows.batch(64), True, 0).releasable, "a batched arm keeps it anyway"

@@ -72,6 +72,9 @@ EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
 #: Rounds for the prefixes (where the time goes) and for the train step: fewer than a rewrite's comparison, whose
 #: verdict keeps or refuses it, with an interval all the same.
 PREFIX_ROUNDS_LESS, TRAIN_ROUNDS = 1, 3
+#: An arm of single examples keeps its iterator from window to window when a fresh one reads this many rows or more
+#: before its shuffle buffers are full (Diagnoser.input_arm).
+KEEP_FILL_ROWS = 10_000
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Diagnoser._whole_passes).
 PASS_MAX_SEC = 10.0
 
@@ -96,9 +99,9 @@ class Diagnoser:
 
     # --- arms -------------------------------------------------------------------------------------------------
 
-    def input_arm(self, name: str, dataset, batched: bool):
+    def input_arm(self, name: str, dataset, batched: bool, fill: int = 0):
         """Give an input arm over `dataset` (the trial worker's loop counting rows; single examples sunk through
-        shard(K, 0))."""
+        shard(K, 0)); `fill`: the rows a fresh iterator reads before its shuffle buffers are full."""
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.windows import Arm
         from pipebench.measure.worker import input_loop
@@ -110,10 +113,13 @@ class Diagnoser:
             dataset = dataset.repeat().shard(per_step, 0)
         # An arm of batches keeps its iterator from window to window (pipebench.diagnose.rounds says why); one that
         # sinks single examples starts afresh each window (its sink's buffer holds thousands of rows, which a kept
-        # iterator would refill behind every other arm's window). Either starts at its first call.
+        # iterator would refill behind every other arm's window), unless that refills shuffle buffers of KEEP_FILL_ROWS
+        # or more: real_tfrs_ranking_cache's prefixes past its shuffles of 100,000 rows settled 2-4 s before every
+        # 0.5 s window, refilling them, where a kept sink's buffer refilled behind others at 0.02-0.3 of a core (its
+        # settle drains what it banked). Either starts at its first call.
         loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
-        arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1, cpu_clock=process_tree_cpu_sec,
-                  start=False)
+        arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and fill < KEEP_FILL_ROWS,
+                  cpu_clock=process_tree_cpu_sec, start=False)
         return self._as_passes(arm)
 
     def _as_passes(self, arm):
@@ -401,10 +407,11 @@ class Diagnoser:
         r = self.request
         rounds = _prefix_rounds(r.rounds)
         self.log(f"measuring {len(measured)} prefixes in {rounds} interleaved rounds")
-        arms = [self.input_arm(f"prefix {p.end}", self._prefix(p.end), stages[p.end].batched) for p in measured]
-        settle = {arm.name: fill_rows(stages, [s for s in stages[:p.end + 1] if s.inside is None],
-                                      self.measure_steps)
-                  for arm, p in zip(arms, measured)}
+        fills = [fill_rows(stages, [s for s in stages[:p.end + 1] if s.inside is None], self.measure_steps)
+                 for p in measured]
+        arms = [self.input_arm(f"prefix {p.end}", self._prefix(p.end), stages[p.end].batched, fill)
+                for p, fill in zip(measured, fills)]
+        settle = {arm.name: fill for arm, fill in zip(arms, fills)}
         calibrate(arms)
         windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         self.parked += [it for arm in arms for it in arm.close()]
