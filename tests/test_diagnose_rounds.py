@@ -75,6 +75,22 @@ def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
     assert [i // 2 for i in firsts] == [0, 4], "the base settles as a first window after each restart"
 
 
+def test_an_arm_whose_fresh_start_refills_large_buffers_is_not_restarted():
+    """babyweight's plain loop refilled its shuffle of 512,000 rows (16 s) at every restart: an arm that does not
+    restart (Arm.restarts False) keeps its one iterator through every window."""
+    made: list[object] = []
+    base = Arm("original", lambda: made.append(object()) or made[-1], lambda iterator, steps: (steps, 0.0),
+               releasable=False, start=False)
+    base.restarts = False
+    other = Arm("a", lambda: object(), lambda iterator, steps: (steps, 0.0), releasable=False, start=False)
+    calibrate([base, other])
+    from pipebench.diagnose.rounds import RESTART_WINDOWS
+
+    paired_rounds(base, [other], rounds=RESTART_WINDOWS * 3, window_sec=0.001, settle_sec=0.0, settle_examples={},
+                  seed=3)
+    assert len(made) == 1 and base.close() == made
+
+
 def _banked_arm(banked_calls: int):
     """An arm on a fake clock whose first `banked_calls` calls read banked rows (0.01 s a call), then 0.1 s a call."""
     now = [0.0]

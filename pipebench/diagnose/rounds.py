@@ -123,9 +123,10 @@ def _median_rate(windows: Sequence[Window]) -> float | None:
 
 
 def _after_window(arm: Arm, fresh: set[str]) -> None:
-    """Release `arm` (a trial's), or restart its kept iterator every RESTART_WINDOWS windows; note in `fresh`
-    whether its next window starts afresh (its settle then fills its buffers first)."""
-    if arm.release() or arm.windows_since_start >= RESTART_WINDOWS:
+    """Release `arm` (a trial's), or restart its kept iterator every RESTART_WINDOWS windows (unless it does not
+    restart: Arm.restarts); note in `fresh` whether its next window starts afresh (its settle then fills its buffers
+    first)."""
+    if arm.release() or (arm.restarts and arm.windows_since_start >= RESTART_WINDOWS):
         arm.restart()
         fresh.add(arm.name)
     else:

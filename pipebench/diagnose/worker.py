@@ -55,7 +55,7 @@ from pipebench.diagnose.buffers import (
     bytes_per_row, cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, rows_per_element)
 from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
-    Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Pass, Passes, Request, Rewrite, Stage, StageCost, Step,
+    Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Pass, Passes, Request, Rewrite, SelfCheck, Stage, StageCost, Step,
     Train, TrainTerms)
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.second import confirmed_there
@@ -120,6 +120,7 @@ class Diagnoser:
         loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
         arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and fill < KEEP_FILL_ROWS,
                   cpu_clock=process_tree_cpu_sec, start=False)
+        arm.restarts = fill < KEEP_FILL_ROWS
         return self._as_passes(arm)
 
     def _as_passes(self, arm):
@@ -128,14 +129,15 @@ class Diagnoser:
             arm.steps, arm.whole_passes, arm.releasable = self.pass_elements + 1, True, False
         return arm
 
-    def gains(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None
-              ) -> dict[str, Interval]:
+    def gains(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
+              still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, Interval]:
         """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
         the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
         (pipebench.diagnose.rounds.still_open); its 95% interval is from those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
-        `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'."""
+        `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
+        `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
         from pipebench.diagnose.rounds import calibrate, gain, paired_rounds, still_open
 
         calibrate([original, *arms])
@@ -144,7 +146,9 @@ class Diagnoser:
         settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
         first = min(EARLY_ROUNDS, r.rounds)
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        open_arms = [arm for arm in arms if still_open(pairs[arm.name], EARLY_CONFIDENCE)]
+        still = still or {}
+        open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
+                                             else still_open(pairs[arm.name], EARLY_CONFIDENCE))]
         if open_arms and r.rounds > first and extend:
             if len(open_arms) < len(arms):
                 self.log(f"decided after {first} rounds, or no gain seen: "
@@ -257,6 +261,7 @@ class Diagnoser:
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.diagnose.rows import plain_rows
+        from pipebench.diagnose.rounds import gain
         from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm, releases
         from pipebench.diagnose.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
@@ -302,16 +307,23 @@ class Diagnoser:
         plain = self._as_passes(plain_arm(
             self.tf, lambda: load(self.path, r.name, r.kwargs).dataset if fresh else loaded.dataset, fresh,
             process_tree_cpu_sec, seen, released and self.pass_elements is None))
+        plain.restarts = own_fill < KEEP_FILL_ROWS
+
+        def judged(pairs: list) -> SelfCheck:
+            element = seen.get("element")
+            rate = geometric_interval([b.examples / b.seconds for b, _ in pairs if b.seconds > 0])
+            return check(gain(pairs), [mine for _, mine in pairs], fresh,
+                         0.0 if element is None else loop_cost(self.tf, element),
+                         1 if element is None else plain_rows(self.tf, element), rate.mean)
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
-        gains = self.gains(original, [*arms, plain], fills={NAME: own_fill})
+        gains = self.gains(original, [*arms, plain], fills={NAME: own_fill},
+                           still={NAME: lambda pairs: judged(pairs).agrees is None})  # more rounds while undecided
+        gains.pop(NAME)
         windows = self.base_windows
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
-        element = seen.get("element")
-        cost = 0.0 if element is None else loop_cost(self.tf, element)
-        self_check = check(gains.pop(NAME), [mine for _, mine in self.pairs[NAME]], fresh, cost,
-                           1 if element is None else plain_rows(self.tf, element), rate.mean)
+        self_check = judged(self.pairs[NAME])
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
                  f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
                  f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "
