@@ -526,7 +526,7 @@ class Diagnoser:
         from pipebench.diagnose.replay import options_of, replay
         from pipebench.diagnose.rewrites import compose
 
-        if not self.steps:
+        if not self.steps or (not transforms and self.measure_steps == self.steps):  # as `_original` builds it
             root = self.walked.root
             return root.with_options(options_of(options)) if options else root
         steps = compose(transforms, self.measure_steps)
