@@ -361,7 +361,8 @@ def test_the_plain_loop_leaves_nothing_filling_behind_other_arms_unless_a_fresh_
         produced: list[int] = []
 
         def rows(produced=produced):
-            for i in range(10 ** 9):
+            for i in range(10 ** 9):  # slow enough that its buffers cannot fill within the test on any machine
+                time.sleep(0.001)
                 produced.append(i)
                 yield i
 

@@ -478,3 +478,26 @@ def test_a_trial_whose_remote_worker_fell_silent_is_run_again_by_the_last_worker
     (retry,) = [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if "retry_of" in t.user_attrs]
     assert retry.user_attrs["retry_of"] == remote.number and retry.params == {"batch_size": 0}
     assert any("no heartbeat from its worker elsewhere:4242:1.000" in line for line in logged), logged
+
+
+def test_a_trial_whose_worker_died_before_naming_itself_is_run_again_by_the_last_worker(tmp_path, cache, fake_trials):
+    """A run killed between taking a trial and writing its worker's name left it running with no worker: the resumed
+    run waited for it for ever (the landing CI's resume hung 600 s). Its start stands for its heartbeat."""
+    from pipebench.runner import run as search
+
+    fake_trials(fake_measure(_rate))
+    journal = tmp_path / "unnamed.journal"
+    doc = _doc(tmp_path, cache, storage=str(journal), n_trials=2, pruner="none", heartbeat_sec=1,
+               space={"batch_size": [128, 256]})
+    study = optuna.create_study(storage=_journal(journal), study_name="tiny", direction="maximize")
+    for slot, index in enumerate([0, 1]):
+        study.enqueue_trial({"batch_size": index}, user_attrs={"slot": slot, "enqueued_as": "test"})
+    study.set_user_attr("pipebench_slots", 2)
+    unnamed = study.ask()  # slot 0, its worker killed before it named itself
+    logged: list[str] = []
+    search(parse_experiment(doc), log=logged.append)
+    study = optuna.load_study(study_name="tiny", storage=_journal(journal))
+    _assert_every_slot_once(study, 2)
+    (retry,) = [t for t in study.get_trials(states=(TrialState.COMPLETE,)) if "retry_of" in t.user_attrs]
+    assert retry.user_attrs["retry_of"] == unnamed.number
+    assert any("never named" in line for line in logged), logged

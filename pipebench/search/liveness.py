@@ -35,15 +35,15 @@ def _died_here(pid: str, created: str) -> bool:
 def lost(trial, heartbeat_sec: float) -> str | None:
     """Give why a running trial's worker is gone (died on this host, or silent on another), or None."""
     worker = trial.user_attrs.get(WORKER)
-    if worker is None:
-        return None
-    host, pid, created = worker.rsplit(":", 2)
-    if host == socket.gethostname():  # only this host can tell whether its process is alive
-        return f"its worker {worker} died" if _died_here(pid, created) else None
+    if worker is not None:
+        host, pid, created = worker.rsplit(":", 2)
+        if host == socket.gethostname():  # only this host can tell whether its process is alive
+            return f"its worker {worker} died" if _died_here(pid, created) else None
+    # a worker killed between asking for the trial and naming itself left no name: its start is its last sign
     last = trial.user_attrs.get(HEARTBEAT) or trial.datetime_start.timestamp()
     silent = time.time() - last
     if silent > MISSED_HEARTBEATS * heartbeat_sec:
-        return f"no heartbeat from its worker {worker} for {silent:.0f} s"
+        return f"no heartbeat from its worker {worker or '(never named: it died as it started)'} for {silent:.0f} s"
     return None
 
 
