@@ -48,6 +48,8 @@ def why_sequential(stage: Stage) -> str | None:
         if "reader" in stage.params:
             return None if reads not in (None, 1) else f"one {stage.params['reader']} reader without parallel reads"
         return "the source yields its elements in one thread"
+    if kind == "interleave" and stage.params.get("sloppy") is not None and stage.parallelism == "1":
+        return "parallel_interleave with cycle_length 1 reads its inputs in one thread, handing each element over"
     if kind in ("map", "interleave", "batch", "parse_example", "map_and_batch") and stage.parallelism not in (None, "1"):
         return None
     if kind == "map":

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pipebench.diagnose.helpers import GATHER_SOURCE, VECTORIZED_SOURCE, libsvm_helper
 from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage, Step
+from pipebench.diagnose.rewrites import LEGACY_READS
 from pipebench.pipeline.export import function_sources, literal
 
 #: Each call's positional parameters, so an argument given by position is changed where it is.
@@ -27,6 +28,12 @@ _POSITIONAL = {
     "interleave": ("map_func", "cycle_length", "block_length", "num_parallel_calls", "deterministic"),
     "TextLineDataset": ("filenames", "compression_type", "buffer_size", "num_parallel_reads"),
     "TFRecordDataset": ("filenames", "compression_type", "buffer_size", "num_parallel_reads"),
+    "make_batched_features_dataset": ("file_pattern", "batch_size", "features", "reader", "label_key", "reader_args",
+                                      "num_epochs", "shuffle", "shuffle_buffer_size", "shuffle_seed",
+                                      "prefetch_buffer_size", "reader_num_threads"),
+    "make_csv_dataset": ("file_pattern", "batch_size", "column_names", "column_defaults", "label_name",
+                         "select_columns", "field_delim", "use_quote_delim", "na_value", "header", "num_epochs",
+                         "shuffle", "shuffle_buffer_size", "shuffle_seed", "prefetch_buffer_size", "num_parallel_reads"),
 }
 
 
@@ -226,6 +233,14 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
             p.edits.append(_Edit(p.end(batch_node), p.end(batch_node), f".map({function}{args}){added}"))
             skip.add(position + 1)
             moved_batches.add(step.origin)
+            previous_origin = step.origin
+            continue
+        if step.kind == "interleave" and base.args.get("sloppy") is not None and step.args.get("sloppy") is None:
+            # parallel_interleave → interleave (rewrites.LEGACY_READS): the library reader's argument says so
+            via = found.stages[step.origin].via or ""
+            if via not in LEGACY_READS:
+                raise NoPatch(f"stage {step.origin}: a parallel_interleave that no library reader made")
+            p.set_arg(p.call(step.origin, via), LEGACY_READS[via], "tf.data.AUTOTUNE")
             previous_origin = step.origin
             continue
         changed = [(name, value) for name, value in step.args.items()

@@ -78,7 +78,8 @@ class Stage:
     def label(self) -> str:
         """Give the stage in a few words: its kind (its op when it has no kind of its own) and the user's function
         name (without `input_fn.<locals>.`)."""
-        kind = self.op if self.kind == "other" and self.op else self.kind
+        kind = self.op if self.kind == "other" and self.op else \
+            "parallel_interleave" if self.params.get("sloppy") is not None else self.kind
         return f"{kind}({self.function.short})" if self.function else kind
 
 

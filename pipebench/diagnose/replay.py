@@ -126,6 +126,11 @@ def _apply(dataset, step: Step, walked: Walked):
         return dataset.repeat(a["count"])
     if kind == "cache":
         return dataset.cache(a["filename"])
+    if kind == "interleave" and a.get("sloppy") is not None:  # the legacy op, as the walk read it
+        return dataset.apply(tf.data.experimental.parallel_interleave(
+            step_function(step, walked), cycle_length=a["cycle_length"], block_length=a["block_length"],
+            sloppy=a["sloppy"], buffer_output_elements=a["buffer_output_elements"],
+            prefetch_input_elements=a["prefetch_input_elements"]))
     if kind == "interleave":
         return dataset.interleave(step_function(step, walked), cycle_length=_tf(a["cycle_length"]),
                                   block_length=a["block_length"], num_parallel_calls=_tf(a["num_parallel_calls"]),

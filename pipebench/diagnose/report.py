@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipebench.diagnose.export import Export, best
-from pipebench.diagnose.records import Diagnosis, Rewrite, Stage
+from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage
 from pipebench.diagnose.selfcheck import band, disagreement
 from pipebench.measure.intervals import Interval
 from pipebench.values import echo
@@ -307,6 +307,9 @@ def _changes(found: Diagnosis, chosen: Rewrite) -> list[str]:
             fn = f"tf.vectorized_map({stage.function.name}), "
         elif stage is not None and stage.function:
             fn = f"{stage.function.name}, "
-        args = ", ".join(f"{k}={v!r}" for k, v in step.args.items() if k not in ("libsvm", "files") and v is not None)
-        lines.append(f".{step.kind}({fn}{args})".replace(", )", ")") + where)
+        args = ", ".join(f"{k}={'tf.data.AUTOTUNE' if v == AUTOTUNE else repr(v)}" for k, v in step.args.items()
+                         if k not in ("libsvm", "files") and v is not None)
+        call = "parallel_interleave" if step.kind == "interleave" and step.args.get("sloppy") is not None \
+            else step.kind
+        lines.append(f".{call}({fn}{args})".replace(", )", ")") + where)
     return lines

@@ -23,7 +23,7 @@ it is bounds its gain below what a comparison could show (its `changes`, pipeben
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +188,32 @@ def _inputs(outer: list[Stage], stage: Stage) -> int | None:
     return len(names) if isinstance(names, list) else None
 
 
+#: the library readers that read files through the legacy parallel_interleave, and the argument that makes them use
+#: interleave instead (TensorFlow's readers.py: AUTOTUNE takes the interleave branch)
+LEGACY_READS = {"make_batched_features_dataset": "reader_num_threads", "make_csv_dataset": "num_parallel_reads"}
+
+
+def _core_interleave(stage: Stage, outer: list[Stage], share: float | None, inner: Iterable[int]) -> Candidate:
+    """Give the candidate that reads an interleave's inputs with interleave(num_parallel_calls=AUTOTUNE) in place of
+    tf.data.experimental.parallel_interleave, which hands each element over between threads: a library reader's
+    when its reads argument is AUTOTUNE (its cycle then AUTOTUNE too), a hand-written one's with its own cycle."""
+    library = LEGACY_READS.get(stage.via or "")
+    cycle = AUTOTUNE if library else stage.params["cycle_length"]
+    files = _inputs(outer, stage)
+    reorders = library and stage.params["cycle_length"] == 1 and (files is None or files > 1)
+    fn = stage.function.name if stage.function else "its function"
+    return Candidate(
+        "interleave in place of parallel_interleave", "core_interleave", stage.index,
+        "tf.data.experimental.parallel_interleave hands every element over from its reader threads one at a time",
+        f"{stage.via}(..., {library}=tf.data.AUTOTUNE): it reads through interleave" if library else
+        f"interleave({fn}, cycle_length={stage.params['cycle_length']}, num_parallel_calls=tf.data.AUTOTUNE"
+        + (", deterministic=False)" if stage.params["sloppy"] else ")"),
+        "order: records of several files come interleaved, not file after file" if reorders else None, True,
+        _set(stage.index, "interleave", sloppy=None, buffer_output_elements=None, prefetch_input_elements=None,
+             cycle_length=cycle, num_parallel_calls=AUTOTUNE, deterministic=False if stage.params["sloppy"] else None),
+        cost_share=share, changes=(stage.index, *sorted(inner)))
+
+
 def cache_point(stages: list[Stage]) -> int | None:
     """Give the highest stage of the outer chain a cache may follow: everything up to it finite, stateless and in
     order; None if none."""
@@ -290,6 +316,8 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
                                    "only reads it, so there is nothing to run in parallel (with several files there "
                                    "would be)" if single else None,
                                    changes=(stage.index, *sorted(built_by(stages, stage.index)))))
+        if stage.kind == "interleave" and stage.params.get("sloppy") is not None and replayable:
+            found.append(_core_interleave(stage, outer, share, built_by(stages, stage.index)))
         if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
                 and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
                 and replayable:

@@ -353,6 +353,13 @@ class Diagnoser:
         if [(s.kind, s.params) for s in mine if s.inside is None] \
                 != [(s.kind, s.params) for s in theirs if s.inside is None]:
             return "replaying its stages gives another pipeline: " + " ".join(s.call for s in mine)[:160]
+        # and the ops TensorFlow runs for them: the same arguments to another op read at another speed (the legacy
+        # parallel_interleave replayed as interleave read 13× the user's pipeline, every rewrite credited with it)
+        differ = [(a.op, b.op) for a, b in zip([s for s in mine if s.inside is None],
+                                               [s for s in theirs if s.inside is None]) if a.op != b.op]
+        if differ:
+            return ("replaying its stages runs other ops: "
+                    + ", ".join(f"{mine_op} for {their_op}" for mine_op, their_op in differ))[:200]
         return None
 
     # --- what is measured ------------------------------------------------------------------------------------
