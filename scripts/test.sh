@@ -13,7 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export TF_CPP_MIN_LOG_LEVEL=2
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+# An early exit (a lint error) stops the background jobs before their log folder goes.
+trap 'jobs -p | xargs -r kill 2>/dev/null; wait; rm -rf "$logs"' EXIT
 (
   ./scripts/ensure-chromium.sh || echo "test: chromium could not be installed; the browser test says why" >&2
   ./scripts/ensure-postgres.sh || echo "test: postgresql could not be installed; the storage test says why" >&2

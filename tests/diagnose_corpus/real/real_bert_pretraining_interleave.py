@@ -24,6 +24,7 @@ The `from __future__` imports are dropped (they must precede this docstring; Pyt
 optimization imports, FLAGS, model_fn_builder, the masked-LM / next-sentence losses and main() are left out; `input_fn_builder` and
 `_decode_record` are otherwise verbatim.
 """
+# ruff: noqa: E402 -- verbatim code: the original's second docstring precedes its imports
 # coding=utf-8
 # Copyright 2018 The Google AI Language Team Authors.
 #

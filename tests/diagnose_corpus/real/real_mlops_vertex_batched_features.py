@@ -17,6 +17,7 @@ batch size 512), with the AWS DeepFM TFRecord schema (`ids` int64 [39], `values`
 place of `tft.TFTransformOutput(...).transformed_feature_spec()`; `file_pattern` takes the list of files. `_gzip_reader_fn`
 and `get_dataset` are verbatim: the files must be gzip-compressed TFRecords (CASE's "compression").
 """
+# ruff: noqa: E402 -- verbatim code: the original's second docstring precedes its imports
 # Copyright 2021 Google LLC
 #
 # Licensed under the Apache License, Version 2.0 (the "License");
