@@ -21,9 +21,9 @@ from pipebench.data_files import format_of
 from pipebench.errors import DataError, ResultsVersionError
 from pipebench.measure.intervals import Interval
 from pipebench.sharding.record import (
-    Measurement,
     Ready,
     ShardingJob,
+    WorkerEpoch,
     WorkerError,
     read_sharding,
     reply,
@@ -174,7 +174,7 @@ def test_an_interval_has_one_json_shape_and_reads_back():
 def test_the_sharding_protocol_replies_are_typed():
     measured = {"placement": "file", "round": 0, "worker": 1, "examples": 10, "batches": 1, "seconds": 0.5,
                 "rchar_bytes": 100, "read_bytes": 0}
-    assert reply(json.dumps(measured).encode(), "w") == Measurement("file", 0, 1, 10, 1, 0.5, 100, 0)
+    assert reply(json.dumps(measured).encode(), "w") == WorkerEpoch("file", 0, 1, 10, 1, 0.5, 100, 0)
     assert reply(b'{"ready": "data"}', "w") == Ready("data")
     assert reply(b'{"error": "ValueError: no"}', "w") == WorkerError("ValueError: no")
     with pytest.raises(DataError, match=r"^w: readiness: unknown key"):

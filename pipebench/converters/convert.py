@@ -41,7 +41,7 @@ from pipebench.converters.manifest import (
     Manifest,
     Rejected,
     Shard,
-    Source,
+    SourceFile,
 )
 from pipebench.converters.shards import ShardWriter
 from pipebench.atomic import atomic_dir, atomic_write_json
@@ -175,8 +175,8 @@ class _Source:
             raise DataError(f"{self.path}: changed while it was being converted (its size or modification "
                             "time differ from the first pass over it); convert it again")
 
-    def describe(self) -> Source:
-        return Source(str(self.path), self.bytes, self.sha256, self.compression, self.lines)
+    def describe(self) -> SourceFile:
+        return SourceFile(str(self.path), self.bytes, self.sha256, self.compression, self.lines)
 
 
 def _line_chunks(source: _Source, chunk_bytes: int) -> Iterator[tuple[int, bytes]]:

@@ -46,7 +46,7 @@ import numpy as np
 import pipebench
 from pipebench.converters.inputs import InputFile
 from pipebench.converters.libsvm import _shown
-from pipebench.converters.manifest import Made, Source
+from pipebench.converters.manifest import Made, SourceFile
 from pipebench.errors import DataError
 from pipebench.typed import to_json
 from pipebench.versioned import WAS, load_versioned
@@ -338,7 +338,7 @@ class Counter:
         self._counts = np.bincount(inverse, weights=counts, minlength=len(self._keys)).astype(np.int64)
         self._pending, self._pending_size = [], 0
 
-    def feature_map(self, cutoff: int, sources: tuple[Source, ...]) -> FeatureMap:
+    def feature_map(self, cutoff: int, sources: tuple[SourceFile, ...]) -> FeatureMap:
         """Give the feature map of everything counted."""
         self._merge()
         fields = (self._keys >> np.uint64(32)).astype(np.int64)
@@ -436,7 +436,7 @@ class FeatureMapFile:
     feature_size: int
     integer_fields: tuple[IntegerField, ...]
     categorical_fields: tuple[CategoricalField, ...]
-    sources: tuple[Source, ...]  # the files counted
+    sources: tuple[SourceFile, ...]  # the files counted
 
 
 @dataclass(frozen=True, eq=False)
@@ -448,7 +448,7 @@ class FeatureMap:
     int_max: tuple[int | None, ...]
     kept: tuple[np.ndarray, ...]  # per categorical field: int64 hex values, id order
     rows: int
-    sources: tuple[Source, ...]
+    sources: tuple[SourceFile, ...]
 
     def __post_init__(self) -> None:
         # For the compiled lookup: per field, a hash table of its kept values (at most half full) and their ids.

@@ -39,7 +39,7 @@ class Shard:
 
 
 @dataclass(frozen=True)
-class Source:
+class SourceFile:
     """One input file, as the converter read it."""
 
     path: str
@@ -102,7 +102,7 @@ class Manifest:
     positive_rate: float | None  # None with no rows
     schema: dict[str, Any] | None  # TFRecord / packed features: name → {dtype, shape}; None for libsvm
     shards: tuple[Shard, ...]
-    sources: tuple[Source, ...]
+    sources: tuple[SourceFile, ...]
     input_format: str  # libsvm, tfrecord or criteo
     on_error: str
     rejected: Rejected

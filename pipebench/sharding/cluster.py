@@ -39,11 +39,10 @@ from pipebench.sharding.placements import (
 from pipebench.sharding.record import (
     BYTES_MEASURE,
     SHARDING_VERSION,
-    Measurement,
     Ready,
     ShardingJob,
     ShardingRecord,
-    Threads,
+    WorkerEpoch,
     WorkerError,
     reply,
     write_sharding,
@@ -98,10 +97,10 @@ class Cluster:
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
 
-    def replies(self, what: str) -> list[Ready | Measurement]:
+    def replies(self, what: str) -> list[Ready | WorkerEpoch]:
         """Give one reply from every worker; TrialError (one line) when one exits, fails, says what the protocol
         does not, or the timeout passes."""
-        found: list[Ready | Measurement | None] = [None] * len(self.procs)
+        found: list[Ready | WorkerEpoch | None] = [None] * len(self.procs)
         deadline = time.monotonic() + self.timeout_sec
         with selectors.DefaultSelector() as selector:
             for index, proc in enumerate(self.procs):
@@ -174,7 +173,7 @@ def cluster(job: ShardingJob, env: dict[str, str], cpus: list[tuple[int, ...]] |
 
 def measure_placements(job: ShardingJob, env: dict[str, str], cpus: list[tuple[int, ...]] | None, timeout_sec: float,
                        log: Callable[[str], None] = print, on_start: Callable[[list[int]], None] | None = None
-                       ) -> list[Measurement]:
+                       ) -> list[WorkerEpoch]:
     """Give every worker's measurement of every (round, placement) in `job.order`, measured on one cluster.
 
     `on_start(pids)` hears the workers' process ids once they are started (tests check they are gone after).
@@ -186,7 +185,7 @@ def measure_placements(job: ShardingJob, env: dict[str, str], cpus: list[tuple[i
         for round_index, placement in job.order:
             _expect(running.replies(f"readiness for {placement}"), Ready, f"readiness for {placement}")
             running.send("go", "go")
-            found = _expect(running.replies(f"{placement} epoch"), Measurement, f"{placement} epoch")
+            found = _expect(running.replies(f"{placement} epoch"), WorkerEpoch, f"{placement} epoch")
             measurements += found
             rates = ", ".join(f"{m.examples / m.seconds:,.0f}" for m in found)
             reads = ", ".join(f"{m.rchar_bytes:,}" for m in found)
@@ -225,7 +224,7 @@ def shard_run(run_dir: Path, workers: int = 2, rounds: int = DEFAULT_ROUNDS, pla
     notes = order_notes(spec, placements)
     sources = dataclasses.replace(trial.sources, file=dataclasses.replace(trial.sources.file, cold=False))
     job = ShardingJob(os.getpid(), workers, spec.to_dict(), to_json(sources),
-                      Threads(trial.threads.intra, trial.threads.inter),
+                      trial.threads,
                       tuple(measuring_order(placements, rounds, f"{config.configuration_id}/{workers}")))
     log(f"sharding configuration {config.configuration_id} ({spec.ordering}; {len(files)} file(s)) over {workers} "
         f"workers on 127.0.0.1, {rounds} round(s) of {', '.join(placements)}; "

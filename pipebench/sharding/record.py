@@ -2,7 +2,7 @@
 
 The record is `ShardingRecord` (pipebench.typed; docs/reference/results-format.md lists its keys), and the
 messages between the parent and its workers are typed too: the job (`ShardingJob`, each worker's first
-stdin line) and each worker's replies (`Ready`, then one `Measurement` per epoch, or `WorkerError`).
+stdin line) and each worker's replies (`Ready`, then one `WorkerEpoch` per epoch, or `WorkerError`).
 Figures are derived when read (`figures`): a worker's examples/s is its examples over its epoch's seconds;
 a placement's per-round value is the mean over its workers, and its interval is over rounds (geometric
 for throughput, arithmetic for the share of the data's bytes each worker read); two placements compare
@@ -27,6 +27,7 @@ from pipebench.measure.intervals import (
     mean_interval,
     ratio_interval,
 )
+from pipebench.measure.trial import Threads
 from pipebench.sharding.placements import PLACEMENTS
 from pipebench.typed import from_json, parse_json, to_json
 from pipebench.versioned import VERSION_KEY, WAS, read_versioned
@@ -34,12 +35,6 @@ from pipebench.versioned import VERSION_KEY, WAS, read_versioned
 SHARDING_FILE = "sharding.json"
 SHARDING_VERSION = 1
 BYTES_MEASURE = "rchar"
-
-
-@dataclass(frozen=True)
-class Threads:
-    intra: int | None  # None: TensorFlow's default
-    inter: int | None
 
 
 @dataclass(frozen=True)
@@ -69,7 +64,7 @@ class WorkerError:
 
 
 @dataclass(frozen=True)
-class Measurement:
+class WorkerEpoch:
     """One worker's epoch under one placement in one round: a worker's reply, and a row of sharding.json."""
 
     placement: str
@@ -98,17 +93,17 @@ class ShardingRecord:
     data_bytes: int
     cpus: tuple[tuple[int, ...], ...] | None  # each worker's CPUs; None when they shared the machine's
     bytes_measure: str  # "rchar"
-    measurements: tuple[Measurement, ...]
+    measurements: tuple[WorkerEpoch, ...]
 
     def to_json(self) -> dict:
         return to_json(self)
 
 
-def reply(line: bytes, where: str) -> Ready | Measurement | WorkerError:
+def reply(line: bytes, where: str) -> Ready | WorkerEpoch | WorkerError:
     """Give a worker's reply line as its message; DataError naming `where` when it is none of them."""
     found = parse_json(line, where)
     kind = WorkerError if isinstance(found, dict) and "error" in found else Ready \
-        if isinstance(found, dict) and "ready" in found else Measurement
+        if isinstance(found, dict) and "ready" in found else WorkerEpoch
     return from_json(kind, found, where)
 
 

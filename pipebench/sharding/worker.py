@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pipebench.parent_death import die_with_parent
 from pipebench.pipeline.spec import PipelineSpec
 from pipebench.sharding.placements import PLACEMENTS, placement_spec
-from pipebench.sharding.record import Measurement, Ready, ShardingJob, WorkerError
+from pipebench.sharding.record import Ready, ShardingJob, WorkerEpoch, WorkerError
 from pipebench.typed import from_json, parse_json, to_json
 
 
@@ -48,7 +48,7 @@ def main(argv: list[str]) -> int:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
 
-    def say(message: Ready | Measurement | WorkerError) -> None:
+    def say(message: Ready | WorkerEpoch | WorkerError) -> None:
         protocol.write(json.dumps(to_json(message)) + "\n")
 
     try:
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     os._exit(code)
 
 
-def measure(job: ShardingJob, index: int, say: Callable[[Ready | Measurement], None]) -> None:
+def measure(job: ShardingJob, index: int, say: Callable[[Ready | WorkerEpoch], None]) -> None:
     """Join the cluster and measure the job's (round, placement) epochs, saying `ready` and each result."""
     import tensorflow as tf
 
@@ -110,7 +110,7 @@ def measure(job: ShardingJob, index: int, say: Callable[[Ready | Measurement], N
         before, started = _io(), time.perf_counter()
         examples, batches = epoch(iterator)
         seconds, after = time.perf_counter() - started, _io()
-        say(Measurement(placement, round_index, index, examples, batches, seconds, after["rchar"] - before["rchar"],
+        say(WorkerEpoch(placement, round_index, index, examples, batches, seconds, after["rchar"] - before["rchar"],
                         after["read_bytes"] - before["read_bytes"]))
 
 
