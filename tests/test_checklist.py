@@ -29,7 +29,8 @@ from pipebench.catalog import DEFAULT_CATALOG, load_catalog
 from pipebench.datasets import DATA_VERSION, DataFacts
 from pipebench.errors import ConfigError
 from pipebench.measure.machine import sagemaker_facts
-from pipebench.report.checklist import RULES, checklist, epoch_examples_of, ranking
+from pipebench.report.checklist import RULES, checklist
+from pipebench.report.ranking import epoch_examples_of, ranking
 from pipebench.report.checklist_records import Checklist
 from pipebench.typed import from_json, to_json
 

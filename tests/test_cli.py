@@ -134,7 +134,7 @@ def test_usage_errors_are_one_line_naming_the_subcommand_and_help_is_argparses(m
 
 def test_diagnose_help_says_the_limits_the_diagnosis_applies():
     """The CLI repeats diagnose's default limits to build its help without importing the diagnose package."""
-    from pipebench import cli
+    from pipebench.cli import diagnose as cli
     from pipebench.diagnose import run
 
     assert (cli.DIAGNOSE_TIMEOUT_SEC, cli.DIAGNOSE_MEMORY_CAP_MB) == (run.TIMEOUT_SEC, run.MEMORY_CAP_MB)

@@ -13,8 +13,6 @@ comparison whose 95% interval cannot decide says "inconclusive" and is a WARN, n
 """
 from __future__ import annotations
 
-import json
-import math
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,25 +24,20 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import Interval
 from pipebench.pipeline.function import FUNCTION_ORDERING, data_files
-from pipebench.report.checklist_records import (CHECKLIST_VERSION, Checklist, Item, MeasuredCost, MigrationNote,
-                                                ProjectedCost, Ranking)
+from pipebench.report.checklist_records import (CHECKLIST_VERSION, Checklist, Item, MigrationNote)
 from pipebench.results.configurations import Configuration, configurations, paired_ratio, ranked
-from pipebench.report.projections import (LINEAR_LABEL, MODEL_LABEL, error_text, model_errors, model_projections,
-                                          profiled)
+from pipebench.report.ranking import BUSY, ranking
 from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by
 from pipebench.results.configurations import fastest
 from pipebench.report.verdicts import FIGURE, meaning, trainer_text
 from pipebench.results import RunResults
 from pipebench.results.trial_row import TrialRow
-from pipebench.typed import to_json
 
 STATUSES = ("PASS", "WARN", "FAIL", "N/A")
 #: What to do when an interval cannot decide: more rounds narrow it.
 MORE_ROUNDS = ("add repeats (measurement.repeats) or raise the round cap (measurement.max_windows) and measure "
                "again before deciding")
-BUSY = ("measured while other processes used the machine (busy machine) and not measured again quietly: its "
-        "figures may not hold on a quiet one")
 
 
 def _item(id_: str, title: str, status: str, evidence: dict, advice: str) -> Item:
@@ -624,76 +617,6 @@ MIGRATION = (
 )
 
 
-def _instance_type(run: RunResults) -> str | None:
-    return run.machine.sagemaker.instance_type
-
-
-def ranking(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> Ranking:
-    """Give cost per epoch for measured instance types and, separately, projections for the other CPU types.
-
-    Each instance type is priced at its fastest train configuration (repeats pooled; the fastest over its
-    runs); a throughput measured on a busy machine says so (`busy_machine`, `note`), and so do the
-    projections built on it.
-    """
-    best: dict[str, tuple[Configuration, list[str]]] = {}
-    for run in runs:
-        name = _instance_type(run)
-        config = fastest(configurations(run.rows), ("train",))
-        if name is None or config is None:
-            continue
-        known, dirs = best.get(name, (config, []))
-        best[name] = (max(known, config, key=lambda c: c.throughput.mean), dirs + [str(run.run_dir)])
-    measured = []
-    for name, (config, dirs) in best.items():
-        instance = catalog.instances.get(name)
-        speed = config.throughput.mean
-        price = instance.price_per_hour if instance else None
-        measured.append(MeasuredCost(
-            name, config.throughput, round(epoch_examples / speed, 3), price,
-            None if price is None else round(epoch_examples / speed / 3600 * price, 6), tuple(dirs),
-            config.configuration_id, config.busy,
-            f"throughput {BUSY}: the epoch time and cost may be too high" if config.busy else None))
-    measured.sort(key=lambda e: (e.cost_per_epoch is None, e.cost_per_epoch or 0.0))
-    if profiled(runs):
-        projected, errors = model_projections(runs, catalog, epoch_examples, set(best)), model_errors(runs)
-    else:
-        projected, errors = _linear_projections(catalog, epoch_examples, measured, set(best)), []
-    return Ranking(epoch_examples, catalog.region, catalog.prices_as_of, catalog.currency, tuple(measured),
-                   tuple(projected), MODEL_LABEL if profiled(runs) else LINEAR_LABEL, tuple(errors))
-
-
-def _linear_projections(catalog: Catalog, epoch_examples: int, measured: list[MeasuredCost],
-                        known: set[str]) -> list[ProjectedCost]:
-    """Give projected rows for the CPU types not measured: the nearest measured type's throughput per physical core."""
-    projected = []
-    bases = [(catalog.instances[e.instance_type], e) for e in measured
-             if e.instance_type in catalog.instances and catalog.instances[e.instance_type].gpus == 0]
-    for name, instance in catalog.instances.items():
-        if name in known or instance.gpus or not bases:
-            continue
-        # Nearest measured size, same family first: linear per-core scaling is least wrong over a short step.
-        base, entry = min(bases, key=lambda be: (be[0].family != instance.family,
-                                                 abs(math.log(instance.physical_cores / be[0].physical_cores))))
-        speed = entry.examples_per_sec.mean / base.physical_cores * instance.physical_cores
-        epoch_sec = epoch_examples / speed
-        projected.append(ProjectedCost(
-            name, LINEAR_LABEL, Interval(round(speed, 2), None, None, 0), round(epoch_sec, 3),
-            instance.price_per_hour, round(epoch_sec / 3600 * instance.price_per_hour, 6),
-            f"throughput scales linearly with physical cores from {base.name} "
-            f"({entry.examples_per_sec.mean:,.0f} ex/s on {base.physical_cores}); an optimistic bound — bigger "
-            "instances are not always faster" + ("; that throughput was measured on a busy machine"
-                                                 if entry.busy_machine else ""),
-            entry.busy_machine, None, None, None))
-    projected.sort(key=lambda e: e.cost_per_epoch)
-    return projected
-
-
-def epoch_examples_of(runs: list[RunResults]) -> int | None:
-    """Give the training rows of the runs' data set (data.json), when one count holds for every run."""
-    counts = {r.data.rows for r in runs}
-    return counts.pop() if len(counts) == 1 else None
-
-
 def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> Checklist:
     """Give the checklist; PipebenchError for runs on different data.
 
@@ -706,71 +629,3 @@ def checklist(runs: list[RunResults], catalog: Catalog, epoch_examples: int) -> 
                              "cost per epoch compares instance types only on the same data")
     return Checklist(CHECKLIST_VERSION, tuple(rule(runs) for rule in RULES), ranking(runs, catalog, epoch_examples),
                      service_workers(runs), MIGRATION)
-
-
-def _cell(value) -> str:
-    if isinstance(value, Interval):
-        return value.text(",.4g")
-    return json.dumps(to_json(value)) if isinstance(value, (dict, list)) else str(value)
-
-
-def to_markdown(result: Checklist) -> str:
-    """Give the checklist as Markdown: items, measured ranking, projections apart, migration notes."""
-    out = ["# Pre-migration checklist", "", "| status | item | evidence | advice |", "|---|---|---|---|"]
-    for item in result.items:
-        evidence = "; ".join(f"{k}={_cell(v)}" for k, v in item.evidence.items())
-        out.append(f"| **{item.status}** | {item.title} | {evidence} | {item.advice} |")
-    rank = result.ranking
-    out += ["", f"## Cost per epoch (measured) — {rank.epoch_examples:,} examples, {rank.currency} "
-                f"on-demand, {rank.region}, prices as of {rank.prices_as_of}", ""]
-    if rank.measured:
-        out += ["| instance type | examples/s (95% interval) | epoch (s) | $/hour | $/epoch | notes |",
-                "|---|---|---|---|---|---|"]
-        for e in rank.measured:
-            out.append(f"| {e.instance_type} | {e.examples_per_sec.text(',.0f')} | {e.epoch_sec:,.1f} | "
-                       f"{e.price_per_hour if e.price_per_hour is not None else 'not in catalog'} | "
-                       f"{e.cost_per_epoch if e.cost_per_epoch is not None else '—'} | "
-                       f"{'busy machine' if e.busy_machine else ''} |")
-        busy = [e.instance_type for e in rank.measured if e.busy_machine]
-        if busy:
-            out += ["", f"**Busy machine:** the throughput of {', '.join(busy)} was {BUSY}; its epoch time and cost "
-                        "may be too high, and projections built on it say so. Measure it again on a quiet machine "
-                        "before choosing an instance on cost."]
-    else:
-        out.append("No run recorded its instance type (run with --instance-type or on SageMaker).")
-    by_model = rank.projected_by == MODEL_LABEL
-    out += ["", "## Projections (not measured)" + (f" — {MODEL_LABEL}" if by_model else " — linear per-core scaling"),
-            ""]
-    if rank.projected:
-        out += ["| instance type | projected examples/s | epoch (s) | $/hour | $/epoch | assumption |",
-                "|---|---|---|---|---|---|"]
-        for e in rank.projected:
-            speed = e.examples_per_sec
-            shown = speed.text(",.0f") if by_model or speed.decided else f"{speed.mean:,.0f}"  # linear: a point
-            out.append(f"| {e.instance_type} | {shown} | {e.epoch_sec:,.1f} | "
-                       f"{e.price_per_hour} | {e.cost_per_epoch} | {e.assumption} |")
-    else:
-        out.append("None: projections need a measured CPU instance type from the catalog.")
-    if rank.model_error:
-        out += ["", f"## The {MODEL_LABEL} against measurements", "",
-                "Predicted for each measured machine's vCPUs from the capacity profile, beside what that machine "
-                "measured (error = predicted / measured − 1, bounds from both 95% intervals).", "",
-                "| instance type | run | vCPUs | mode | predicted ex/s | measured ex/s | error |",
-                "|---|---|---|---|---|---|---|"]
-        for e in rank.model_error:
-            out.append(f"| {e.instance_type or 'not recorded'} | {e.run_dir}"
-                       f"{' (profiled here: in-sample)' if e.profiled_here else ''} | {e.vcpus} | {e.mode} | "
-                       f"{e.predicted.text()} | {e.measured.text()} | {error_text(e)} |")
-    service = result.service
-    if service.status != "N/A":
-        out += ["", f"## {service.title} (tf.data service) — {service.status}", "", service.advice, "",
-                f"By {service.evidence['formula']}: C compute ceiling, L local pipeline, R one service worker "
-                "(examples/s, 95% intervals; counts at the means, best–worst corner of the intervals).", ""]
-        out += [f"- {p['pipeline']}: C {p['ceiling']}, R {p['one_worker']}, L {p['local'] or 'not measured'} → "
-                f"{p['beside_local'] or 'unavailable'} beside the local pipeline, {p['all_remote']} with everything "
-                "through the service" for p in service.evidence["pipelines"]]
-        out += [f"- client-side ceiling: {c['mb_per_sec'].text('.1f', unit=' MB/s')} at {c['at']}"
-                for c in service.evidence["client_ceiling"]]
-    out += ["", "## TF1 → TF2 migration", ""]
-    out += [f"- **{m.title}** — {m.advice} (pipebench: `{m.helper}`)" for m in result.migration]
-    return "\n".join(out) + "\n"

@@ -1,0 +1,6 @@
+"""`python -m pipebench.cli`: the `pipebench` command."""
+import sys
+
+from pipebench.cli import main
+
+sys.exit(main())
