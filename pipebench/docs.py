@@ -187,7 +187,7 @@ def _yaml_value(value: Any) -> str:
 
 
 def _kind_text(field: Any) -> str:
-    from pipebench.config import _Any
+    from pipebench.config.schema import _Any
 
     kind = field.kind
     if kind is _Any:
