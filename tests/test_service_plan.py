@@ -10,7 +10,8 @@ import pytest
 
 from pipebench.config import parse_experiment
 from pipebench.datasets import DataSet
-from pipebench.search.grid import candidates, trials
+from pipebench.search.candidates import candidates
+from pipebench.search.grid import trials
 
 
 def _experiment(**service) -> object:

@@ -167,7 +167,8 @@ def test_pipe_mode_drops_what_a_single_stream_cannot_have():
 def test_every_pipeline_is_planned_in_each_source_mode_file_first():
     from pipebench.config import parse_experiment
     from pipebench.datasets import DataSet
-    from pipebench.search.grid import candidates, trials
+    from pipebench.search.candidates import candidates
+    from pipebench.search.grid import trials
 
     experiment = parse_experiment({"name": "x", "modes": ["input"], "measurement": {"repeats": 1}, "pipelines": {
         "presets": ["guide"], "formats": ["tfrecord"], "source_modes": ["pipe", "file"]}})

@@ -27,7 +27,7 @@ from pipebench.pipeline.function import FunctionPipeline
 from pipebench.pipeline.presets import NATIVE_FORMAT
 from pipebench.pipeline.spec import AUTOTUNE, PipelineSpec
 from pipebench.results.trial_row import TrialRow
-from pipebench.search.grid import Candidate, candidates, make_trial, preset_candidate
+from pipebench.search.candidates import Candidate, candidates, make_trial, preset_candidate
 from pipebench.values import echo
 
 #: The searched environment knobs that act through OpenMP (inert where TensorFlow links none).

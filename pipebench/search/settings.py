@@ -22,7 +22,7 @@ def label_space_name(label: PipelineLabel) -> str:
 
 
 def space_name(spec: TrialSpec) -> str:
-    """Give the name a search space uses for the trial's pipeline (grid.Candidate.name_in_space)."""
+    """Give the name a search space uses for the trial's pipeline (candidates.Candidate.name_in_space)."""
     return label_space_name(spec.label)
 
 
