@@ -227,10 +227,10 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
     again for each, as diagnose measures them (a cache's later passes read it from memory)."""
     import tensorflow as tf
 
-    from pipebench.diagnose.rounds import calibrate, gain, paired_rounds
+    from pipebench.measure.rounds import calibrate, gain, paired_rounds
     from pipebench.diagnose.rows import rows_tensor as element_rows
     from pipebench.measure.windows import MAX_STEPS, Arm
-    from pipebench.measure.worker import input_loop
+    from pipebench.measure.loops import input_loop
 
     def arm(name: str, make) -> Arm:
         loop = input_loop(tf, lambda element: element_rows(tf, element, True))

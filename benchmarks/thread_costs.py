@@ -64,7 +64,7 @@ def _child(case: str, regime: str, files: dict[str, str], seconds: float) -> dic
 
     from pipebench.measure.build import build
     from pipebench.measure.windows import Arm
-    from pipebench.measure.worker import input_loop, examples_counter
+    from pipebench.measure.loops import examples_counter, input_loop
     from pipebench.pipeline.presets import preset
 
     name, fmt = case.split("/")

@@ -106,7 +106,7 @@ def test_every_prefix_counts_exactly_its_examples(name, fmt, data):
     import tensorflow as tf
 
     from pipebench.measure.build import build
-    from pipebench.measure.worker import examples_counter
+    from pipebench.measure.loops import examples_counter
 
     spec = _spec(name, fmt, data)
     count = examples_counter(tf, spec)

@@ -183,7 +183,7 @@ class _BankedArm:
 
 
 def test_an_arm_settles_until_it_has_drained_what_its_buffers_banked():
-    from pipebench.diagnose.rounds import SETTLE_MAX_SEC, settle
+    from pipebench.measure.rounds import SETTLE_MAX_SEC, settle
 
     for draining, calls in (([], 2), ([1000], 3), ([1000, 500, 250], 5), ([110], 2)):
         arm = _BankedArm(draining)
@@ -201,11 +201,11 @@ def test_a_rewrite_ahead_in_the_first_rounds_is_kept_only_when_fresh_rounds_conf
     """The first rounds pick the fastest of several candidates, and stop early once decided: their figure is the
     winner's. The gain a kept rewrite reports is the fresh rounds' one."""
     from pipebench.diagnose.records import Content
-    from pipebench.diagnose.rewrites import Candidate
+    from pipebench.diagnose.rewrites import Proposal
     from pipebench.diagnose.verdict import rewrite_verdict
     from pipebench.measure.intervals import Interval
 
-    candidate = Candidate("options: deterministic=False", "options", None, "why", "change", None, True)
+    candidate = Proposal("options: deterministic=False", "options", None, "why", "change", None, True)
     same = Content(True, None, 100, 100, None, (), False)
     first = Interval(1.30, 1.10, 1.50, 5)
 
@@ -308,14 +308,14 @@ def test_a_diagnosis_beside_a_process_spinning_on_a_core_reads_the_machine_as_bu
     import sys
     import time
 
-    from pipebench.diagnose.worker import _machine_meter
+    from pipebench.diagnose.machine import machine_meter
 
     # not a child of this process: the meter counts the worker's own tree (the user's processes) as its own
     started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
                              capture_output=True, text=True, check=True)
     hog = int(started.stdout.strip())
     try:
-        read = _machine_meter()
+        read = machine_meter()
         time.sleep(1.0)
         found = read()
     finally:

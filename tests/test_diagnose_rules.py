@@ -243,7 +243,7 @@ def test_the_summary_opens_with_a_disagreement_with_a_plain_loop(tmp_path, csv_f
     right = _diagnosed(tmp_path / "right", body, {"files": [csv_file]}, rounds=3, window_sec=0.3)
     assert right.self_check.agrees is not False, right.self_check  # agrees, or its interval crosses a bound
     assert not summary_lines(right)[0].startswith("the diagnosis disagrees")
-    monkeypatch.setattr("pipebench.diagnose.worker.rows_tensor", lambda tf, element, batched: tf.constant(1, tf.int64))
+    monkeypatch.setattr("pipebench.diagnose.subject.rows_tensor", lambda tf, element, batched: tf.constant(1, tf.int64))
     wrong = _diagnosed(tmp_path / "wrong", body, {"files": [csv_file]}, rounds=3, window_sec=0.3)
     assert wrong.self_check.agrees is False and wrong.self_check.ratio.mean > 10
     assert summary_lines(wrong)[0].startswith("the diagnosis disagrees with a plain loop of your function")
@@ -388,7 +388,8 @@ def test_an_arm_of_single_examples_keeps_its_iterator_when_a_fresh_one_would_ref
     import tensorflow as tf
 
     from pipebench.diagnose.records import Request
-    from pipebench.diagnose.worker import KEEP_FILL_ROWS, Diagnoser
+    from pipebench.diagnose.subject import KEEP_FILL_ROWS
+    from pipebench.diagnose.worker import Diagnoser
 
     request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=2, window_sec=0.05, settle_sec=0.0,
                       warmup_sec=0.5, content_cap_rows=100, scratch=str(tmp_path), progress_file="")
@@ -426,11 +427,8 @@ def test_a_legacy_parallel_interleave_is_replayed_as_that_op_and_a_replay_runnin
     interleave, real_tfx_taxi_batched_tf1 read 13× its own pipeline, and every rewrite measured as a replay beside it
     was credited with that (its deterministic=False: 12.80×). The walk reads the op, the replay runs it, and a replay
     that runs other ops than the user's pipeline is refused, whatever the op."""
-    from types import SimpleNamespace
-
     from pipebench.diagnose.records import Step
-    from pipebench.diagnose.replay import replay, steps_of
-    from pipebench.diagnose.worker import Diagnoser
+    from pipebench.diagnose.replay import replay, replay_differs, steps_of
 
     files = _tfrecords(tmp_path / "data")
     _, walked = _stages(_user(tmp_path, LEGACY_READER), filenames=files)
@@ -441,18 +439,18 @@ def test_a_legacy_parallel_interleave_is_replayed_as_that_op_and_a_replay_runnin
     assert steps and note is None
     replayed = walk(replay(steps, walked), {}, None).stages
     assert "ParallelInterleaveDataset" in [s.op for s in replayed], [s.op for s in replayed]
-    assert Diagnoser._replay_differs(SimpleNamespace(walked=walked), steps) is None
+    assert replay_differs(steps, walked) is None
     as_interleave = tuple(
         Step(s.kind, {k: v for k, v in s.args.items() if k not in ("sloppy", "buffer_output_elements",
                                                                       "prefetch_input_elements")}, s.origin, s.function)
         if s.kind == "interleave" else s for s in steps)  # how it was replayed before
-    assert Diagnoser._replay_differs(SimpleNamespace(walked=walked), as_interleave) is not None
+    assert replay_differs(as_interleave, walked) is not None
     # the same calls, with the same arguments, run as another op: refused by the op alone
     import dataclasses
 
-    import pipebench.diagnose.walk as walks
+    import pipebench.diagnose.replay as replays
 
-    real_walk = walks.walk
+    real_walk = replays.walk
 
     def other_op(dataset, *args):
         found = real_walk(dataset, *args)
@@ -460,8 +458,8 @@ def test_a_legacy_parallel_interleave_is_replayed_as_that_op_and_a_replay_runnin
                   for s in found.stages]
         return dataclasses.replace(found, stages=stages)
 
-    monkeypatch.setattr(walks, "walk", other_op)
-    said = Diagnoser._replay_differs(SimpleNamespace(walked=walked), steps)
+    monkeypatch.setattr(replays, "walk", other_op)
+    said = replay_differs(steps, walked)
     assert said is not None and "InterleaveDataset for ParallelInterleaveDataset" in said, said
 
 

@@ -103,9 +103,9 @@ def test_a_train_trials_arms_alternate_in_the_round_order(monkeypatch):
 
 @pytest.mark.parametrize("paired", [False, True])
 def test_diagnose_rounds_visit_the_arms_in_the_round_order(monkeypatch, paired):
-    from test_diagnose_rounds import _arms
+    from test_rounds_paired import _arms
 
-    from pipebench.diagnose import rounds
+    from pipebench.measure import rounds
 
     monkeypatch.setattr(rounds, "round_order", _recognisable)
     timeline: list[str] = []

@@ -94,9 +94,9 @@ def fill_rows(stages: list[Stage], upto: list[Stage], steps: tuple[Step, ...] = 
 
 
 def bytes_per_row(tf, dataset, batched: bool) -> float | None:
-    """Give what a row of `dataset` holds in memory, from a few elements (pipebench.measure.worker.element_bytes);
+    """Give what a row of `dataset` holds in memory, from a few elements (pipebench.measure.loops.element_bytes);
     None when they cannot be read."""
-    from pipebench.measure.worker import element_bytes
+    from pipebench.measure.loops import element_bytes
 
     rows, size = 0, 0
     try:

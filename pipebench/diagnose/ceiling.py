@@ -29,7 +29,7 @@ MEASURE_ABOVE = 1.15
 
 
 @dataclass(frozen=True)
-class Ceiling:
+class GainCeiling:
     """The most a rewrite can gain (× the whole pipeline's rows/s) and what bounds it, in words."""
 
     gain: float
@@ -41,7 +41,7 @@ class Ceiling:
 
 
 def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[StageCost], bottleneck: int,
-            cores: int) -> Ceiling | None:
+            cores: int) -> GainCeiling | None:
     """Give the ceiling of a rewrite that changes the stages `changes` (None: all of them) on `cores` cores, or None
     when nothing it leaves bounds it (module docstring). `costs`: the measured prefixes, the whole pipeline last."""
     if changes is None or not changes or not costs:
@@ -49,26 +49,26 @@ def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[St
     whole = costs[-1].prefix_rows_per_sec.mean
     if whole <= 0:
         return None
-    found: list[Ceiling] = []
+    found: list[GainCeiling] = []
     first = min(changes)
     before = [c for c in costs if stages[c.stage].inside is None and max(c.stages) < first
               and all(stages[s].inside is None for s in c.stages)]
     if before:
         rate = before[-1].prefix_rows_per_sec.mean
-        found.append(Ceiling(rate / whole, f"it leaves the stages up to {stages[max(before[-1].stages)].call} as "
+        found.append(GainCeiling(rate / whole, f"it leaves the stages up to {stages[max(before[-1].stages)].call} as "
                                            f"they are, which pass ~{rate:,.0f} rows/s alone"))
     neck = next((c for c in costs if c.stage == bottleneck), None)
     if neck is not None and neck.sequential and not set(neck.stages) & set(changes):
         rate = max(neck.capacity_rows_per_sec or 0.0, neck.prefix_rows_per_sec.mean)
-        found.append(Ceiling(rate / whole, f"it leaves the bottleneck {stages[bottleneck].label} as it is, which "
+        found.append(GainCeiling(rate / whole, f"it leaves the bottleneck {stages[bottleneck].label} as it is, which "
                                            f"passes at most ~{rate:,.0f} rows/s ({neck.why_sequential})"))
     left = costs[-1].prefix_cpu_us_per_row.mean - sum(c.cpu_us_per_row for c in costs
                                                        if set(c.stages) & set(changes))
     if left > 0:
         rate = cores * 1e6 / left
-        found.append(Ceiling(rate / whole, f"the stages it leaves cost ~{left:,.1f} CPU-µs per row, which {cores} "
+        found.append(GainCeiling(rate / whole, f"the stages it leaves cost ~{left:,.1f} CPU-µs per row, which {cores} "
                                            f"cores pass at most ~{rate:,.0f} times a second"))
     if not found:
         return None
     low = min(found, key=lambda c: c.gain)
-    return Ceiling(low.gain, f"{low.why}; the whole pipeline passes ~{whole:,.0f}")
+    return GainCeiling(low.gain, f"{low.why}; the whole pipeline passes ~{whole:,.0f}")

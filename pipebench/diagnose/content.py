@@ -179,3 +179,9 @@ def _compare_first(original: Epoch, rewrite: Epoch, key, order_random: bool, ran
 def _sizes(sizes: list[int]) -> str:
     common = Counter(sizes).most_common(3)
     return ", ".join(f"{n}×{size}" for size, n in common) + (", …" if len(set(sizes)) > 3 else "")
+
+
+def element_text(spec: Any) -> str:
+    """Give the element structure in words: each component's name, dtype and shape."""
+    return ", ".join(f"{name}: {leaf.dtype.name}{list(leaf.shape) if leaf.shape.rank is not None else '[?]'}"
+                     for name, leaf in zip(component_names(spec), tf.nest.flatten(spec)))

@@ -284,7 +284,7 @@ class Diagnosis:
     self_check: SelfCheck | None = None  # a plain loop over the user's function beside it (the second process)
     passes: Passes | None = None  # a cached pipeline's first pass and later ones, apart
     # set: `rows_per_sec` is of whole passes of this many elements, their start (a shuffle's fill, a take) included,
-    # timed in the second worker process (pipebench.diagnose.worker.Diagnoser._whole_passes); the first process's
+    # timed in the second worker process (pipebench.diagnose.subject.Subject._whole_passes); the first process's
     # figure in `process_rows_per_sec` is then the steady rate past a pass's start
     pass_elements: int | None = None
 
@@ -325,7 +325,7 @@ class Request:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Answer:
     """The worker's answer: a diagnosis, or the one line saying why there is none."""
 
     diagnosis: Diagnosis | None
@@ -336,5 +336,5 @@ class Outcome:
         return to_json(self)
 
     @classmethod
-    def load(cls, path: Path) -> Outcome:
+    def load(cls, path: Path) -> Answer:
         return load_json(cls, path)

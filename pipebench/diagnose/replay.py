@@ -21,7 +21,7 @@ from typing import Any
 import tensorflow as tf
 
 from pipebench.diagnose.records import AUTOTUNE, Step
-from pipebench.diagnose.walk import Walked
+from pipebench.diagnose.walk import Walked, walk
 from pipebench.typed import to_json
 
 #: Stage kinds the replay can call again from their arguments alone.
@@ -182,3 +182,28 @@ def replay(steps: tuple[Step, ...], walked: Walked, options: dict[str, Any] | No
     if options:
         dataset = dataset.with_options(options_of(options))
     return dataset
+
+
+def replay_differs(steps: tuple[Step, ...], walked: Walked) -> str | None:
+    """Give why replaying the steps does not rebuild the user's pipeline (its outer stages compared one by one),
+    or None."""
+    mine = walk(replay(steps, walked), {}, None).stages
+    theirs = walked.stages
+    source = len(theirs[0].ops)
+    if source > 1 and [s.ops for s in mine[:source]] == [(op,) for op in reversed(theirs[0].ops)]:
+        # the replay starts from the user's own source (list_files: its slices and their shuffle), which a walk
+        # that does not know the user's calls lists node by node
+        mine = [theirs[0], *mine[source:]]
+    # the stages an interleave's function builds are not replayed but built by the function as it is (and from
+    # another first file when the file list is shuffled)
+    if [(s.kind, s.params) for s in mine if s.inside is None] \
+            != [(s.kind, s.params) for s in theirs if s.inside is None]:
+        return "replaying its stages gives another pipeline: " + " ".join(s.call for s in mine)[:160]
+    # and the ops TensorFlow runs for them: the same arguments to another op read at another speed (the legacy
+    # parallel_interleave replayed as interleave read 13× the user's pipeline, every rewrite credited with it)
+    differ = [(a.op, b.op) for a, b in zip([s for s in mine if s.inside is None],
+                                           [s for s in theirs if s.inside is None]) if a.op != b.op]
+    if differ:
+        return ("replaying its stages runs other ops: "
+                + ", ".join(f"{mine_op} for {their_op}" for mine_op, their_op in differ))[:200]
+    return None

@@ -41,7 +41,7 @@ Transform = Callable[[tuple[Step, ...]], tuple[Step, ...] | None]
 
 
 @dataclass
-class Candidate:
+class Proposal:
     """A proposed rewrite before it is measured."""
 
     name: str
@@ -193,7 +193,7 @@ def _inputs(outer: list[Stage], stage: Stage) -> int | None:
 LEGACY_READS = {"make_batched_features_dataset": "reader_num_threads", "make_csv_dataset": "num_parallel_reads"}
 
 
-def _core_interleave(stage: Stage, outer: list[Stage], share: float | None, inner: Iterable[int]) -> Candidate:
+def _core_interleave(stage: Stage, outer: list[Stage], share: float | None, inner: Iterable[int]) -> Proposal:
     """Give the candidate that reads an interleave's inputs with interleave(num_parallel_calls=AUTOTUNE) in place of
     tf.data.experimental.parallel_interleave, which hands each element over between threads: a library reader's
     when its reads argument is AUTOTUNE (its cycle then AUTOTUNE too), a hand-written one's with its own cycle."""
@@ -202,7 +202,7 @@ def _core_interleave(stage: Stage, outer: list[Stage], share: float | None, inne
     files = _inputs(outer, stage)
     reorders = library and stage.params["cycle_length"] == 1 and (files is None or files > 1)
     fn = stage.function.name if stage.function else "its function"
-    return Candidate(
+    return Proposal(
         "interleave in place of parallel_interleave", "core_interleave", stage.index,
         "tf.data.experimental.parallel_interleave hands every element over from its reader threads one at a time",
         f"{stage.via}(..., {library}=tf.data.AUTOTUNE): it reads through interleave" if library else
@@ -225,11 +225,263 @@ def cache_point(stages: list[Stage]) -> int | None:
     return point
 
 
+@dataclass(frozen=True)
+class PipelineFacts:
+    """What every rule reads: the walked pipeline and what was measured of it (propose's arguments)."""
+
+    stages: list[Stage]
+    replayable: bool
+    options: dict[str, Any]
+    shares: dict[int, float]
+    bottleneck: int
+    batched: dict[int, Any]
+    cache_bytes: float | None
+    memory_budget_bytes: float
+    parallel_stages: bool
+    cache_fill_sec: float | None
+    library: dict[int, tuple[str, dict]]
+
+    @property
+    def outer(self) -> list[Stage]:
+        return [s for s in self.stages if s.inside is None]
+
+
+def _vectorize(p: PipelineFacts, stage: Stage) -> Iterable[Proposal]:
+    """A per-example, stateless map with a batched equivalent (pipebench.diagnose.vectorize): batch first."""
+    if stage.kind != "map" or stage.index not in p.batched:
+        return
+    fn, share, result = _fn(stage), p.shares.get(stage.index), p.batched[stage.index]
+    if stage.inside is not None:  # built by an interleave's function: named with its cost, changed by hand
+        if result.mechanism:
+            yield Proposal(f"vectorize {fn}", "vectorize", stage.index,
+                           f"{fn} maps one example at a time inside {p.stages[stage.inside].call} and is "
+                           f"stateless; {result.why}", "batch before it in that function, then map each batch", None,
+                           False, cost_share=share, note="it runs inside the interleave's function, which "
+                           "pipebench calls as it is: batch before it there")
+        return
+    if not (result.mechanism and p.replayable):
+        yield Proposal(f"vectorize {fn}", "vectorize", stage.index, f"{fn} maps one example at a time and is stateless",
+                       "write it to take a whole batch and map it after batch()", None, False, cost_share=share,
+                       note=f"no batched equivalent found ({result.why}); rewrite it by hand to take a batch")
+        return
+    batch_origin = _batch_after(p.stages, stage.index)
+    how = {"direct": f"{fn} itself takes a batch", "vectorized_map": f"tf.vectorized_map({fn}) over a batch",
+           "parse_example": f"{fn} parsing the whole batch (parse_single_example as parse_example)",
+           "libsvm": "pipebench's batched libsvm decoder in its place"}[result.mechanism]
+    between = _between(p.stages, stage.index, batch_origin) if batch_origin is not None else []
+    crossed = [s.call for s in between if s.kind != "prefetch"]
+    dropped = [s.call for s in between if s.kind == "prefetch"]
+    where = ("batch first, then map it over each batch" + (f" (the batch moves before {', '.join(crossed)})"
+                                                          if crossed else "")
+             + (f"; {', '.join(dropped)} of single examples gives way to prefetch(tf.data.AUTOTUNE) after "
+                "the batched map" if dropped else "")
+             if batch_origin is not None else f"batch({VECTOR_BATCH}) → map → unbatch() in its place")
+    shuffles = [s for s in between if s.kind == "shuffle"]
+    semantics = (f"order: {shuffles[0].call} now shuffles the records {fn} reads, not what it makes of "
+                 "them: the same rows, in other draws" if shuffles else None)
+    yield Proposal(f"vectorize {fn}", "vectorize", stage.index,
+                   f"{fn} maps one example at a time and "
+                   + ("is stateless" if not stage.stateful_ops else "decodes libsvm lines, which "
+                      "pipebench's decoder decodes alike") + f"; {result.why}",
+                   f"{where}: {how}", semantics, True,
+                   vectorize(stage.index, result.mechanism, result.libsvm, batch_origin),
+                   changes=tuple(range(stage.index, (batch_origin or stage.index) + 1)))
+
+
+def _parallel_map(p: PipelineFacts, stage: Stage) -> Iterable[Proposal]:
+    """A map TensorFlow leaves sequential (stateful ops, or map_parallelization off); a py_function is named."""
+    if stage.inside is not None or stage.kind != "map" or stage.parallelism is not None or not (
+            stage.stateful_ops or any("map_parallelization is off" in said for said in stage.tf_does)):
+        return
+    fn, share = _fn(stage), p.shares.get(stage.index)
+    py = sorted(_PY_FUNCTIONS & set(stage.stateful_ops or ()))
+    semantics = None
+    if stage.stateful_ops:
+        semantics = (f"random draws: its stateful ops ({', '.join(stage.stateful_ops)}) run for several "
+                     "elements at once, so which element gets which draw changes from run to run, seeds "
+                     "or not (tensorflow#13932)")
+    yield Proposal(f"parallel map {fn}", "parallel_map", stage.index,
+                   "TensorFlow leaves it sequential: " + "; ".join(stage.tf_does),
+                   f"map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", semantics, p.replayable,
+                   _set(stage.index, "map", num_parallel_calls=AUTOTUNE) if p.replayable else None,
+                   cost_share=share, note=None if p.replayable else "the pipeline cannot be replayed",
+                   changes=(stage.index,))
+    if py:
+        yield Proposal(f"rewrite {fn} in TF ops", "py_function", stage.index,
+                       f"{fn} calls Python through {', '.join(py)}, which holds the GIL",
+                       "rewrite the Python part in TensorFlow ops", None, False, cost_share=share,
+                       note="py_function holds the GIL: it runs one call at a time however many threads call it")
+
+
+def _parallel_interleave(p: PipelineFacts, stage: Stage) -> Iterable[Proposal]:
+    """A sequential interleave: its cycle read in parallel (named, not measured, when it has one file to read)."""
+    if stage.inside is not None or stage.kind != "interleave" or stage.parallelism is not None or not p.replayable:
+        return
+    inner = [s.kind for s in p.stages if s.inside == stage.index]
+    single = _inputs(p.outer, stage) == 1 and set(inner) <= {"source", "skip", "take"}
+    yield Proposal(f"parallel interleave {_fn(stage)}", "parallel_interleave", stage.index,
+                   "its cycle is opened and read one input at a time",
+                   "interleave(..., num_parallel_calls=tf.data.AUTOTUNE): same cycle, same order",
+                   None, not single, None if single else _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
+                   cost_share=p.shares.get(stage.index), note="not measured: it reads one file here and its function "
+                   "only reads it, so there is nothing to run in parallel (with several files there would be)"
+                   if single else None, changes=(stage.index, *sorted(built_by(p.stages, stage.index))))
+
+
+def _legacy_interleave(p: PipelineFacts, stage: Stage) -> Iterable[Proposal]:
+    """The legacy parallel_interleave: read through interleave (_core_interleave)."""
+    if stage.inside is None and stage.kind == "interleave" and stage.params.get("sloppy") is not None \
+            and p.replayable:
+        yield _core_interleave(stage, p.outer, p.shares.get(stage.index), built_by(p.stages, stage.index))
+
+
+def _parallel_reads(p: PipelineFacts, stage: Stage) -> Iterable[Proposal]:
+    """A text or TFRecord reader reading several files one after another."""
+    if stage.inside is None and stage.kind == "source" \
+            and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
+            and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
+            and p.replayable:
+        yield Proposal("parallel reads", "parallel_reads", stage.index,
+                       f"{stage.params['reader']} reads its {len(stage.params['files'])} files one after "
+                       "another", f"{stage.params['reader']}(files, num_parallel_reads=tf.data.AUTOTUNE)",
+                       "order: records of several files come interleaved, not file after file", True,
+                       _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=p.shares.get(stage.index),
+                       changes=(stage.index,))
+
+
+def _csv_by_batch(p: PipelineFacts) -> Iterable[Proposal]:
+    """make_csv_dataset's per-row CsvDataset: lines batched, then one decode_csv per batch (restructured)."""
+    for last, (name, kwargs) in p.library.items():
+        made = [s for s in p.outer if s.index <= last]
+        if name != "make_csv_dataset" or not p.replayable or not all(s.via == name for s in made):
+            continue
+        parse = [s.index for s in p.stages if s.kind == "source" and s.params.get("reader") == "CsvDataset"]
+        yield Proposal(
+            "parse CSV a batch at a time", "restructure", last,
+            f"make_csv_dataset parses each row alone (CsvDataset, {sum(p.shares.get(i, 0) for i in parse):.0%} of the "
+            "pipeline's CPU where measured), then batches the parsed rows",
+            "make_csv_dataset → pipebench_make_csv_dataset (the same arguments): each file's lines read, "
+            "shuffled, repeated and batched as before, then one decode_csv parses the batch",
+            "a line that fails to parse fails its batch (ignore_errors=True dropped that row alone)"
+            if kwargs.get("ignore_errors") else None, True, restructured(last, name),
+            changes=tuple(s.index for s in p.stages if s.index <= last or s.inside is not None), note=None)
+
+
+def _gather(p: PipelineFacts) -> Iterable[Proposal]:
+    """An in-memory source shuffled and batched row by row: its row numbers batched, each batch gathered."""
+    source = p.outer[0] if p.outer else None
+    if source is None or "rows" not in source.params or not p.replayable:
+        return
+    batch = next((s for s in p.outer[1:] if s.kind not in _ORDER_ONLY), None)
+    if batch is None or batch.kind != "batch":
+        return
+    between = [s.call for s in p.outer[1:] if s.index < batch.index]
+    yield Proposal(
+        "gather rows by batch", "gather", source.index,
+        f"an in-memory source of {source.params['rows']:,} rows is sliced one row at a time"
+        + (f" and {', '.join(between)} moves single rows" if between else "") + " before the batch",
+        f"{' → '.join(['range(rows)', *between, batch.call.lstrip('.'), 'map(gather each batch of row numbers)'])}"
+        ": the same rows in the same order (a shuffle draws alike whatever it holds: with the same seed, the "
+        "same order)", None, True, gather(batch.index),
+        changes=tuple(s.index for s in p.outer if s.index <= batch.index))
+
+
+def _prefetch(p: PipelineFacts) -> Iterable[Proposal]:
+    """A sequential bottleneck that shares its thread with the stages after it: a prefetch after it."""
+    neck = p.stages[p.bottleneck]
+    after = p.stages[p.bottleneck + 1] if p.bottleneck + 1 < len(p.stages) else None
+    if p.replayable and after is not None and after.kind != "prefetch" and neck.parallelism is None \
+            and neck.kind not in ("prefetch", "repeat") and neck.inside is None and after.inside is None:
+        yield Proposal(f"prefetch after {neck.label}", "prefetch", neck.index,
+                       f"{neck.label} is the bottleneck and runs in the thread of the stages after it",
+                       f"insert prefetch(tf.data.AUTOTUNE) after {neck.call}", None, True,
+                       _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None)),
+                       changes=(neck.index + 1,))
+
+
+def _cache(p: PipelineFacts) -> Iterable[Proposal]:
+    """A cache after the last finite, stateless, in-order stage: measured only when it fits and fills in time."""
+    point = cache_point(p.outer)
+    later = [s for s in p.outer if point is not None and s.index > point]
+    if point is None or (later and later[0].kind == "cache"):
+        return
+    repeats = [s for s in later if s.kind == "repeat" and (s.params["count"] is None or s.params["count"] > 1)]
+    where = p.stages[point]
+    text, change = f"cache after {where.label}", f"insert cache() after {where.call}"
+    why = f"stages up to {where.call} are finite, stateless and in order (no shuffle or random op above it)"
+    cache_bytes, budget = p.cache_bytes, p.memory_budget_bytes
+    if not repeats:
+        yield Proposal(text, "cache", point, why, change, None, False,
+                       note="this input_fn makes one pass (no repeat): a cache serves only epochs after "
+                            "the first, so it helps only when training iterates the dataset again")
+    elif cache_bytes is None or cache_bytes > budget:
+        yield Proposal(text, "cache", point, why, change, None, False,
+                       note=("its size is unknown" if cache_bytes is None else
+                             f"it would hold ~{cache_bytes / 2**30:.1f} GiB, more than the memory "
+                             f"budget {budget / 2**30:.1f} GiB"))
+    elif p.cache_fill_sec is not None and p.cache_fill_sec > CACHE_FILL_BUDGET_SEC:
+        yield Proposal(text, "cache", point, why, change, None, False,
+                       note=f"filling it (an epoch, ~{cache_bytes / 2**20:,.0f} MiB) would take "
+                            f"~{p.cache_fill_sec:,.0f} s at the rate measured, more than a diagnosis "
+                            f"spends on one rewrite ({CACHE_FILL_BUDGET_SEC:.0f} s): not measured")
+    elif p.replayable:
+        yield Proposal(text, "cache", point, f"{why}; it holds ~{cache_bytes / 2**20:,.0f} MiB", change, None, True,
+                       _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True,
+                       changes=tuple(i for s in p.outer if s.index <= point
+                                     for i in (s.index, *sorted(built_by(p.stages, s.index)))))
+
+
+def _options(p: PipelineFacts) -> Iterable[Proposal]:
+    """Parallel stages: deterministic=False (measured), a private thread pool (named: the pipeline alone cannot
+    show it)."""
+    if not p.parallel_stages:
+        return
+    if p.options.get("deterministic") is not False:
+        yield Proposal("options: deterministic=False", "options", None,
+                       "parallel stages keep their input order, so one slow element holds back the rest",
+                       "options.deterministic = False",
+                       "order: parallel stages hand on elements as they finish, not in input order", True,
+                       options={"deterministic": False})
+    if "threading.private_threadpool_size" not in p.options:
+        from pipebench.pinning import usable_cpus
+
+        cores = len(usable_cpus())
+        yield Proposal(f"options: private thread pool of {cores}", "options", None,
+                       "tf.data's parallel stages share TensorFlow's inter-op pool with everything else",
+                       f"options.threading.private_threadpool_size = {cores}", None, False,
+                       options={"threading.private_threadpool_size": cores},
+                       note="not measured: it acts only beside the training step's own ops; the "
+                            "pipeline read alone leaves TensorFlow's inter-op pool to tf.data, so a "
+                            "comparison of the pipeline alone cannot show it")
+
+
+def _convert(p: PipelineFacts) -> Iterable[Proposal]:
+    """Text parsing that dominates the pipeline's CPU: a binary format (named, made by `pipebench convert`)."""
+    if p.stages[0].params.get("reader") != "TextLineDataset":
+        return
+    parse = [s for s in p.stages if s.kind == "map" and p.shares.get(s.index, 0) >= PARSING_DOMINATES]
+    if parse:
+        yield Proposal("convert to TFRecord", "convert", parse[0].index,
+                       f"parsing text ({_fn(parse[0])}) takes {p.shares[parse[0].index]:.0%} of the "
+                       "pipeline's CPU", "pipebench convert FILES --out DIR (TFRecord), then "
+                       "TFRecordDataset → batch → map(parse_example)", None, False,
+                       cost_share=p.shares[parse[0].index],
+                       note="a binary format parses without splitting text; `pipebench convert` writes it once")
+
+
+#: The rules each stage is read by, in order, and then the rules of the whole pipeline: the proposals come in this
+#: order (stage by stage, then the pipeline's), which is the order they are measured and listed in.
+STAGE_RULES: tuple[Callable[[PipelineFacts, Stage], Iterable[Proposal]], ...] = (
+    _vectorize, _parallel_map, _parallel_interleave, _legacy_interleave, _parallel_reads)
+RULES: tuple[Callable[[PipelineFacts], Iterable[Proposal]], ...] = (
+    _csv_by_batch, _gather, _prefetch, _cache, _options, _convert)
+
+
 def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shares: dict[int, float],
             bottleneck: int, batched: dict[int, Any], cache_bytes: float | None, memory_budget_bytes: float,
             parallel_stages: bool, cache_fill_sec: float | None = None,
-            library: dict[int, tuple[str, dict]] | None = None) -> list[Candidate]:
-    """Give the rewrites whose preconditions hold (module docstring).
+            library: dict[int, tuple[str, dict]] | None = None) -> list[Proposal]:
+    """Give the rewrites whose preconditions hold (module docstring; STAGE_RULES, then RULES).
 
     `library`: the library readers the user's function called (their names and keyword arguments), by the index of
     the last stage each made.
@@ -239,185 +491,10 @@ def propose(stages: list[Stage], replayable: bool, options: dict[str, Any], shar
     `cache_bytes`: what a cache at `cache_point` would hold (None: unknown); `cache_fill_sec`: how long an epoch
     of it takes to fill at the rate measured (None: unknown).
     """
-    found: list[Candidate] = []
-    outer = [s for s in stages if s.inside is None]
-    for stage in stages:
-        share = shares.get(stage.index)
-        fn = _fn(stage)
-        if stage.inside is not None:  # built by an interleave's function: named with its cost, changed by hand
-            if stage.kind == "map" and stage.index in batched and batched[stage.index].mechanism:
-                found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
-                                       f"{fn} maps one example at a time inside {stages[stage.inside].call} and is "
-                                       f"stateless; {batched[stage.index].why}",
-                                       "batch before it in that function, then map each batch", None, False,
-                                       cost_share=share, note="it runs inside the interleave's function, which "
-                                       "pipebench calls as it is: batch before it there"))
-            continue
-        if stage.kind == "map" and stage.index in batched:
-            result = batched[stage.index]
-            if result.mechanism and replayable:
-                batch_origin = _batch_after(stages, stage.index)
-                how = {"direct": f"{fn} itself takes a batch", "vectorized_map": f"tf.vectorized_map({fn}) over a batch",
-                       "parse_example": f"{fn} parsing the whole batch (parse_single_example as parse_example)",
-                       "libsvm": "pipebench's batched libsvm decoder in its place"}[result.mechanism]
-                between = _between(stages, stage.index, batch_origin) if batch_origin is not None else []
-                crossed = [s.call for s in between if s.kind != "prefetch"]
-                dropped = [s.call for s in between if s.kind == "prefetch"]
-                where = ("batch first, then map it over each batch" + (f" (the batch moves before {', '.join(crossed)})"
-                                                                      if crossed else "")
-                         + (f"; {', '.join(dropped)} of single examples gives way to prefetch(tf.data.AUTOTUNE) after "
-                            "the batched map" if dropped else "")
-                         if batch_origin is not None else f"batch({VECTOR_BATCH}) → map → unbatch() in its place")
-                shuffles = [s for s in between if s.kind == "shuffle"]
-                semantics = (f"order: {shuffles[0].call} now shuffles the records {fn} reads, not what it makes of "
-                             "them: the same rows, in other draws" if shuffles else None)
-                found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
-                                       f"{fn} maps one example at a time and "
-                                       + ("is stateless" if not stage.stateful_ops else "decodes libsvm lines, which "
-                                          "pipebench's decoder decodes alike") + f"; {result.why}",
-                                       f"{where}: {how}", semantics, True,
-                                       vectorize(stage.index, result.mechanism, result.libsvm, batch_origin),
-                                       changes=tuple(range(stage.index, (batch_origin or stage.index) + 1))))
-            else:
-                found.append(Candidate(f"vectorize {fn}", "vectorize", stage.index,
-                                       f"{fn} maps one example at a time and is stateless",
-                                       "write it to take a whole batch and map it after batch()", None, False,
-                                       cost_share=share, note=f"no batched equivalent found ({result.why}); "
-                                       "rewrite it by hand to take a batch"))
-        if stage.kind == "map" and stage.parallelism is None and (stage.stateful_ops or any(
-                "map_parallelization is off" in said for said in stage.tf_does)):
-            py = sorted(_PY_FUNCTIONS & set(stage.stateful_ops or ()))
-            semantics = None
-            if stage.stateful_ops:
-                semantics = (f"random draws: its stateful ops ({', '.join(stage.stateful_ops)}) run for several "
-                             "elements at once, so which element gets which draw changes from run to run, seeds "
-                             "or not (tensorflow#13932)")
-            found.append(Candidate(f"parallel map {fn}", "parallel_map", stage.index,
-                                   "TensorFlow leaves it sequential: " + "; ".join(stage.tf_does),
-                                   f"map({fn}, num_parallel_calls=tf.data.AUTOTUNE)", semantics, replayable,
-                                   _set(stage.index, "map", num_parallel_calls=AUTOTUNE) if replayable else None,
-                                   cost_share=share, note=None if replayable else "the pipeline cannot be replayed",
-                                   changes=(stage.index,)))
-            if py:
-                found.append(Candidate(f"rewrite {fn} in TF ops", "py_function", stage.index,
-                                       f"{fn} calls Python through {', '.join(py)}, which holds the GIL",
-                                       "rewrite the Python part in TensorFlow ops", None, False, cost_share=share,
-                                       note="py_function holds the GIL: it runs one call at a time however many "
-                                            "threads call it"))
-        if stage.kind == "interleave" and stage.parallelism is None and replayable:
-            inner = [s.kind for s in stages if s.inside == stage.index]
-            single = _inputs(outer, stage) == 1 and set(inner) <= {"source", "skip", "take"}
-            found.append(Candidate(f"parallel interleave {fn}", "parallel_interleave", stage.index,
-                                   "its cycle is opened and read one input at a time",
-                                   "interleave(..., num_parallel_calls=tf.data.AUTOTUNE): same cycle, same order",
-                                   None, not single,
-                                   None if single else _set(stage.index, "interleave", num_parallel_calls=AUTOTUNE),
-                                   cost_share=share, note="not measured: it reads one file here and its function "
-                                   "only reads it, so there is nothing to run in parallel (with several files there "
-                                   "would be)" if single else None,
-                                   changes=(stage.index, *sorted(built_by(stages, stage.index)))))
-        if stage.kind == "interleave" and stage.params.get("sloppy") is not None and replayable:
-            found.append(_core_interleave(stage, outer, share, built_by(stages, stage.index)))
-        if stage.kind == "source" and stage.params.get("reader") in ("TextLineDataset", "TFRecordDataset") \
-                and stage.params.get("num_parallel_reads") is None and len(stage.params.get("files") or ()) > 1 \
-                and replayable:
-            found.append(Candidate("parallel reads", "parallel_reads", stage.index,
-                                   f"{stage.params['reader']} reads its {len(stage.params['files'])} files one after "
-                                   "another", f"{stage.params['reader']}(files, num_parallel_reads=tf.data.AUTOTUNE)",
-                                   "order: records of several files come interleaved, not file after file", True,
-                                   _set(stage.index, "source", num_parallel_reads=AUTOTUNE), cost_share=share,
-                                   changes=(stage.index,)))
-    for last, (name, kwargs) in (library or {}).items():
-        made = [s for s in outer if s.index <= last]
-        if name == "make_csv_dataset" and replayable and all(s.via == name for s in made):
-            parse = [s.index for s in stages if s.kind == "source" and s.params.get("reader") == "CsvDataset"]
-            found.append(Candidate(
-                "parse CSV a batch at a time", "restructure", last,
-                f"make_csv_dataset parses each row alone (CsvDataset, {sum(shares.get(i, 0) for i in parse):.0%} of the "
-                "pipeline's CPU where measured), then batches the parsed rows",
-                "make_csv_dataset → pipebench_make_csv_dataset (the same arguments): each file's lines read, "
-                "shuffled, repeated and batched as before, then one decode_csv parses the batch",
-                "a line that fails to parse fails its batch (ignore_errors=True dropped that row alone)"
-                if kwargs.get("ignore_errors") else None, True, restructured(last, name), changes=tuple(s.index for s in stages
-                                                                     if s.index <= last or s.inside is not None),
-                note=None))
-    source = outer[0] if outer else None
-    if source is not None and "rows" in source.params and replayable:
-        batch = next((s for s in outer[1:] if s.kind not in _ORDER_ONLY), None)
-        if batch is not None and batch.kind == "batch":
-            between = [s.call for s in outer[1:] if s.index < batch.index]
-            found.append(Candidate(
-                "gather rows by batch", "gather", source.index,
-                f"an in-memory source of {source.params['rows']:,} rows is sliced one row at a time"
-                + (f" and {', '.join(between)} moves single rows" if between else "") + " before the batch",
-                f"{' → '.join(['range(rows)', *between, batch.call.lstrip('.'), 'map(gather each batch of row numbers)'])}"
-                ": the same rows in the same order (a shuffle draws alike whatever it holds: with the same seed, the "
-                "same order)", None, True, gather(batch.index),
-                changes=tuple(s.index for s in outer if s.index <= batch.index)))
-    neck = stages[bottleneck]
-    after = stages[bottleneck + 1] if bottleneck + 1 < len(stages) else None
-    if replayable and after is not None and after.kind != "prefetch" and neck.parallelism is None \
-            and neck.kind not in ("prefetch", "repeat") and neck.inside is None and after.inside is None:
-        found.append(Candidate(f"prefetch after {neck.label}", "prefetch", neck.index,
-                               f"{neck.label} is the bottleneck and runs in the thread of the stages after it",
-                               f"insert prefetch(tf.data.AUTOTUNE) after {neck.call}", None, True,
-                               _insert_after(neck.index, Step("prefetch", {"buffer_size": AUTOTUNE}, None)),
-                               changes=(neck.index + 1,)))
-    point = cache_point(outer)
-    later = [s for s in outer if point is not None and s.index > point]
-    if point is not None and not (later and later[0].kind == "cache"):
-        repeats = [s for s in later if s.kind == "repeat" and (s.params["count"] is None or s.params["count"] > 1)]
-        where = stages[point]
-        text = f"cache after {where.label}"
-        why = f"stages up to {where.call} are finite, stateless and in order (no shuffle or random op above it)"
-        if not repeats:
-            found.append(Candidate(text, "cache", point, why, f"insert cache() after {where.call}", None, False,
-                                   note="this input_fn makes one pass (no repeat): a cache serves only epochs after "
-                                        "the first, so it helps only when training iterates the dataset again"))
-        elif cache_bytes is None or cache_bytes > memory_budget_bytes:
-            found.append(Candidate(text, "cache", point, why, f"insert cache() after {where.call}", None, False,
-                                   note=("its size is unknown" if cache_bytes is None else
-                                         f"it would hold ~{cache_bytes / 2**30:.1f} GiB, more than the memory "
-                                         f"budget {memory_budget_bytes / 2**30:.1f} GiB")))
-        elif cache_fill_sec is not None and cache_fill_sec > CACHE_FILL_BUDGET_SEC:
-            found.append(Candidate(text, "cache", point, why, f"insert cache() after {where.call}", None, False,
-                                   note=f"filling it (an epoch, ~{cache_bytes / 2**20:,.0f} MiB) would take "
-                                        f"~{cache_fill_sec:,.0f} s at the rate measured, more than a diagnosis "
-                                        f"spends on one rewrite ({CACHE_FILL_BUDGET_SEC:.0f} s): not measured"))
-        elif replayable:
-            found.append(Candidate(text, "cache", point, f"{why}; it holds ~{cache_bytes / 2**20:,.0f} MiB",
-                                   f"insert cache() after {where.call}", None, True,
-                                   _insert_after(point, Step("cache", {"filename": ""}, None)), fills_cache=True,
-                                   changes=tuple(i for s in outer if s.index <= point
-                                                 for i in (s.index, *sorted(built_by(stages, s.index))))))
-    if parallel_stages and options.get("deterministic") is not False:
-        found.append(Candidate("options: deterministic=False", "options", None,
-                               "parallel stages keep their input order, so one slow element holds back the rest",
-                               "options.deterministic = False",
-                               "order: parallel stages hand on elements as they finish, not in input order", True,
-                               options={"deterministic": False}))
-    if parallel_stages and "threading.private_threadpool_size" not in options:
-        from pipebench.pinning import usable_cpus
-
-        cores = len(usable_cpus())
-        found.append(Candidate(f"options: private thread pool of {cores}", "options", None,
-                               "tf.data's parallel stages share TensorFlow's inter-op pool with everything else",
-                               f"options.threading.private_threadpool_size = {cores}", None, False,
-                               options={"threading.private_threadpool_size": cores},
-                               note="not measured: it acts only beside the training step's own ops; the "
-                                    "pipeline read alone leaves TensorFlow's inter-op pool to tf.data, so a "
-                                    "comparison of the pipeline alone cannot show it"))
-    source = stages[0]
-    if source.params.get("reader") == "TextLineDataset":
-        parse = [s for s in stages if s.kind == "map" and shares.get(s.index, 0) >= PARSING_DOMINATES]
-        if parse:
-            found.append(Candidate("convert to TFRecord", "convert", parse[0].index,
-                                   f"parsing text ({_fn(parse[0])}) takes {shares[parse[0].index]:.0%} of the "
-                                   "pipeline's CPU", "pipebench convert FILES --out DIR (TFRecord), then "
-                                   "TFRecordDataset → batch → map(parse_example)", None, False,
-                                   cost_share=shares[parse[0].index],
-                                   note="a binary format parses without splitting text; `pipebench convert` "
-                                        "writes it once"))
+    pipeline = PipelineFacts(stages, replayable, options, shares, bottleneck, batched, cache_bytes, memory_budget_bytes,
+                        parallel_stages, cache_fill_sec, library or {})
+    found = [c for stage in stages for rule in STAGE_RULES for c in rule(pipeline, stage)]
+    found += [c for rule in RULES for c in rule(pipeline)]
     names = [c.name for c in found]  # a name is a rewrite's key (its arm, its gain): two stages' are told apart
     return [dataclasses.replace(c, name=f"{c.name} (stage {c.stage})") if names.count(c.name) > 1 else c
             for c in found]

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_dir, check_output
-from pipebench.diagnose.records import Diagnosis, Outcome, Request
+from pipebench.diagnose.records import Answer, Diagnosis, Request
 from pipebench.errors import DataError, PipebenchError, UsageError
 from pipebench.pipeline.function import FunctionRef
 
@@ -127,7 +127,7 @@ def run_worker(request: Request, folder: Path, log: Callable[[str], None], timeo
         said = "" if _TF_LOG.match(said) or said == "(no output)" else f": {said[:120]}"
         raise PipebenchError(f"{head}: the worker {how}, with no answer, while {progress.phase(ref)} (did the "
                              f"code end the process, os._exit or a crash?){said}")
-    outcome = Outcome.load(result_path)
+    outcome = Answer.load(result_path)
     if outcome.error is not None:
         raise {"usage": UsageError, "data": DataError}.get(outcome.error_kind, PipebenchError)(outcome.error)
     return outcome.diagnosis

@@ -42,7 +42,7 @@ _TFRECORD_MAX_LENGTH = 1 << 30
 
 
 @dataclass
-class Sample:
+class FileSample:
     """The arguments with their files replaced by samples, and what the sample holds, in words."""
 
     kwargs: dict[str, Any]
@@ -226,7 +226,7 @@ class _Sampler:
         return mirror
 
 
-def sample_arguments(kwargs: dict[str, Any], folder: Path, batch_size: int | None) -> Sample | None:
+def sample_arguments(kwargs: dict[str, Any], folder: Path, batch_size: int | None) -> FileSample | None:
     """Give the arguments with the data files they name replaced by samples written under `folder` (module
     docstring), or None when no argument names a file."""
     named: dict[str, list[Path]] = {}
@@ -244,7 +244,7 @@ def sample_arguments(kwargs: dict[str, Any], folder: Path, batch_size: int | Non
     for name in named:
         replaced[name] = _replace(kwargs[name], sampler)
     data_bytes = sum(p.stat().st_size for p in {str(p): p for files in named.values() for p in files}.values())
-    return Sample(replaced, sampler.rows, sampler.files, total, sampler.compressed, list(named), sampler.bytes,
+    return FileSample(replaced, sampler.rows, sampler.files, total, sampler.compressed, list(named), sampler.bytes,
                   data_bytes)
 
 

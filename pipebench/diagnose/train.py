@@ -92,8 +92,8 @@ def keras_trainer(model: Any, where: str, dataset) -> Trainer:
 
 def train_arms(trainer: Trainer, pipelines: Sequence[tuple[str, Any, bool]]) -> list:
     """Give a train arm per pipeline (name, dataset, releasable), its elements adapted to the trainer, and the
-    synthetic arm: the trial worker's arms (pipebench.measure.worker.train_arms), measured together."""
-    from pipebench.measure.worker import train_arms as arms_of
+    synthetic arm: the trial worker's arms (pipebench.measure.loops.train_arms), measured together."""
+    from pipebench.measure.loops import train_arms as arms_of
 
     return arms_of(tf, trainer.loop, [(name, dataset.map(trainer.adapt) if trainer.adapt is not None else dataset,
                                        releasable) for name, dataset, releasable in pipelines])[0]

@@ -2,13 +2,13 @@
 (and their combination) is judged by, from what was measured of it."""
 from __future__ import annotations
 
-from pipebench.diagnose.ceiling import Ceiling
+from pipebench.diagnose.ceiling import GainCeiling
 from pipebench.diagnose.records import Content, Rewrite, Step
 from pipebench.measure.intervals import Interval
 
 
 def rewrite_verdict(c, steps: tuple[Step, ...], gain: Interval | None, found: Content | str | None,
-                    confirmed: Interval | None = None, bound: Ceiling | None = None, later: bool = False) -> Rewrite:
+                    confirmed: Interval | None = None, bound: GainCeiling | None = None, later: bool = False) -> Rewrite:
     """Give candidate `c`'s Rewrite (`steps`: the user's pipeline replayed, which an automatic rewrite changes).
 
     A rewrite is kept when its paired gain's interval lies above 1 and it yields the same rows (`found`). One that

@@ -38,6 +38,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
+from pipebench.diagnose.calls import call_text, tf_does
 from pipebench.diagnose.records import AUTOTUNE, Stage, UserFunction
 from pipebench.diagnose.rows import BATCHING, UNBATCHING
 from pipebench.pipeline.function import Place
@@ -61,11 +62,6 @@ _KINDS = {
 #: The calls whose name says the stage's kind better than its root-most class (a site's call name).
 _CALL_KINDS = {"unbatch": "unbatch", "list_files": "source", "from_tensor_slices": "source", "from_tensors": "source",
                "from_generator": "source", "range": "source"}
-#: What a stage does to the batch dimensions of its elements (the rows rule: `_batch_depths`).
-#: Kinds that are tf.data.Dataset methods of the same name (the others are library functions' ops).
-METHODS = {"map", "batch", "padded_batch", "prefetch", "shuffle", "repeat", "cache", "interleave", "flat_map",
-           "filter", "unbatch", "rebatch", "take", "skip", "shard", "scan", "group_by_window", "ignore_errors",
-           "take_while", "assert_cardinality"}
 _OPENING = {"interleave", "flat_map"}
 _OPTIONS = "_OptionsDataset"
 _TF_ROOT = str(Path(tf.__file__).resolve().parents[1])
@@ -125,14 +121,6 @@ def set_options(options: tf.data.Options) -> dict[str, Any]:
                 found[f"{prefix}{name}"] = value
     visit(options, tf.data.Options(), "")
     return found
-
-
-def optimization_on(options: dict[str, Any], name: str) -> bool:
-    """Give whether TensorFlow applies the static optimization `name` (one of the defaults) under these options."""
-    explicit = options.get(f"experimental_optimization.{name}")
-    if explicit is not None:
-        return bool(explicit)
-    return options.get("experimental_optimization.apply_default_optimizations") is not False
 
 
 def stateful_ops(concrete: Any) -> tuple[str, ...]:
@@ -392,65 +380,6 @@ def _inner_reader(node: Any) -> str | None:
     return None
 
 
-def _text(value: Any) -> str:
-    return "tf.data.AUTOTUNE" if value == AUTOTUNE else repr(value)
-
-
-def call_text(kind: str, params: dict[str, Any], function: UserFunction | None, op: str,
-              call: str | None = None) -> str:
-    """Give a stage as the user would write it: `.map(decode, num_parallel_calls=10)`; one a library function made
-    by a call the user never wrote, by what it is (`parse_example(num_parallel_calls=2)`), or by its op."""
-    fn = function.name if function else None
-    if kind == "source":
-        if "slices" in params:
-            return f"tf.data.Dataset.from_tensor_slices({len(params['slices'])} file names)"
-        if "combines" in params:
-            return f"tf.data.Dataset.{call or op.strip('_')}({params['combines']} datasets)"
-        if "reader" in params:
-            reads = params["num_parallel_reads"]
-            what = f"{len(params['files'])} files" if params["files"] is not None else "a dataset of file names"
-            return (f"tf.data.{params['reader']}({what}" + (f", num_parallel_reads={_text(reads)}" if reads else "")
-                    + ")")
-        return f"tf.data.Dataset.{call or op.strip('_')}(...)"
-    keep = {k: v for k, v in params.items() if v is not None
-            and not (k == "drop_remainder" and v is False) and not (k == "block_length" and v == 1)}
-    args = ([fn] if fn else []) + [f"{k}={_text(v)}" for k, v in keep.items()]
-    if kind == "repeat" and params.get("count") is None:
-        args = []
-    if kind == "interleave" and params.get("sloppy") is not None:
-        return f"parallel_interleave({', '.join(args)})"
-    if kind in METHODS:
-        return f".{kind}({', '.join(args)})"
-    if kind != "other":
-        return f"{kind}({', '.join(args)})"
-    return f"{op}(...)"
-
-
-def _tf_does(kind: str, params: dict, stateful: tuple[str, ...] | None, options: dict, following: str | None,
-             is_root: bool, op: str) -> tuple[str, ...]:
-    """Give what TensorFlow's static optimizations will do to a stage, given the root's options."""
-    said = []
-    if kind == "map" and params.get("num_parallel_calls") is None:
-        if not optimization_on(options, "map_parallelization"):
-            said.append("map_parallelization is off in the options: it runs one call at a time")
-        elif stateful:
-            said.append(f"map_parallelization leaves it sequential: its function holds stateful ops ({', '.join(stateful)})")
-        else:
-            said.append("map_parallelization runs it in parallel (num_parallel_calls=AUTOTUNE)")
-    if kind == "map" and following == "batch" and optimization_on(options, "map_and_batch_fusion"):
-        said.append("map_and_batch_fusion fuses it with the next batch")
-    if kind == "batch" and params.get("num_parallel_calls") is None and optimization_on(options, "parallel_batch"):
-        said.append("parallel_batch copies elements into each batch in parallel")
-    if kind == "shuffle" and following == "repeat" and optimization_on(options, "shuffle_and_repeat_fusion"):
-        said.append("shuffle_and_repeat_fusion fuses it with the next repeat")
-    if is_root and options.get("autotune.enabled") is not False and optimization_on(options, "inject_prefetch"):
-        asynchronous = kind == "prefetch" or (kind in ("map", "interleave", "batch")
-                                              and params.get("num_parallel_calls") not in (None, 1))
-        if not asynchronous:
-            said.append("inject_prefetch adds prefetch(AUTOTUNE) after it (the last stage)")
-    return tuple(said)
-
-
 def _inner_pipeline(node: Any, function: Any, module: Any) -> tuple[Any, dict] | str:
     """Give the dataset an interleave / flat_map's own function returns for the first element of its input, and the
     dataset calls it made; or why there is none (module docstring)."""
@@ -619,7 +548,7 @@ def _walk_chain(dataset: Any, sites: dict, module: Any) -> Walked:
             else None if params.get("num_parallel_calls") is None else str(params["num_parallel_calls"]),
             buffer_size=None if params.get("buffer_size") is None or kind == "source" else str(params["buffer_size"]),
             deterministic=params.get("deterministic"), drop_remainder=params.get("drop_remainder"),
-            stateful_ops=stateful, tf_does=_tf_does(kind, params, stateful, options, following, following is None, op),
+            stateful_ops=stateful, tf_does=tf_does(kind, params, stateful, options, following, following is None, op),
             batched=False, reads=reads, params=params, inside=None, op=ops[id(node)],
             via=site.via if site else None))
         kept.append(node)

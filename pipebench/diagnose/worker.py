@@ -31,138 +31,44 @@ rewrites the first left it (or alone, for its rate), a plain loop over the user'
 pipeline (selfcheck: a unit error cannot pass silently), and the train terms on the rewrite kept after that
 (pipebench.diagnose.second).
 
-A second worker (`Request.first`: the first's diagnosis) loads the function again, measures the original beside the
-rewrites the first left it (or alone, for its rate), and the train terms on the rewrite kept after that
-(pipebench.diagnose.second).
-
-Progress goes to the request's progress file, one line per event; the answer to RESULT, written whole.
+How the function's pipelines are built and read as arms is pipebench.diagnose.subject's; the steps above are the
+Diagnoser's. Progress goes to the request's progress file, one line per event; the answer to RESULT, written whole.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit, out_of_room, scratch_is_full
 from pipebench.diagnose.buffers import (
-    bytes_per_row, cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, rows_per_element)
+    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass)
 from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
-    Content, Diagnosis, DIAGNOSIS_VERSION, Machine, Outcome, Pass, Passes, Request, Rewrite, SelfCheck, Stage, StageCost, Step,
-    Train, TrainTerms)
+    Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, StageCost, Train,
+    TrainTerms)
 from pipebench.diagnose.export import best_of
+from pipebench.diagnose.machine import machine_meter
 from pipebench.diagnose.second import confirmed_there
-from pipebench.diagnose.rows import rows_tensor
+from pipebench.diagnose.subject import EARLY_ROUNDS, KEEP_FILL_ROWS, Subject
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
-from pipebench.measure.intervals import Interval
 from pipebench.parent_death import die_with_parent
 
 #: The share of this machine's free memory a cache may take.
 CACHE_MEMORY_SHARE = 0.5
-#: A rewrite whose gain's interval at EARLY_CONFIDENCE already lies above or below 1 after this many rounds stops.
-EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
 #: Rounds for the prefixes (where the time goes) and for the train step: fewer than a rewrite's comparison, whose
 #: verdict keeps or refuses it, with an interval all the same.
 PREFIX_ROUNDS_LESS, TRAIN_ROUNDS = 1, 3
-#: An arm of single examples keeps its iterator from window to window when a fresh one reads this many rows or more
-#: before its shuffle buffers are full (Diagnoser.input_arm).
-KEEP_FILL_ROWS = 10_000
-#: A one-pass pipeline whose pass ends within this long is measured in whole passes (Diagnoser._whole_passes).
-PASS_MAX_SEC = 10.0
 
 
-class Diagnoser:
-    """One diagnosis in this process (module docstring)."""
-
-    def __init__(self, request: Request, log: Callable[[str], None]) -> None:
-        import tensorflow as tf
-
-        self.tf, self.request = tf, request
-        self.started = time.monotonic()
-        self._log = log
-        self.seed = f"{request.function}:{request.name}"  # seeds every round order (pipebench.measure.round_order)
-        self.cores = len(os.sched_getaffinity(0))
-        self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
-        self.pass_elements: int | None = None  # set: the second worker's arms are whole passes of this many elements
-
-    def log(self, text: str) -> None:
-        process = " second worker process" if self.request.first else ""
-        self._log(f"[{time.monotonic() - self.started:5.1f} s{process}] {text}")
-
-    # --- arms -------------------------------------------------------------------------------------------------
-
-    def input_arm(self, name: str, dataset, batched: bool, fill: int = 0):
-        """Give an input arm over `dataset` (the trial worker's loop counting rows; single examples sunk through
-        shard(K, 0)); `fill`: the rows a fresh iterator reads before its shuffle buffers are full."""
-        from pipebench.measure.cpu_clock import process_tree_cpu_sec
-        from pipebench.measure.windows import Arm
-        from pipebench.measure.worker import input_loop
-        from pipebench.pipeline.prefixes import Element, sink_every
-
-        tf = self.tf
-        per_step = 1 if batched else sink_every(Element(True, 1, "one example"))
-        if per_step > 1:
-            dataset = dataset.repeat().shard(per_step, 0)
-        # An arm of batches keeps its iterator from window to window (pipebench.diagnose.rounds says why); one that
-        # sinks single examples starts afresh each window (its sink's buffer holds thousands of rows, which a kept
-        # iterator would refill behind every other arm's window), unless that refills shuffle buffers of KEEP_FILL_ROWS
-        # or more: real_tfrs_ranking_cache's prefixes past its shuffles of 100,000 rows settled 2-4 s before every
-        # 0.5 s window, refilling them, where a kept sink's buffer refilled behind others at 0.02-0.3 of a core (its
-        # settle drains what it banked). Either starts at its first call.
-        loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
-        arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and fill < KEEP_FILL_ROWS,
-                  cpu_clock=process_tree_cpu_sec, start=False)
-        arm.restarts = fill < KEEP_FILL_ROWS
-        return self._as_passes(arm)
-
-    def _as_passes(self, arm):
-        """Make `arm`'s calls whole passes when the second worker measures them so (`_whole_passes`)."""
-        if self.pass_elements is not None:
-            arm.steps, arm.whole_passes, arm.releasable = self.pass_elements + 1, True, False
-        return arm
-
-    def gains(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
-              still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, Interval]:
-        """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
-        arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
-        the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
-        (pipebench.diagnose.rounds.still_open); its 95% interval is from those rounds.
-        `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
-        `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
-        `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
-        from pipebench.diagnose.rounds import calibrate, gain, paired_rounds, still_open
-
-        calibrate([original, *arms])
-        r = self.request
-        fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
-        settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
-        first = min(EARLY_ROUNDS, r.rounds)
-        pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        still = still or {}
-        open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
-                                             else still_open(pairs[arm.name], EARLY_CONFIDENCE))]
-        if open_arms and r.rounds > first and extend:
-            if len(open_arms) < len(arms):
-                self.log(f"decided after {first} rounds, or no gain seen: "
-                         + ", ".join(a.name for a in arms if a not in open_arms))
-            more = paired_rounds(original, open_arms, r.rounds - first, r.window_sec, r.settle_sec, settle,
-                                 self.seed, self.log, first_round=first)
-            for name, found in more.items():
-                pairs[name] += found
-        self.parked += [it for arm in [original, *arms] for it in arm.close()]
-        self.base_windows = [base for found in pairs.values() for base, _ in found]
-        self.pairs = pairs
-        return {name: gain(found) for name, found in pairs.items()}
-
-    # --- the diagnosis --------------------------------------------------------------------------------------------
+class Diagnoser(Subject):
+    """One diagnosis in this process (module docstring): its steps, over the Subject's pipelines."""
 
     def run(self) -> Diagnosis:
         """Load the user's function and diagnose its dataset; what their pipeline raises while it runs (a map's op
@@ -185,7 +91,8 @@ class Diagnoser:
 
     def _diagnose(self, loaded, started: float) -> Diagnosis:
         from pipebench.diagnose import content as contents
-        from pipebench.diagnose.replay import steps_of
+        from pipebench.diagnose.content import element_text
+        from pipebench.diagnose.replay import replay_differs, steps_of
         from pipebench.diagnose.walk import walk
 
         r = self.request
@@ -195,7 +102,6 @@ class Diagnoser:
             self.log(f"ignored: {said} (diagnose runs eagerly, as TensorFlow 2 does)")
         walked = walk(loaded.dataset, loaded.sites, loaded.module, loaded.library_calls)
         contents.check_structure(loaded.dataset.element_spec)
-        self.walked, self.loaded = walked, loaded
         stages = walked.stages
         self.log(f"{r.name}: {len(stages)} stages")
         for stage in stages:
@@ -209,12 +115,9 @@ class Diagnoser:
             self.log(f"  stage {index}: its function's pipeline is not listed: {note}")
         steps, replay_note = steps_of(walked)
         if steps:
-            replay_note = self._replay_differs(steps)
+            replay_note = replay_differs(steps, walked)
             steps = () if replay_note else steps
-        self.steps = steps
-        self.batched = stages[_last_outer(stages)].batched
-        self.transforms: dict[str, list] = {}  # by rewrite name: how it is built
-        self.measure_steps, self.notes = capped(steps, stages)
+        self.set_subject(loaded, walked, steps)
         passes = main_pass(stages) if steps else None
         self.first_pass = passes is not None and passes[0] == "first"
         if self.first_pass:
@@ -222,7 +125,7 @@ class Diagnoser:
             self.notes[cached_at(stages)] = ("measured without it: this is the first pass, the cache filling, every "
                                              "row computed (later passes, from the filled cache: below)")
         self.sample = self._make_sample()
-        machine = _machine_meter()
+        machine = machine_meter()
         costs, bottleneck, why = self._stage_costs(cache_filled=passes is None or passes[0] == "later")
         other = self._other_pass(passes[0]) if passes is not None else None
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
@@ -245,7 +148,7 @@ class Diagnoser:
         return Diagnosis(
             schema_version=DIAGNOSIS_VERSION, function=f"{r.function}:{r.name}", signature=str(loaded.signature),
             parameters=tuple(loaded.signature.parameters), kwargs=dict(r.kwargs), tf_version=self.tf.__version__,
-            cores=self.cores, element=_element_text(loaded.dataset.element_spec), options=dict(walked.options),
+            cores=self.cores, element=element_text(loaded.dataset.element_spec), options=dict(walked.options),
             tf1=loaded.tf1, upgraded=_upgrade(loaded.upgraded), ignored_calls=tuple(loaded.ignored),
             stages=tuple(stages), inner_notes={str(k): v for k, v in walked.inner_notes.items()}, steps=steps,
             buffers=tuple(buffers),
@@ -261,7 +164,7 @@ class Diagnoser:
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.diagnose.rows import plain_rows
-        from pipebench.diagnose.rounds import gain
+        from pipebench.measure.rounds import gain
         from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm, releases
         from pipebench.diagnose.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
@@ -280,17 +183,14 @@ class Diagnoser:
             raise UsageError(f"{Path(r.function).name}:{r.name}: called again with the same arguments, it built "
                              "another pipeline (diagnose measures it in two processes, and needs the same one): "
                              + " ".join(s.call for s in walked.stages)[:160])
-        self.walked, self.loaded, self.steps = walked, loaded, first.steps
-        self.batched = walked.stages[_last_outer(walked.stages)].batched
-        self.transforms, self.sample = {}, None
-        self.measure_steps, self.notes = capped(first.steps, walked.stages)
+        self.set_subject(loaded, walked, first.steps)
         self.first_pass = first.passes is not None and first.passes.main == "first"
         if self.first_pass:
             self.measure_steps, self.cache_rows = first_pass(self.measure_steps, walked.stages), None
             self._whole_passes(first)
         else:
             self._fill_own_cache()
-        machine = _machine_meter()
+        machine = machine_meter()
         original = self.input_arm("original", self._original(), self.batched)
         confirm = to_confirm(first)
         arms = []
@@ -335,89 +235,13 @@ class Diagnoser:
         return dataclasses.replace(settle(first, gains, rate, train, train_note, time.time() - started, machine(),
                                           self.pass_elements), self_check=self_check)
 
-    def _replay_differs(self, steps: tuple[Step, ...]) -> str | None:
-        """Give why replaying the steps does not rebuild the user's pipeline (its outer stages compared one by one),
-        or None."""
-        from pipebench.diagnose.replay import replay
-        from pipebench.diagnose.walk import walk
-
-        mine = walk(replay(steps, self.walked), {}, None).stages
-        theirs = self.walked.stages
-        source = len(theirs[0].ops)
-        if source > 1 and [s.ops for s in mine[:source]] == [(op,) for op in reversed(theirs[0].ops)]:
-            # the replay starts from the user's own source (list_files: its slices and their shuffle), which a walk
-            # that does not know the user's calls lists node by node
-            mine = [theirs[0], *mine[source:]]
-        # the stages an interleave's function builds are not replayed but built by the function as it is (and from
-        # another first file when the file list is shuffled)
-        if [(s.kind, s.params) for s in mine if s.inside is None] \
-                != [(s.kind, s.params) for s in theirs if s.inside is None]:
-            return "replaying its stages gives another pipeline: " + " ".join(s.call for s in mine)[:160]
-        # and the ops TensorFlow runs for them: the same arguments to another op read at another speed (the legacy
-        # parallel_interleave replayed as interleave read 13× the user's pipeline, every rewrite credited with it)
-        differ = [(a.op, b.op) for a, b in zip([s for s in mine if s.inside is None],
-                                               [s for s in theirs if s.inside is None]) if a.op != b.op]
-        if differ:
-            return ("replaying its stages runs other ops: "
-                    + ", ".join(f"{mine_op} for {their_op}" for mine_op, their_op in differ))[:200]
-        return None
-
-    # --- what is measured ------------------------------------------------------------------------------------
-
-    def _whole_passes(self, first: Diagnosis) -> None:
-        """Measure a one-pass pipeline as whole passes, their start included, when its measured steps leave out what
-        makes its start (a shuffle's fill, a take) and a pass ends within PASS_MAX_SEC: then its start is a share
-        of every pass training makes. real_tfrs_ranking_cache (shuffle(100,000) → take(80,000) → shuffle(100,000))
-        reads 180,000 rows to hand on 80,000: its steady rate, 45,181 rows/s, was 2.1× what a pass gives
-        (2026-12-02)."""
-        from pipebench.diagnose.replay import replay
-
-        whole = first_pass(capped(first.steps, self.walked.stages, whole_passes=True)[0], self.walked.stages)
-        if whole == self.measure_steps:
-            return
-        iterator, count, began = iter(replay(whole, self.walked)), 0, time.perf_counter()
-        self.parked.append(iterator)
-        for _ in iterator:
-            count += 1
-            if time.perf_counter() - began > PASS_MAX_SEC:
-                return
-        self.measure_steps, self.pass_elements = whole, count
-        self.log(f"a pass: {count:,} elements in {time.perf_counter() - began:.1f} s; its start (a shuffle's fill, "
-                 "a take) is part of every pass, so the whole pipeline is measured in whole passes")
-
-    def _prefix(self, end: int):
-        """Give the prefix of the pipeline up to stage `end` as it is measured (capped buffers replayed)."""
-        from pipebench.diagnose.replay import replay
-
-        stages = self.walked.stages
-        if self.measure_steps == self.steps or not self.steps:
-            return self.walked.prefix(end)
-        stage = stages[end]
-        if stage.inside is None:
-            upto = tuple(s for s in self.measure_steps if s.origin is None or s.origin <= end)
-            return replay(upto, self.walked)
-        return self.walked.prefix(end)  # inside an interleave's function: its own buffers, as written
-
-    def _original(self):
-        """Give the original pipeline as it is measured."""
-        from pipebench.diagnose.replay import replay
-
-        return replay(self.measure_steps, self.walked) if self.steps and self.measure_steps != self.steps \
-            else self.walked.root
-
-    def _bytes_per_row(self, end: int) -> float | None:
-        """Give what a row holds in memory after stage `end` (pipebench.diagnose.buffers.bytes_per_row)."""
-        return bytes_per_row(self.tf, self._prefix(end), self.walked.stages[end].batched)
-
-    # --- where the time goes --------------------------------------------------------------------------------------
-
     def _stage_costs(self, cache_filled: bool = True, from_stage: int = 0) -> tuple[list[StageCost], int, str]:
         """Measure every prefix (those ending at `from_stage` or later) in interleaved rounds; give the stage costs,
         the bottleneck and why it is one. `cache_filled=False`: a cached pipeline's first pass (its cache left out,
         pipebench.diagnose.buffers.first_pass), else its cache is filled first."""
         from pipebench.capacity.profile import RoundValue, stage_costs
         from pipebench.diagnose.costs import measured_prefixes
-        from pipebench.diagnose.rounds import calibrate, interleaved_rounds
+        from pipebench.measure.rounds import calibrate, interleaved_rounds
 
         stages = self.walked.stages
         measured = [p for p in measured_prefixes(stages, self.cores, cache_filled) if p.end >= from_stage]
@@ -478,34 +302,6 @@ class Diagnoser:
                 self.cache_rows = None  # the rewrites are measured on the first pass, whose cache holds nothing
         return Pass("later" if main == "first" else "first", costs[-1].prefix_rows_per_sec, neck, why)
 
-    def _fill_own_cache(self) -> None:
-        """Complete the user's own cache, if the pipeline has one, through its prefix: every prefix and the root
-        share it (one cache per dataset), so windows measure the steady state, epochs served from memory. At most
-        CACHE_FILL_BUDGET_SEC: a cache an epoch of which takes longer is left unfilled (an abandoned cache keeps
-        nothing), and the figures say so."""
-        from pipebench.diagnose.rewrites import CACHE_FILL_BUDGET_SEC
-
-        self.cache_rows = None
-        stages = [s for s in self.walked.stages if s.inside is None]
-        caches = [s.index for s in stages if s.kind == "cache"]
-        if not caches or any(s.kind == "repeat" for s in stages if s.index < caches[0]):
-            return
-        start, count = time.perf_counter(), 0
-        tf = self.tf
-        ones = self.walked.prefix(caches[0]).map(lambda *e: tf.constant(1, tf.int64)).batch(4096)
-        for counted in ones:  # 4,096 elements a Python step
-            count += int(counted.shape[0])
-            if time.perf_counter() - start > CACHE_FILL_BUDGET_SEC:
-                self.notes[caches[0]] = (f"its cache was not filled: an epoch takes more than "
-                                         f"{CACHE_FILL_BUDGET_SEC:.0f} s to read ({count:,} elements read); the figures "
-                                         "include reading through it")
-                self.log(f"stage {caches[0]}: {self.notes[caches[0]]}")
-                return
-        self.cache_rows = count * rows_per_element(self.walked.stages, self.walked.stages[caches[0]])
-        self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
-
-    # --- what a rewrite must yield again --------------------------------------------------------------------------
-
     def _make_sample(self):
         """Give a bounded sample of the files the arguments name (pipebench.diagnose.sample), or None."""
         from pipebench.diagnose.sample import sample_arguments
@@ -528,22 +324,9 @@ class Diagnoser:
         scope = self.check.setup(self.sample, dict(self.loaded.kwargs))
         return scope.text, scope.rows
 
-    def _build(self, transforms: list, options: dict[str, Any]):
-        """Give the pipeline as measured with `transforms` and `options` applied (None when they do not compose)."""
-        from pipebench.diagnose.replay import options_of, replay
-        from pipebench.diagnose.rewrites import compose
-
-        if not self.steps or (not transforms and self.measure_steps == self.steps):  # as `_original` builds it
-            root = self.walked.root
-            return root.with_options(options_of(options)) if options else root
-        steps = compose(transforms, self.measure_steps)
-        return None if steps is None else replay(steps, self.walked, options)
-
     def _content(self, transforms: list, options: dict[str, Any]) -> Content | str:
         """Give how a rewrite compares with the original (pipebench.diagnose.check), or why it could not be read."""
         return self.check.compare(transforms, options, self.walked.root.element_spec)
-
-    # --- rewrites -------------------------------------------------------------------------------------------------
 
     def _candidates(self, shares: dict[int, float], bottleneck: int, costs: list[StageCost]) -> list:
         import psutil
@@ -576,13 +359,6 @@ class Diagnoser:
                         {index: (call[0], call[2]) for index, call in self.walked.library_calls.items()})
         self.log(f"{len(found)} rewrites proposed: " + "; ".join(c.name for c in found))
         return found
-
-    def _epoch_rows(self) -> float | None:
-        """Give the rows one epoch holds: the data files' bytes over the sample's bytes per row (None: unknown)."""
-        sample = self.sample
-        if sample is None or sample.compressed or not sample.rows or not sample.bytes:
-            return None
-        return sample.data_bytes / (sample.bytes / sample.rows)
 
     def _prove(self, candidates: list, costs: list[StageCost], bottleneck: int) -> list[Rewrite]:
         """Build, check and measure every automatic candidate against the original, unless its ceiling says it
@@ -630,39 +406,16 @@ class Diagnoser:
         return [rewrite_verdict(c, self.steps, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
                 for i, c in enumerate(candidates)]
 
-    def _rewrite_arm(self, c):
-        """Give an arm over candidate `c`'s pipeline, its cache filled where it has one to fill, and its dataset."""
-        dataset = self._build(self.transforms[c.name], c.options)
-        arm = self.input_arm(c.name, dataset, self.batched)
-        if c.fills_cache or (self._own_cache and self.cache_rows is not None):
-            self._fill(arm)
-        return arm, dataset
-
-    @property
-    def _own_cache(self) -> bool:
-        """Whether the user's pipeline caches: a replayed rewrite has a cache of its own to fill."""
-        return any(stage.kind == "cache" for stage in self.walked.stages)
-
-    def _fill(self, arm) -> None:
-        """Run a cached arm past one epoch so its cache is complete (later iterators read it from memory)."""
-        epoch = self.cache_rows or self._epoch_rows()
-        need = int((epoch or len(self.check.epochs[0].examples)) * 1.05) + 1
-        seen, start = 0, time.perf_counter()
-        while seen < need:
-            seen += arm.call()[0]
-        arm.release()
-        self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
-
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original (when a second worker process follows, it does,
         unless the combination fills a cache); give the combination's Rewrite."""
-        from pipebench.diagnose.rewrites import Candidate, compose
+        from pipebench.diagnose.rewrites import Proposal, compose
 
         transforms = [c.transform for c, _ in kept if c.transform]
         options = {k: v for c, _ in kept for k, v in c.options.items()}
         self.transforms["combined: " + " + ".join(c.name for c, _ in kept)] = transforms
         semantics = "; ".join(c.semantics for c, _ in kept if c.semantics) or None
-        combined = Candidate("combined: " + " + ".join(c.name for c, _ in kept), "combined", None,
+        combined = Proposal("combined: " + " + ".join(c.name for c, _ in kept), "combined", None,
                              "every kept rewrite", "; ".join(c.change for c, _ in kept), semantics, True,
                              (lambda steps: compose(transforms, steps)) if transforms else None, options,
                              fills_cache=any(c.fills_cache for c, _ in kept), parts=tuple(c.name for c, _ in kept))
@@ -677,8 +430,6 @@ class Diagnoser:
             self.log("measuring the combination beside the original")
             gain = self.gains(original, [arm])[arm.name]
         return rewrite_verdict(combined, self.steps, gain, found)
-
-    # --- beside it: the profiler, training, the parameters ------------------------------------------------------
 
     def _profiler(self, bottleneck: int):
         from pipebench.diagnose.profiler import profile
@@ -726,38 +477,6 @@ class Diagnoser:
             terms.append(TrainTerms(label, f.throughput, f.synthetic, f.slowdown, f.waiting))
         return Train(trainer.model, trainer.why, tuple(terms)), None
 
-    def _build_rewrite(self, rewrite: Rewrite):
-        """Give a kept rewrite's pipeline as measured: its steps with the user's large buffers capped as the
-        original's (without steps, the user's pipeline with its options)."""
-        from pipebench.diagnose.replay import replay
-
-        if not rewrite.steps:
-            return self._build([], rewrite.options)
-        steps = capped(rewrite.steps, self.walked.stages, self.pass_elements is not None)[0]
-        if self.first_pass:  # measured as the original is: its first pass
-            steps = first_pass(steps, self.walked.stages)
-        return replay(steps, self.walked, rewrite.options)
-
-
-def _machine_meter() -> Callable[[], Machine]:
-    """Start reading how busy the machine is; give what reads it from then on (records.Machine): other processes'
-    CPU (the worker's own tree is not other: pipebench.measure.cpu_clock) and the hypervisor's steal."""
-    from pipebench.config import resolve_block
-    from pipebench.measure.cpu_clock import process_tree_cpu_sec
-    from pipebench.measure.sampler import OthersCpu, steal_cpu_sec
-
-    threshold = float(resolve_block("measurement", {})["busy_other_cpu_pct"])
-    others, stolen, start = OthersCpu(process_tree_cpu_sec), steal_cpu_sec(), time.monotonic()
-
-    def read() -> Machine:
-        steal = 100.0 * (steal_cpu_sec() - stolen) / max(time.monotonic() - start, 1e-9)
-        # the steal is in the machine's busy time, but where a kernel charges stolen time to the task that was
-        # running, it is in the worker's own CPU too and the difference hides it (benchmarks/diagnose.py read
-        # others 8% of a vCPU beside a steal of 10%): at least the steal
-        pct = max(others.pct(), steal)
-        return Machine(round(pct, 1), round(steal, 1), threshold, pct > threshold)
-    return read
-
 
 def _upgrade(upgraded):
     from pipebench.diagnose.records import Upgrade
@@ -786,30 +505,6 @@ def _prefix_rounds(rounds: int) -> int:
     return max(2, min(rounds, max(3, rounds - PREFIX_ROUNDS_LESS)))
 
 
-def _last_outer(stages: list[Stage]) -> int:
-    return max(i for i, s in enumerate(stages) if s.inside is None)
-
-
-@contextlib.contextmanager
-def _quiet(tf) -> Iterator[None]:
-    """Keep TensorFlow's Python warnings (autograph's, retracing) out of the worker's stderr for a block."""
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel("ERROR")
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
-def _element_text(spec: Any) -> str:
-    from pipebench.diagnose.content import component_names
-    import tensorflow as tf
-
-    return ", ".join(f"{name}: {leaf.dtype.name}{list(leaf.shape) if leaf.shape.rank is not None else '[?]'}"
-                     for name, leaf in zip(component_names(spec), tf.nest.flatten(spec)))
-
-
 #: What the worker keeps until it exits: dropping a TensorFlow iterator waits for its threads to wind down, and the
 #: iterators of a diagnosis's arms took 30-110 s so, between its answer and the file that holds it.
 _KEPT: list = []
@@ -829,25 +524,25 @@ def main(argv: list[str]) -> int:
     diagnoser = Diagnoser(request, log)
     _KEPT.append(diagnoser)  # its pipelines end with the process (os._exit), not torn down one by one (Arm.close)
     try:
-        outcome = Outcome(diagnoser.run(), None, None)
+        outcome = Answer(diagnoser.run(), None, None)
     except UsageError as err:
-        outcome = Outcome(None, str(err), "usage")
+        outcome = Answer(None, str(err), "usage")
     except PipebenchError as err:
-        outcome = Outcome(None, str(err), "data")
+        outcome = Answer(None, str(err), "data")
     except Exception as err:  # pipebench's own fault: one line, the traceback on stderr
         from pipebench.errors import failure_reason
 
         traceback.print_exc()
-        outcome = Outcome(None, f"the diagnosis failed: {failure_reason(err, 240)}", "failed")
+        outcome = Answer(None, f"the diagnosis failed: {failure_reason(err, 240)}", "failed")
     if outcome.error is not None and scratch_is_full():  # what failed then is pipebench's room, not the user's code
-        outcome = Outcome(None, out_of_room(), "failed")
+        outcome = Answer(None, out_of_room(), "failed")
     try:
         atomic_write_json(result_path, outcome.to_json(), allow_nan=False)
     except (TypeError, ValueError) as err:  # a value pipebench cannot write is pipebench's fault, not the user's
         from pipebench.errors import failure_reason
 
         traceback.print_exc()
-        atomic_write_json(result_path, Outcome(None, f"pipebench could not write the diagnosis's answer for its "
+        atomic_write_json(result_path, Answer(None, f"pipebench could not write the diagnosis's answer for its "
                                                      f"parent process: {failure_reason(err, 200)}", "failed").to_json())
     return 0
 

@@ -74,9 +74,9 @@ class Arm:
         self.epochs_renewed = 0
         self.windows_since_start = 0  # timed windows since its iterator started (`restart` says why it counts)
         # its calls are whole passes, each from a fresh start (steps set to a pass's elements or more): a window is
-        # whole passes, their start included, and there is nothing banked to settle (pipebench.diagnose.rounds)
+        # whole passes, their start included, and there is nothing banked to settle (pipebench.measure.rounds)
         self.whole_passes = False
-        # False: its kept iterator is not restarted every few windows (pipebench.diagnose.rounds), since a fresh one
+        # False: its kept iterator is not restarted every few windows (pipebench.measure.rounds), since a fresh one
         # would refill large shuffle buffers first (babyweight's 512,000 rows: 16 s each restart)
         self.restarts = True
         # when the last round `measure` timed it in ended (CLOCK_MONOTONIC, as the manager's samples): an arm that

@@ -49,6 +49,7 @@ from pipebench.errors import PipebenchError, UnavailableError, UserCodeError, fa
 from pipebench.measure import stats
 from pipebench.measure.cpu_clock import process_tree_cpu_sec
 from pipebench.measure.figures import verdict_basis
+from pipebench.measure.loops import element_bytes, examples_counter, input_loop, train_arms
 from pipebench.measure.sampler import OthersCpu
 from pipebench.measure.trial import TrialRecord, TrialSpec, TrialStatus, measured_with, together
 from pipebench.measure.windows import Arm, Loop, Timing, arm_fields, measure, profiled_window, wind_down
@@ -80,44 +81,6 @@ def _inject(fault: str | None) -> None:
                 hog[-1][i] = 1
     elif fault is not None:
         raise PipebenchError(f"unknown fault {fault!r}")
-
-
-def examples_counter(tf, spec) -> Callable:
-    """Give count(element) → int64 examples in one element of the spec's dataset or of any prefix of it.
-
-    A decoded element counts its labels (one, or a batch's); an undecoded one its records (one, or a
-    batch's), and a packed record the rows its bytes hold.
-    """
-    row_bytes = 4 * (1 + 2 * spec.source.field_size)
-
-    def count(element):
-        if isinstance(element, tuple):
-            return tf.size(element[1], out_type=tf.int64)
-        if spec.source.format == "packed":
-            return tf.cast(tf.reduce_sum(tf.strings.length(element)), tf.int64) // row_bytes
-        return tf.size(element, out_type=tf.int64)
-    return count
-
-
-def input_loop(tf, count: Callable, per_step: int = 1):
-    """Give the input arm's loop: count examples inside a tf.function, no per-batch Python work.
-
-    `per_step` > 1: each element stands for that many (the shard(K, 0) sink of a prefix; pipebench.pipeline.prefixes).
-    """
-    @tf.function
-    def run(iterator, steps):
-        examples = tf.constant(0, tf.int64)
-        for _ in tf.range(steps):
-            element = iterator.get_next_as_optional()
-            if not element.has_value():
-                break
-            examples += count(element.get_value()) * per_step
-        return examples
-
-    def loop(iterator, steps: int) -> tuple[int, float]:
-        return int(run(iterator, tf.constant(steps, tf.int64))), 0.0
-
-    return loop
 
 
 def run_trial(trial: TrialSpec, on_window: Callable[[int, float], None] | None = None,
@@ -323,17 +286,6 @@ def _train_arms(tf, trial: TrialSpec, pipelines: list[UnderTest],
     return train_device(model), loop, arms, first
 
 
-def train_arms(tf, loop: Loop, pipelines: list[tuple[str, Any, bool]]) -> tuple[list[Arm], Any]:
-    """Give a train arm per pipeline (name, the dataset the step takes, releasable) and the synthetic arm: the same
-    step on the first pipeline's first batch served from memory, forever (the compute ceiling, timed once beside
-    them all); and that batch. Trials and pipebench diagnose's train terms time the same arms."""
-    first = next(iter(pipelines[0][1]))
-    batch = tf.data.Dataset.from_tensors(first).repeat()
-    arms = [Arm(name, lambda one=one: iter(one), loop, releasable=releasable, cpu_clock=process_tree_cpu_sec)
-            for name, one, releasable in pipelines]
-    return [*arms, Arm("synthetic", lambda: iter(batch), loop, cpu_clock=process_tree_cpu_sec)], first
-
-
 def _busy(m) -> Callable[[], bool]:
     """Give whether other processes have used more than `busy_other_cpu_pct` since now (from the warm-up on): a busy
     machine stops the rounds at `windows`."""
@@ -348,13 +300,6 @@ def _bytes_per_example(tf, spec, split_part) -> float | None:
         return None
     examples = int(examples_counter(tf, spec)(element))
     return element_bytes(tf, element) / examples if examples else None
-
-
-def element_bytes(tf, element) -> int:
-    """Give what an element holds in memory: strings by their length, other tensors by their size; a sparse or ragged
-    tensor by the components it is made of (its values and indices, not its dense shape)."""
-    return sum(int(tf.reduce_sum(tf.strings.length(t))) if t.dtype == tf.string else int(tf.size(t)) * t.dtype.size
-               for t in tf.nest.flatten(element, expand_composites=True))
 
 
 def _cold_pass(pipeline: UnderTest, loop, timing: Timing, warm_rate: float, batch_examples: int) -> dict:

@@ -1,8 +1,8 @@
-"""Rounds in one worker (pipebench.diagnose.rounds): every arm measured each round, pairs side by side in ABBA
+"""Rounds in one worker (pipebench.measure.rounds): every arm measured each round, pairs side by side in ABBA
 order, every iterator released after its window. Fake loops, no TensorFlow; nothing here reads a rate."""
 from __future__ import annotations
 
-from pipebench.diagnose.rounds import calibrate, interleaved_rounds, paired_rounds
+from pipebench.measure.rounds import calibrate, interleaved_rounds, paired_rounds
 from pipebench.measure.windows import Arm
 
 
@@ -50,7 +50,7 @@ def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
     """A kept iterator's autotuned prefetch buffers double what they may bank each window (Arm.restart): every
     RESTART_WINDOWS windows the arm starts a fresh one, setting the old aside for the caller to keep, and the window
     after a restart settles as a first one does (its buffers filled first)."""
-    from pipebench.diagnose import rounds
+    from pipebench.measure import rounds
 
     made: list[object] = []
 
@@ -84,7 +84,7 @@ def test_an_arm_whose_fresh_start_refills_large_buffers_is_not_restarted():
     base.restarts = False
     other = Arm("a", lambda: object(), lambda iterator, steps: (steps, 0.0), releasable=False, start=False)
     calibrate([base, other])
-    from pipebench.diagnose.rounds import RESTART_WINDOWS
+    from pipebench.measure.rounds import RESTART_WINDOWS
 
     paired_rounds(base, [other], rounds=RESTART_WINDOWS * 3, window_sec=0.001, settle_sec=0.0, settle_examples={},
                   seed=3)
@@ -106,7 +106,7 @@ def _banked_arm(banked_calls: int):
 def test_settle_reads_past_banked_rows_that_come_at_a_steady_rate():
     """Rows a user's big prefetch banked come from memory at a steady rate, so the rule that waits for the rate to
     stop falling stopped inside them; with the arm's earlier windows' rate, settle reads on until the bank is gone."""
-    from pipebench.diagnose.rounds import settle
+    from pipebench.measure.rounds import settle
 
     arm, left = _banked_arm(40)
     settle(arm, 0.05, 0)
@@ -119,7 +119,7 @@ def test_settle_reads_past_banked_rows_that_come_at_a_steady_rate():
 def test_only_an_undecided_comparison_that_shows_a_gain_is_measured_further():
     """After the first rounds: a decided comparison stops, and so does one whose mean shows no gain (real_longmao's
     prefetch 0.71x and parallel interleave 0.79x took two more rounds each of two windows)."""
-    from pipebench.diagnose.rounds import still_open
+    from pipebench.measure.rounds import still_open
     from pipebench.measure.trial import Window
 
     def pairs(*ratios):

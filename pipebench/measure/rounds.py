@@ -12,6 +12,15 @@ until it has drained what its buffers banked meanwhile (`settle`) — before the
 seconds are then the arm's own. A kept iterator starts afresh every RESTART_WINDOWS windows, since each window
 doubles what its autotuned prefetch buffers may bank (pipebench.measure.windows.Arm.restart). An arm that is
 released (a trial's) starts afresh every window. No TensorFlow import here: the arms are handed in.
+
+Two settle policies sit side by side here and in pipebench.measure.windows, for two kinds of comparison. A trial
+(`windows.measure`) compares a train arm with the ceiling of its own step: the pipeline must not run behind the
+ceiling's window (its threads would take the step's cores: lambdaji-libsvm's prefetch(500000) cut the ceiling by a
+third), so its iterator is released and one untimed settle window covers its fresh start, cheap beside a train step.
+These rounds compare input pipelines with each other at their own speed, where a fresh start is what would be timed
+(AUTOTUNE's first guess, every buffer filling: a per-example parser read half a plain loop's rate so): the arms keep
+their iterators, wait until the process is idle, and `settle` until drained. A released arm here (a trial's, or a
+prefix sunk through a shard) follows the trial's policy.
 """
 from __future__ import annotations
 

@@ -1,0 +1,244 @@
+"""The function under diagnosis, once loaded and walked, and how its pipelines are built and read: the original as
+measured (its large buffers capped, a cached one on the pass its training reads), its prefixes, a rewrite's pipeline
+(replayed steps with the rewrite's transforms), and each as an arm timed in paired rounds (pipebench.measure.rounds).
+The steps of a diagnosis that use them are pipebench.diagnose.worker's Diagnoser.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pipebench.diagnose.buffers import capped, fill_rows, first_pass, bytes_per_row, rows_per_element
+from pipebench.diagnose.records import Diagnosis, Request, Rewrite, Stage, Step
+from pipebench.diagnose.rows import rows_tensor
+from pipebench.measure.intervals import Interval
+
+#: A rewrite whose gain's interval at EARLY_CONFIDENCE already lies above or below 1 after this many rounds stops.
+EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
+#: An arm of single examples keeps its iterator from window to window when a fresh one reads this many rows or more
+#: before its shuffle buffers are full (Subject.input_arm).
+KEEP_FILL_ROWS = 10_000
+#: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
+PASS_MAX_SEC = 10.0
+
+
+class Subject:
+    """The function under diagnosis in this process (module docstring); `set_subject` gives it its pipeline."""
+
+    def __init__(self, request: Request, log: Callable[[str], None]) -> None:
+        import tensorflow as tf
+
+        self.tf, self.request = tf, request
+        self.started = time.monotonic()
+        self._log = log
+        self.seed = f"{request.function}:{request.name}"  # seeds every round order (pipebench.measure.round_order)
+        self.cores = len(os.sched_getaffinity(0))
+        self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
+        self.pass_elements: int | None = None  # set: the second worker's arms are whole passes of this many elements
+
+    def log(self, text: str) -> None:
+        process = " second worker process" if self.request.first else ""
+        self._log(f"[{time.monotonic() - self.started:5.1f} s{process}] {text}")
+
+    def set_subject(self, loaded, walked, steps: tuple[Step, ...]) -> None:
+        """Take the function under diagnosis, loaded and walked, and its replayable steps (empty: not replayable):
+        what every arm is built from. Both worker processes set it up here, once."""
+        self.loaded, self.walked, self.steps = loaded, walked, steps
+        self.batched = walked.stages[last_outer(walked.stages)].batched
+        self.transforms: dict[str, list] = {}  # by rewrite name: how it is built
+        self.measure_steps, self.notes = capped(steps, walked.stages)
+        self.first_pass, self.cache_rows, self.sample = False, None, None
+
+    def input_arm(self, name: str, dataset, batched: bool, fill: int = 0):
+        """Give an input arm over `dataset` (the trial worker's loop counting rows; single examples sunk through
+        shard(K, 0)); `fill`: the rows a fresh iterator reads before its shuffle buffers are full."""
+        from pipebench.measure.cpu_clock import process_tree_cpu_sec
+        from pipebench.measure.windows import Arm
+        from pipebench.measure.loops import input_loop
+        from pipebench.pipeline.prefixes import Element, sink_every
+
+        tf = self.tf
+        per_step = 1 if batched else sink_every(Element(True, 1, "one example"))
+        if per_step > 1:
+            dataset = dataset.repeat().shard(per_step, 0)
+        # An arm of batches keeps its iterator from window to window (pipebench.measure.rounds says why); one that
+        # sinks single examples starts afresh each window (its sink's buffer holds thousands of rows, which a kept
+        # iterator would refill behind every other arm's window), unless that refills shuffle buffers of KEEP_FILL_ROWS
+        # or more: real_tfrs_ranking_cache's prefixes past its shuffles of 100,000 rows settled 2-4 s before every
+        # 0.5 s window, refilling them, where a kept sink's buffer refilled behind others at 0.02-0.3 of a core (its
+        # settle drains what it banked). Either starts at its first call.
+        loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
+        arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and fill < KEEP_FILL_ROWS,
+                  cpu_clock=process_tree_cpu_sec, start=False)
+        arm.restarts = fill < KEEP_FILL_ROWS
+        return self._as_passes(arm)
+
+    def _as_passes(self, arm):
+        """Make `arm`'s calls whole passes when the second worker measures them so (`_whole_passes`)."""
+        if self.pass_elements is not None:
+            arm.steps, arm.whole_passes, arm.releasable = self.pass_elements + 1, True, False
+        return arm
+
+    def gains(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
+              still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, Interval]:
+        """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
+        arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
+        the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
+        (pipebench.measure.rounds.still_open); its 95% interval is from those rounds.
+        `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
+        `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
+        `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
+        from pipebench.measure.rounds import calibrate, gain, paired_rounds, still_open
+
+        calibrate([original, *arms])
+        r = self.request
+        fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
+        settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
+        first = min(EARLY_ROUNDS, r.rounds)
+        pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
+        still = still or {}
+        open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
+                                             else still_open(pairs[arm.name], EARLY_CONFIDENCE))]
+        if open_arms and r.rounds > first and extend:
+            if len(open_arms) < len(arms):
+                self.log(f"decided after {first} rounds, or no gain seen: "
+                         + ", ".join(a.name for a in arms if a not in open_arms))
+            more = paired_rounds(original, open_arms, r.rounds - first, r.window_sec, r.settle_sec, settle,
+                                 self.seed, self.log, first_round=first)
+            for name, found in more.items():
+                pairs[name] += found
+        self.parked += [it for arm in [original, *arms] for it in arm.close()]
+        self.base_windows = [base for found in pairs.values() for base, _ in found]
+        self.pairs = pairs
+        return {name: gain(found) for name, found in pairs.items()}
+
+    def _whole_passes(self, first: Diagnosis) -> None:
+        """Measure a one-pass pipeline as whole passes, their start included, when its measured steps leave out what
+        makes its start (a shuffle's fill, a take) and a pass ends within PASS_MAX_SEC: then its start is a share
+        of every pass training makes. real_tfrs_ranking_cache (shuffle(100,000) → take(80,000) → shuffle(100,000))
+        reads 180,000 rows to hand on 80,000: its steady rate, 45,181 rows/s, was 2.1× what a pass gives
+        (2026-12-02)."""
+        from pipebench.diagnose.replay import replay
+
+        whole = first_pass(capped(first.steps, self.walked.stages, whole_passes=True)[0], self.walked.stages)
+        if whole == self.measure_steps:
+            return
+        iterator, count, began = iter(replay(whole, self.walked)), 0, time.perf_counter()
+        self.parked.append(iterator)
+        for _ in iterator:
+            count += 1
+            if time.perf_counter() - began > PASS_MAX_SEC:
+                return
+        self.measure_steps, self.pass_elements = whole, count
+        self.log(f"a pass: {count:,} elements in {time.perf_counter() - began:.1f} s; its start (a shuffle's fill, "
+                 "a take) is part of every pass, so the whole pipeline is measured in whole passes")
+
+    def _prefix(self, end: int):
+        """Give the prefix of the pipeline up to stage `end` as it is measured (capped buffers replayed)."""
+        from pipebench.diagnose.replay import replay
+
+        stages = self.walked.stages
+        if self.measure_steps == self.steps or not self.steps:
+            return self.walked.prefix(end)
+        stage = stages[end]
+        if stage.inside is None:
+            upto = tuple(s for s in self.measure_steps if s.origin is None or s.origin <= end)
+            return replay(upto, self.walked)
+        return self.walked.prefix(end)  # inside an interleave's function: its own buffers, as written
+
+    def _original(self):
+        """Give the original pipeline as it is measured."""
+        from pipebench.diagnose.replay import replay
+
+        return replay(self.measure_steps, self.walked) if self.steps and self.measure_steps != self.steps \
+            else self.walked.root
+
+    def _bytes_per_row(self, end: int) -> float | None:
+        """Give what a row holds in memory after stage `end` (pipebench.diagnose.buffers.bytes_per_row)."""
+        return bytes_per_row(self.tf, self._prefix(end), self.walked.stages[end].batched)
+
+    def _fill_own_cache(self) -> None:
+        """Complete the user's own cache, if the pipeline has one, through its prefix: every prefix and the root
+        share it (one cache per dataset), so windows measure the steady state, epochs served from memory. At most
+        CACHE_FILL_BUDGET_SEC: a cache an epoch of which takes longer is left unfilled (an abandoned cache keeps
+        nothing), and the figures say so."""
+        from pipebench.diagnose.rewrites import CACHE_FILL_BUDGET_SEC
+
+        self.cache_rows = None
+        stages = [s for s in self.walked.stages if s.inside is None]
+        caches = [s.index for s in stages if s.kind == "cache"]
+        if not caches or any(s.kind == "repeat" for s in stages if s.index < caches[0]):
+            return
+        start, count = time.perf_counter(), 0
+        tf = self.tf
+        ones = self.walked.prefix(caches[0]).map(lambda *e: tf.constant(1, tf.int64)).batch(4096)
+        for counted in ones:  # 4,096 elements a Python step
+            count += int(counted.shape[0])
+            if time.perf_counter() - start > CACHE_FILL_BUDGET_SEC:
+                self.notes[caches[0]] = (f"its cache was not filled: an epoch takes more than "
+                                         f"{CACHE_FILL_BUDGET_SEC:.0f} s to read ({count:,} elements read); the figures "
+                                         "include reading through it")
+                self.log(f"stage {caches[0]}: {self.notes[caches[0]]}")
+                return
+        self.cache_rows = count * rows_per_element(self.walked.stages, self.walked.stages[caches[0]])
+        self.log(f"its cache filled: {count:,} elements in {time.perf_counter() - start:.1f} s")
+
+    def _build(self, transforms: list, options: dict[str, Any]):
+        """Give the pipeline as measured with `transforms` and `options` applied (None when they do not compose)."""
+        from pipebench.diagnose.replay import options_of, replay
+        from pipebench.diagnose.rewrites import compose
+
+        if not self.steps or (not transforms and self.measure_steps == self.steps):  # as `_original` builds it
+            root = self.walked.root
+            return root.with_options(options_of(options)) if options else root
+        steps = compose(transforms, self.measure_steps)
+        return None if steps is None else replay(steps, self.walked, options)
+
+    def _epoch_rows(self) -> float | None:
+        """Give the rows one epoch holds: the data files' bytes over the sample's bytes per row (None: unknown)."""
+        sample = self.sample
+        if sample is None or sample.compressed or not sample.rows or not sample.bytes:
+            return None
+        return sample.data_bytes / (sample.bytes / sample.rows)
+
+    def _rewrite_arm(self, c):
+        """Give an arm over candidate `c`'s pipeline, its cache filled where it has one to fill, and its dataset."""
+        dataset = self._build(self.transforms[c.name], c.options)
+        arm = self.input_arm(c.name, dataset, self.batched)
+        if c.fills_cache or (self._own_cache and self.cache_rows is not None):
+            self._fill(arm)
+        return arm, dataset
+
+    @property
+    def _own_cache(self) -> bool:
+        """Whether the user's pipeline caches: a replayed rewrite has a cache of its own to fill."""
+        return any(stage.kind == "cache" for stage in self.walked.stages)
+
+    def _fill(self, arm) -> None:
+        """Run a cached arm past one epoch so its cache is complete (later iterators read it from memory)."""
+        epoch = self.cache_rows or self._epoch_rows()
+        need = int((epoch or len(self.check.epochs[0].examples)) * 1.05) + 1
+        seen, start = 0, time.perf_counter()
+        while seen < need:
+            seen += arm.call()[0]
+        arm.release()
+        self.log(f"cache filled: {seen:,} rows in {time.perf_counter() - start:.1f} s")
+
+    def _build_rewrite(self, rewrite: Rewrite):
+        """Give a kept rewrite's pipeline as measured: its steps with the user's large buffers capped as the
+        original's (without steps, the user's pipeline with its options)."""
+        from pipebench.diagnose.replay import replay
+
+        if not rewrite.steps:
+            return self._build([], rewrite.options)
+        steps = capped(rewrite.steps, self.walked.stages, self.pass_elements is not None)[0]
+        if self.first_pass:  # measured as the original is: its first pass
+            steps = first_pass(steps, self.walked.stages)
+        return replay(steps, self.walked, rewrite.options)
+
+
+def last_outer(stages: list[Stage]) -> int:
+    """Give the index of the last stage of the outer chain (the root's)."""
+    return max(i for i, s in enumerate(stages) if s.inside is None)
