@@ -355,7 +355,7 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
         module = _write_module(found, rewrite, work / f"{layout}-{name}-{rewrite.kind}-{rewrite.stage}", name)
         if module is None:
             row["kept"].append({"rewrite": rewrite.name, "gain": rewrite.gain.text(".2f", unit="×"), "low":
-                                rewrite.gain.low, "again": "no module", "reproduces": False, "same_rows": False,
+                                rewrite.gain.low, "again": "no module", "reproduces": False, "same_rows": None,
                                 "exported": None})
             continue
         same = _child("content", str(path_of(name)), str(module), json.dumps(kwargs))
@@ -492,7 +492,7 @@ def main() -> None:
             continue
         kept = "; ".join(f"{k['rewrite']} {k['gain']}; {k['again']}"
                          + (f" ({k['exported']:.2f})" if k.get("exported") else "")
-                         + ("" if k["same_rows"] else ", ROWS DIFFER") for k in row["kept"]) or "none"
+                         + ("" if k["same_rows"] is not False else ", ROWS DIFFER") for k in row["kept"]) or "none"
         best_text = f"{row['best']['text']} ({row['best']['format']})" if row["best"] else "—"
         check = {True: "agrees", False: "DISAGREES", None: "inconclusive", "absent": "—"}[row["self_check"]]
         print(f"| {row['name']} | {row['layout']} | {row['seconds']:.0f} | {_machine(row)} | {row['rate_ratio']:.2f} "
