@@ -18,7 +18,7 @@ from report_fixtures import (
 import pipebench.results as results
 from pipebench.capacity.model import TRANSFER_ASSUMPTION
 from pipebench.catalog import load_catalog
-from pipebench.report.checklist import service_workers
+from pipebench.report.service_sizing import service_workers
 from pipebench.report.checklist_markdown import to_markdown
 from pipebench.report.ranking import ranking
 from pipebench.report.checklist_records import CHECKLIST_VERSION, Checklist

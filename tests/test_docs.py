@@ -74,13 +74,15 @@ def test_the_generator_imports_no_tensorflow():
 
 
 def _rule_ids() -> set[str]:
-    """Give every checklist item id the code can emit: the first argument of each `_item(...)` call, and the
-    migration notes' ids."""
+    """Give every checklist item id the code can emit: the first argument of each `_item(...)` or `Item(...)` call,
+    and the migration notes' ids."""
     from pipebench.report.checklist import MIGRATION
 
-    tree = ast.parse((ROOT / "pipebench" / "report" / "checklist.py").read_text())
-    found = {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and getattr(node.func, "id", None) == "_item" and isinstance(node.args[0], ast.Constant)}
+    found = set()
+    for module in ("checklist.py", "service_sizing.py"):  # the rules, and the service sizing's item
+        tree = ast.parse((ROOT / "pipebench" / "report" / module).read_text())
+        found |= {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and getattr(node.func, "id", None) in ("_item", "Item") and isinstance(node.args[0], ast.Constant)}
     return found | {note.id for note in MIGRATION}
 
 

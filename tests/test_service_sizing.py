@@ -100,7 +100,7 @@ def test_the_checklist_item_passes_only_when_the_worst_corner_needs_no_worker(ro
     ceiling" when no trial measured the local pipeline, and on the mean count alone."""
     from types import SimpleNamespace
 
-    from pipebench.report.checklist import service_workers
+    from pipebench.report.service_sizing import service_workers
     from pipebench.typed import to_json
 
     item = to_json(service_workers([SimpleNamespace(rows=rows)]))

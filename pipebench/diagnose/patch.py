@@ -210,27 +210,7 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
             continue
         if step.kind == "batch" and position + 1 < len(steps) and steps[position + 1].origin is not None \
                 and original[steps[position + 1].origin].kind == "map" and step.origin > steps[position + 1].origin:
-            # the batch moved before the map it followed: the map's call is removed where it was (and a prefetch of
-            # single examples the rewrite drops between them), and written after the batch's, with what the rewrite
-            # adds right after it
-            map_step = steps[position + 1]
-            batch_node, map_node = p.call(step.origin), p.call(map_step.origin)
-            function = p.function_text(map_step, map_node) if map_step.function != original[map_step.origin].function \
-                else p.segment(_function_arg(map_node))
-            args = "".join(f", {name}={_value(value)}" for name, value in map_step.args.items()
-                           if name != "libsvm" and value is not None)
-            added, after = "", position + 2
-            while after < len(steps) and steps[after].origin is None:
-                added += f".{steps[after].kind}({_insert_args(steps[after])})"
-                skip.add(after)
-                after += 1
-            kept = {s.origin for s in steps}
-            for dropped in [s.origin for s in found.steps if map_step.origin < (s.origin or -1) < step.origin
-                            and s.kind == "prefetch" and s.origin not in kept]:
-                node = p.call(dropped)
-                p.edits.append(_Edit(p.end(node.func.value), p.end(node), ""))
-            p.edits.append(_Edit(p.end(map_node.func.value), p.end(map_node), ""))
-            p.edits.append(_Edit(p.end(batch_node), p.end(batch_node), f".map({function}{args}){added}"))
+            _move_map_after_batch(p, found, steps, position, skip)
             skip.add(position + 1)
             moved_batches.add(step.origin)
             previous_origin = step.origin
@@ -253,7 +233,39 @@ def patched_text(found: Diagnosis, rewrite: Rewrite, text: str, converted: bool 
             for name, value in changed:
                 p.set_arg(node, name, _value(value))
         previous_origin = step.origin
-    options = rewrite.options
+    return _applied(p, found, rewrite.options, text, moved_batches)
+
+
+def _move_map_after_batch(p: _Patcher, found: Diagnosis, steps: tuple[Step, ...], position: int,
+                          skip: set[int]) -> None:
+    """Write the batch at `position` before the map it followed: the map's call is removed where it was (and a
+    prefetch of single examples the rewrite drops between them), and written after the batch's, with what the
+    rewrite adds right after it (those steps' positions join `skip`)."""
+    original = {s.origin: s for s in found.steps}
+    step = steps[position]
+    map_step = steps[position + 1]
+    batch_node, map_node = p.call(step.origin), p.call(map_step.origin)
+    function = p.function_text(map_step, map_node) if map_step.function != original[map_step.origin].function \
+        else p.segment(_function_arg(map_node))
+    args = "".join(f", {name}={_value(value)}" for name, value in map_step.args.items()
+                   if name != "libsvm" and value is not None)
+    added, after = "", position + 2
+    while after < len(steps) and steps[after].origin is None:
+        added += f".{steps[after].kind}({_insert_args(steps[after])})"
+        skip.add(after)
+        after += 1
+    kept = {s.origin for s in steps}
+    for dropped in [s.origin for s in found.steps if map_step.origin < (s.origin or -1) < step.origin
+                    and s.kind == "prefetch" and s.origin not in kept]:
+        node = p.call(dropped)
+        p.edits.append(_Edit(p.end(node.func.value), p.end(node), ""))
+    p.edits.append(_Edit(p.end(map_node.func.value), p.end(map_node), ""))
+    p.edits.append(_Edit(p.end(batch_node), p.end(batch_node), f".map({function}{args}){added}"))
+
+
+def _applied(p: _Patcher, found: Diagnosis, options: dict, text: str, moved_batches: set[int]) -> str:
+    """Give `text` with the patcher's edits made and its helpers appended, the rewrite's `options` set on the root
+    call; NoPatch when two edits overlap or nothing changes."""
     if options:
         root = p.call(len(found.stages) - 1)
         if len(found.stages) - 1 in moved_batches:

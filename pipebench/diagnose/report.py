@@ -176,6 +176,12 @@ def _whole(found: Diagnosis) -> str:
 def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | None = None) -> str:
     """Give diagnosis.md; `made`: what the export wrote beside it (pipebench.diagnose.export), `patch_name` the
     name of the patch of the user's file, when it wrote one."""
+    return "\n".join([*_header(found), *_pipeline_section(found), *_time_section(found), *_rewrites_section(found),
+                      *_train_section(found), *_module_section(found, made, patch_name)]) + "\n"
+
+
+def _header(found: Diagnosis) -> list[str]:
+    """Give the opening: the call, the machine, the self-check or its disagreement, passes, TF1 notes."""
     out = [f"# Diagnosis of `{Path(found.function.rpartition(':')[0]).name}:{found.function.rpartition(':')[2]}`",
            "",
            f"`{found.function}{found.signature}` called with "
@@ -206,6 +212,12 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
                 "(below). Your file is unchanged.", ""]
     for said in found.ignored_calls:
         out += [f"Ignored: {said}: pipebench runs eagerly, as TensorFlow 2 does.", ""]
+    return out
+
+
+def _pipeline_section(found: Diagnosis) -> list[str]:
+    """Give '## The pipeline': its calls, element, options and the stage table."""
+    out: list[str] = []
     out += ["## The pipeline", "", "```python", *pipeline_text(found.stages), "```", "",
             f"Elements: {found.element}.", ""]
     for index, note in found.inner_notes.items():
@@ -222,6 +234,12 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
                    f"{'; '.join(s.tf_does) or '—'} |")
     if found.replay_note:
         out += ["", f"Rewrites that change stages are not tried: {found.replay_note}."]
+    return out
+
+
+def _time_section(found: Diagnosis) -> list[str]:
+    """Give '## Where the time goes': the prefixes' costs, the whole figure, the bottleneck, the profiler."""
+    out: list[str] = []
     neck = found.stages[found.bottleneck]
     out += ["", "## Where the time goes", "",
             "Each prefix of the pipeline (its source up to a stage, the root's options applied; a stage inside an "
@@ -247,6 +265,12 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
         out += ["**Large buffers** (what they hold, and how long filling them takes; measured capped where said):", ""]
         out += [f"- {_buffer(found, b)}" for b in found.buffers]
         out += [""]
+    return out
+
+
+def _rewrites_section(found: Diagnosis) -> list[str]:
+    """Give '## Rewrites': each measured or named, and the kept ones together."""
+    out: list[str] = []
     out += ["## Rewrites", "",
             "Each measured against the original in the same interleaved rounds (gain: rewrite / original, 95% "
             "interval); kept only when the interval lies above 1, then again, with the combination, beside the "
@@ -265,6 +289,12 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
     if found.combined is not None:
         c = found.combined
         out += ["", "### The kept rewrites together", "", f"{c.name}: gain {_gain(c)}; {_content(c)}; {c.verdict}."]
+    return out
+
+
+def _train_section(found: Diagnosis) -> list[str]:
+    """Give '## In train terms'."""
+    out: list[str] = []
     out += ["", "## In train terms", ""]
     if found.train is None:
         out.append(f"Not measured: {found.train_note}.")
@@ -276,6 +306,12 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
             out.append(f"| {t.pipeline} | {_interval(t.train_rows_per_sec)} | "
                        f"{_interval(t.ceiling_rows_per_sec)} | {_interval(t.slowdown, '.0%')} | "
                        f"{_interval(t.waiting, '.0%')} |")
+    return out
+
+
+def _module_section(found: Diagnosis, made: Export | None, patch_name: str | None) -> list[str]:
+    """Give '## The rewritten module': what the export wrote, or why nothing, and the change call by call."""
+    out: list[str] = []
     chosen = best(found)
     out += ["", "## The rewritten module", ""]
     if made is not None and made.module is not None:
@@ -290,7 +326,7 @@ def to_markdown(found: Diagnosis, made: Export | None = None, patch_name: str | 
         out.append(f"None written: {made.why_not if made is not None else 'no rewrite was kept'}.")
     if chosen is not None and chosen.steps:
         out += ["", "What changes, call by call:", "", "```python", *_changes(found, chosen), "```"]
-    return "\n".join(out) + "\n"
+    return out
 
 
 def _changes(found: Diagnosis, chosen: Rewrite) -> list[str]:

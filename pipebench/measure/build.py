@@ -111,16 +111,7 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
     hook, source_note = open_hook(reading, settings)
 
     packed = source.format == "packed"
-    if source.format == "libsvm":
-        decode_batch = libsvm_decoder(source.field_size)
-        decode_one = scalar_decoder(decode_batch)
-    elif source.format == "tfrecord":
-        decode_batch = example_decoder(source.field_size, single=False)
-        decode_one = example_decoder(source.field_size, single=True)
-    else:
-        decode_batch = packed_decoder(source.field_size, source.rows_per_record)
-        decode_one = lambda record: decode_batch(tf.expand_dims(record, 0))  # noqa: E731 — rows of one record
-
+    decode_batch, decode_one = _decoders(source)
     interleaved = "interleave" in spec.kinds
     if reading == "pipe":
         dataset = pipe_records(source, settings["pipe"])
@@ -168,3 +159,14 @@ def build(spec: PipelineSpec, sources: dict | None = None, stages: int | None = 
             dataset = dataset.prefetch(_tf(stage["buffer_size"]))
     dataset, unsupported = apply_options(dataset, dict(spec.options.settings))
     return Built(dataset, files, unsupported, hook, source_note, split_part)
+
+
+def _decoders(source: Source) -> tuple[Callable, Callable]:
+    """Give the source format's decoders: of a batch of records, and of one record (a packed record: its rows)."""
+    if source.format == "libsvm":
+        decode_batch = libsvm_decoder(source.field_size)
+        return decode_batch, scalar_decoder(decode_batch)
+    if source.format == "tfrecord":
+        return example_decoder(source.field_size, single=False), example_decoder(source.field_size, single=True)
+    decode_batch = packed_decoder(source.field_size, source.rows_per_record)
+    return decode_batch, lambda record: decode_batch(tf.expand_dims(record, 0))

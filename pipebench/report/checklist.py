@@ -1,4 +1,5 @@
-"""The pre-migration checklist: rules over measured configurations, a cost-per-epoch ranking, TF1→TF2 notes.
+"""The pre-migration checklist: rules over measured configurations, a cost-per-epoch ranking
+(pipebench.report.ranking), the service sizing (pipebench.report.service_sizing), TF1→TF2 notes.
 
 JSON (`--format json`): the `Checklist` record (pipebench.report.checklist_records; its keys are in
 docs/reference/results-format.md). Projections are linear per-core scaling from the nearest measured
@@ -24,20 +25,16 @@ from pipebench.errors import PipebenchError
 from pipebench.measure.figures import SLOWDOWN
 from pipebench.measure.intervals import Interval
 from pipebench.pipeline.function import FUNCTION_ORDERING, data_files
-from pipebench.report.checklist_records import (CHECKLIST_VERSION, Checklist, Item, MigrationNote)
+from pipebench.report.checklist_records import CHECKLIST_VERSION, MORE_ROUNDS, Checklist, Item, MigrationNote
 from pipebench.results.configurations import Configuration, configurations, paired_ratio, ranked
 from pipebench.report.ranking import BUSY, ranking
-from pipebench.report.service_sizing import FORMULA, client_ceiling, sizings
+from pipebench.report.service_sizing import service_workers
 from pipebench.report.tables import ENV_COLUMNS, decode_style, fastest_by
 from pipebench.results.configurations import fastest
 from pipebench.report.verdicts import FIGURE, meaning, trainer_text
 from pipebench.results import RunResults
 from pipebench.results.trial_row import TrialRow
 
-STATUSES = ("PASS", "WARN", "FAIL", "N/A")
-#: What to do when an interval cannot decide: more rounds narrow it.
-MORE_ROUNDS = ("add repeats (measurement.repeats) or raise the round cap (measurement.max_windows) and measure "
-               "again before deciding")
 
 
 def _item(id_: str, title: str, status: str, evidence: dict, advice: str) -> Item:
@@ -549,48 +546,6 @@ def input_sharding(runs: list[RunResults]) -> dict:
                  f"FILE measured slower here ({what}): uneven files leave a worker waiting at the end of each epoch "
                  "(examples per worker: " + ", ".join(map(str, file.examples_per_worker)) + "); make the files even "
                  "before choosing DATA, which reads everything on every worker. " + SHARDED_BY_S3_KEY)
-
-
-def service_workers(runs: list[RunResults]) -> dict:
-    """Give the service sizing (the checklist's `service` entry, apart from the rules: it applies only to runs
-    that measured the service): how many tf.data service workers would feed the model, by FastFlow's formula."""
-    title = "Service workers to feed the model"
-    found, ceilings = [], []
-    for run in runs:
-        rows = run.rows
-        found += sizings(rows)
-        ceiling = client_ceiling(rows)
-        if ceiling:
-            ceilings.append({"mb_per_sec": ceiling[0], "at": ceiling[1]})
-    usable = [s for s in found if not s.unavailable]
-    if not usable:
-        why = found[0].unavailable if found else "no input trial through the service with one worker"
-        return _item("service_workers", title, "N/A", {"client_ceiling": ceilings}, f"unavailable: {why}.")
-    evidence = {"formula": FORMULA, "client_ceiling": ceilings, "pipelines": [
-        {"pipeline": s.name, "ceiling": s.ceiling.text(), "one_worker": s.one_worker.text(),
-         "local": s.local.text() if s.local else None,
-         "beside_local": s.beside_local.text() if s.beside_local else None, "all_remote": s.all_remote.text()}
-        for s in usable]}
-    with_local = [s for s in usable if s.beside_local]
-    if not with_local:
-        return _item("service_workers", title, "N/A", evidence,
-                     "unavailable: no file-mode trial measured the local pipeline (L), so the workers needed beside it "
-                     "are not known; the counts with everything through the service are in the evidence.")
-    needed = [s for s in with_local if s.beside_local.mean > 0]
-    if not needed:
-        undecided = [s for s in with_local if s.beside_local.worst is None or s.beside_local.worst > 0]
-        if undecided:
-            top = undecided[0]
-            return _item("service_workers", title, "WARN", evidence,
-                         f"Inconclusive: {top.name} needs {top.beside_local.text()} service workers beside the local "
-                         f"pipeline (best–worst over the 95% intervals): {MORE_ROUNDS}.")
-        return _item("service_workers", title, "PASS", evidence,
-                     "The local pipeline reaches the compute ceiling even at the worst corner of the 95% intervals: "
-                     "no service workers needed.")
-    top = max(needed, key=lambda s: s.beside_local.mean)
-    return _item("service_workers", title, "WARN", evidence,
-                 f"{top.name}: {top.beside_local.text()} service workers beside the local pipeline would feed the "
-                 "model (best–worst over the 95% intervals); check the client-side ceiling before adding more.")
 
 
 RULES: tuple[Callable[[list[RunResults]], Item], ...] = (

@@ -17,6 +17,9 @@ from pipebench.typed import to_json
 #: `gain`/`gain_low`/`gain_high`, `examples_per_sec_low`/`_high` beside the mean, and others); `basis` gone
 #: (the list a row is in says it); the version key is `schema_version` (was `version`).
 CHECKLIST_VERSION = 2
+#: What an item advises when an interval cannot decide: more rounds narrow it.
+MORE_ROUNDS = ("add repeats (measurement.repeats) or raise the round cap (measurement.max_windows) and measure "
+               "again before deciding")
 
 
 @dataclass(frozen=True)

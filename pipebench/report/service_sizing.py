@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass
 
 from pipebench.measure.intervals import Interval
+from pipebench.report.checklist_records import MORE_ROUNDS, Item
+from pipebench.results import RunResults
 from pipebench.results.configurations import Configuration, configurations
 from pipebench.results.trial_row import TrialRow
 
@@ -147,3 +149,45 @@ def sizing_lines(rows: list[TrialRow]) -> list[str]:
                 "model faster than the client takes it in." if ceiling else
             "Client-side service ceiling: unavailable: no service trial recorded its bytes per example.", ""]
     return out
+
+
+def service_workers(runs: list[RunResults]) -> Item:
+    """Give the service sizing (the checklist's `service` entry, apart from the rules: it applies only to runs
+    that measured the service): how many tf.data service workers would feed the model, by FastFlow's formula."""
+    title = "Service workers to feed the model"
+    found, ceilings = [], []
+    for run in runs:
+        rows = run.rows
+        found += sizings(rows)
+        ceiling = client_ceiling(rows)
+        if ceiling:
+            ceilings.append({"mb_per_sec": ceiling[0], "at": ceiling[1]})
+    usable = [s for s in found if not s.unavailable]
+    if not usable:
+        why = found[0].unavailable if found else "no input trial through the service with one worker"
+        return Item("service_workers", title, "N/A", {"client_ceiling": ceilings}, f"unavailable: {why}.")
+    evidence = {"formula": FORMULA, "client_ceiling": ceilings, "pipelines": [
+        {"pipeline": s.name, "ceiling": s.ceiling.text(), "one_worker": s.one_worker.text(),
+         "local": s.local.text() if s.local else None,
+         "beside_local": s.beside_local.text() if s.beside_local else None, "all_remote": s.all_remote.text()}
+        for s in usable]}
+    with_local = [s for s in usable if s.beside_local]
+    if not with_local:
+        return Item("service_workers", title, "N/A", evidence,
+                     "unavailable: no file-mode trial measured the local pipeline (L), so the workers needed beside it "
+                     "are not known; the counts with everything through the service are in the evidence.")
+    needed = [s for s in with_local if s.beside_local.mean > 0]
+    if not needed:
+        undecided = [s for s in with_local if s.beside_local.worst is None or s.beside_local.worst > 0]
+        if undecided:
+            top = undecided[0]
+            return Item("service_workers", title, "WARN", evidence,
+                         f"Inconclusive: {top.name} needs {top.beside_local.text()} service workers beside the local "
+                         f"pipeline (best–worst over the 95% intervals): {MORE_ROUNDS}.")
+        return Item("service_workers", title, "PASS", evidence,
+                     "The local pipeline reaches the compute ceiling even at the worst corner of the 95% intervals: "
+                     "no service workers needed.")
+    top = max(needed, key=lambda s: s.beside_local.mean)
+    return Item("service_workers", title, "WARN", evidence,
+                 f"{top.name}: {top.beside_local.text()} service workers beside the local pipeline would feed the "
+                 "model (best–worst over the 95% intervals); check the client-side ceiling before adding more.")

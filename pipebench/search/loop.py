@@ -27,6 +27,7 @@ from pipebench.config import Experiment
 from pipebench.measure.busy import BusyRule
 from pipebench.measure.intervals import Interval
 from pipebench.measure.manager import TRIAL_FILE, Limits, Outcome, run_group, run_worker
+from pipebench.measure.sampler import Sampler
 from pipebench.measure.trial import TrialSpec, TrialStatus
 from pipebench.pipeline.function import data_files
 from pipebench.results.rows import RowContext, trial_row
@@ -209,6 +210,32 @@ class RemeasureBusy:
         self.planner.finish(run)
 
 
+def _sampler_factory(measurement: dict, spec: TrialSpec) -> Callable[[int], Sampler]:
+    """Give what starts a trial's sampler on its worker's pid (its data files watched in the page cache, if asked)."""
+    files = data_files(spec.pipeline_spec) if measurement["page_cache"] else ()
+    return lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"], data_files=files)
+
+
+def _budget_spent(result: LoopResult, rows: list[TrialRow], budget: dict, past_deadline: bool,
+                  total: Callable[[], int | None]) -> bool:
+    """Tell whether a budget stops the run before its next trial (too many failures, the time budget, max_trials),
+    saying which in `result`."""
+    failed = failures(rows)
+    if len(rows) >= MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
+        result.stopped = (f"{failed} of {len(rows)} trials failed, past budget.max_failure_rate "
+                          f"{budget['max_failure_rate']}")
+        result.failure_budget_spent = True
+        return True
+    if past_deadline:
+        result.stopped = f"time budget of {budget['max_minutes']:g} min used up"
+        result.unfinished = len(rows) < (total() or len(rows) + 1)  # unknown: say how to go on
+        return True
+    if budget["max_trials"] is not None and len(rows) >= budget["max_trials"]:
+        result.stopped = f"budget.max_trials ({budget['max_trials']}) reached"
+        return True
+    return False
+
+
 def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure: Measure = run_worker,
                log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic,
                stream=None, busy_now: Callable[[], float] | None = None,
@@ -217,7 +244,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
 
     `measure_group` measures trials that share a warm worker (default: run_group when `measure` is the default
     run_worker; a caller that measures its own way measures one trial at a time unless it gives one too)."""
-    from pipebench.measure.sampler import Sampler, others_busy_pct
+    from pipebench.measure.sampler import others_busy_pct
     from pipebench.report.action import baseline_of
     from pipebench.report.summary import write_summary
 
@@ -233,10 +260,6 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
     host = socket.gethostname()
     result = LoopResult(rows)
 
-    def sampler_factory(spec: TrialSpec) -> Callable[[int], Sampler]:
-        files = data_files(spec.pipeline_spec) if measurement["page_cache"] else ()
-        return lambda pid: Sampler(pid, 1.0 / measurement["sample_hz"], data_files=files)
-
     def measured(group: list[Planned]) -> list[tuple[Planned, Outcome, float, float]]:
         """Measure `group` (one trial, or several in one warm worker); give each with its outcome, start and end."""
         started = time.time()
@@ -244,14 +267,14 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
             planned = group[0]
             with planned.measuring:
                 outcome = measure(planned.spec, run.trial_dir(planned.spec.trial_id), limits,
-                                  sampler_factory=sampler_factory(planned.spec), on_progress=planned.on_window)
+                                  sampler_factory=_sampler_factory(measurement, planned.spec), on_progress=planned.on_window)
             return [(planned, outcome, started, time.time())]
         specs = [p.spec for p in group]
         with contextlib.ExitStack() as stack:
             for planned in group:
                 stack.enter_context(planned.measuring)
             outcomes = measure_group(specs, [run.trial_dir(s.trial_id) for s in specs], limits,
-                                     sampler_factory=sampler_factory(specs[0]))
+                                     sampler_factory=_sampler_factory(measurement, specs[0]))
         found = []
         for planned, outcome in zip(group, outcomes):
             if outcome is None:  # its worker stopped before it: measured alone
@@ -263,18 +286,7 @@ def run_trials(planner: Planner, run: RunFolder, experiment: Experiment, measure
 
     with TrialProgress(planner.total(), len(rows), stream, clock) as progress:
         while True:
-            failed = failures(rows)
-            if len(rows) >= MIN_TRIALS_FOR_FAILURE_BUDGET and failed / len(rows) > budget["max_failure_rate"]:
-                result.stopped = (f"{failed} of {len(rows)} trials failed, past budget.max_failure_rate "
-                                  f"{budget['max_failure_rate']}")
-                result.failure_budget_spent = True
-                break
-            if deadline is not None and clock() > deadline:
-                result.stopped = f"time budget of {budget['max_minutes']:g} min used up"
-                result.unfinished = len(rows) < (planner.total() or len(rows) + 1)  # unknown: say how to go on
-                break
-            if budget["max_trials"] is not None and len(rows) >= budget["max_trials"]:
-                result.stopped = f"budget.max_trials ({budget['max_trials']}) reached"
+            if _budget_spent(result, rows, budget, deadline is not None and clock() > deadline, planner.total):
                 break
             planned = planner.next()
             if planned is None:
