@@ -211,11 +211,11 @@ def _preset_dataset(fmt: str, files: list[str], batch_size: int, shuffle: int):
 
     from pipebench.measure.build import build
     from pipebench.pipeline.presets import preset
-    from pipebench.pipeline.spec import Stage
+    from pipebench.pipeline.spec import StageSpec
 
     spec = preset("aws-sample", format=fmt, files=tuple(files), batch_size=batch_size, epochs=None)
     if shuffle:
-        spec = dataclasses.replace(spec, stages=(Stage.of("shuffle", buffer_size=shuffle), *spec.stages))
+        spec = dataclasses.replace(spec, stages=(StageSpec.of("shuffle", buffer_size=shuffle), *spec.stages))
     return build(spec).dataset
 
 
@@ -228,7 +228,7 @@ def child_pair(a: str, b: str, kwargs: dict, rounds: int, fmt: str = "", batch: 
     import tensorflow as tf
 
     from pipebench.measure.rounds import calibrate, gain, paired_rounds
-    from pipebench.diagnose.rows import rows_tensor as element_rows
+    from pipebench.pipeline.rows import rows_tensor as element_rows
     from pipebench.measure.windows import MAX_STEPS, Arm
     from pipebench.measure.loops import input_loop
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipebench.pipeline.prefixes import SINK_EXAMPLES, Element, element_of, prefixes, sink_every, why_sequential
+from pipebench.pipeline.prefixes import (
+    SINK_EXAMPLES, SOURCE, Element, element_of, prefixes, sink_every, why_spec_sequential as why_sequential)
 from pipebench.pipeline.presets import PRESETS, preset
 from pipebench.pipeline.spec import FORMATS, PipelineSpec
 
@@ -19,7 +20,8 @@ def _preset(name: str, fmt: str, **kwargs) -> PipelineSpec:
 
 
 def _shape(spec: PipelineSpec) -> list[tuple[int, tuple[str, ...], str, bool]]:
-    return [(p.stages, p.adds, p.stage, p.sequential) for p in prefixes(spec)]
+    names = (SOURCE, *spec.kinds)
+    return [(p.end, tuple(names[i] for i in p.adds), p.name, p.sequential) for p in prefixes(spec)]
 
 
 #: preset → (stages built, stages added, stage named, sequential) of each prefix; the same for every format.
@@ -42,14 +44,13 @@ def test_every_preset_and_format_has_its_prefixes(name, fmt):
     spec = _preset(name, fmt)
     found = prefixes(spec)
     assert _shape(spec) == EXPECTED[name]
-    assert found[-1].stages == len(spec.stages)  # the last prefix is the whole pipeline
+    assert found[-1].end == len(spec.stages)  # the last prefix is the whole pipeline
     # every stage is added by exactly one prefix, in order, and the source by the first
-    assert [kind for p in found for kind in p.adds] == ["source", *spec.kinds]
+    assert [i for p in found for i in p.adds] == list(range(len(spec.stages) + 1))
     for prefix in found:
-        assert prefix.spec == spec  # each prefix runs the whole (valid) spec, built up to `stages`
-        assert prefix.kinds == spec.kinds[:prefix.stages]
-        assert prefix.label == " > ".join(("source", *prefix.kinds))
+        assert prefix.label == " > ".join(("source", *spec.kinds[:prefix.end]))
         assert (prefix.why_sequential is None) == (not prefix.sequential)
+        assert prefix.lanes == (1.0 if prefix.sequential else None), "a sequential stage: one core; else every one"
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -57,8 +58,8 @@ def test_every_preset_and_format_has_its_prefixes(name, fmt):
 def test_elements_count_single_examples_before_batch_and_batches_after(name, fmt):
     spec = _preset(name, fmt)
     for prefix in prefixes(spec):
-        element = prefix.element
-        kinds = prefix.kinds
+        element = element_of(spec, prefix.end)
+        kinds = spec.kinds[:prefix.end]
         if "batch" in kinds:
             assert not element.unbatched and sink_every(element) == 1
             packed_records = fmt == "packed" and "decode" not in kinds

@@ -23,7 +23,7 @@ from pipebench.typed import from_json
 pytestmark = pytest.mark.tf214
 contents = lazy("pipebench.diagnose.content")
 load = lazy("pipebench.pipeline.user_code", "load")
-walk = lazy("pipebench.diagnose.walk", "walk")
+walk = lazy("pipebench.pipeline.walk", "walk")
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pipebench.diagnose.costs import lanes, measured_prefixes
+from pipebench.pipeline.prefixes import lanes, measured_prefixes
 from pipebench.diagnose.profiler import stage_of
-from pipebench.diagnose.records import Stage, StageCost
+from pipebench.pipeline.stages import Stage
+from pipebench.diagnose.records import PrefixCost
+from pipebench.pipeline.prefixes import Prefix
+from pipebench.results.stage_costs import StageCost
 from pipebench.diagnose.sample import MAX_ROWS, MIN_ROWS, rows_target, sample_arguments, spread
 from pipebench.measure.intervals import Interval
 
@@ -36,7 +39,7 @@ def test_an_element_past_an_interleave_that_batches_holds_the_batch_its_function
     from dataclasses import replace
 
     from pipebench.diagnose.buffers import capped, rows_per_element
-    from pipebench.diagnose.records import Step
+    from pipebench.pipeline.stages import Step
 
     stages = _model_garden()
     stages = [replace(s, batched=s.index >= 3 or s.index == 1) for s in stages]
@@ -264,12 +267,15 @@ def test_what_cannot_act_on_the_pipeline_read_alone_is_named_and_not_measured():
 
 
 def _cost(stage: int, rows_per_sec: float, prefix_cpu_us: float, own_cpu_us: float,
-          sequential: bool = False) -> StageCost:
+          sequential: bool = False) -> PrefixCost:
     rate = Interval(rows_per_sec, rows_per_sec * 0.9, rows_per_sec * 1.1, 4)
-    lanes = 1.0 if sequential else 2.0
-    return StageCost((stage,), stage, sequential, "one thread" if sequential else None, lanes, rate,
-                     Interval(prefix_cpu_us, prefix_cpu_us, prefix_cpu_us, 4), own_cpu_us, own_cpu_us / 870.0,
-                     lanes / (own_cpu_us * 1e-6) if own_cpu_us else None)
+    why = "one thread" if sequential else None
+    own = own_cpu_us * 1e-6
+    prefix = Prefix(stage, (stage,), stage, f"stage {stage}", f"prefix {stage}", 1.0 if sequential else 2.0, why)
+    cost = StageCost(f"stage {stage}", sequential, why, rate, Interval(prefix_cpu_us * 1e-6, prefix_cpu_us * 1e-6,
+                                                                       prefix_cpu_us * 1e-6, 4),
+                     own, 1.0 / own if own else None)
+    return PrefixCost(prefix, cost, own_cpu_us / 870.0)
 
 
 def test_a_rewrite_is_bounded_by_the_stages_it_leaves_as_they_are():

@@ -22,7 +22,7 @@ from pipebench.typed import from_json
 pytestmark = pytest.mark.tf
 contents = lazy("pipebench.diagnose.content")
 load = lazy("pipebench.pipeline.user_code", "load")
-walk = lazy("pipebench.diagnose.walk", "walk")
+walk = lazy("pipebench.pipeline.walk", "walk")
 #: The rows a test reads of a pipeline (some repeat forever).
 CAP = 4_000
 
@@ -129,7 +129,7 @@ def test_the_model_gardens_reader_is_listed_with_the_stages_its_interleave_build
 def test_rows_count_the_label_of_a_batch_not_the_element(data):
     import tensorflow as tf
 
-    from pipebench.diagnose.rows import rows_tensor as element_rows
+    from pipebench.pipeline.rows import rows_tensor as element_rows
 
     loaded = load(str(path_of("real_tfmodels_criteo_tsv")), "input_fn", kwargs_of("real_tfmodels_criteo_tsv", data))
     features, label = next(iter(loaded.dataset))
@@ -207,7 +207,7 @@ def _ops(dataset) -> tuple:
     """Give the ops of a dataset's chain in order (a rewrite moves some), and of its functions (it changes some)."""
     import tensorflow as tf
 
-    from pipebench.diagnose.walk import _chain, graph_ops
+    from pipebench.pipeline.walk import _chain, graph_ops
 
     graph = tf.compat.v1.GraphDef.FromString(dataset._as_serialized_graph().numpy())
     return tuple(graph_ops(dataset, _chain(dataset))), Counter([n.op for n in graph.node] + [

@@ -14,7 +14,7 @@ from lazy import lazy
 pytestmark = pytest.mark.tf214
 tf = lazy("tensorflow")
 load = lazy("pipebench.pipeline.user_code", "load")
-walk = lazy("pipebench.diagnose.walk", "walk")
+walk = lazy("pipebench.pipeline.walk", "walk")
 contents = lazy("pipebench.diagnose.content")
 
 COLUMNS = 5
@@ -72,7 +72,7 @@ def test_apply_chains_on_tf1_adapters_are_seen_through_and_their_batching_counts
     kinds = [s.kind for s in walked.stages]
     assert kinds[:3] == ["source", "map_and_batch", "shuffle_and_repeat"] and kinds[-1] == "map"
     assert walked.stages[1].via == "apply(map_and_batch)" and walked.stages[1].function.short == "parse"
-    from pipebench.diagnose.rows import plain_rows, rows_tensor
+    from pipebench.pipeline.rows import plain_rows, rows_tensor
 
     element = next(iter(loaded.dataset))
     assert walked.stages[-1].batched and int(rows_tensor(tf, element, True)) == 16 == plain_rows(tf, element)
@@ -159,7 +159,7 @@ def test_an_in_memory_source_shuffled_then_batched_is_gathered_by_batch_in_the_s
     holds)."""
     import numpy as np
 
-    from pipebench.diagnose.replay import replay, steps_of
+    from pipebench.measure.build import replay, steps_of
     from pipebench.diagnose.rewrites import compose, gather
 
     columns = {"a": np.arange(500, dtype=np.float64), "c": np.array([f"x{i}" for i in range(500)], dtype=object)}
@@ -303,7 +303,7 @@ def test_an_endless_make_csv_dataset_restructured_yields_its_rows_over_one_epoch
 def test_records_that_each_hold_a_whole_batch_count_its_rows_though_nothing_batches(tmp_path):
     """NVIDIA's prebatched records (each parsed into a [256, 13] block and a [256, 1] label; no batch in the
     pipeline) were counted one row per element: 875 rows/s where a plain loop reads 132,337."""
-    from pipebench.diagnose.rows import plain_rows, rows_tensor
+    from pipebench.pipeline.rows import plain_rows, rows_tensor
 
     path = _user(tmp_path, "def input_fn():\n"
                            "    blocks = tf.data.Dataset.range(10).map(\n"
@@ -427,8 +427,8 @@ def test_a_legacy_parallel_interleave_is_replayed_as_that_op_and_a_replay_runnin
     interleave, real_tfx_taxi_batched_tf1 read 13× its own pipeline, and every rewrite measured as a replay beside it
     was credited with that (its deterministic=False: 12.80×). The walk reads the op, the replay runs it, and a replay
     that runs other ops than the user's pipeline is refused, whatever the op."""
-    from pipebench.diagnose.records import Step
-    from pipebench.diagnose.replay import replay, replay_differs, steps_of
+    from pipebench.pipeline.stages import Step
+    from pipebench.measure.build import replay, replay_differs, steps_of
 
     files = _tfrecords(tmp_path / "data")
     _, walked = _stages(_user(tmp_path, LEGACY_READER), filenames=files)
@@ -448,7 +448,7 @@ def test_a_legacy_parallel_interleave_is_replayed_as_that_op_and_a_replay_runnin
     # the same calls, with the same arguments, run as another op: refused by the op alone
     import dataclasses
 
-    import pipebench.diagnose.replay as replays
+    import pipebench.measure.build as replays
 
     real_walk = replays.walk
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pipebench.errors import ConfigError, UsageError
 from pipebench.pipeline.presets import PRESETS, preset
-from pipebench.pipeline.spec import AUTOTUNE, STAGE_KINDS, Options, PipelineSpec, Source, Stage, order_problem
+from pipebench.pipeline.spec import AUTOTUNE, STAGE_KINDS, Options, PipelineSpec, Source, StageSpec, order_problem
 
 FULL = {
     "source": {"format": "tfrecord", "mode": "file", "files": ["data/part-*.tfrecord"], "compression": "gzip",
@@ -128,7 +128,7 @@ def test_any_spec_round_trips_with_the_same_fingerprint(spec):
     ({"decode": {"num_parallel_calls": None}}, {"decode": {"num_parallel_calls": None}}),
 ])
 def test_stage_shorthands(stage, parsed):
-    assert Stage.from_obj(stage, "stages[0]").to_obj() == parsed
+    assert StageSpec.from_obj(stage, "stages[0]").to_obj() == parsed
 
 
 def _with(path: tuple, value) -> dict:
@@ -182,7 +182,7 @@ def test_a_single_glob_string_is_a_one_item_file_list():
 def test_pipe_mode_rejects_what_pipe_mode_cannot_do():
     stages = ("batch", "decode")
     pipe = Source(format="tfrecord", mode="pipe", channel="train")
-    spec = PipelineSpec(pipe, tuple(Stage.of(k, batch_size=8) if k == "batch" else Stage.of(k) for k in stages))
+    spec = PipelineSpec(pipe, tuple(StageSpec.of(k, batch_size=8) if k == "batch" else StageSpec.of(k) for k in stages))
     assert spec.source.mode == "pipe"
     with pytest.raises(ConfigError, match="source.compression: not available in Pipe mode"):
         spec.with_source(compression="gzip")

@@ -79,7 +79,7 @@ def test_capacity_measures_each_round_in_the_round_order(monkeypatch):
         return _outcome(trial)
 
     profile.measure_rounds(BASE, pinned, 2, LIMITS, "here", log=lambda text: None, measure=measure)
-    stages = [p.prefix.stages for p in pinned]
+    stages = [p.prefix.end for p in pinned]
     assert seen == stages + stages[::-1]
 
 

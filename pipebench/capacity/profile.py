@@ -27,11 +27,10 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from pipebench.atomic import atomic_write_json
 from pipebench.results.stage_costs import PROFILE_FILE, PROFILE_VERSION, CapacityProfile, CapacityProfiles, StageCost
-from pipebench.pipeline.prefixes import Prefix, prefixes
+from pipebench.pipeline.prefixes import SOURCE, Prefix, element_of, prefixes
 from pipebench.config import typed_block
 from pipebench.errors import ConfigError, DataError, TrialError, UsageError
 from pipebench.measure.busy import BusyRule
@@ -80,9 +79,10 @@ class PinnedPrefix:
 
 def prefix_trial(base: TrialSpec, item: PinnedPrefix, round_index: int) -> TrialSpec:
     """Give the input-mode trial that measures `item` in round `round_index` (base: the configuration's trial)."""
-    tag = f"{item.pinning.cores:g}c-p{item.prefix.stages}-r{round_index}"
+    tag = f"{item.pinning.cores:g}c-p{item.prefix.end}-r{round_index}"
     return dataclasses.replace(base, trial_id=f"{base.configuration_id}-{tag}", mode="input", repeat=round_index,
-                               pipeline_spec=item.prefix.spec.to_dict(), prefix_stages=item.prefix.stages,
+                               pipeline_spec=PipelineSpec.from_dict(base.pipeline_spec).to_dict(),
+                               prefix_stages=item.prefix.end,
                                quality=dataclasses.replace(base.quality, enabled=False), holdout_files=(), fault=None,
                                remeasure_of=None)
 
@@ -142,15 +142,7 @@ def measure_rounds(base: TrialSpec, pinned: Sequence[PinnedPrefix], rounds: int,
     return found
 
 
-class MeasuredPrefix(Protocol):
-    """What stage_costs reads of a prefix: a spec's Prefix, or a user pipeline's (pipebench.diagnose)."""
-
-    stage: str
-    sequential: bool
-    why_sequential: str | None
-
-
-def stage_costs(measured: Sequence[tuple[MeasuredPrefix, Sequence[RoundValue]]]) -> tuple[StageCost, ...]:
+def stage_costs(measured: Sequence[tuple[Prefix, Sequence[RoundValue]]]) -> tuple[StageCost, ...]:
     """Give each prefix's StageCost: its intervals over the rounds and its own cost, what its prefix's mean
     CPU-seconds per example adds to the most any shorter prefix's cost (0 when it adds nothing measurable).
 
@@ -162,7 +154,7 @@ def stage_costs(measured: Sequence[tuple[MeasuredPrefix, Sequence[RoundValue]]])
     for prefix, values in measured:
         cpu = mean_interval([v.cpu_sec_per_example for v in values])
         own = max(0.0, cpu.mean - most)
-        stages.append(StageCost(prefix.stage, prefix.sequential, prefix.why_sequential,
+        stages.append(StageCost(prefix.name, prefix.sequential, prefix.why_sequential,
                                 geometric_interval([v.examples_per_sec for v in values]), cpu, own,
                                 1.0 / own if own > 0 else None))
         most = max(most, cpu.mean)
@@ -295,15 +287,16 @@ def profile_run(run_dir: Path, cores: Sequence[int], configuration_id: str | Non
         from pipebench.measure.machine import machine_facts
 
         host_fingerprint = machine_facts().host_fingerprint
-    found = prefixes(PipelineSpec.from_dict(base.pipeline_spec))
+    spec = PipelineSpec.from_dict(base.pipeline_spec)
+    found, names = prefixes(spec), (SOURCE, *spec.kinds)
     pinned = [PinnedPrefix(pinning, prefix) for pinning in pinnings for prefix in found]
     limits = Limits.of_budget(run.config["budget"])
     log(f"profiling configuration {config.configuration_id} ({pipeline_label(base.label)}): {len(found)} prefixes × "
         f"{len(pinnings)} pinning(s) × {rounds} round(s), one fresh worker each")
     for prefix in found:
-        log(f"  {prefix.label}: adds {' + '.join(prefix.adds)}, "
+        log(f"  {prefix.label}: adds {' + '.join(names[i] for i in prefix.adds)}, "
             f"{'sequential: ' + prefix.why_sequential if prefix.sequential else 'parallel'}; "
-            f"an element is {prefix.element.counts}")
+            f"an element is {element_of(spec, prefix.end).counts}")
     values = measure_rounds(base, pinned, rounds, limits, f"{run_dir}: configuration {config.configuration_id}", log)
     profiles, wholes = [], []
     for pinning in pinnings:

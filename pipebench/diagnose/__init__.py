@@ -7,14 +7,17 @@ Modules, in the order data flows (only those marked TF import TensorFlow, and on
   shared with an experiment's `pipelines.functions`);
 - pipebench.pipeline.user_code [TF], shared too: import the user's module, call the function, refuse what is
   not a tf.data.Dataset;
-- walk [TF]: the stages TensorFlow runs, from the source to the root, read from the dataset's graph whoever built
-  them (library readers, `apply`, TF1 adapters), each named by its op and the user's line (records); rows
-  [TF]: the one rule for rows (the label's leading dimension wherever batching happened);
-- replay [TF]: a list of steps (records.Step) back into a dataset, the original's or a rewrite's;
+- pipebench.pipeline.walk [TF], shared: the stages TensorFlow runs (pipebench.pipeline.stages), from the source to
+  the root, read from the dataset's graph whoever built them (library readers, `apply`, TF1 adapters), each named by
+  its op and the user's line; pipebench.pipeline.rows [TF]: the one rule for rows (the label's leading dimension
+  wherever batching happened); pipebench.pipeline.prefixes: which prefixes are measured, and each stage's cores;
+- pipebench.measure.build [TF], shared: the one builder, a spec's stages or a walked pipeline's steps
+  (pipebench.pipeline.stages.Step: `replay`) into a dataset, the original's or a rewrite's;
 - vectorize [TF], rewrites [TF]: candidate rewrites (restructurings too) and their preconditions;
 - content [TF], check [TF]: one epoch's examples (dense, sparse, ragged, strings) canonicalised, the original
   and each rewrite built afresh under one seed;
-- rounds: paired, interleaved rounds of several arms in one warm worker; buffers: large buffers and cache passes;
+- pipebench.measure.rounds, shared: paired, interleaved rounds in one warm worker; buffers: large buffers and
+  cache passes; subject [TF]: the function under diagnosis and its arms;
 - selfcheck [TF]: a plain loop over the user's function beside the whole pipeline, in the second process;
 - train [TF]: the train step and its ceiling on the original and the rewritten pipeline;
 - worker [TF]: the diagnosis in a fresh process; run: the CLI side (spawn, progress, the output folder);

@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from pipebench.diagnose.records import Buffer, Stage, StageCost, Step
-from pipebench.diagnose.rows import BATCHING, rows_tensor
+from pipebench.pipeline.stages import Stage, Step
+from pipebench.diagnose.records import Buffer, PrefixCost
+from pipebench.pipeline.rows import BATCHING, rows_tensor
 
 #: A buffer of the user's holding at least this many rows is measured capped (module docstring).
 MEASURE_CAP_ROWS = 50_000
@@ -108,7 +109,7 @@ def bytes_per_row(tf, dataset, batched: bool) -> float | None:
     return size / rows if rows else None
 
 
-def large_buffers(stages: list[Stage], costs: list[StageCost], notes: dict[int, str],
+def large_buffers(stages: list[Stage], costs: list[PrefixCost], notes: dict[int, str],
                   per_row: Callable[[int], float | None], log: Callable[[str], None]) -> list[Buffer]:
     """Give the user's buffers of NAMED_BUFFER_ROWS rows or elements or more: what each holds, in rows and memory (`per_row` of
     the stage's prefix), and how long it takes to fill at the measured rate of the prefix before it."""

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipebench.diagnose.records import Stage, StageCost
+from pipebench.pipeline.stages import Stage
+from pipebench.diagnose.records import PrefixCost
 
 #: Measure a rewrite only when it could gain more than this over the whole pipeline's rate: prefixes are measured
 #: in fewer rounds than a comparison, and fresh processes spread 5-10%.
@@ -40,7 +41,7 @@ class GainCeiling:
         return self.gain > MEASURE_ABOVE
 
 
-def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[StageCost], bottleneck: int,
+def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[PrefixCost], bottleneck: int,
             cores: int) -> GainCeiling | None:
     """Give the ceiling of a rewrite that changes the stages `changes` (None: all of them) on `cores` cores, or None
     when nothing it leaves bounds it (module docstring). `costs`: the measured prefixes, the whole pipeline last."""
@@ -62,9 +63,9 @@ def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[St
         rate = max(neck.capacity_rows_per_sec or 0.0, neck.prefix_rows_per_sec.mean)
         found.append(GainCeiling(rate / whole, f"it leaves the bottleneck {stages[bottleneck].label} as it is, which "
                                            f"passes at most ~{rate:,.0f} rows/s ({neck.why_sequential})"))
-    left = costs[-1].prefix_cpu_us_per_row.mean - sum(c.cpu_us_per_row for c in costs
-                                                       if set(c.stages) & set(changes))
-    if left > 0:
+    whole_cpu = costs[-1].prefix_cpu_us_per_row.mean
+    left = whole_cpu - sum(c.cpu_us_per_row for c in costs if set(c.stages) & set(changes))
+    if left > 1e-9 * whole_cpu:  # not a float's rounding of the costs summed back
         rate = cores * 1e6 / left
         found.append(GainCeiling(rate / whole, f"the stages it leaves cost ~{left:,.1f} CPU-µs per row, which {cores} "
                                            f"cores pass at most ~{rate:,.0f} times a second"))

@@ -55,7 +55,7 @@ class ContentCheck:
         self.capped, self.compared_rows = False, cap_rows
 
     def _walked(self, kwargs: dict[str, Any], seed: int = CONTENT_SEED):
-        from pipebench.diagnose.walk import walk
+        from pipebench.pipeline.walk import walk
         from pipebench.pipeline.user_code import load
 
         tf.random.set_seed(seed)
@@ -65,7 +65,7 @@ class ContentCheck:
     def build(self, transforms: list, options: dict[str, Any], seed: int = CONTENT_SEED):
         """Give one epoch of the pipeline with `transforms` and `options` applied, built afresh under `seed`; None
         when the transforms do not compose."""
-        from pipebench.diagnose.replay import options_of, replay, steps_of
+        from pipebench.measure.build import options_of, replay, steps_of
         from pipebench.diagnose.rewrites import compose
 
         walked = self._walked(self.kwargs, seed)

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipebench.diagnose.helpers import GATHER_SOURCE, VECTORIZED_SOURCE, libsvm_helper
-from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage, Step
+from pipebench.pipeline.spec import AUTOTUNE
+from pipebench.pipeline.stages import Stage, Step
+from pipebench.diagnose.records import Diagnosis, Rewrite
 from pipebench.diagnose.rewrites import LEGACY_READS
 from pipebench.pipeline.export import function_sources, literal
 

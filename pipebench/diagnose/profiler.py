@@ -27,7 +27,8 @@ import tempfile
 import time
 from typing import Any
 
-from pipebench.diagnose.records import Profiler, Stage
+from pipebench.pipeline.stages import Stage
+from pipebench.diagnose.records import Profiler
 
 PROFILE_SEC = 1.0
 WARMUP_SEC = 0.5

@@ -3,10 +3,7 @@
 It crosses a process boundary (the worker writes it, the CLI reads it strictly, pipebench.typed) and
 is what diagnosis.json holds, so every figure a user sees comes from here: one producer.
 
-A pipeline is a list of *stages*, source first, as the user wrote it (`Stage`). A *step* (`Step`)
-is one call that builds a dataset, with its arguments as plain values: the worker replays a list
-of steps into a dataset (pipebench.diagnose.replay) and the export writes the same list as code
-(pipebench.diagnose.export), so what was measured is what is exported.
+A pipeline's stages and steps are pipebench.pipeline.stages' (the one stage model); the diagnosis holds them.
 """
 from __future__ import annotations
 
@@ -15,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from pipebench.measure.intervals import Interval
-from pipebench.pipeline.function import Place
+from pipebench.pipeline.prefixes import Prefix
+from pipebench.pipeline.stages import Stage, Step
+from pipebench.results.stage_costs import StageCost
 from pipebench.typed import load_json, to_json
 
 #: 2 (2026-11-26): a rewrite's gain is an Interval {"mean", "low", "high", "n"} (was {"ratio", "low", "high",
@@ -32,81 +31,59 @@ from pipebench.typed import load_json, to_json
 #: that made it); the content check's scope says when pipebench's sample was not used; `self_check` (a plain loop over
 #: the user's function beside the whole pipeline); `passes` (a cache's first pass and its later ones, apart);
 #: `pass_elements` (a one-pass pipeline whose start is a share of each pass, measured in whole passes).
-DIAGNOSIS_VERSION = 7
-AUTOTUNE = "AUTOTUNE"
+#: 8 (2026-12-03): a prefix's cost is the capacity profile's record beside its prefix (`PrefixCost`: `prefix`, `cost`,
+#: `share`); its rows are the record's examples.
+DIAGNOSIS_VERSION = 8
 
 
 @dataclass(frozen=True)
-class UserFunction:
-    """A function a stage runs: its Python name, where it is defined, whether the export can import it."""
+class PrefixCost:
+    """One measured prefix of the user's pipeline: what it adds and where that may run (pipebench.pipeline.prefixes),
+    what it costs (pipebench.results.stage_costs, the capacity profile's record: rows are its examples, one rule,
+    pipebench.pipeline.rows), and its share of the whole pipeline's CPU per row."""
 
-    name: str  # __qualname__: "decode", "input_fn.<locals>.decode", "<lambda>"
-    place: Place | None
-    importable: str | None  # its name at the top level of its module (the export imports it), else None
-    module_file: str | None  # the file that module is
-
-    @property
-    def short(self) -> str:
-        """Give the name without the functions it is nested in ("decode" for "input_fn.<locals>.decode")."""
-        return self.name.rpartition(".<locals>.")[2]
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of the user's pipeline, read from the dataset (pipebench.diagnose.walk)."""
-
-    index: int  # 0: the source
-    kind: str  # source, map, batch, shuffle, prefetch, repeat, cache, interleave, flat_map, filter, unbatch, ...
-    ops: tuple[str, ...]  # TensorFlow's dataset classes this call made, root-most first
-    call: str  # as the user would write it: ".map(decode, num_parallel_calls=10)"
-    place: Place | None  # where the user wrote the call (None: not seen, e.g. built outside the function)
-    function: UserFunction | None
-    parallelism: str | None  # "AUTOTUNE", a number, or None (one element at a time)
-    buffer_size: str | None  # "AUTOTUNE", a number, or None
-    deterministic: bool | None  # None: TensorFlow's default (the options' deterministic, True unless set)
-    drop_remainder: bool | None
-    stateful_ops: tuple[str, ...] | None  # its function's stateful ops as map_parallelization reads them; None: no function
-    tf_does: tuple[str, ...]  # what TensorFlow's static optimizations already do to it, given the options
-    batched: bool  # its elements hold a batch: examples per element is the leading dimension
-    reads: str | None  # the reader a source or interleave opens per file (TFRecordDataset, TextLineDataset)
-    params: dict[str, Any]  # its arguments as plain values (batch_size, seed, count, cycle_length, ...)
-    inside: int | None  # the interleave or flat_map stage whose function builds it per element; None: the outer chain
-    op: str = ""  # the op TensorFlow runs for it, read from the dataset's graph ("ParseExampleDatasetV2")
-    via: str | None = None  # the library function the user's line called that made it ("make_csv_dataset"), else None
-
-    @property
-    def label(self) -> str:
-        """Give the stage in a few words: its kind (its op when it has no kind of its own) and the user's function
-        name (without `input_fn.<locals>.`)."""
-        kind = self.op if self.kind == "other" and self.op else \
-            "parallel_interleave" if self.params.get("sloppy") is not None else self.kind
-        return f"{kind}({self.function.short})" if self.function else kind
-
-
-@dataclass(frozen=True)
-class Step:
-    """One call replayed into a dataset (the worker) or written as code (the export)."""
-
-    kind: str  # source, map, batch, unbatch, shuffle, prefetch, repeat, cache, interleave, flat_map, filter, take, skip, shard
-    args: dict[str, Any]  # plain values; "AUTOTUNE" for tf.data.AUTOTUNE
-    origin: int | None  # the stage it comes from (its function, its source); None: added by a rewrite
-    function: str | None = None  # how its function is made: "user", "vectorized_map", "libsvm" (see replay)
-
-
-@dataclass(frozen=True)
-class StageCost:
-    """What one measured prefix adds (pipebench.capacity's prefix method, in one warm worker)."""
-
-    stages: tuple[int, ...]  # the stages this prefix adds (a stage before an interleave or cache joins it)
-    stage: int  # the one that does the work
-    sequential: bool  # it may use fewer cores than the machine has (why_sequential says why)
-    why_sequential: str | None
-    lanes: float  # the cores it may use
-    prefix_rows_per_sec: Interval  # rows: the leading dimension of a batch's label (or first component), 1 per example
-    prefix_cpu_us_per_row: Interval
-    cpu_us_per_row: float  # its own: what its prefix adds to the most any shorter prefix cost
+    prefix: Prefix
+    cost: StageCost
     share: float  # of the whole pipeline's CPU per row
-    capacity_rows_per_sec: float | None  # the cores it may use / its own CPU per row; None when it costs nothing
+
+    @property
+    def stage(self) -> int:
+        return self.prefix.stage
+
+    @property
+    def stages(self) -> tuple[int, ...]:
+        return self.prefix.adds
+
+    @property
+    def lanes(self) -> float:
+        return self.prefix.lanes or 0.0
+
+    @property
+    def sequential(self) -> bool:
+        return self.prefix.sequential
+
+    @property
+    def why_sequential(self) -> str | None:
+        return self.prefix.why_sequential
+
+    @property
+    def prefix_rows_per_sec(self) -> Interval:
+        return self.cost.prefix_examples_per_sec
+
+    @property
+    def prefix_cpu_us_per_row(self) -> Interval:
+        return self.cost.prefix_cpu_sec_per_example.scaled(1e6)
+
+    @property
+    def cpu_us_per_row(self) -> float:
+        """Its own: what its prefix adds to the most any shorter prefix cost."""
+        return self.cost.cpu_sec_per_example * 1e6
+
+    @property
+    def capacity_rows_per_sec(self) -> float | None:
+        """Give the rows/s it can pass: the cores it may use over its own CPU per row; None when it costs nothing."""
+        per_core = self.cost.rate_per_core
+        return None if per_core is None else self.lanes * per_core
 
 
 @dataclass(frozen=True)
@@ -269,7 +246,7 @@ class Diagnosis:
     content_scope: str  # what the content check read: a sample of the files (pipebench.diagnose.sample) or more
     content_rows: int  # the rows of the original the content check compared
     replay_note: str | None  # why the original cannot be replayed, if it cannot
-    costs: tuple[StageCost, ...]
+    costs: tuple[PrefixCost, ...]
     bottleneck: int  # an index into stages
     bottleneck_why: str
     profiler: Profiler

@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipebench.diagnose.export import Export, best
-from pipebench.diagnose.records import AUTOTUNE, Diagnosis, Rewrite, Stage
+from pipebench.pipeline.spec import AUTOTUNE
+from pipebench.pipeline.stages import Stage
+from pipebench.diagnose.records import Diagnosis, Rewrite
 from pipebench.diagnose.selfcheck import band, disagreement
 from pipebench.measure.intervals import Interval
 from pipebench.values import echo

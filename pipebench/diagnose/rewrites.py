@@ -1,6 +1,6 @@
 """The rewrites diagnose proposes, each only where its precondition holds (no TensorFlow here).
 
-A rewrite is a transform of the pipeline's steps (pipebench.diagnose.records.Step), found by the
+A rewrite is a transform of the pipeline's steps (pipebench.pipeline.stages.Step), found by the
 stage a step comes from, so kept rewrites compose: the combination applies each in turn. Where its
 precondition holds but pipebench cannot make it (a function it cannot vectorize, a py_function,
 text parsing that a binary format would avoid), it is still named, with the share of the
@@ -27,8 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipebench.diagnose.costs import built_by
-from pipebench.diagnose.records import AUTOTUNE, Stage, Step
+from pipebench.pipeline.prefixes import built_by
+from pipebench.pipeline.spec import AUTOTUNE
+from pipebench.pipeline.stages import Stage, Step
 
 #: A per-example map vectorised in place maps batches of this many examples, then unbatches them.
 VECTOR_BATCH = 256

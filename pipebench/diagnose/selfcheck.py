@@ -1,7 +1,7 @@
 """The self-check in every diagnosis: a plain loop over the user's own function, timed beside the whole pipeline.
 
 `for element in input_fn(...)`, in Python, rows counted as a plain loop counts them (the label's leading dimension,
-pipebench.diagnose.rows.plain_rows): nothing of pipebench's walk, replay, capped buffers or rows rule is in it. Its
+pipebench.pipeline.rows.plain_rows): nothing of pipebench's walk, replay, capped buffers or rows rule is in it. Its
 windows are paired with the whole pipeline's as the diagnosis measures it, in the second worker process's rounds
 (after its warm-up, as the diagnosis's own arms are). When the two disagree by more than AGREE_WITHIN either way, the
 summary says so first: a unit error (a batch counted as one row), a replay that builds another pipeline or a
@@ -45,7 +45,7 @@ def plain_arm(tf, make_dataset: Callable[[], Any], fresh_per_pass: bool, cpu_clo
     """Give the plain loop's arm: `make_dataset()` calls the user's function (once, or once a pass); the last
     element it read is left in `seen["element"]`. `releasable`: it starts a fresh iterator each window
     (`releases`)."""
-    from pipebench.diagnose.rows import plain_rows
+    from pipebench.pipeline.rows import plain_rows
 
     def loop(iterator, steps: int) -> tuple[int, float]:
         rows = 0
@@ -79,7 +79,7 @@ def how(fresh_per_pass: bool) -> str:
 
 def loop_cost(tf, element: Any) -> float:
     """Give a Python loop's own seconds per element over elements like `element` (it, repeated from memory)."""
-    from pipebench.diagnose.rows import plain_rows
+    from pipebench.pipeline.rows import plain_rows
 
     iterator = iter(tf.data.Dataset.from_tensors(element).repeat())
     for _ in range(10):

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pipebench.diagnose.buffers import capped, fill_rows, first_pass, bytes_per_row, rows_per_element
-from pipebench.diagnose.records import Diagnosis, Request, Rewrite, Stage, Step
-from pipebench.diagnose.rows import rows_tensor
+from pipebench.diagnose.records import Diagnosis, Request, Rewrite
 from pipebench.measure.intervals import Interval
+from pipebench.pipeline.rows import rows_tensor
+from pipebench.pipeline.stages import Stage, Step
 
 #: A rewrite whose gain's interval at EARLY_CONFIDENCE already lies above or below 1 after this many rounds stops.
 EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
@@ -22,8 +23,6 @@ EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
 KEEP_FILL_ROWS = 10_000
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
-
-
 class Subject:
     """The function under diagnosis in this process (module docstring); `set_subject` gives it its pipeline."""
 
@@ -120,7 +119,7 @@ class Subject:
         of every pass training makes. real_tfrs_ranking_cache (shuffle(100,000) → take(80,000) → shuffle(100,000))
         reads 180,000 rows to hand on 80,000: its steady rate, 45,181 rows/s, was 2.1× what a pass gives
         (2026-12-02)."""
-        from pipebench.diagnose.replay import replay
+        from pipebench.measure.build import replay
 
         whole = first_pass(capped(first.steps, self.walked.stages, whole_passes=True)[0], self.walked.stages)
         if whole == self.measure_steps:
@@ -137,7 +136,7 @@ class Subject:
 
     def _prefix(self, end: int):
         """Give the prefix of the pipeline up to stage `end` as it is measured (capped buffers replayed)."""
-        from pipebench.diagnose.replay import replay
+        from pipebench.measure.build import replay
 
         stages = self.walked.stages
         if self.measure_steps == self.steps or not self.steps:
@@ -150,7 +149,7 @@ class Subject:
 
     def _original(self):
         """Give the original pipeline as it is measured."""
-        from pipebench.diagnose.replay import replay
+        from pipebench.measure.build import replay
 
         return replay(self.measure_steps, self.walked) if self.steps and self.measure_steps != self.steps \
             else self.walked.root
@@ -187,7 +186,7 @@ class Subject:
 
     def _build(self, transforms: list, options: dict[str, Any]):
         """Give the pipeline as measured with `transforms` and `options` applied (None when they do not compose)."""
-        from pipebench.diagnose.replay import options_of, replay
+        from pipebench.measure.build import options_of, replay
         from pipebench.diagnose.rewrites import compose
 
         if not self.steps or (not transforms and self.measure_steps == self.steps):  # as `_original` builds it
@@ -229,7 +228,7 @@ class Subject:
     def _build_rewrite(self, rewrite: Rewrite):
         """Give a kept rewrite's pipeline as measured: its steps with the user's large buffers capped as the
         original's (without steps, the user's pipeline with its options)."""
-        from pipebench.diagnose.replay import replay
+        from pipebench.measure.build import replay
 
         if not rewrite.steps:
             return self._build([], rewrite.options)

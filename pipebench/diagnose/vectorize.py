@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from pipebench.diagnose.walk import Walked
+from pipebench.pipeline.walk import Walked
 
 SAMPLE_EXAMPLES = 64
 _ROLES = ("label", "ids", "values")
@@ -47,14 +47,6 @@ class Batched:
     why: str  # what was tried, in words
 
 
-def vectorized(function: Any):
-    """Give a batch function: `tf.vectorized_map` of a per-example `function` (which tf.data calls with the
-    element's components as arguments), without pfor's while-loop fallback."""
-    def batch_function(*args):
-        return tf.vectorized_map(lambda parts: function(*parts), args, fallback_to_while_loop=False)
-    return batch_function
-
-
 def _structure_spec(value: Any, roles: list[dict]) -> Any:
     """Give a JSON description of a nested structure whose leaves are taken from `roles` in flatten order."""
     if isinstance(value, dict):
@@ -62,29 +54,6 @@ def _structure_spec(value: Any, roles: list[dict]) -> Any:
     if isinstance(value, (tuple, list)):
         return {"tuple" if isinstance(value, tuple) else "list": [_structure_spec(v, roles) for v in value]}
     return roles.pop(0)
-
-
-def _build(spec: dict, parts: dict) -> Any:
-    if "dict" in spec:
-        return {k: _build(v, parts) for k, v in spec["dict"].items()}
-    if "tuple" in spec:
-        return tuple(_build(v, parts) for v in spec["tuple"])
-    if "list" in spec:
-        return [_build(v, parts) for v in spec["list"]]
-    return tf.reshape(tf.cast(parts[spec["role"]], spec["dtype"]), [-1, *spec["shape"]])
-
-
-def libsvm_batch_decoder(spec: dict):
-    """Give decode(lines string[N]) → the user's structure, from pipebench's batched libsvm decoder."""
-    from pipebench.pipeline.decoders import libsvm_decoder
-
-    decode = libsvm_decoder(spec["field_size"])
-
-    def decode_batch(lines):
-        features, labels = decode(lines)
-        return _build(spec["structure"], {"label": labels, "ids": features["feat_ids"],
-                                          "values": features["feat_vals"]})
-    return decode_batch
 
 
 def _same(batch: Any, outputs: list[Any]) -> bool:
@@ -157,7 +126,7 @@ def batched_equivalent(walked: Walked, stage: int, known_only: bool = False) -> 
         return Batched(None, None, f"the function failed on a sample ({type(err).__name__})")
     if not outputs:
         return Batched(None, None, "the stage's input yields no element to check on")
-    from pipebench.pipeline.decoders import batched_parse
+    from pipebench.pipeline.decoders import batched_parse, libsvm_batch_decoder, vectorized
 
     tried = []
     ways = [("direct", lambda: function)]

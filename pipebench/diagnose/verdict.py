@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from pipebench.diagnose.ceiling import GainCeiling
-from pipebench.diagnose.records import Content, Rewrite, Step
+from pipebench.pipeline.stages import Step
+from pipebench.diagnose.records import Content, Rewrite
 from pipebench.measure.intervals import Interval
 
 

@@ -50,7 +50,7 @@ from pipebench.diagnose.buffers import (
     cached_at, capped, fill_rows, first_pass, large_buffers, main_pass)
 from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
-    Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, StageCost, Train,
+    Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, PrefixCost, Train,
     TrainTerms)
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.machine import machine_meter
@@ -92,8 +92,8 @@ class Diagnoser(Subject):
     def _diagnose(self, loaded, started: float) -> Diagnosis:
         from pipebench.diagnose import content as contents
         from pipebench.diagnose.content import element_text
-        from pipebench.diagnose.replay import replay_differs, steps_of
-        from pipebench.diagnose.walk import walk
+        from pipebench.measure.build import replay_differs, steps_of
+        from pipebench.pipeline.walk import walk
 
         r = self.request
         if loaded.tf1:
@@ -163,10 +163,10 @@ class Diagnoser(Subject):
         """Be the second worker process (pipebench.diagnose.second): the original beside the rewrites the first
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.second import settle, settled, to_confirm
-        from pipebench.diagnose.rows import plain_rows
+        from pipebench.pipeline.rows import plain_rows
         from pipebench.measure.rounds import gain
         from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm, releases
-        from pipebench.diagnose.walk import walk
+        from pipebench.pipeline.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
         from pipebench.pipeline.user_code import load
@@ -235,12 +235,12 @@ class Diagnoser(Subject):
         return dataclasses.replace(settle(first, gains, rate, train, train_note, time.time() - started, machine(),
                                           self.pass_elements), self_check=self_check)
 
-    def _stage_costs(self, cache_filled: bool = True, from_stage: int = 0) -> tuple[list[StageCost], int, str]:
+    def _stage_costs(self, cache_filled: bool = True, from_stage: int = 0) -> tuple[list[PrefixCost], int, str]:
         """Measure every prefix (those ending at `from_stage` or later) in interleaved rounds; give the stage costs,
         the bottleneck and why it is one. `cache_filled=False`: a cached pipeline's first pass (its cache left out,
         pipebench.diagnose.buffers.first_pass), else its cache is filled first."""
         from pipebench.capacity.profile import RoundValue, stage_costs
-        from pipebench.diagnose.costs import measured_prefixes
+        from pipebench.pipeline.prefixes import measured_prefixes
         from pipebench.measure.rounds import calibrate, interleaved_rounds
 
         stages = self.walked.stages
@@ -259,16 +259,9 @@ class Diagnoser(Subject):
         windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         self.parked += [it for arm in arms for it in arm.close()]
         values = [[RoundValue(w.examples, w.seconds, w.cpu_sec) for w in windows[arm.name]] for arm in arms]
-        found = stage_costs([(_Measured(stages[p.stage].label, p.sequential, p.why_sequential), v)
-                             for p, v in zip(measured, values)])
+        found = stage_costs(list(zip(measured, values)))
         whole = max(c.prefix_cpu_sec_per_example.mean for c in found) or 1.0
-        costs = []
-        for p, cost in zip(measured, found):
-            own = cost.cpu_sec_per_example
-            capacity = p.lanes / own if own > 0 else None
-            costs.append(StageCost(p.adds, p.stage, p.sequential, p.why_sequential, p.lanes,
-                                   cost.prefix_examples_per_sec, cost.prefix_cpu_sec_per_example.scaled(1e6),
-                                   own * 1e6, own / whole, capacity))
+        costs = [PrefixCost(p, cost, cost.cpu_sec_per_example / whole) for p, cost in zip(measured, found)]
         limited = [c for c in costs if c.capacity_rows_per_sec is not None]
         if limited:
             neck = min(limited, key=lambda c: c.capacity_rows_per_sec)
@@ -328,7 +321,7 @@ class Diagnoser(Subject):
         """Give how a rewrite compares with the original (pipebench.diagnose.check), or why it could not be read."""
         return self.check.compare(transforms, options, self.walked.root.element_spec)
 
-    def _candidates(self, shares: dict[int, float], bottleneck: int, costs: list[StageCost]) -> list:
+    def _candidates(self, shares: dict[int, float], bottleneck: int, costs: list[PrefixCost]) -> list:
         import psutil
 
         from pipebench.diagnose.rewrites import cache_point, propose
@@ -360,7 +353,7 @@ class Diagnoser(Subject):
         self.log(f"{len(found)} rewrites proposed: " + "; ".join(c.name for c in found))
         return found
 
-    def _prove(self, candidates: list, costs: list[StageCost], bottleneck: int) -> list[Rewrite]:
+    def _prove(self, candidates: list, costs: list[PrefixCost], bottleneck: int) -> list[Rewrite]:
         """Build, check and measure every automatic candidate against the original, unless its ceiling says it
         cannot gain (pipebench.diagnose.ceiling); give each one's Rewrite."""
         arms, checked, built = [], {}, {}
@@ -490,13 +483,6 @@ def _not_asked(what: str):
     from pipebench.diagnose.records import Profiler
 
     return Profiler(False, f"unavailable: {what} was not asked for", None, None, None)
-
-
-class _Measured:
-    """A measured prefix as pipebench.capacity.profile.stage_costs reads one."""
-
-    def __init__(self, stage: str, sequential: bool, why_sequential: str | None) -> None:
-        self.stage, self.sequential, self.why_sequential = stage, sequential, why_sequential
 
 
 def _prefix_rounds(rounds: int) -> int:

@@ -30,7 +30,7 @@ class Called:
 
 
 def _caches(dataset: Any) -> bool:
-    """Tell whether a cache stage feeds the dataset (its inputs read as pipebench.diagnose.walk reads them)."""
+    """Tell whether a cache stage feeds the dataset (its inputs read as pipebench.pipeline.walk reads them)."""
     todo, seen = [dataset], set()
     while todo:
         node = todo.pop()

@@ -1,4 +1,5 @@
-"""The TensorFlow functions an exported input_fn copies verbatim: list_files, the decoders and apply_options.
+"""The TensorFlow functions an exported input_fn copies verbatim: list_files, the decoders and apply_options; and
+the batch functions a rewritten user pipeline maps with (vectorized, libsvm_batch_decoder: pipebench.measure.build).
 
 They use nothing but `tf` and their arguments: pipebench.pipeline.export reads this file as text (exporting
 never imports TensorFlow) and copies them into the modules it writes, and the builder
@@ -197,3 +198,32 @@ def pipebench_make_csv_dataset(file_pattern, batch_size, column_names=None, colu
         return features
     return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(
         tf.data.AUTOTUNE if prefetch_buffer_size is None else prefetch_buffer_size)
+
+
+def vectorized(function):
+    """Give a batch function: `tf.vectorized_map` of a per-example `function` (which tf.data calls with the
+    element's components as arguments), without pfor's while-loop fallback."""
+    def batch_function(*args):
+        return tf.vectorized_map(lambda parts: function(*parts), args, fallback_to_while_loop=False)
+    return batch_function
+
+
+def _shaped(spec, parts):
+    if "dict" in spec:
+        return {k: _shaped(v, parts) for k, v in spec["dict"].items()}
+    if "tuple" in spec:
+        return tuple(_shaped(v, parts) for v in spec["tuple"])
+    if "list" in spec:
+        return [_shaped(v, parts) for v in spec["list"]]
+    return tf.reshape(tf.cast(parts[spec["role"]], spec["dtype"]), [-1, *spec["shape"]])
+
+
+def libsvm_batch_decoder(spec):
+    """Give decode(lines string[N]) → the user's structure, from pipebench's batched libsvm decoder."""
+    decode = libsvm_decoder(spec["field_size"])
+
+    def decode_batch(lines):
+        features, labels = decode(lines)
+        return _shaped(spec["structure"], {"label": labels, "ids": features["feat_ids"],
+                                          "values": features["feat_vals"]})
+    return decode_batch

@@ -1,40 +1,41 @@
-"""The prefixes of a pipeline that capacity profiling measures: what each adds, whether that runs on one
-core at most and why, and how its elements count in examples.
+"""The prefixes of a pipeline that are measured, what each adds, how many cores its working stage may use and why,
+and how its elements count: one rule for pipebench's own pipelines (a spec, profiled by pipebench.capacity) and a
+user's (its walked stages, pipebench.pipeline.stages, diagnosed by pipebench.diagnose). No TensorFlow here.
 
-A prefix is the pipeline built up to some stage (`pipebench.measure.build.build(spec, stages=N)`):
-the source alone, then source + the next stage, and so on to the whole pipeline. Each is measured in
-input mode in fresh workers; a stage's cost is its prefix's CPU-seconds per example less the one
-before. Some stages do not get a prefix of their own; they join a neighbour's:
+A prefix is the pipeline built up to some stage: the source alone, then source + the next stage, and so on to the
+whole pipeline. A stage's cost is what its prefix's CPU per row adds to the costliest prefix measured before it
+(pipebench.capacity's prefix method). Stages are numbered source first (a spec's stage i is `spec.stages[i - 1]`); a
+walked list is flat, an interleave's inner stages following it. An inner stage's prefix is the pipeline the
+interleave's function built for one element, up to that stage, measured on its own (through the interleave, a
+prefix that stops inside the function would pass every line across it one by one, which the whole pipeline never
+does); so an interleave's inner stages are measured first, then the outer chain through the interleave, whose own
+cost is what interleaving adds. Some stages get no prefix of their own and join a neighbour's, chain by chain:
 
-- before an `interleave` (a `shard` of the file list, the source itself) the pipeline yields file
-  names, not records: they join the interleave's prefix;
-- before a `cache`, stages do no work once the cache is full (every epoch after the first reads the
-  cache): they join the cache's prefix, which is measured in that steady state;
-- `repeat` does nothing per element: it joins the prefix of the stage before it.
+- before an interleave or flat_map that reads files, the chain yields file names (or shard numbers), not rows:
+  those stages join the interleave's prefix;
+- before a cache, stages do no work once it is full (every epoch after the first reads the cache): they join the
+  cache's prefix, measured in that steady state;
+- `repeat` does nothing per row: the stage before it is measured with it (a finite prefix would run out).
 
-Sequential (one core at most), read from pipebench.measure.build and TensorFlow's defaults:
+Lanes: a stage may use one core (it runs in one thread: the why_sequential functions say why, from a spec's source
+and stages or from what TensorFlow's graph says of a walked stage) or all of them; a stage of a pipeline an
+interleave builds per element runs in each of the interleave's parallel inner pipelines, so a sequential one there
+may use up to the interleave's parallelism (its cycle length, at most the cores). Stages that are not async run in
+the thread of the next async one downstream, so several sequential stages may share one core; each is still
+flagged on its own (what the capacity model caps).
 
-- the source: one TextLine / TFRecord reader when `num_parallel_reads` is unset or 1 (a parallel
-  interleave of the files otherwise); Pipe mode reads one FIFO per channel;
-- interleave without parallel calls (or with 1), or with cycle_length 1;
-- decode with num_parallel_calls 1; left unset, TensorFlow's map_parallelization (on by default in
-  2.14 and 2.21 unless the spec's options turn it or apply_default_optimizations off) runs it in
-  parallel, since the decoders are stateless (their asserts are exempt from that check);
-- shuffle, cache, shard, batch (it takes its input elements one at a time; parallel_batch spreads only
-  the copying) and prefetch (one background thread).
-
-Stages that are not async run in the thread of the next async one downstream, so several sequential
-stages may share one core; each is still flagged on its own (what the model caps).
-
-No TensorFlow import here: the worker reads `element_of` to count examples and to sink single-example
-prefixes (pipebench.measure.worker).
+A spec's prefix is measured in input mode in fresh workers (the worker reads `element_of` to count examples and to
+sink single-example prefixes, pipebench.measure.worker); a walked one in one warm worker (pipebench.diagnose).
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from pipebench.pipeline.spec import PipelineSpec
+from pipebench.pipeline.stages import Stage
 
 #: The worker consumes a prefix of single examples (or records) through shard(K, 0), K elements per
 #: loop step, so that about this many examples pass per step: its per-step cost (~25 µs on one core)
@@ -50,31 +51,6 @@ class Element:
     unbatched: bool  # a single example or record: the worker sinks it (SINK_EXAMPLES)
     examples: int  # examples per element (a batch without drop_remainder, or the last packed record, may hold fewer)
     counts: str  # the same in words
-
-
-@dataclass(frozen=True)
-class Prefix:
-    """One prefix to measure: the pipeline's first `stages` stages after its source."""
-
-    spec: PipelineSpec  # the whole pipeline (a valid spec); the worker builds only its first `stages` stages
-    stages: int  # 0: the source alone
-    adds: tuple[str, ...]  # what it adds to the prefix before it ("source" and/or stage kinds)
-    stage: str  # the one of `adds` that does the work: the name its StageCost carries
-    why_sequential: str | None  # why that stage runs on one core at most; None when it runs in parallel
-    element: Element
-
-    @property
-    def sequential(self) -> bool:
-        return self.why_sequential is not None
-
-    @property
-    def kinds(self) -> tuple[str, ...]:
-        return self.spec.kinds[:self.stages]
-
-    @property
-    def label(self) -> str:
-        """Give the prefix as text, e.g. 'source > batch > decode'."""
-        return " > ".join((SOURCE, *self.kinds))
 
 
 def element_of(spec: PipelineSpec, stages: int) -> Element:
@@ -111,7 +87,7 @@ def _map_parallelization(spec: PipelineSpec) -> bool:
     return settings.get("experimental_optimization.apply_default_optimizations") is not False
 
 
-def why_sequential(spec: PipelineSpec, kind: str) -> str | None:
+def why_spec_sequential(spec: PipelineSpec, kind: str) -> str | None:
     """Give why the source or stage `kind` of `spec` runs on one core at most, or None when it runs in parallel."""
     source = spec.source
     if kind == SOURCE:
@@ -145,29 +121,183 @@ def why_sequential(spec: PipelineSpec, kind: str) -> str | None:
     }[kind]
 
 
-def skipped_ends(kinds: tuple[str, ...]) -> set[int]:
-    """Give the stage counts that get no prefix of their own (see the module docstring); `pipebench diagnose`
-    groups a user's stages by the same rule."""
-    skipped: set[int] = set()
-    for opener in ("interleave", "cache"):
-        if opener in kinds:
-            skipped |= set(range(kinds.index(opener) + 1))
-    if "repeat" in kinds:
-        skipped.add(kinds.index("repeat"))
-    return skipped
+@dataclass(frozen=True)
+class Prefix:
+    """One prefix to measure: the stages up to `end` (numbered source first), and those it adds to the one before."""
+
+    end: int  # its last stage (a spec's: how many of its stages after the source are built)
+    adds: tuple[int, ...]  # the stages it adds to the prefix before it
+    stage: int  # the one of `adds` that does the work (not a repeat): the stage its cost is named for
+    name: str  # that stage's name, as its cost carries it ("decode", "map(parse)")
+    label: str  # the prefix in words ("source > batch > decode", "prefix 4")
+    lanes: float | None  # the cores that stage may use; None: every core there is
+    why_sequential: str | None  # why it is held to fewer cores than the machine has, or None
+
+    @property
+    def sequential(self) -> bool:
+        return self.why_sequential is not None
+
+
+def why_stage_sequential(stage: Stage) -> str | None:
+    """Give why a stage runs in one thread, or None when it runs in parallel."""
+    kind = stage.kind
+    if kind == "source":
+        reads = stage.params.get("num_parallel_reads")
+        if "reader" in stage.params:
+            return None if reads not in (None, 1) else f"one {stage.params['reader']} reader without parallel reads"
+        return "the source yields its elements in one thread"
+    if kind == "interleave" and stage.params.get("sloppy") is not None and stage.parallelism == "1":
+        return "parallel_interleave with cycle_length 1 reads its inputs in one thread, handing each element over"
+    if kind in ("map", "interleave", "batch", "parse_example", "map_and_batch") and stage.parallelism not in (None, "1"):
+        return None
+    if kind == "map":
+        if stage.parallelism == "1":
+            return "a map with num_parallel_calls 1 runs one call at a time"
+        parallel = [said for said in stage.tf_does if "runs it in parallel" in said]
+        return None if parallel else "; ".join(s for s in stage.tf_does if "map_parallelization" in s)
+    return {"interleave": "interleave without num_parallel_calls reads its inputs in turn",
+            "flat_map": "flat_map reads its inputs in turn",
+            "batch": "batch takes its input elements one at a time (parallel_batch spreads only the copying)",
+            "parse_example": "parse_example_dataset parses one batch at a time (num_parallel_calls 1)",
+            "map_and_batch": "map_and_batch maps one element at a time (num_parallel_calls 1)",
+            "shuffle_and_repeat": "shuffle fills and samples one buffer in one thread",
+            "shuffle": "shuffle fills and samples one buffer in one thread",
+            "prefetch": "prefetch moves elements in one background thread",
+            "cache": "cache serves its elements in order from one iterator",
+            "repeat": "repeat passes elements on in its consumer's thread"}.get(
+        kind, f"{kind} runs in its consumer's thread")
+
+
+def parallel_inputs(stage: Stage, cores: int) -> float:
+    """Give how many of an interleave's inner pipelines run at once (1 for a flat_map or a sequential one)."""
+    if stage.kind != "interleave" or stage.parallelism in (None, "1"):
+        return 1.0
+    found = cores
+    for value in (stage.params.get("cycle_length"), stage.params.get("num_parallel_calls")):
+        if isinstance(value, int) and value > 0:
+            found = min(found, value)
+    return float(max(1, found))
+
+
+def lanes(stages: list[Stage], index: int, cores: int) -> tuple[float, str | None]:
+    """Give the cores stage `index` may use and, when fewer than `cores`, why (module docstring)."""
+    stage = stages[index]
+    why = why_stage_sequential(stage)
+    if why is None:
+        return float(cores), None
+    across = 1.0
+    parent = stage.inside
+    while parent is not None:
+        across *= parallel_inputs(stages[parent], cores)
+        parent = stages[parent].inside
+    across = min(across, float(cores))
+    if across >= cores:
+        return float(cores), None
+    return across, (why if across == 1 else f"{why}, in each of {across:g} inner pipelines at once")
+
+
+def _chain_of(stages: Sequence[Link], inside: int | None) -> list[Link]:
+    return [s for s in stages if s.inside == inside]
+
+
+def skipped(stages: Sequence[Link], cache_filled: bool = True) -> set[int]:
+    """Give the stages that get no prefix of their own (module docstring); `cache_filled=False`: a first pass, whose
+    cache stores what the stages before it compute (they are measured, and the cache joins the stage before it)."""
+    found: set[int] = set()
+    walked = {s.inside for s in stages if s.inside is not None}
+    for inside in {None, *walked}:
+        chain = _chain_of(stages, inside)
+        for position, stage in enumerate(chain):
+            opens = stage.kind in ("interleave", "flat_map") and (stage.reads or stage.index in walked)
+            if stage.kind == "cache" and not cache_filled and position > 0:
+                found.add(chain[position - 1].index)
+            elif opens or stage.kind == "cache":
+                for earlier in chain[:position]:
+                    found.add(earlier.index)
+                    found |= built_by(stages, earlier.index)
+            if stage.kind == "repeat" and position > 0:
+                found.add(chain[position - 1].index)
+    return found
+
+
+def built_by(stages: Sequence[Link], index: int) -> set[int]:
+    """Give the stages an interleave's function builds (and theirs), at any depth."""
+    found, todo = set(), [index]
+    while todo:
+        parent = todo.pop()
+        for stage in stages:
+            if stage.inside == parent and stage.index not in found:
+                found.add(stage.index)
+                todo.append(stage.index)
+    return found
+
+
+def order(stages: Sequence[Link], inside: int | None = None) -> list[int]:
+    """Give the stages in the order their prefixes are measured: a chain's stages in turn, an interleave's inner
+    stages just before it (module docstring)."""
+    found = []
+    for stage in _chain_of(stages, inside):
+        if any(s.inside == stage.index for s in stages):
+            found += order(stages, stage.index)
+        found.append(stage.index)
+    return found
+
+
+def measured_prefixes(stages: list[Stage], cores: int, cache_filled: bool = True) -> list[Prefix]:
+    """Give a walked pipeline's prefixes to measure, in measurement order (`order`); each adds the stages since the
+    one before (`cache_filled`: as `skipped`'s)."""
+    return _grouped(stages, cache_filled, lambda i: (stages[i].label, f"prefix {i}", *lanes(stages, i, cores)))
 
 
 def prefixes(spec: PipelineSpec) -> tuple[Prefix, ...]:
-    """Give the prefixes to measure for `spec`, shortest first; the last is the whole pipeline."""
-    kinds = spec.kinds
-    skipped = skipped_ends(kinds)
+    """Give a spec's prefixes to measure, shortest first; the last is the whole pipeline."""
+    names = (SOURCE, *spec.kinds)
+    links = [_SpecLink(i, kind) for i, kind in enumerate(names)]
+
+    def said(i: int) -> tuple[str, str, float | None, str | None]:
+        why = why_spec_sequential(spec, names[i])
+        return names[i], " > ".join(names[:i + 1]), (1.0 if why else None), why
+    return tuple(_grouped(links, True, said))
+
+
+class Link(Protocol):
+    """What the grouping reads of a stage: where it sits and what it is."""
+
+    index: int
+    kind: str
+    inside: int | None
+    reads: str | None
+
+
+@dataclass(frozen=True)
+class _SpecLink:
+    """A spec's stage as the grouping reads it: one chain; its interleave opens the files the source lists."""
+
+    index: int
+    kind: str
+    inside: None = None
+
+    @property
+    def reads(self) -> str | None:
+        return "files" if self.kind == "interleave" else None
+
+
+def _grouped(stages: Sequence[Link], cache_filled: bool,
+             said: Callable[[int], tuple[str, str, float | None, str | None]]) -> list[Prefix]:
+    """Give the prefixes in measurement order, each adding the stages since the one before (module docstring);
+    `said(stage)`: the working stage's name, the prefix's label, its lanes and why it is sequential."""
+    skip = skipped(stages, cache_filled)
     found: list[Prefix] = []
-    previous: int | None = None
-    for end in range(len(kinds) + 1):
-        if end in skipped:
+    pending: dict[int | None, list[int]] = {}  # by chain: the stages that join its next prefix
+    for end in order(stages):
+        chain = pending.setdefault(stages[end].inside, [])
+        chain.append(end)
+        if end in skip:
             continue
-        adds = ((SOURCE,) if previous is None else ()) + kinds[previous or 0:end]
-        stage = [kind for kind in adds if kind != "repeat"][-1]
-        found.append(Prefix(spec, end, adds, stage, why_sequential(spec, stage), element_of(spec, end)))
-        previous = end
-    return tuple(found)
+        adds = tuple(sorted(chain))
+        chain.clear()
+        working = [i for i in adds if stages[i].kind != "repeat"] or list(adds)
+        stage = max(working)
+        name, _, lanes_, why = said(stage)
+        found.append(Prefix(end, adds, stage, name, said(end)[1], lanes_, why))
+    return found

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pipebench.errors import UsageError
 from pipebench.pipeline.orderings import Enumeration, load
-from pipebench.pipeline.spec import PipelineSpec, Source, Stage
+from pipebench.pipeline.spec import PipelineSpec, Source, StageSpec
 from pipebench.values import echo
 
 PRESETS = ("aws-sample", "lambdaji-libsvm", "guide")
@@ -41,21 +41,21 @@ def preset(name: str, *, format: str | None = None, files: tuple[str, ...] = (),
     if num_shards is not None and name != "aws-sample":
         raise UsageError("only the aws-sample preset has an optional shard")
     source = Source(format=format or NATIVE_FORMAT[name], files=tuple(files), field_size=field_size)
-    repeat = Stage.of("repeat", epochs=epochs)
+    repeat = StageSpec.of("repeat", epochs=epochs)
     if name == "aws-sample":
-        stages = [Stage.of("shard", num_shards=num_shards, index=shard_index)] if num_shards else []
-        stages += [Stage.of("batch", batch_size=batch_size, drop_remainder=True),
-                   Stage.of("decode", num_parallel_calls="AUTOTUNE"), repeat,
-                   Stage.of("prefetch", buffer_size="AUTOTUNE")]
+        stages = [StageSpec.of("shard", num_shards=num_shards, index=shard_index)] if num_shards else []
+        stages += [StageSpec.of("batch", batch_size=batch_size, drop_remainder=True),
+                   StageSpec.of("decode", num_parallel_calls="AUTOTUNE"), repeat,
+                   StageSpec.of("prefetch", buffer_size="AUTOTUNE")]
     elif name == "lambdaji-libsvm":
-        stages = [Stage.of("decode", num_parallel_calls=10), Stage.of("prefetch", buffer_size=500_000),
-                  Stage.of("shuffle", buffer_size=256, seed=seed), repeat,
-                  Stage.of("batch", batch_size=batch_size)]
+        stages = [StageSpec.of("decode", num_parallel_calls=10), StageSpec.of("prefetch", buffer_size=500_000),
+                  StageSpec.of("shuffle", buffer_size=256, seed=seed), repeat,
+                  StageSpec.of("batch", batch_size=batch_size)]
     else:
-        stages = [Stage.of("interleave", cycle_length="AUTOTUNE", block_length=1, num_parallel_calls="AUTOTUNE"),
-                  Stage.of("cache"), Stage.of("shuffle", buffer_size=GUIDE_SHUFFLE_BUFFER, seed=seed),
-                  Stage.of("batch", batch_size=batch_size), Stage.of("decode", num_parallel_calls="AUTOTUNE"),
-                  repeat, Stage.of("prefetch", buffer_size="AUTOTUNE")]
+        stages = [StageSpec.of("interleave", cycle_length="AUTOTUNE", block_length=1, num_parallel_calls="AUTOTUNE"),
+                  StageSpec.of("cache"), StageSpec.of("shuffle", buffer_size=GUIDE_SHUFFLE_BUFFER, seed=seed),
+                  StageSpec.of("batch", batch_size=batch_size), StageSpec.of("decode", num_parallel_calls="AUTOTUNE"),
+                  repeat, StageSpec.of("prefetch", buffer_size="AUTOTUNE")]
     return PipelineSpec(source, tuple(stages))
 
 

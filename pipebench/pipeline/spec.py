@@ -134,7 +134,7 @@ STAGE_PARAMS = {kind: tuple(name for name, _, _ in schema) for kind, schema in _
 
 
 @dataclass(frozen=True)
-class Stage:
+class StageSpec:
     """One transformation and its parameters (all of them, defaults filled in)."""
 
     kind: str
@@ -144,7 +144,7 @@ class Stage:
         return dict(self.params)[name]
 
     @classmethod
-    def of(cls, kind: str, where: str = "stage", **params: Scalar) -> Stage:
+    def of(cls, kind: str, where: str = "stage", **params: Scalar) -> StageSpec:
         """Give a validated stage; missing parameters take their defaults."""
         _choice(kind, where, STAGE_KINDS)
         schema = _PARAMS[kind]
@@ -164,7 +164,7 @@ class Stage:
         return stage
 
     @classmethod
-    def from_obj(cls, obj: Any, where: str) -> Stage:
+    def from_obj(cls, obj: Any, where: str) -> StageSpec:
         """Parse `kind`, `{kind: value}` or `{kind: {param: value}}`."""
         if isinstance(obj, str):
             return cls.of(obj, where)
@@ -182,9 +182,9 @@ class Stage:
     def to_obj(self) -> dict:
         return {self.kind: dict(self.params)}
 
-    def replace(self, **params: Scalar) -> Stage:
+    def replace(self, **params: Scalar) -> StageSpec:
         """Give this stage with some parameters changed."""
-        return Stage.of(self.kind, **{**dict(self.params), **params})
+        return StageSpec.of(self.kind, **{**dict(self.params), **params})
 
 
 # Options known to tf.data, by group; unknown names inside a group are accepted and probed by the
@@ -324,7 +324,7 @@ class PipelineSpec:
     """A whole input pipeline: what `build` turns into a tf.data.Dataset."""
 
     source: Source
-    stages: tuple[Stage, ...]
+    stages: tuple[StageSpec, ...]
     options: Options = field(default_factory=Options)
 
     def __post_init__(self) -> None:
@@ -341,7 +341,7 @@ class PipelineSpec:
         """Give the stage order as text, e.g. 'cache > shuffle > batch > decode > repeat > prefetch'."""
         return " > ".join(self.kinds)
 
-    def stage(self, kind: str) -> Stage | None:
+    def stage(self, kind: str) -> StageSpec | None:
         return next((s for s in self.stages if s.kind == kind), None)
 
     def reordered(self, kinds: Iterable[str]) -> PipelineSpec:
@@ -349,7 +349,7 @@ class PipelineSpec:
         by_kind = {s.kind: s for s in self.stages}
         return dataclasses.replace(self, stages=tuple(by_kind[k] for k in kinds))
 
-    def with_stage(self, stage: Stage) -> PipelineSpec:
+    def with_stage(self, stage: StageSpec) -> PipelineSpec:
         """Give this spec with the stage of the same kind replaced."""
         return dataclasses.replace(self, stages=tuple(stage if s.kind == stage.kind else s for s in self.stages))
 
@@ -378,7 +378,7 @@ class PipelineSpec:
         if not isinstance(obj["stages"], (list, tuple)):
             raise ConfigError(f"{where}.stages: must be a list of stages, not {type(obj['stages']).__name__}")
         source = Source.from_dict(obj["source"], f"{where}.source")
-        stages = tuple(Stage.from_obj(s, f"{where}.stages[{i}]") for i, s in enumerate(obj["stages"]))
+        stages = tuple(StageSpec.from_obj(s, f"{where}.stages[{i}]") for i, s in enumerate(obj["stages"]))
         problem = _spec_problem(source, tuple(s.kind for s in stages))
         if problem:
             raise ConfigError(f"{where}.{problem}")

@@ -205,7 +205,7 @@ _WRAPPERS = {"new_func", "wrapper", "_wrapper", "error_handler", "op_dispatch_ha
 
 
 class _SiteRecorder:
-    """Records every dataset the user's function makes, whoever makes it (pipebench.diagnose.walk names a stage per
+    """Records every dataset the user's function makes, whoever makes it (pipebench.pipeline.walk names a stage per
     op TensorFlow runs). tf.data's public methods and readers are wrapped while the function runs: a dataset a call
     returns is recorded unless it is made inside another recorded call (unbatch's inner map is unbatch's), and so is
     a dataset class made directly by library code outside any call (`apply(parse_example_dataset(...))` makes a

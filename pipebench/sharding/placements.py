@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pipebench.data_files import REMOTE_PREFIX
 from pipebench.errors import UsageError
-from pipebench.pipeline.spec import PipelineSpec, Stage
+from pipebench.pipeline.spec import PipelineSpec, StageSpec
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def placement_spec(spec: PipelineSpec, placement: str, workers: int, index: int)
         return spec
     at = 1 if spec.kinds[:1] == ("interleave",) else 0
     stages = list(spec.stages)
-    stages.insert(at, Stage.of("shard", num_shards=workers, index=index))
+    stages.insert(at, StageSpec.of("shard", num_shards=workers, index=index))
     return PipelineSpec(spec.source, tuple(stages), spec.options)
 
 

@@ -1,6 +1,6 @@
 """The one rule for rows, wherever a figure counts them: a row is one example, and an element holds as many as the
 leading dimension of its label (the second of a (features, label) pair; else its first component) where batching
-happened (its stage's batch depth, pipebench.diagnose.walk), whatever wrapped the element (a dict, a TF1 iterator's
+happened (its stage's batch depth, pipebench.pipeline.walk), whatever wrapped the element (a dict, a TF1 iterator's
 restructuring, a SparseTensor: its dense shape's first entry, a RaggedTensor: its rows); an element with no batch
 dimension, or whose label is a scalar, holds one. A plain loop over the user's function counts the same way, reading
 the label alone (`plain_rows`): the diagnosis checks its own figure against that loop (pipebench.diagnose.selfcheck).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-#: Stage kinds (pipebench.diagnose.walk) that add a batch dimension to their elements, and that take one away.
+#: Stage kinds (pipebench.pipeline.walk) that add a batch dimension to their elements, and that take one away.
 BATCHING = frozenset({"batch", "padded_batch", "map_and_batch", "dense_to_sparse_batch"})
 UNBATCHING = frozenset({"unbatch"})
 

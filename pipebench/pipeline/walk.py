@@ -18,7 +18,7 @@ An interleave or flat_map whose function is the user's own (not a reader such as
 a pipeline per element: the model Garden's Criteo reader batches and decodes inside one. Its function is called
 once, eagerly, on the first element of its input (a file name, a shard index), and the pipeline it returns is
 walked too: its stages follow the interleave's in the list, each with `inside` naming the interleave, and an inner
-stage's prefix is that pipeline up to it (pipebench.diagnose.costs says why it is measured on its own). Whether a
+stage's prefix is that pipeline up to it (pipebench.pipeline.prefixes says why it is measured on its own). Whether a
 stage's elements are batches (and so how rows are counted) follows the inner pipeline through its interleave.
 
 Statefulness is read as map_parallelization reads it (grappler's function_utils IsFunctionStateful):
@@ -38,9 +38,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
 
-from pipebench.diagnose.calls import call_text, tf_does
-from pipebench.diagnose.records import AUTOTUNE, Stage, UserFunction
-from pipebench.diagnose.rows import BATCHING, UNBATCHING
+from pipebench.pipeline.calls import call_text, tf_does
+from pipebench.pipeline.spec import AUTOTUNE
+from pipebench.pipeline.stages import Stage, UserFunction
+from pipebench.pipeline.rows import BATCHING, UNBATCHING
 from pipebench.pipeline.function import Place
 from pipebench.pipeline.user_code import Site
 
@@ -452,7 +453,7 @@ def _walk(dataset: Any, sites: dict, module: Any) -> Walked:
 
 
 def _batch_depths(walked: Walked) -> list[int]:
-    """Give each stage's batch depth: how many batch dimensions its elements hold (pipebench.diagnose.rows: a row is
+    """Give each stage's batch depth: how many batch dimensions its elements hold (pipebench.pipeline.rows: a row is
     the leading dimension of the label wherever batching happened). Read from what each op does, whoever called it:
     a batching op adds one, unbatch takes one away, and an interleave or flat_map gives what the pipeline its
     function builds gives (that pipeline's source slicing the element takes one away, reading files starts from
@@ -484,7 +485,7 @@ def _batch_depths(walked: Walked) -> list[int]:
     found = depths_from(0)
     start = max(0, -min(found))
     if start == 0 and not any(s.kind in BATCHING for s in stages):
-        from pipebench.diagnose.rows import label_leaf
+        from pipebench.pipeline.rows import label_leaf
 
         leaf = label_leaf(walked.root.element_spec)
         shape = getattr(leaf, "shape", None)

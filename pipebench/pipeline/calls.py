@@ -1,12 +1,13 @@
 """How a walked stage is said: its call as the user would write it (`call_text`), and what TensorFlow's static
-optimizations will do to it under the root's options (`tf_does`). No TensorFlow here: the walk (pipebench.diagnose.walk)
+optimizations will do to it under the root's options (`tf_does`). No TensorFlow here: the walk (pipebench.pipeline.walk)
 hands in what it read.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from pipebench.diagnose.records import AUTOTUNE, UserFunction
+from pipebench.pipeline.spec import AUTOTUNE
+from pipebench.pipeline.stages import UserFunction
 
 #: Kinds that are tf.data.Dataset methods of the same name (the others are library functions' ops).
 METHODS = {"map", "batch", "padded_batch", "prefetch", "shuffle", "repeat", "cache", "interleave", "flat_map",
