@@ -292,6 +292,7 @@ class Request:
     profile: bool = True  # run the TF Profiler beside it
     second_follows: bool = False  # a second worker process confirms the kept rewrites (pipebench.diagnose.second)
     first: str | None = None  # this is that second process: the first's diagnosis.json
+    deadline: float | None = None  # time.time() past which no optional round starts (pipebench.diagnose.subject)
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -39,6 +39,9 @@ SETTLE_SEC = 0.2
 WARMUP_SEC = 3.0
 #: The most rows the content check compares when it cannot sample the data (the files are no argument's).
 CONTENT_CAP_ROWS = 60_000
+#: The time a diagnosis at DEFAULT_ROUNDS aims to end within (a round's share of it for other --rounds): the rounds
+#: past the first three that would end later are not run (pipebench.diagnose.subject.Subject.gains).
+BUDGET_SEC = 120.0
 #: How long a diagnosis may take before its worker is stopped (--timeout).
 TIMEOUT_SEC = 30 * 60
 #: What the worker's processes may hold in memory, together, before they are stopped (--memory-cap).
@@ -160,7 +163,8 @@ def diagnose(ref: FunctionRef, kwargs: dict[str, Any], model: FunctionRef | None
         started = time.monotonic()
         request = Request(ref.path, ref.name, kwargs, model.text if model else None, rounds, window_sec, settle_sec,
                           WARMUP_SEC, content_cap_rows, str(folder / "scratch"), str(folder / "progress.txt"),
-                          train=False, second_follows=True)
+                          train=False, second_follows=True,
+                          deadline=time.time() + BUDGET_SEC * rounds / DEFAULT_ROUNDS)
         first = run_worker(request, folder, log, timeout_sec, memory_cap_mb, started)
         (folder / "first.json").write_text(json.dumps(first.to_json(), allow_nan=False))
         (folder / "second").mkdir()

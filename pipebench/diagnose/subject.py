@@ -23,6 +23,18 @@ EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
 KEEP_FILL_ROWS = 10_000
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
+#: The first worker process ends its optional rounds this long before the diagnosis's deadline: what the second
+#: worker takes (16-50 s on the real corpus, 2026-12-03; pipebench.diagnose.second).
+SECOND_RESERVE_SEC = 30.0
+
+
+def rounds_within(wanted: int, done: int, spent_sec: float, left_sec: float) -> int:
+    """Give how many of `wanted` more rounds fit in `left_sec`, at what the `done` rounds cost (`spent_sec`)."""
+    if done <= 0 or spent_sec <= 0:
+        return wanted
+    return max(0, min(wanted, int(left_sec // (spent_sec / done))))
+
+
 class Subject:
     """The function under diagnosis in this process (module docstring); `set_subject` gives it its pipeline."""
 
@@ -96,6 +108,7 @@ class Subject:
         fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
         settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
         first = min(EARLY_ROUNDS, r.rounds)
+        began = time.time()
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         still = still or {}
         open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
@@ -104,14 +117,32 @@ class Subject:
             if len(open_arms) < len(arms):
                 self.log(f"decided after {first} rounds, or no gain seen: "
                          + ", ".join(a.name for a in arms if a not in open_arms))
-            more = paired_rounds(original, open_arms, r.rounds - first, r.window_sec, r.settle_sec, settle,
-                                 self.seed, self.log, first_round=first)
-            for name, found in more.items():
-                pairs[name] += found
+            more = self._rounds_left(r.rounds - first, first, time.time() - began, len(open_arms) / len(arms))
+            if more:
+                found = paired_rounds(original, open_arms, more, r.window_sec, r.settle_sec, settle, self.seed,
+                                      self.log, first_round=first)
+                for name, extra in found.items():
+                    pairs[name] += extra
         self.parked += [it for arm in [original, *arms] for it in arm.close()]
         self.base_windows = [base for found in pairs.values() for base, _ in found]
         self.pairs = pairs
         return {name: gain(found) for name, found in pairs.items()}
+
+    def _rounds_left(self, wanted: int, done: int, spent_sec: float, share: float) -> int:
+        """Give how many of `wanted` more rounds (of `share` of the arms the `done` ones timed) start before this
+        process's deadline (Request.deadline; the first process's ends SECOND_RESERVE_SEC sooner, leaving the second
+        its time); log the rounds left out: a gain they would have decided stays inconclusive, and is not kept."""
+        deadline = self.request.deadline
+        if deadline is None:
+            return wanted
+        if self.request.second_follows:
+            deadline -= SECOND_RESERVE_SEC
+        fits = rounds_within(wanted, done, spent_sec * share, deadline - time.time())
+        if fits < wanted:
+            left_out = f"round {done + wanted}" if fits + 1 == wanted else f"rounds {done + fits + 1}-{done + wanted}"
+            self.log(f"{left_out} not run: they would end past the diagnosis's time budget "
+                     "(pipebench.diagnose.run.BUDGET_SEC); a gain they would decide stays inconclusive")
+        return fits
 
     def _whole_passes(self, first: Diagnosis) -> None:
         """Measure a one-pass pipeline as whole passes, their start included, when its measured steps leave out what
