@@ -7,8 +7,8 @@ The arms share one process, so none may run on what another left behind (pipeben
 tf.data's start (AUTOTUNE raising parallelism from its initial guess, every buffer filling again), and a pipeline
 parsing per example read half of what a plain loop over it reads. Between windows an arm's pipeline refills its
 buffers and then blocks, so before each window the worker waits until the process is idle (every other pipeline
-blocked), then lets the arm settle untimed — the first time long enough to fill its shuffle buffers, every time
-until it has drained what its buffers banked meanwhile (`settle`) — before the timed window. A window's CPU
+blocked), then lets the arm settle untimed — from a fresh iterator long enough to fill its shuffle buffers (a kept
+one that calibration or an earlier round read has filled them: Arm.warm), every time until it has drained what its buffers banked meanwhile (`settle`) — before the timed window. A window's CPU
 seconds are then the arm's own. A kept iterator starts afresh every RESTART_WINDOWS windows, since each window
 doubles what its autotuned prefetch buffers may bank (pipebench.measure.windows.Arm.restart). An arm that is
 released (a trial's) starts afresh every window. No TensorFlow import here: the arms are handed in.
@@ -78,7 +78,7 @@ def interleaved_rounds(arms: Sequence[Arm], rounds: int, window_sec: float, sett
                        log: Callable[[str], None] = lambda text: None) -> dict[str, list[Window]]:
     """Give each arm's windows, one per round (module docstring); arms must be calibrated (`calibrate`)."""
     found: dict[str, list[Window]] = {arm.name: [] for arm in arms}
-    fresh = {arm.name for arm in arms}  # whose next window starts from a fresh iterator, or a first time
+    fresh = {arm.name for arm in arms if not arm.warm}  # whose next window starts from a fresh iterator
     for round_index in range(rounds):
         for arm in round_order(arms, round_index, seed):
             wait_until_idle()
@@ -105,7 +105,7 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
     that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
     """
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
-    fresh = {arm.name for arm in [base, *others]}  # whose next window starts from a fresh iterator, or a first time
+    fresh = {arm.name for arm in [base, *others] if not arm.warm}  # whose next window starts from a fresh iterator
     windows: dict[str, list[Window]] = {arm.name: [] for arm in [base, *others]}
     for round_index in range(first_round, first_round + rounds):
         for position, other in enumerate(round_order(others, round_index, seed)):

@@ -79,6 +79,9 @@ class Arm:
         # False: its kept iterator is not restarted every few windows (pipebench.measure.rounds), since a fresh one
         # would refill large shuffle buffers first (babyweight's 512,000 rows: 16 s each restart)
         self.restarts = True
+        # a call has read its current iterator, so its buffers have filled once (pipebench.measure.rounds: its first
+        # settle then reads no fill again: babyweight's plain loop filled 512,000 rows twice, 26 s, in one round)
+        self.warm = False
         # when the last round `measure` timed it in ended (CLOCK_MONOTONIC, as the manager's samples): an arm that
         # leaves the rounds early reads the machine's business up to there (`arm_fields`)
         self.rounds_ended_sec: float | None = None
@@ -91,7 +94,7 @@ class Arm:
         its buffers and then blocks (it runs behind nothing measured next), while dropping a TensorFlow iterator
         waits for its threads to wind down (seconds per arm, tens of seconds a diagnosis)."""
         found = [i for i in [self._iterator, *self._set_aside] if i is not None]
-        self._iterator, self._set_aside = None, []
+        self._iterator, self._set_aside, self.warm = None, [], False
         return found
 
     def restart(self) -> None:
@@ -105,13 +108,13 @@ class Arm:
         from a limit of one."""
         if self._iterator is not None:
             self._set_aside.append(self._iterator)
-        self._iterator, self.windows_since_start = None, 0
+        self._iterator, self.windows_since_start, self.warm = None, 0, False
 
     def release(self) -> bool:
         """Drop the iterator so its pipeline stops running (a fresh one starts at the next call); give
         whether it was released."""
         if self.releasable:
-            self._iterator, self.windows_since_start = None, 0
+            self._iterator, self.windows_since_start, self.warm = None, 0, False
         return self.releasable
 
     def call(self) -> tuple[int, float]:
@@ -125,6 +128,7 @@ class Arm:
             if got == 0:
                 raise PipebenchError("the pipeline yields no examples (batch larger than the data with "
                                      "drop_remainder, or an empty shard?)")
+        self.warm = True
         return got, waited
 
     def _renew(self) -> None:
