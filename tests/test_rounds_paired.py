@@ -46,7 +46,18 @@ def test_interleaved_rounds_measure_every_arm_once_a_round():
         {"p0": [0, 1, 2], "p1": [0, 1, 2], "p2": [0, 1, 2]}
 
 
-def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
+def _settles(monkeypatch) -> list[tuple[str, int]]:
+    """Record each settle's arm and the rows it must read first (pipebench.measure.rounds.settle, run as it is)."""
+    from pipebench.measure import rounds
+
+    settled: list[tuple[str, int]] = []
+    real_settle = rounds.settle
+    monkeypatch.setattr(rounds, "settle", lambda arm, seconds, examples, steady: (
+        settled.append((arm.name, examples)), real_settle(arm, seconds, examples, steady))[1])
+    return settled
+
+
+def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped(monkeypatch):
     """A kept iterator's autotuned prefetch buffers double what they may bank each window (Arm.restart): every
     RESTART_WINDOWS windows the arm starts a fresh one, setting the old aside for the caller to keep, and the window
     after a restart settles long enough to fill its buffers; the first window does not, since calibration read the
@@ -59,16 +70,10 @@ def test_a_kept_iterator_starts_afresh_every_few_windows_and_none_is_dropped():
         return Arm(name, lambda: made.append(object()) or made[-1], lambda iterator, steps: (steps, 0.0),
                    releasable=False, start=False)
     base, other = arm("original"), arm("a")
-    settled: list[tuple[str, int]] = []
-    real_settle = rounds.settle
-    rounds.settle = lambda arm, seconds, examples, steady: (settled.append((arm.name, examples)),
-                                                            real_settle(arm, seconds, examples, steady))[1]
-    try:
-        calibrate([base, other])
-        paired_rounds(base, [other], rounds=rounds.RESTART_WINDOWS * 2, window_sec=0.001, settle_sec=0.0,
-                      settle_examples={"original": 7, "a": 7}, seed=3)
-    finally:
-        rounds.settle = real_settle
+    settled = _settles(monkeypatch)
+    calibrate([base, other])
+    paired_rounds(base, [other], rounds=rounds.RESTART_WINDOWS * 2, window_sec=0.001, settle_sec=0.0,
+                  settle_examples={"original": 7, "a": 7}, seed=3)
     kept = base.close() + other.close()
     assert len(made) == 2 * 2, "each arm's first iterator, and a fresh one after RESTART_WINDOWS windows"
     assert sorted(map(id, kept)) == sorted(map(id, made)), "every iterator is given up by close, none dropped"
@@ -133,23 +138,15 @@ def test_only_an_undecided_comparison_that_shows_a_gain_is_measured_further():
     assert not still_open(pairs(0.5, 0.52, 0.49), 0.99), "decided below 1: stops"
 
 
-def test_a_released_arm_fills_its_buffers_before_its_first_window():
+def test_a_released_arm_fills_its_buffers_before_its_first_window(monkeypatch):
     """Calibrating released a releasable arm's iterator: its first window starts afresh, so its settle reads the
     rows that fill its buffers; a kept one's does not."""
-    from pipebench.measure import rounds
-
     kept = Arm("kept", lambda: object(), lambda iterator, steps: (steps, 0.0), releasable=False, start=False)
     released = Arm("released", lambda: object(), lambda iterator, steps: (steps, 0.0), start=False)
-    settled: list[tuple[str, int]] = []
-    real_settle = rounds.settle
-    rounds.settle = lambda arm, seconds, examples, steady: (settled.append((arm.name, examples)),
-                                                            real_settle(arm, seconds, examples, steady))[1]
-    try:
-        calibrate([kept, released])
-        assert kept.warm and not released.warm
-        interleaved_rounds([kept, released], rounds=2, window_sec=0.001, settle_sec=0.0,
-                           settle_examples={"kept": 5, "released": 5}, seed=2)
-    finally:
-        rounds.settle = real_settle
+    settled = _settles(monkeypatch)
+    calibrate([kept, released])
+    assert kept.warm and not released.warm
+    interleaved_rounds([kept, released], rounds=2, window_sec=0.001, settle_sec=0.0,
+                       settle_examples={"kept": 5, "released": 5}, seed=2)
     assert [examples for name, examples in settled if name == "kept"] == [0, 0]
     assert [examples for name, examples in settled if name == "released"] == [5, 5], "released after every window"
