@@ -38,12 +38,13 @@ DIAGNOSIS_VERSION = 8
 
 @dataclass(frozen=True)
 class PrefixCost:
-    """One measured prefix of the user's pipeline: what it adds and where that may run (pipebench.pipeline.prefixes),
-    what it costs (pipebench.results.stage_costs, the capacity profile's record: rows are its examples, one rule,
-    pipebench.pipeline.rows), and its share of the whole pipeline's CPU per row."""
+    """One measured prefix of the user's pipeline: what it adds, what it costs, and its share of the CPU.
 
-    prefix: Prefix
-    cost: StageCost
+    Its prefix says what it adds and where that may run (pipebench.pipeline.prefixes); its cost is the capacity
+    profile's record (pipebench.results.stage_costs: its examples are rows, one rule, pipebench.pipeline.rows)."""
+
+    prefix: Prefix  # what it adds, and the cores its working stage may use
+    cost: StageCost  # its rate and CPU per row, measured (rows as examples)
     share: float  # of the whole pipeline's CPU per row
 
     @property
