@@ -150,3 +150,19 @@ def test_a_released_arm_fills_its_buffers_before_its_first_window(monkeypatch):
                        settle_examples={"kept": 5, "released": 5}, seed=2)
     assert [examples for name, examples in settled if name == "kept"] == [0, 0]
     assert [examples for name, examples in settled if name == "released"] == [5, 5], "released after every window"
+
+
+def test_an_arm_of_whole_passes_is_calibrated_by_one_untimed_pass():
+    """Its steps are a pass's elements: calibrating it reads one pass (tracing its loop) and leaves its steps as they
+    are; an arm of steps doubles them until a call lasts CALL_SEC."""
+    calls: dict[str, list[int]] = {"passes": [], "steps": []}
+
+    def loop_of(name):
+        return lambda iterator, steps: (calls[name].append(steps), (steps, 0.0))[1]
+
+    passes = Arm("passes", lambda: object(), loop_of("passes"), releasable=False, start=False)
+    passes.steps, passes.whole_passes = 11, True
+    steps = Arm("steps", lambda: object(), loop_of("steps"), start=False)
+    calibrate([passes, steps])
+    assert calls["passes"] == [11] and passes.steps == 11 and passes.warm
+    assert len(calls["steps"]) > 2 and steps.steps > 1, "an arm of steps doubles them"
