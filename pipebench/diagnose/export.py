@@ -8,7 +8,9 @@ loads that copy and calls the user's function in it, with the user's arguments: 
 from them, it computes again. A TF1 input_fn is called through `dataset_of_tf1` (copied from
 pipebench.pipeline.tf1_capture), so the module returns the dataset behind its iterator; one with TF1 names
 TensorFlow 2 lacks is patched in tf_upgrade_v2's conversion, which the diagnosis read. A rewrite that only sets
-tf.data options is set by the module on what the user's own file builds.
+tf.data options is set by the module on what the user's own file builds. The module is written by
+pipebench.pipeline.export's `function_module`, as `pipelines export` writes a function pipeline's: this module chooses
+what it calls.
 
 When the rewrite cannot be written into the file (a call pipebench cannot find unambiguously, a stage a library
 function made), no module is written: one that builds the original under a docstring that says it is rewritten
@@ -16,7 +18,7 @@ is how the export lied before (a claimed 19.8× that exported 1.1-2.0×, issue 4
 and lists the changes call by call. Without a kept rewrite, no module either: the user's own file is the pipeline.
 
 Written from the records and the user's file alone (no TensorFlow here). The user's text enters the module only
-as literals (pipebench.pipeline.export's `literal`) or comments (`comment`), never as code.
+as literals or comments (pipebench.pipeline.export), never as code.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from pathlib import Path
 import pipebench
 from pipebench.diagnose.patch import NoPatch, patched_text
 from pipebench.diagnose.records import Diagnosis, Rewrite
-from pipebench.pipeline.export import USER_MODULE_LOADER, comment, function_sources, literal
+from pipebench.pipeline.export import UserCall, comment, function_module
 
 
 @dataclass(frozen=True)
@@ -66,30 +68,6 @@ def best_of(rewrites: Sequence[Rewrite], combined: Rewrite | None) -> Rewrite | 
     return max(kept, key=lambda r: r.gain.mean) if kept else None
 
 
-def tf1_capture_source() -> tuple[list[str], str]:
-    """Give the imports and the code of pipebench.pipeline.tf1_capture, to copy into a module (its docstring and
-    its `from __future__` and tensorflow imports left out: the module has its own)."""
-    import ast
-    import importlib.util
-
-    path = Path(importlib.util.find_spec("pipebench.pipeline.tf1_capture").origin)
-    text = path.read_text()
-    tree = ast.parse(text)
-    imports, parts = [], []
-    lines = text.splitlines(keepends=True)
-    for node in tree.body:
-        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-        segment = "".join(lines[first - 1:node.end_lineno]).rstrip("\n")  # decorators included
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__") and "tensorflow" not in segment:
-                imports.append(segment)
-            continue
-        parts.append(segment)
-    return imports, "\n\n\n".join(parts)
-
-
 def export(found: Diagnosis, user_text: str, rewrite: Rewrite | None = None) -> Export:
     """Give the files that build `rewrite` (the best kept one when None) from the user's file, whose text is
     `user_text` (module docstring)."""
@@ -124,7 +102,7 @@ def export(found: Diagnosis, user_text: str, rewrite: Rewrite | None = None) -> 
 
 def _module(found: Diagnosis, chosen: Rewrite, beside: str | None) -> str:
     """Give the module that calls the user's function in the patched copy `beside` it (or, with options only, in the
-    user's own file) and sets the rewrite's options on what it returns."""
+    user's own file) and sets the rewrite's options on what it returns (pipebench.pipeline.export's one writer)."""
     path, _, name = found.function.rpartition(":")
     header = [f"input_fn rewritten by pipebench {pipebench.__version__} diagnose from {found.function}.", "",
               f"{chosen.name}: {chosen.verdict}."]
@@ -140,36 +118,13 @@ def _module(found: Diagnosis, chosen: Rewrite, beside: str | None) -> str:
         header.append(f"TF1: the original returns get_next() of {found.tf1}; this input_fn returns the dataset itself "
                       "(TF2: iterate it, or give it to model.fit).")
     header += ["", "The measurements are in diagnosis.md beside this file."]
-    imports = ["import importlib.util", "import os", "import sys", "", "import tensorflow as tf"]
-    constants = [f"USER_FOLDER = {literal(str(Path(path).parent))}  # the folder of {Path(path).name}: its imports"]
-    if beside is not None:
-        constants.append(f"USER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), {literal(beside)})")
-    else:
-        constants.append(f"USER_FILE = {literal(path)}")
-    helpers = [USER_MODULE_LOADER]
-    call = f"user.{name}(*args, **kwargs)"
-    if found.tf1:
-        extra, source = tf1_capture_source()
-        imports = sorted(set(imports + extra) - {""}, key=lambda line: (line.startswith("import tensorflow"), line))
-        helpers.append(source)
-        call = f"dataset_of_tf1(user.{name}, *args, **kwargs)"
-    body = [f"dataset = {call}"]
-    if chosen.options:
-        constants.append(f"OPTIONS = {literal(dict(chosen.options))}")
-        helpers += function_sources(["apply_options"])
-        body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
-                 "if unsupported:",
-                 "    tf.get_logger().warning('tf.data options this TensorFlow lacks, left unset: %s', "
-                 "', '.join(unsupported))"]
-    body.append("return dataset")
-    parts = ["\n".join(comment("\n".join(header))),
-             f'"""{name} rewritten by pipebench diagnose: it yields the same elements as the original (see above)."""',
-             "\n".join(imports), "\n".join(constants), *helpers,
-             "if USER_FOLDER not in sys.path:\n    sys.path.insert(0, USER_FOLDER)\nuser = _user_module(USER_FILE)",
-             f"def {name}(*args, **kwargs):\n"
-             f'    """Give the tf.data.Dataset {name}{found.signature} builds, rewritten; it takes what {name} takes."""\n'
-             + "\n".join(f"    {line}" for line in body)]
-    return "\n\n\n".join(part for part in parts if part) + "\n"
+    call = UserCall(name, beside if beside is not None else path, "*args, **kwargs", beside=beside is not None,
+                    folder=str(Path(path).parent), tf1=bool(found.tf1), options=dict(chosen.options))
+    return function_module(
+        comment("\n".join(header)),
+        f"{name} rewritten by pipebench diagnose: it yields the same elements as the original (see above).",
+        f"{name}(*args, **kwargs)",
+        f"Give the tf.data.Dataset {name}{found.signature} builds, rewritten; it takes what {name} takes.", call)
 
 
 def write(found: Diagnosis, folder: Path, user_text: str, rewrite: Rewrite | None = None) -> Export:

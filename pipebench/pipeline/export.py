@@ -1,5 +1,6 @@
-"""spec → the text of a standalone Python module with `input_fn(files, batch_size, ...)`; a function pipeline →
-a module whose `input_fn` imports the user's module and calls their function as it was measured.
+"""spec → the text of a standalone Python module with `input_fn(files, batch_size, ...)`; a user's function → a
+module that imports the user's file and calls the function in it (`function_module`, the one writer of such modules:
+a function pipeline as it was measured, or a diagnosis's rewrite written into a patched copy of the file).
 
 The module needs only TensorFlow (and `sagemaker_tensorflow` for Pipe mode): users paste it into
 their training scripts. Decoders and helpers are copied verbatim from decoders.py's source (read as
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import textwrap
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +214,86 @@ _CHECK_FILE = '''def _check_file(path, measured):
                       "now): the figures are the old file's", stacklevel=3)'''
 
 
+def tf1_capture_source() -> tuple[list[str], str]:
+    """Give the imports and the code of pipebench.pipeline.tf1_capture, to copy into a module (its docstring and
+    its `from __future__` and tensorflow imports left out: the module has its own)."""
+    path = Path(importlib.util.find_spec("pipebench.pipeline.tf1_capture").origin)
+    text = path.read_text()
+    imports, parts = [], []
+    lines = text.splitlines(keepends=True)
+    for node in ast.parse(text).body:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        segment = "".join(lines[first - 1:node.end_lineno]).rstrip("\n")  # decorators included
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if not (isinstance(node, ast.ImportFrom) and node.module == "__future__") and "tensorflow" not in segment:
+                imports.append(segment)
+            continue
+        parts.append(segment)
+    return imports, "\n\n\n".join(parts)
+
+
+@dataclass(frozen=True)
+class UserCall:
+    """How an exported module's input_fn calls the user's function (`function_module`): the function `target` in the
+    file `user_file` (a path, or `beside`: a file name in the module's own folder), with `args` (the call's argument
+    source text); `folder`: put first on sys.path, for the user's own imports; `sha256`: warn when the file differs;
+    `kwargs`: the KWARGS the call's text may read; `tf1`: the function returns get_next() of a TF1 iterator (the
+    dataset behind it is given: pipebench.pipeline.tf1_capture); `options`: tf.data options set on what it returns."""
+
+    target: str
+    user_file: str
+    args: str
+    beside: bool = False
+    folder: str | None = None
+    sha256: str | None = None
+    kwargs: dict | None = None
+    tf1: bool = False
+    options: dict = field(default_factory=dict)
+
+
+def function_module(header: list[str], docstring: str, signature: str, doc: str, call: UserCall) -> str:
+    """Give the text of a module whose function `signature` (documented by `doc`) calls the user's function as `call`
+    says, under the comment lines `header` and the module docstring `docstring`: what `pipelines export` writes for
+    a function pipeline (`export_function`) and `diagnose` for a rewrite (pipebench.diagnose.export), one writer."""
+    imports = ["import importlib.util", "import os", "import sys"]
+    constants = [f"USER_FILE = {literal(call.user_file)}" if not call.beside else
+                 f"USER_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), {literal(call.user_file)})"]
+    helpers = [USER_MODULE_LOADER]
+    body = []
+    if call.folder is not None:
+        constants.insert(0, f"USER_FOLDER = {literal(call.folder)}  # the user's file's folder: its imports")
+    if call.sha256 is not None:
+        imports += ["import hashlib", "import warnings"]
+        constants.append(f"USER_SHA256 = {literal(call.sha256)}")
+        helpers.append(_CHECK_FILE)
+        body.append("_check_file(USER_FILE, USER_SHA256)")
+    if call.kwargs is not None:
+        constants.append(f"KWARGS = {literal(call.kwargs)}")
+    invoke = f"_user_module(USER_FILE).{call.target}({call.args})"
+    if call.tf1:
+        extra, source = tf1_capture_source()
+        imports += extra
+        helpers.append(source)
+        invoke = f"dataset_of_tf1(_user_module(USER_FILE).{call.target}, {call.args})"
+    body.append(f"dataset = {invoke}")
+    if call.options:
+        constants.append(f"OPTIONS = {literal(dict(call.options))}")
+        helpers += function_sources(["apply_options"])
+        body += ["dataset, unsupported = apply_options(dataset, OPTIONS)",
+                 "if unsupported:",
+                 "    tf.get_logger().warning('tf.data options this TensorFlow lacks, left unset: %s', "
+                 "', '.join(unsupported))"]
+    body.append("return dataset")
+    imports = sorted(set(imports)) + (["", "import tensorflow as tf"] if call.tf1 or call.options else [])
+    parts = ["\n".join(header), f'"""{docstring}"""', "\n".join(imports), "\n".join(constants), *helpers]
+    if call.folder is not None:
+        parts.append("if USER_FOLDER not in sys.path:\n    sys.path.insert(0, USER_FOLDER)")
+    parts.append(f"def {signature}:\n    \"\"\"{doc}\"\"\"\n" + textwrap.indent("\n".join(body), "    "))
+    return "\n\n\n".join(parts) + "\n"
+
+
 def export_function(pipeline: FunctionPipeline) -> str:
     """Give the text of a module whose input_fn calls the user's function with the keyword arguments it was measured
     with (and the batch size, when the trial passed it); keyword arguments given to input_fn replace those."""
@@ -223,24 +305,15 @@ def export_function(pipeline: FunctionPipeline) -> str:
               "say) to replace them.\n"
               f"For rewrites of its stages, each measured against it: pipebench diagnose {pipeline.path}:{name} "
               "(with --set NAME=VALUE for its arguments).")
+    lines = [line for paragraph in header.split("\n\n") for line in
+             [*comment(textwrap.fill(paragraph, 100, break_long_words=False, break_on_hyphens=False)), "#"]][:-1]
     batch = f"batch_size={literal(pipeline.batch_size)}, " if pipeline.batch_passed else ""
-    call = "**{**KWARGS, **kwargs}" + (", batch_size=batch_size" if pipeline.batch_passed else "")
-    parts = [
-        "\n".join(line for paragraph in header.split("\n\n") for line in
-                  [*comment(textwrap.fill(paragraph, 100, break_long_words=False, break_on_hyphens=False)), "#"])[:-2],
-        f'"""{name} as pipebench measured it: input_fn(...) gives its tf.data.Dataset (see above)."""',
-        "import hashlib\nimport importlib.util\nimport os\nimport sys\nimport warnings",
-        f"USER_FILE = {literal(pipeline.path)}\nUSER_SHA256 = {literal(pipeline.sha256)}\n"
-        f"KWARGS = {literal(pipeline.kwargs)}",
-        USER_MODULE_LOADER,
-        _CHECK_FILE,
-        f"def input_fn({batch}**kwargs):\n"
-        f'    """Give the tf.data.Dataset {name} returns for the measured keyword arguments, `kwargs` replacing '
-        'them."""\n'
-        "    _check_file(USER_FILE, USER_SHA256)\n"
-        f"    return _user_module(USER_FILE).{name}({call})",
-    ]
-    return "\n\n\n".join(parts) + "\n"
+    args = "**{**KWARGS, **kwargs}" + (", batch_size=batch_size" if pipeline.batch_passed else "")
+    return function_module(
+        lines, f"{name} as pipebench measured it: input_fn(...) gives its tf.data.Dataset (see above).",
+        f"input_fn({batch}**kwargs)",
+        f"Give the tf.data.Dataset {name} returns for the measured keyword arguments, `kwargs` replacing them.",
+        UserCall(name, pipeline.path, args, sha256=pipeline.sha256, kwargs=pipeline.kwargs))
 
 
 def export_pipeline(pipeline: dict) -> str:

@@ -22,7 +22,7 @@ element (a variable assigned, a queue, a second iterator).
 imported and its function called (pipebench measures eagerly, as TF2 runs); `ignored_calls` says where.
 
 The module holds no pipebench import: the rewritten module of a TF1 input_fn copies `dataset_of_tf1` and what
-it uses (pipebench.diagnose.export) so that it returns the dataset by itself.
+it uses (pipebench.pipeline.export) so that it returns the dataset by itself.
 """
 from __future__ import annotations
 
