@@ -14,6 +14,7 @@ import pytest
 from badinput import Bad, cases
 from lazy import lazy
 from pipeline_fixtures import FORMATS, ROWS_PER_RECORD
+from pipeline_fixtures import batches as rows_of_batches
 from report_fixtures import SCALAR, VECTORIZED, configuration, machine, make_run, passing_rows, study_record, trial
 
 from pipebench.cli import main
@@ -438,3 +439,29 @@ EXPORT_CASES = [
 @pytest.mark.parametrize("case", cases(EXPORT_CASES))
 def test_export_from_a_run_refused(case, tmp_path, run_case):
     run_case(case, tmp_path)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_preset_is_walked_into_the_stages_diagnose_reads_and_replayed_to_the_builders_batches(name, data, tmp_path):
+    """pipebench's presets and a user's function are one kind of thing: a preset's exported input_fn, loaded and
+    walked as diagnose walks a user's (pipebench.pipeline.walk), gives the spec's stages in order, each at its line
+    of the module, and its steps replayed by the one builder module (pipebench.measure.build.replay) yield the batches
+    build(spec) yields: `pipebench diagnose` takes a preset as it takes a user's input_fn."""
+    from pipebench.measure.build import replay, steps_of
+    from pipebench.pipeline.user_code import load
+    from pipebench.pipeline.walk import walk
+
+    spec = preset(name, format="libsvm", files=(data["libsvm"],), batch_size=64, epochs=1, seed=9)
+    module = tmp_path / f"{name.replace('-', '_')}_input.py"
+    module.write_text(export(spec))
+    loaded = load(str(module), "input_fn", {"files": data["libsvm"]})
+    walked = walk(loaded.dataset, loaded.sites, loaded.module, loaded.library_calls)
+    outer = [s for s in walked.stages if s.inside is None]
+    kinds = [s.kind for s in outer[1:]]
+    assert [k for k in kinds if k != "map"] == [k for k in spec.kinds if k != "decode"], kinds
+    assert kinds.count("map") == 1 and kinds.index("map") == spec.kinds.index("decode"), kinds
+    assert all(s.place is not None and s.place.file == str(module) for s in outer), [s.call for s in outer]
+    steps, why = steps_of(walked)
+    assert why is None, why
+    assert rows_of_batches(replay(steps, walked)) == rows_of_batches(build(spec).dataset)
