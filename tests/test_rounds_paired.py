@@ -1,8 +1,10 @@
-"""Rounds in one worker (pipebench.measure.rounds): every arm measured each round, pairs side by side in ABBA
-order, every iterator released after its window. Fake loops, no TensorFlow; nothing here reads a rate."""
+"""Rounds in one worker (pipebench.measure.rounds): every arm measured each round, each right beside the base
+window it is paired with, every iterator released after its window. Fake loops, no TensorFlow; nothing here reads a rate."""
 from __future__ import annotations
 
-from pipebench.measure.rounds import calibrate, interleaved_rounds, paired_rounds
+import pytest
+
+from pipebench.measure.rounds import base_windows, calibrate, interleaved_rounds, paired_rounds
 from pipebench.measure.windows import Arm
 
 
@@ -19,21 +21,27 @@ def _arms(names, timeline):
     return made
 
 
-def test_paired_rounds_put_each_arm_beside_the_base_in_abba_order():
-    base, *others = _arms(["original", "a", "b"], [])
+@pytest.mark.parametrize("names", [["original", "a", "b"], ["original", "a", "b", "c"]])
+def test_paired_rounds_put_each_arm_right_beside_the_base_window_it_is_paired_with(names):
+    """Two others share one base window between them (A B A'), an odd one out has its own; which goes first
+    alternates, and every pair's base window is the one timed right beside the arm's."""
+    base, *others = _arms(names, [])
     calibrate([base, *others])
-    order: list[str] = []
+    timed: list = []
     for arm in (base, *others):
-        timed = arm.timed
-        arm.timed = lambda seconds, index, arm=arm, timed=timed: (order.append(arm.name), timed(seconds, index))[1]
+        timed_of = arm.timed
+        arm.timed = lambda seconds, index, timed_of=timed_of: (timed.append(timed_of(seconds, index)), timed[-1])[1]
     pairs = paired_rounds(base, others, rounds=4, window_sec=0.001, settle_sec=0.0, settle_examples={}, seed=3)
-    assert {name: len(found) for name, found in pairs.items()} == {"a": 4, "b": 4}
-    assert all(w.arm == "original" and v.arm == name for name, found in pairs.items() for w, v in found)
-    windows = [order[i:i + 2] for i in range(0, len(order), 2)]
-    assert len(windows) == 8 and all("original" in pair and len(set(pair)) == 2 for pair in windows), \
-        "each window of an arm is right beside one of the base"
-    firsts = [pair[0] for pair in windows]
-    assert "original" in firsts and set(firsts) - {"original"}, "the base goes first in some pairs, second in others"
+    assert {name: len(found) for name, found in pairs.items()} == {name: 4 for name in names[1:]}
+    per_round = -(-len(others) // 2)
+    assert sum(w.arm == "original" for w in timed) == 4 * per_round, "⌈k/2⌉ base windows a round"
+    assert len(base_windows(pairs)) == 4 * per_round
+    position = {id(w): i for i, w in enumerate(timed)}
+    for name, found in pairs.items():
+        assert all(b.arm == "original" and w.arm == name and abs(position[id(b)] - position[id(w)]) == 1
+                   for b, w in found), "each arm's window is right beside the base window it is paired with"
+    firsts = [position[id(w)] < position[id(b)] for found in pairs.values() for b, w in found]
+    assert any(firsts) and not all(firsts), "an arm goes first in some pairs, after the base in others"
     assert all(arm._iterator is None for arm in (base, *others)), "every iterator released after its window"
 
 

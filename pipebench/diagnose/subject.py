@@ -92,16 +92,22 @@ class Subject:
             arm.steps, arm.whole_passes, arm.releasable = self.pass_elements + 1, True, False
         return arm
 
-    def gains(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
-              still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, Interval]:
-        """Give each arm's gain over the original: paired windows side by side, ABBA, `request.rounds` rounds. An
+    def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
+        """Give each arm's gain over the original from its (original, arm) window pairs (`paired`)."""
+        from pipebench.measure.rounds import gain
+
+        return {name: gain(found) for name, found in self.paired(original, arms, extend).items()}
+
+    def paired(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
+               still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, list]:
+        """Give each arm's (original window, arm window) pairs, each side by side (pipebench.measure.rounds.paired_rounds), `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
         the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
         (pipebench.measure.rounds.still_open); its 95% interval is from those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
         `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
-        from pipebench.measure.rounds import calibrate, gain, paired_rounds, still_open
+        from pipebench.measure.rounds import calibrate, paired_rounds, still_open
 
         calibrate([original, *arms])
         r = self.request
@@ -124,9 +130,7 @@ class Subject:
                 for name, extra in found.items():
                     pairs[name] += extra
         self.parked += [it for arm in [original, *arms] for it in arm.close()]
-        self.base_windows = [base for found in pairs.values() for base, _ in found]
-        self.pairs = pairs
-        return {name: gain(found) for name, found in pairs.items()}
+        return pairs
 
     def _rounds_left(self, wanted: int, done: int, spent_sec: float, share: float) -> int:
         """Give how many of `wanted` more rounds (of `share` of the arms the `done` ones timed) start before this

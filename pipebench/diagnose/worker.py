@@ -14,7 +14,7 @@ starts here, after the environment is set, and never in the CLI. In order:
 4. propose rewrites (rewrites; vectorize: each reads its sample once); name one whose ceiling (ceiling: what the
    stages it leaves pass) is too low for a comparison to show, unmeasured; build each other one afresh, compare it
    with the original, and measure each against the original, a window of each side by side in every round
-   (ABBA); keep a rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh
+   (pipebench.measure.rounds.paired_rounds); keep a rewrite when the 95% interval of its paired gain lies above 1, then again in EARLY_ROUNDS fresh
    rounds from fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it
    yields the same rows (or its change of semantics is the one it names); when a second process follows
    (`Request.second_follows`), it confirms them instead, but for a cache's (pipebench.diagnose.second);
@@ -164,7 +164,7 @@ class Diagnoser(Subject):
         kept (or alone, for its rate), then the train terms; give the first's diagnosis settled with them."""
         from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.pipeline.rows import plain_rows
-        from pipebench.measure.rounds import gain
+        from pipebench.measure.rounds import base_windows, gain
         from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm, releases
         from pipebench.pipeline.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
@@ -218,12 +218,12 @@ class Diagnoser(Subject):
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
-        gains = self.gains(original, [*arms, plain], fills={NAME: own_fill},
-                           still={NAME: lambda pairs: judged(pairs).agrees is None})  # more rounds while undecided
-        gains.pop(NAME)
-        windows = self.base_windows
+        paired = self.paired(original, [*arms, plain], fills={NAME: own_fill},
+                             still={NAME: lambda pairs: judged(pairs).agrees is None})  # more rounds while undecided
+        gains = {name: gain(pairs) for name, pairs in paired.items() if name != NAME}
+        windows = base_windows(paired)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
-        self_check = judged(self.pairs[NAME])
+        self_check = judged(paired[NAME])
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
                  f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
                  f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "

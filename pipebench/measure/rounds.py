@@ -1,6 +1,6 @@
 """Interleaved rounds of several arms in one warm worker: each round times one window of every arm, in a random
 order (RMIT, pipebench.measure.round_order), so drift on the machine hits every arm alike; or, to compare arms
-with one base arm, pairs of windows side by side (ABBA), one pair per arm per round.
+with one base arm, each arm's window right beside one of the base's, one pair per arm per round (`paired_rounds`).
 
 The arms share one process, so none may run on what another left behind (pipebench.measure.windows says why).
 `pipebench diagnose`'s arms keep their iterators from window to window: a fresh iterator per window would time
@@ -98,31 +98,47 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
                   log: Callable[[str], None] = lambda text: None,
                   first_round: int = 0) -> dict[str, list[tuple[Window, Window]]]:
     """Give, for each of `others`, its (base window, own window) pairs, one per round (numbered from `first_round`:
-    a comparison continued keeps its ABBA and visiting order); arms must be calibrated.
+    a comparison continued keeps its visiting order); arms must be calibrated.
 
-    Each round visits the others in a random order, and times each right beside a window of `base`, in
-    ABBA order (base first in one round, second in the next), so a pair shares the machine's state of
-    that second: on a shared machine, drift between windows seconds apart swamps a rewrite's gain.
+    Each round visits the others in a random order (pipebench.measure.round_order), two at a time, with one window
+    of `base` between them (A B A': the base window pairs with the window right before it and the one right after;
+    the order decides which arm is which); an odd one out is timed beside a base window of its own, base first in
+    one round and second in the next (ABBA). So a pair shares the machine's state of that second (on a shared machine, drift between windows
+    seconds apart swamps a rewrite's gain), and a round of k others times ⌈k/2⌉ base windows, not k: with four
+    rewrites 6 windows in place of 8, and the second worker's whole passes of real_tfrs_ranking_cache (4 s each of
+    the base) one in place of two beside its rewrite and plain loop. Two pairs that share a base window share its
+    noise; each arm's gain is read from its own pairs alone.
     """
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
     fresh = {arm.name for arm in [base, *others] if not arm.warm}  # whose next window starts from a fresh iterator
     windows: dict[str, list[Window]] = {arm.name: [] for arm in [base, *others]}
     for round_index in range(first_round, first_round + rounds):
-        for position, other in enumerate(round_order(others, round_index, seed)):
-            pair = (base, other) if (round_index + position) % 2 == 0 else (other, base)
+        order = round_order(others, round_index, seed)
+        for group_index, start in enumerate(range(0, len(order), 2)):
+            group = order[start:start + 2]
+            if len(group) == 2:
+                visits = [group[0], base, group[1]]
+            else:
+                visits = [base, group[0]] if (round_index + group_index) % 2 == 0 else [group[0], base]
             timed = {}
-            for arm in pair:
+            for arm in visits:
                 wait_until_idle()
                 settle(arm, settle_sec, settle_examples.get(arm.name, 0) if arm.name in fresh else 0,
                        _median_rate(windows[arm.name]))
                 timed[arm.name] = arm.timed(window_sec, round_index)
                 windows[arm.name].append(timed[arm.name])
                 _after_window(arm, fresh)
-            found[other.name].append((timed[base.name], timed[other.name]))
+            for other in group:
+                found[other.name].append((timed[base.name], timed[other.name]))
         log(f"round {round_index + 1}/{first_round + rounds}: " + ", ".join(
             f"{name} {pairs[-1][1].examples / pairs[-1][1].seconds / (pairs[-1][0].examples / pairs[-1][0].seconds):.2f}×"
             for name, pairs in found.items()) + f" of {base.name}")
     return found
+
+
+def base_windows(pairs: Mapping[str, Sequence[tuple[Window, Window]]]) -> list[Window]:
+    """Give the base's windows of `paired_rounds`' pairs, each once (two arms' pairs may share one)."""
+    return list({id(b): b for found in pairs.values() for b, _ in found}.values())
 
 
 def _median_rate(windows: Sequence[Window]) -> float | None:
