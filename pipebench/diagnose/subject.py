@@ -100,7 +100,8 @@ class Subject:
 
     def paired(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
                still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, list]:
-        """Give each arm's (original window, arm window) pairs, each side by side (pipebench.measure.rounds.paired_rounds), `request.rounds` rounds. An
+        """Give each arm's (original window, arm window) pairs, side by side (pipebench.measure.rounds.paired_rounds),
+        `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
         the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
         (pipebench.measure.rounds.still_open); its 95% interval is from those rounds.

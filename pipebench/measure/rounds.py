@@ -103,11 +103,11 @@ def paired_rounds(base: Arm, others: Sequence[Arm], rounds: int, window_sec: flo
     Each round visits the others in a random order (pipebench.measure.round_order), two at a time, with one window
     of `base` between them (A B A': the base window pairs with the window right before it and the one right after;
     the order decides which arm is which); an odd one out is timed beside a base window of its own, base first in
-    one round and second in the next (ABBA). So a pair shares the machine's state of that second (on a shared machine, drift between windows
-    seconds apart swamps a rewrite's gain), and a round of k others times ⌈k/2⌉ base windows, not k: with four
-    rewrites 6 windows in place of 8, and the second worker's whole passes of real_tfrs_ranking_cache (4 s each of
-    the base) one in place of two beside its rewrite and plain loop. Two pairs that share a base window share its
-    noise; each arm's gain is read from its own pairs alone.
+    one round and second in the next (ABBA). So a pair shares the machine's state of that second (on a shared
+    machine, drift between windows seconds apart swamps a rewrite's gain), and a round of k others times ⌈k/2⌉
+    base windows, not k: with four rewrites 6 windows in place of 8, and the second worker's whole passes of
+    real_tfrs_ranking_cache (4 s each of the base) one in place of two beside its rewrite and plain loop. Two pairs
+    that share a base window share its noise; each arm's gain is read from its own pairs alone.
     """
     found: dict[str, list[tuple[Window, Window]]] = {arm.name: [] for arm in others}
     fresh = {arm.name for arm in [base, *others] if not arm.warm}  # whose next window starts from a fresh iterator
