@@ -15,8 +15,8 @@ starts here, after the environment is set, and never in the CLI. In order:
    stages it leaves pass) is too low for a comparison to show, unmeasured; build each other one afresh, compare it
    with the original, and measure each against the original, a window of each side by side in every round
    (pipebench.measure.rounds.paired_rounds); keep a rewrite when the 95% interval of its paired gain lies above 1,
-   then again in EARLY_ROUNDS fresh rounds from fresh iterators (the gain it reports: a gain too small to show in them is not offered), and it
-   yields the same rows (or its change of semantics is the one it names); when a second process follows
+   then again in EARLY_ROUNDS fresh rounds from fresh iterators (the gain it reports: a gain too small to show in
+   them is not offered), and it yields the same rows (or its change of semantics is the one it names); when a second process follows
    (`Request.second_follows`), it confirms them instead, but for a cache's (pipebench.diagnose.second);
 5. measure the kept rewrites together against the original the same way (or leave it to the second process);
 6. the TF Profiler's answer on the same pipeline (profiler);
