@@ -78,6 +78,20 @@ def test_a_repeat_is_measured_with_the_stage_before_it_and_a_cache_with_all_abov
     assert [p.end for p in measured_prefixes(cached, 2)] == [2, 3]
 
 
+def test_a_take_and_a_prefetch_of_batches_are_measured_with_the_stage_before_them_named_for_it():
+    """They add no work per row: a prefix arm each measured nothing (real_tfrs_ranking_cache's take,
+    real_tda_babyweight_make_csv's two prefetches). A prefetch of single examples keeps its own."""
+    from dataclasses import replace
+
+    stages = [_stage(0, "source", reader="TextLineDataset"), _stage(1, "map"), _stage(2, "take", count=80),
+              _stage(3, "prefetch"), _stage(4, "batch", batch_size=64), _stage(5, "prefetch")]
+    stages = [replace(s, batched=s.index >= 4) for s in stages]
+    found = measured_prefixes(stages, 2)
+    assert [(p.end, p.adds, p.stage) for p in found] == [(0, (0,), 0), (2, (1, 2), 1), (3, (3,), 3),
+                                                         (5, (4, 5), 4)]
+    assert found[-1].name == "batch" and found[1].name == "map"
+
+
 def test_a_profilers_iterator_is_matched_to_the_stage_it_runs_from_the_root():
     lambdaji = [_stage(0, "source"), _stage(1, "map"), _stage(2, "prefetch"), _stage(3, "shuffle"),
                 _stage(4, "repeat"), _stage(5, "batch")]

@@ -144,6 +144,8 @@ def test_only_an_undecided_comparison_that_shows_a_gain_is_measured_further():
     assert not still_open(pairs(0.8, 1.1, 0.95), 0.99), "no gain seen: stops"
     assert not still_open(pairs(3.0, 3.1, 2.9), 0.99), "decided above 1: stops"
     assert not still_open(pairs(0.5, 0.52, 0.49), 0.99), "decided below 1: stops"
+    assert still_open(pairs(1.06, 1.02, 1.08), 0.99), "a small gain, undecided: more rounds"
+    assert not still_open(pairs(1.06, 1.02, 1.08), 0.99, 1.10), "under the smallest gain offered: stops"
 
 
 def test_a_released_arm_fills_its_buffers_before_its_first_window(monkeypatch):

@@ -103,23 +103,27 @@ class Subject:
         """Give each arm's (original window, arm window) pairs, side by side (pipebench.measure.rounds.paired_rounds),
         `request.rounds` rounds. An
         arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
-        the verdict reads, since this is a second look) stops there, and so does one that has shown no gain
-        (pipebench.measure.rounds.still_open); its 95% interval is from those rounds.
+        the verdict reads, since this is a second look) stops there, and so does one that has shown no gain a user
+        would be offered (its mean under SMALLEST_OFFERED, pipebench.measure.rounds.still_open: babyweight's
+        deterministic=False at 1.05× took two more rounds, 17 s, 2026-12-03); its 95% interval is from those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
         `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
+        from pipebench.diagnose.second import SMALLEST_OFFERED
         from pipebench.measure.rounds import calibrate, paired_rounds, still_open
 
-        calibrate([original, *arms])
         r = self.request
         fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
         settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
+        for arm in [original, *arms]:  # as input_arm's with its fill: a restart would refill large shuffles
+            arm.restarts = arm.restarts and settle[arm.name] < KEEP_FILL_ROWS
+        calibrate([original, *arms])
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         still = still or {}
         open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
-                                             else still_open(pairs[arm.name], EARLY_CONFIDENCE))]
+                                             else still_open(pairs[arm.name], EARLY_CONFIDENCE, SMALLEST_OFFERED))]
         if open_arms and r.rounds > first and extend:
             if len(open_arms) < len(arms):
                 self.log(f"decided after {first} rounds, or no gain seen: "

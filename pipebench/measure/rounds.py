@@ -158,13 +158,14 @@ def _after_window(arm: Arm, fresh: set[str]) -> None:
         fresh.discard(arm.name)
 
 
-def still_open(pairs: Sequence[tuple[Window, Window]], confidence: float) -> bool:
+def still_open(pairs: Sequence[tuple[Window, Window]], confidence: float, smallest: float = 1.0) -> bool:
     """Tell whether a comparison's first rounds leave it worth more rounds: its ratio interval at `confidence`
-    straddles 1 and its mean is above 1. One that has shown no gain (a mean ≤ 1) would rarely end with its 95%
-    interval above 1 in a few more rounds, and an undecided rewrite is not kept either way."""
+    straddles 1 and its mean is above `smallest` (the smallest gain that would be offered). One that has shown no
+    such gain would rarely end with its 95% interval above 1 and its mean above `smallest` in a few more rounds, and
+    an undecided rewrite is not kept either way."""
     found = gain(pairs, confidence)
     decided = found.decided and (found.low > 1.0 or found.high < 1.0)
-    return not decided and found.mean > 1.0
+    return not decided and found.mean > smallest
 
 
 def gain(pairs: Sequence[tuple[Window, Window]], confidence: float | None = None) -> Interval:

@@ -15,7 +15,11 @@ cost is what interleaving adds. Some stages get no prefix of their own and join 
   those stages join the interleave's prefix;
 - before a cache, stages do no work once it is full (every epoch after the first reads the cache): they join the
   cache's prefix, measured in that steady state;
-- `repeat` does nothing per row: the stage before it is measured with it (a finite prefix would run out).
+- `repeat` does nothing per row: the stage before it is measured with it (a finite prefix would run out); so
+  does a walked `take`, and a walked `prefetch` of batches (a few µs an element is nothing per row there): each is
+  measured with the stage before it, whose cost it is named for. real_tda_babyweight_make_csv's two prefetches and
+  real_tfrs_ranking_cache's take each cost a prefix arm, ~10 s a diagnosis, to measure nothing. A spec's prefetch
+  keeps its prefix: pipebench.capacity.model closes a group of stages at it.
 
 Lanes: a stage may use one core (it runs in one thread: the why_sequential functions say why, from a spec's source
 and stages or from what TensorFlow's graph says of a walked stage) or all of them; a stage of a pipeline an
@@ -127,7 +131,7 @@ class Prefix:
 
     end: int  # its last stage (a spec's: how many of its stages after the source are built)
     adds: tuple[int, ...]  # the stages it adds to the prefix before it
-    stage: int  # the one of `adds` that does the work (not a repeat): the stage its cost is named for
+    stage: int  # the one of `adds` that does the work (not one that passes rows on): the stage its cost is named for
     name: str  # that stage's name, as its cost carries it ("decode", "map(parse)")
     label: str  # the prefix in words ("source > batch > decode", "prefix 4")
     lanes: float | None  # the cores that stage may use; None: every core there is
@@ -215,9 +219,15 @@ def skipped(stages: Sequence[Link], cache_filled: bool = True) -> set[int]:
                 for earlier in chain[:position]:
                     found.add(earlier.index)
                     found |= built_by(stages, earlier.index)
-            if stage.kind == "repeat" and position > 0:
+            if (stage.kind == "repeat" or passes_on(stage)) and position > 0:
                 found.add(chain[position - 1].index)
     return found
+
+
+def passes_on(stage: Link) -> bool:
+    """Tell whether a stage adds no work per row besides repeat's: a walked take, or prefetch of batches (module
+    docstring)."""
+    return stage.kind == "take" or (stage.kind == "prefetch" and stage.batched)
 
 
 def built_by(stages: Sequence[Link], index: int) -> set[int]:
@@ -267,15 +277,18 @@ class Link(Protocol):
     kind: str
     inside: int | None
     reads: str | None
+    batched: bool
 
 
 @dataclass(frozen=True)
 class _SpecLink:
-    """A spec's stage as the grouping reads it: one chain; its interleave opens the files the source lists."""
+    """A spec's stage as the grouping reads it: one chain; its interleave opens the files the source lists. Its
+    prefetch counts as one of single examples: it keeps a prefix of its own (module docstring)."""
 
     index: int
     kind: str
     inside: None = None
+    batched: bool = False
 
     @property
     def reads(self) -> str | None:
@@ -296,7 +309,7 @@ def _grouped(stages: Sequence[Link], cache_filled: bool,
             continue
         adds = tuple(sorted(chain))
         chain.clear()
-        working = [i for i in adds if stages[i].kind != "repeat"] or list(adds)
+        working = [i for i in adds if stages[i].kind != "repeat" and not passes_on(stages[i])] or list(adds)
         stage = max(working)
         name, _, lanes_, why = said(stage)
         found.append(Prefix(end, adds, stage, name, said(end)[1], lanes_, why))
