@@ -131,7 +131,7 @@ class Prefix:
 
     end: int  # its last stage (a spec's: how many of its stages after the source are built)
     adds: tuple[int, ...]  # the stages it adds to the prefix before it
-    stage: int  # the one of `adds` that does the work (not one that passes rows on): the stage its cost is named for
+    stage: int  # the one of `adds` that does the work (not `passes_on`): the stage its cost is named for
     name: str  # that stage's name, as its cost carries it ("decode", "map(parse)")
     label: str  # the prefix in words ("source > batch > decode", "prefix 4")
     lanes: float | None  # the cores that stage may use; None: every core there is
@@ -219,15 +219,14 @@ def skipped(stages: Sequence[Link], cache_filled: bool = True) -> set[int]:
                 for earlier in chain[:position]:
                     found.add(earlier.index)
                     found |= built_by(stages, earlier.index)
-            if (stage.kind == "repeat" or passes_on(stage)) and position > 0:
+            if passes_on(stage) and position > 0:
                 found.add(chain[position - 1].index)
     return found
 
 
 def passes_on(stage: Link) -> bool:
-    """Tell whether a stage adds no work per row besides repeat's: a walked take, or prefetch of batches (module
-    docstring)."""
-    return stage.kind == "take" or (stage.kind == "prefetch" and stage.batched)
+    """Tell whether a stage adds no work per row: a repeat, a walked take, a prefetch of batches (module docstring)."""
+    return stage.kind in ("repeat", "take") or (stage.kind == "prefetch" and stage.batched)
 
 
 def built_by(stages: Sequence[Link], index: int) -> set[int]:
@@ -309,7 +308,7 @@ def _grouped(stages: Sequence[Link], cache_filled: bool,
             continue
         adds = tuple(sorted(chain))
         chain.clear()
-        working = [i for i in adds if stages[i].kind != "repeat" and not passes_on(stages[i])] or list(adds)
+        working = [i for i in adds if not passes_on(stages[i])] or list(adds)
         stage = max(working)
         name, _, lanes_, why = said(stage)
         found.append(Prefix(end, adds, stage, name, said(end)[1], lanes_, why))
