@@ -12,6 +12,7 @@ from typing import Any
 
 from pipebench.diagnose.buffers import capped, fill_rows, first_pass, bytes_per_row, rows_per_element
 from pipebench.diagnose.records import Diagnosis, Request, Rewrite
+from pipebench.diagnose.second import SMALLEST_OFFERED
 from pipebench.measure.intervals import Interval
 from pipebench.pipeline.rows import rows_tensor
 from pipebench.pipeline.stages import Stage, Step
@@ -26,6 +27,12 @@ PASS_MAX_SEC = 10.0
 #: The first worker process ends its optional rounds this long before the diagnosis's deadline: what the second
 #: worker takes (16-50 s on the real corpus, 2026-12-03; pipebench.diagnose.second).
 SECOND_RESERVE_SEC = 30.0
+
+
+def refills_little(fill: int) -> bool:
+    """Tell whether a fresh iterator reads few rows (under KEEP_FILL_ROWS) before its shuffle buffers are full: then an
+    arm may start afresh (released, or restarted every few windows); else it keeps its iterator."""
+    return fill < KEEP_FILL_ROWS
 
 
 def rounds_within(wanted: int, done: int, spent_sec: float, left_sec: float) -> int:
@@ -81,9 +88,9 @@ class Subject:
         # 0.5 s window, refilling them, where a kept sink's buffer refilled behind others at 0.02-0.3 of a core (its
         # settle drains what it banked). Either starts at its first call.
         loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
-        arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and fill < KEEP_FILL_ROWS,
+        arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and refills_little(fill),
                   cpu_clock=process_tree_cpu_sec, start=False)
-        arm.restarts = fill < KEEP_FILL_ROWS
+        arm.restarts = refills_little(fill)
         return self._as_passes(arm)
 
     def _as_passes(self, arm):
@@ -101,22 +108,21 @@ class Subject:
     def paired(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
                still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, list]:
         """Give each arm's (original window, arm window) pairs, side by side (pipebench.measure.rounds.paired_rounds),
-        `request.rounds` rounds. An
-        arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE (stricter than the 95%
-        the verdict reads, since this is a second look) stops there, and so does one that has shown no gain a user
-        would be offered (its mean under SMALLEST_OFFERED, pipebench.measure.rounds.still_open: babyweight's
-        deterministic=False at 1.05× took two more rounds, 17 s, 2026-12-03); its 95% interval is from those rounds.
+        `request.rounds` rounds. An arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE
+        (stricter than the 95% the verdict reads, since this is a second look) stops there, and so does one that has
+        shown no gain a user would be offered (its mean under SMALLEST_OFFERED, pipebench.measure.rounds.still_open:
+        babyweight's deterministic=False at 1.05× took two more rounds, 17 s, 2026-12-03); its 95% interval is from
+        those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
         `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
-        from pipebench.diagnose.second import SMALLEST_OFFERED
         from pipebench.measure.rounds import calibrate, paired_rounds, still_open
 
         r = self.request
         fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
         settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
         for arm in [original, *arms]:  # as input_arm's with its fill: a restart would refill large shuffles
-            arm.restarts = arm.restarts and settle[arm.name] < KEEP_FILL_ROWS
+            arm.restarts = arm.restarts and refills_little(settle[arm.name])
         calibrate([original, *arms])
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()

@@ -55,7 +55,7 @@ from pipebench.diagnose.records import (
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.machine import machine_meter
 from pipebench.diagnose.second import confirmed_there
-from pipebench.diagnose.subject import EARLY_ROUNDS, KEEP_FILL_ROWS, Subject
+from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, refills_little
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.parent_death import die_with_parent
@@ -208,7 +208,7 @@ class Diagnoser(Subject):
         plain = self._as_passes(plain_arm(
             self.tf, lambda: load(self.path, r.name, r.kwargs).dataset if fresh else loaded.dataset, fresh,
             process_tree_cpu_sec, seen, released and self.pass_elements is None))
-        plain.restarts = own_fill < KEEP_FILL_ROWS
+        plain.restarts = refills_little(own_fill)
 
         def judged(pairs: list) -> SelfCheck:
             element = seen.get("element")
