@@ -74,8 +74,9 @@ def test_apply_chains_on_tf1_adapters_are_seen_through_and_their_batching_counts
     assert walked.stages[1].via == "apply(map_and_batch)" and walked.stages[1].function.short == "parse"
     from pipebench.pipeline.rows import plain_rows, rows_tensor
 
-    element = next(iter(loaded.dataset))
-    assert walked.stages[-1].batched and int(rows_tensor(tf, element, True)) == 16 == plain_rows(tf, element)
+    element = next(iter(loaded.dataset))  # shuffled batches: the file's last, partial one may come first
+    rows = int(rows_tensor(tf, element, True))
+    assert walked.stages[-1].batched and rows == plain_rows(tf, element) == int(tf.shape(element[1])[0]) > 1
 
 
 def test_a_source_that_yields_batches_counts_their_rows(tmp_path):

@@ -2,12 +2,14 @@
 run folders, the run folder's lock."""
 from __future__ import annotations
 
+import fcntl
 import json
 import multiprocessing
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -262,6 +264,19 @@ def test_a_second_holder_is_refused_naming_the_first_until_it_dies_even_by_kill_
         holder.kill()
         holder.wait()
     assert (run / ".lock").exists(), "kill -9 leaves the file; the kernel dropped the lock"
+    # a second holder has just locked the dead one's file and not yet written its name: a third, refused in
+    # between, waits for the live name rather than name the dead holder (two resumes at once did)
+    second = os.open(run / ".lock", os.O_RDWR)
+    fcntl.flock(second, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    named = threading.Timer(0.3, lambda: os.pwrite(second, json.dumps(
+        {"pid": os.getpid(), "host": owner["host"], "since": "2026-12-03T17:08:12+00:00"}).encode().ljust(200), 0))
+    named.start()
+    with pytest.raises(UsageError, match=rf"^{run}: already running \(pid {os.getpid()} on "):
+        with run_folder.hold(run):
+            pass
+    named.join()
+    os.truncate(run / ".lock", 0)
+    os.close(second)
     with run_folder.hold(run):
         assert json.loads((run / ".lock").read_text())["pid"] == os.getpid()
     assert not (run / ".lock").exists(), "a holder that lets go removes the file"

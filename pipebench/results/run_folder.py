@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psutil
+
 from pipebench.atomic import atomic_dir, atomic_write_bytes, atomic_write_json, naming
 from pipebench.datasets import DataFacts, DataSet
 from pipebench.errors import ConfigError, DataError, OutputFolderError, ResultsVersionError, UsageError
@@ -238,14 +240,18 @@ def _owner(fd: int) -> str:
     """Give who holds a lock, from the lock file's text: `pid N on HOST since T`.
 
     The holder writes its name just after it takes the lock, so a process refused in between waits
-    for the name a moment rather than report an unnamed owner.
+    for the name a moment rather than report an unnamed owner, or the name a killed holder left (a
+    pid on this host that no longer runs).
     """
     for _ in range(50):
         try:
             found = json.loads(os.pread(fd, 4096, 0).decode() or "null")
-            return f"pid {found['pid']} on {found['host']} since {found['since']}"
+            named = f"pid {found['pid']} on {found['host']} since {found['since']}"
+            if found["host"] != socket.gethostname() or psutil.pid_exists(int(found["pid"])):
+                return named
         except (ValueError, TypeError, KeyError):
-            time.sleep(0.02)
+            pass
+        time.sleep(0.02)
     return "owner not recorded"
 
 
