@@ -423,6 +423,29 @@ def test_a_rewrite_comparison_keeps_its_arms_iterators_when_a_fresh_one_would_re
     assert original.restarts is rewrite.restarts is (buffer < KEEP_FILL_ROWS)
 
 
+def test_an_undecided_self_check_takes_more_rounds_alone_until_it_is_decided(tmp_path):
+    """The self-check's arm, while its `still` says undecided, takes up to `more_still` rounds past the diagnosis's
+    (real_bert_pretraining_interleave's plain loop ended inconclusive after 5: 0.73-2.14x); a rewrite arm does not,
+    and the check stops as soon as it is decided."""
+    from pipebench.diagnose.records import Request
+    from pipebench.diagnose.worker import Diagnoser
+
+    request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=3, window_sec=0.02, settle_sec=0.0,
+                      warmup_sec=0.5, content_cap_rows=100, scratch=str(tmp_path), progress_file="")
+    diagnoser = Diagnoser(request, lambda text: None)
+    dataset = tf.data.Dataset.range(40_000).batch(256).repeat()
+    diagnoser.walked, diagnoser.notes, diagnoser.measure_steps = walk(dataset, {}, None), {}, ()
+
+    def arms():
+        return [diagnoser.input_arm(name, dataset, True) for name in ("original", "rewrite", "check")]
+    original, rewrite, check = arms()
+    pairs = diagnoser.paired(original, [rewrite, check], still={"check": lambda pairs: True}, more_still=2)
+    assert (len(pairs["rewrite"]), len(pairs["check"])) == (3, 5)
+    original, rewrite, check = arms()
+    pairs = diagnoser.paired(original, [rewrite, check], still={"check": lambda pairs: len(pairs) < 4}, more_still=2)
+    assert (len(pairs["rewrite"]), len(pairs["check"])) == (3, 4)
+
+
 def _tfrecords(folder: Path, files: int = 2, rows: int = 48) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     names = []

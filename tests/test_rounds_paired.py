@@ -130,6 +130,30 @@ def test_settle_reads_past_banked_rows_that_come_at_a_steady_rate():
     assert left[0] < 0, "with the arm's steady rate, settle drains the bank and reads on"
 
 
+def test_an_arm_whose_pass_ends_while_it_settles_drains_again_after_the_spent_iterator_winds_down():
+    """A pass that ends in the settle hands its spent iterator to the reaper; the window used to wait for it right
+    after the settle, while the arm's pipeline banked rows (lambdaji_libsvm's prefetch(500,000) behind a plain loop:
+    2.4x its rate in such windows). The settle now waits for it and reads on, so the window waits for nothing."""
+    import time
+
+    from pipebench.measure.rounds import settle
+
+    dropped, calls = [], []
+
+    class Spent:
+        def __del__(self):
+            time.sleep(0.2)
+            dropped.append(time.perf_counter())
+
+    def loop(iterator, steps):
+        calls.append(time.perf_counter())
+        return (0, 0.0) if len(calls) == 2 else (steps, 0.0)  # the second call meets the end of the pass
+    arm = Arm("a", Spent, loop, start=False)
+    settle(arm, 0.0, 0)
+    assert dropped, "the spent iterator wound down within the settle"
+    assert [c for c in calls if c > dropped[0]], "the arm was read again after the wind-down, before its window"
+
+
 def test_only_an_undecided_comparison_that_shows_a_gain_is_measured_further():
     """After the first rounds: a decided comparison stops, and so does one whose mean shows no gain (real_longmao's
     prefetch 0.71x and parallel interleave 0.79x took two more rounds each of two windows)."""

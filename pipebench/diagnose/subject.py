@@ -106,7 +106,7 @@ class Subject:
         return {name: gain(found) for name, found in self.paired(original, arms, extend).items()}
 
     def paired(self, original, arms: list, extend: bool = True, fills: dict[str, int] | None = None,
-               still: dict[str, Callable[[list], bool]] | None = None) -> dict[str, list]:
+               still: dict[str, Callable[[list], bool]] | None = None, more_still: int = 0) -> dict[str, list]:
         """Give each arm's (original window, arm window) pairs, side by side (pipebench.measure.rounds.paired_rounds),
         `request.rounds` rounds. An arm whose gain is already decided after EARLY_ROUNDS rounds at EARLY_CONFIDENCE
         (stricter than the 95% the verdict reads, since this is a second look) stops there, and so does one that has
@@ -115,7 +115,9 @@ class Subject:
         those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
-        `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds."""
+        `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds; while
+        they do, it takes up to `more_still` rounds past `request.rounds`, alone beside the original, within the
+        deadline."""
         from pipebench.measure.rounds import calibrate, paired_rounds, still_open
 
         r = self.request
@@ -140,6 +142,19 @@ class Subject:
                                       self.log, first_round=first)
                 for name, extra in found.items():
                     pairs[name] += extra
+        undecided = [arm for arm in arms if arm.name in still and still[arm.name](pairs[arm.name])]
+        if undecided and extend and more_still:
+            done = len(pairs[undecided[0].name])
+            self.log(f"{', '.join(a.name for a in undecided)}: undecided after {done} rounds, up to {more_still} more")
+            more = self._rounds_left(more_still, done, time.time() - began, len(undecided) / len(arms))
+            for index in range(more):
+                found = paired_rounds(original, undecided, 1, r.window_sec, r.settle_sec, settle, self.seed,
+                                      self.log, first_round=done + index)
+                for name, extra in found.items():
+                    pairs[name] += extra
+                undecided = [arm for arm in undecided if still[arm.name](pairs[arm.name])]
+                if not undecided:
+                    break
         self.parked += [it for arm in [original, *arms] for it in arm.close()]
         return pairs
 

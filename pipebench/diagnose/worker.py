@@ -166,7 +166,7 @@ class Diagnoser(Subject):
         from pipebench.diagnose.second import settle, settled, to_confirm
         from pipebench.pipeline.rows import plain_rows
         from pipebench.measure.rounds import base_windows, gain
-        from pipebench.diagnose.selfcheck import NAME, check, loop_cost, plain_arm, releases
+        from pipebench.diagnose.selfcheck import MORE_ROUNDS, NAME, check, loop_cost, plain_arm, releases
         from pipebench.pipeline.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
@@ -212,15 +212,16 @@ class Diagnoser(Subject):
 
         def judged(pairs: list) -> SelfCheck:
             element = seen.get("element")
+            if element is not None and "cost" not in seen:  # read once: 0.5 s, and a later round would pay it again
+                seen["cost"] = loop_cost(self.tf, element), plain_rows(self.tf, element)
+            cost, rows = seen.get("cost", (0.0, 1))
             rate = geometric_interval([b.examples / b.seconds for b, _ in pairs if b.seconds > 0])
-            return check(gain(pairs), [mine for _, mine in pairs], fresh,
-                         0.0 if element is None else loop_cost(self.tf, element),
-                         1 if element is None else plain_rows(self.tf, element), rate.mean)
+            return check(gain(pairs), [mine for _, mine in pairs], fresh, cost, rows, rate.mean)
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
         paired = self.paired(original, [*arms, plain], fills={NAME: own_fill},
-                             still={NAME: lambda pairs: judged(pairs).agrees is None})  # more rounds while undecided
+                             still={NAME: lambda pairs: judged(pairs).agrees is None}, more_still=MORE_ROUNDS)
         gains = {name: gain(pairs) for name, pairs in paired.items() if name != NAME}
         windows = base_windows(paired)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])

@@ -205,18 +205,21 @@ class _Reaper:
             self._pending -= 1
             self._done.notify_all()
 
-    def settle(self, max_sec: float) -> None:
-        """Wait until every drop handed over so far has finished, at most `max_sec`."""
+    def settle(self, max_sec: float) -> bool:
+        """Wait until every drop handed over so far has finished, at most `max_sec`; give whether there was one."""
         with self._done:
+            waited = self._pending > 0
             self._done.wait_for(lambda: self._pending == 0, timeout=max_sec)
+            return waited
 
 
 _REAPER = _Reaper()
 
 
-def wind_down(max_sec: float = REAP_WAIT_SEC) -> None:
-    """Wait until the spent iterators handed over so far have wound down (a warm worker, between its trials)."""
-    _REAPER.settle(max_sec)
+def wind_down(max_sec: float = REAP_WAIT_SEC) -> bool:
+    """Wait until the spent iterators handed over so far have wound down (a warm worker, between its trials; an arm,
+    before it settles and after); give whether one was winding down."""
+    return _REAPER.settle(max_sec)
 
 
 @dataclasses.dataclass(frozen=True)
