@@ -53,6 +53,42 @@ def test_an_element_past_an_interleave_that_batches_holds_the_batch_its_function
     assert rows_per_element(rebatched, rebatched[3]) == 64
 
 
+def test_what_a_row_holds_is_read_before_the_shuffles_that_would_fill_first_and_a_buffer_at_the_cap_is_as_written():
+    """tfrs's map → shuffle(100,000) → take → shuffle(100,000) → batch → cache: what a row holds is read at the map
+    (read past the shuffles, one element cost two fills: 2.5 s each); a shuffle no larger than the cap is measured
+    as written, and one larger is capped."""
+    from dataclasses import replace
+
+    from pipebench.diagnose.buffers import MEASURE_CAP_ROWS, capped, large_buffers, same_rows_from
+    from pipebench.pipeline.stages import Step
+
+    stages = [_stage(0, "source"), _stage(1, "map"), _stage(2, "shuffle", buffer_size=100_000),
+              _stage(3, "take", count=80_000), _stage(4, "shuffle", buffer_size=100_000), _stage(5, "batch"),
+              _stage(6, "cache")]
+    stages = [replace(s, batched=s.index >= 5) for s in stages]
+    assert [same_rows_from(stages, i) for i in range(7)] == [0, 1, 1, 1, 1, 1, 1]
+    asked: list[int] = []
+    found = large_buffers(stages, [], {}, lambda end: asked.append(end) or 8.0, lambda text: None)
+    assert [b.stage for b in found] == [2, 4] and asked == [1, 1]
+    _, notes = capped((Step("shuffle", {"buffer_size": MEASURE_CAP_ROWS}, 2),
+                       Step("shuffle", {"buffer_size": MEASURE_CAP_ROWS + 1}, 4)), stages)
+    assert list(notes) == [4] and f"capped at {MEASURE_CAP_ROWS:,} elements" in notes[4]
+
+
+def test_a_combination_is_not_measured_when_a_kept_cache_skips_everything_the_others_change():
+    from pipebench.diagnose.rewrites import Proposal, cache_covering
+
+    def proposal(name, kind, changes, options=None):
+        return Proposal(name, kind, None, "", "", None, True, None, options or {}, changes=changes)
+
+    cache = proposal("cache after interleave", "cache", (0, 1, 2))
+    before = proposal("interleave in place of parallel_interleave", "core_interleave", (1, 2))
+    assert cache_covering([before, cache]) is cache
+    assert cache_covering([proposal("vectorize", "vectorize", (4,)), cache]) is None, "after the cache: combined"
+    assert cache_covering([proposal("options", "options", None, {"deterministic": False}), cache]) is None
+    assert cache_covering([cache]) is None and cache_covering([before]) is None
+
+
 def test_the_stages_inside_an_interleave_are_measured_on_their_own_before_it():
     stages = _model_garden()
     found = measured_prefixes(stages, cores=2)

@@ -401,26 +401,28 @@ def test_an_arm_of_single_examples_keeps_its_iterator_when_a_fresh_one_would_ref
     assert not diagnoser.input_arm("whole", rows.batch(64), True, 0).releasable, "a batched arm keeps it anyway"
 
 
-@pytest.mark.parametrize("buffer", [10_000, 100])
+@pytest.mark.parametrize("buffer", [50_000, 10_000, 100])
 def test_a_rewrite_comparison_keeps_its_arms_iterators_when_a_fresh_one_would_refill_large_shuffle_buffers(
         tmp_path, buffer):
     """As a prefix arm's: a restart every few windows refilled real_tfrs_ranking_cache's two shuffles (~3 s) in the
-    rewrites' rounds. Arms over a pipeline whose fill is small still restart."""
+    rewrites' rounds. Arms over a pipeline whose fill is under RESTART_FILL_ROWS still restart: never restarted,
+    real_tft_sentiment_varlen_tf1's shuffle of 10,000 rows let tf.data's legacy prefetch autotuner double its
+    prefetch(AUTOTUNE) every window, refilled for seconds before the next arm's."""
     from pipebench.diagnose.records import Request
-    from pipebench.diagnose.subject import KEEP_FILL_ROWS
+    from pipebench.diagnose.subject import RESTART_FILL_ROWS
     from pipebench.diagnose.worker import Diagnoser
 
     request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=2, window_sec=0.02, settle_sec=0.0,
                       warmup_sec=0.5, content_cap_rows=100, scratch=str(tmp_path), progress_file="")
     diagnoser = Diagnoser(request, lambda text: None)
-    dataset = tf.data.Dataset.range(40_000).shuffle(buffer).batch(256).repeat()
+    dataset = tf.data.Dataset.range(60_000).shuffle(buffer).batch(256).repeat()
     diagnoser.walked, diagnoser.notes, diagnoser.measure_steps = walk(dataset, {}, None), {}, ()
     original = diagnoser.input_arm("original", dataset, True)
     rewrite = diagnoser.input_arm("rewrite", dataset.map(lambda x: x + 1), True)
     assert original.restarts and rewrite.restarts, "an arm made without its fill restarts"
     pairs = diagnoser.paired(original, [rewrite])
     assert len(pairs["rewrite"]) == 2
-    assert original.restarts is rewrite.restarts is (buffer < KEEP_FILL_ROWS)
+    assert original.restarts is rewrite.restarts is (buffer < RESTART_FILL_ROWS)
 
 
 def test_an_undecided_self_check_takes_more_rounds_alone_until_it_is_decided(tmp_path):

@@ -154,6 +154,19 @@ def test_an_arm_whose_pass_ends_while_it_settles_drains_again_after_the_spent_it
     assert [c for c in calls if c > dropped[0]], "the arm was read again after the wind-down, before its window"
 
 
+def test_an_arm_of_whole_passes_calibrates_with_its_warm_up_and_reads_no_pass():
+    """A whole pass of real_tfrs_ranking_cache is 4 s; its calibration read one per arm only to trace the loop: with a
+    warm-up (the loop traced over one element in memory), it reads none; without one, it reads one pass."""
+    reads, warmed = [], []
+    arm = Arm("a", lambda: object(), lambda iterator, steps: (reads.append(steps), (steps, 0.0))[1], start=False)
+    arm.steps, arm.whole_passes, arm.warm_up = 11, True, lambda: warmed.append(True)
+    calibrate([arm])
+    assert warmed == [True] and reads == [] and arm.steps == 11
+    arm.warm_up = None
+    calibrate([arm])
+    assert reads == [11], "one pass, not more"
+
+
 def test_only_an_undecided_comparison_that_shows_a_gain_is_measured_further():
     """After the first rounds: a decided comparison stops, and so does one whose mean shows no gain (real_longmao's
     prefetch 0.71x and parallel interleave 0.79x took two more rounds each of two windows)."""

@@ -14,8 +14,9 @@ from pipebench.pipeline.stages import Stage, Step
 from pipebench.diagnose.records import Buffer, PrefixCost
 from pipebench.pipeline.rows import BATCHING, rows_tensor
 
-#: A buffer of the user's holding at least this many rows is measured capped (module docstring).
-MEASURE_CAP_ROWS = 50_000
+#: A buffer of the user's holding at least this many rows is measured capped (module docstring). At 50,000 a pass of
+#: real_tfrs_ranking_cache refilled 100,000 rows of capped shuffles, 2.5 s in the settle before every few windows.
+MEASURE_CAP_ROWS = 10_000
 #: A prefetch so capped is measured this many rows deep (two elements at least): full in milliseconds, so an arm
 #: waiting for its next window is idle. AUTOTUNE would not do: its buffer grows, within half the RAM, behind every
 #: other arm's window (a round of 1 s windows took 29 s of waiting, and one window read 0.10× of the others).
@@ -24,6 +25,8 @@ PREFETCH_MEASURE_ROWS = 1_024
 NAMED_BUFFER_ROWS = 10_000
 #: Elements read to estimate what a row holds in memory.
 BYTES_SAMPLE_ELEMENTS = 64
+#: Stages whose rows hold what the rows before them hold: what a row holds is read before them (`same_rows_from`).
+SAME_ROWS = frozenset({"shuffle", "prefetch", "take", "skip", "repeat", "cache", "batch", "unbatch", "shard", "filter"})
 
 
 def rows_per_element(stages: list[Stage], stage: Stage) -> int:
@@ -72,8 +75,7 @@ def capped(steps: tuple[Step, ...], stages: list[Stage], whole_passes: bool = Fa
                     step = dataclasses.replace(step, args={**step.args, "buffer_size": depth})
                     notes[stage.index] = f"measured as prefetch({depth:,}): a prefetch does the same work per " \
                                          "element whatever its depth"
-                else:
-                    cap = max(1, MEASURE_CAP_ROWS // per)
+                elif (cap := max(1, MEASURE_CAP_ROWS // per)) < size:
                     step = dataclasses.replace(step, args={**step.args, "buffer_size": cap})
                     notes[stage.index] = f"measured with its buffer capped at {cap:,} elements: a shuffle " \
                                          "does the same work per element whatever its buffer"
@@ -109,6 +111,19 @@ def bytes_per_row(tf, dataset, batched: bool) -> float | None:
     return size / rows if rows else None
 
 
+def same_rows_from(stages: list[Stage], index: int) -> int:
+    """Give the earliest stage of `index`'s chain whose rows hold what stage `index`'s rows hold (back through
+    SAME_ROWS stages): a shuffle's prefix first fills the buffer to give one element, real_tfrs_ranking_cache's
+    two 100,000-row shuffles 2.5 s each only to read what a row holds (2026-12-03)."""
+    stage = stages[index]
+    while stage.kind in SAME_ROWS:
+        chain = [s for s in stages if s.inside == stage.inside and s.index < stage.index]
+        if not chain:
+            break
+        stage = chain[-1]
+    return stage.index
+
+
 def large_buffers(stages: list[Stage], costs: list[PrefixCost], notes: dict[int, str],
                   per_row: Callable[[int], float | None], log: Callable[[str], None]) -> list[Buffer]:
     """Give the user's buffers of NAMED_BUFFER_ROWS rows or elements or more: what each holds, in rows and memory (`per_row` of
@@ -121,7 +136,7 @@ def large_buffers(stages: list[Stage], costs: list[PrefixCost], notes: dict[int,
         rows = size * rows_per_element(stages, stage)
         if rows < NAMED_BUFFER_ROWS and size < NAMED_BUFFER_ROWS:
             continue
-        held = per_row(stage.index)
+        held = per_row(same_rows_from(stages, stage.index))
         before = [c for c in costs if max(c.stages) < stage.index]
         rate = before[-1].prefix_rows_per_sec.mean if before else None
         fill = rows / rate if rate else None

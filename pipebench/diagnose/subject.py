@@ -22,6 +22,12 @@ EARLY_ROUNDS, EARLY_CONFIDENCE = 3, 0.99
 #: An arm of single examples keeps its iterator from window to window when a fresh one reads this many rows or more
 #: before its shuffle buffers are full (Subject.input_arm).
 KEEP_FILL_ROWS = 10_000
+#: A kept iterator restarts every few windows (pipebench.measure.windows.Arm.restart) unless a fresh one reads this many
+#: rows or more before its shuffle buffers are full. Never restarted, tf.data's legacy prefetch autotuner doubled a
+#: prefetch(AUTOTUNE)'s limit every window: real_tft_sentiment_varlen_tf1's arms refilled theirs for 1.3, 2.5, then
+#: 4.8 s of both cores before the next arm's window, and its rewrites' rounds 4-5 took 10-12 s in place of 3
+#: (2026-12-03). With shuffles measured capped (pipebench.diagnose.buffers.MEASURE_CAP_ROWS) a restart refills little.
+RESTART_FILL_ROWS = 50_000
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
 #: The first worker process ends its optional rounds this long before the diagnosis's deadline: what the second
@@ -31,8 +37,14 @@ SECOND_RESERVE_SEC = 30.0
 
 def refills_little(fill: int) -> bool:
     """Tell whether a fresh iterator reads few rows (under KEEP_FILL_ROWS) before its shuffle buffers are full: then an
-    arm may start afresh (released, or restarted every few windows); else it keeps its iterator."""
+    arm of single examples may be released after every window; else it keeps its iterator."""
     return fill < KEEP_FILL_ROWS
+
+
+def restarts(fill: int) -> bool:
+    """Tell whether a kept iterator that reads `fill` rows before its shuffle buffers are full restarts every few
+    windows (under RESTART_FILL_ROWS)."""
+    return fill < RESTART_FILL_ROWS
 
 
 def rounds_within(wanted: int, done: int, spent_sec: float, left_sec: float) -> int:
@@ -55,6 +67,7 @@ class Subject:
         self.cores = len(os.sched_getaffinity(0))
         self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
         self.pass_elements: int | None = None  # set: the second worker's arms are whole passes of this many elements
+        self._pass_element = None  # the last element of the pass that set it
 
     def log(self, text: str) -> None:
         process = " second worker process" if self.request.first else ""
@@ -90,14 +103,30 @@ class Subject:
         loop = input_loop(tf, lambda element: rows_tensor(tf, element, batched), per_step)
         arm = Arm(name, lambda: iter(dataset), loop, releasable=per_step > 1 and refills_little(fill),
                   cpu_clock=process_tree_cpu_sec, start=False)
-        arm.restarts = refills_little(fill)
-        return self._as_passes(arm)
+        arm.restarts = restarts(fill)
+        return self._as_passes(arm, lambda: self._trace(loop, dataset))
 
-    def _as_passes(self, arm):
-        """Make `arm`'s calls whole passes when the second worker measures them so (`_whole_passes`)."""
+    def _as_passes(self, arm, warm_up: Callable[[], None] = lambda: None):
+        """Make `arm`'s calls whole passes when the second worker measures them so (`_whole_passes`); `warm_up` is
+        all its calibration does (a plain loop in Python has no loop to trace)."""
         if self.pass_elements is not None:
             arm.steps, arm.whole_passes, arm.releasable = self.pass_elements + 1, True, False
+            arm.warm_up = warm_up
         return arm
+
+    def _trace(self, loop, dataset) -> None:
+        """Trace an arm's `loop` over the last element of the pass `_whole_passes` read, held in memory, typed as
+        `dataset`'s elements (no retrace on its own iterator): a pass of real_tfrs_ranking_cache reads 180,000 rows
+        (4 s) to give its first element. An element the types refuse (a rewrite's other static shapes) is read
+        from a pass after all."""
+        tf, element = self.tf, self._pass_element
+        try:
+            if element is None:
+                raise ValueError("the pass gave no element")
+            one = tf.data.Dataset.from_generator(lambda: iter([element]), output_signature=dataset.element_spec)
+            loop(iter(one), 1)
+        except (tf.errors.OpError, TypeError, ValueError):
+            loop(iter(dataset), self.pass_elements + 1)
 
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original from its (original, arm) window pairs (`paired`)."""
@@ -124,7 +153,7 @@ class Subject:
         fill = fill_rows(self.walked.stages, [s for s in self.walked.stages if s.inside is None], self.measure_steps)
         settle = {arm.name: fill for arm in [original, *arms]} | (fills or {})
         for arm in [original, *arms]:  # as input_arm's with its fill: a restart would refill large shuffles
-            arm.restarts = arm.restarts and refills_little(settle[arm.name])
+            arm.restarts = arm.restarts and restarts(settle[arm.name])
         calibrate([original, *arms])
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()
@@ -187,7 +216,7 @@ class Subject:
             return
         iterator, count, began = iter(replay(whole, self.walked)), 0, time.perf_counter()
         self.parked.append(iterator)
-        for _ in iterator:
+        for self._pass_element in iterator:
             count += 1
             if time.perf_counter() - began > PASS_MAX_SEC:
                 return

@@ -47,7 +47,7 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit, out_of_room, scratch_is_full
 from pipebench.diagnose.buffers import (
-    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass)
+    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, same_rows_from)
 from pipebench.diagnose.ceiling import ceiling
 from pipebench.diagnose.records import (
     Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, PrefixCost, Train,
@@ -55,7 +55,7 @@ from pipebench.diagnose.records import (
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.machine import machine_meter
 from pipebench.diagnose.second import confirmed_there
-from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, refills_little
+from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, restarts
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.parent_death import die_with_parent
@@ -208,7 +208,7 @@ class Diagnoser(Subject):
         plain = self._as_passes(plain_arm(
             self.tf, lambda: load(self.path, r.name, r.kwargs).dataset if fresh else loaded.dataset, fresh,
             process_tree_cpu_sec, seen, released and self.pass_elements is None))
-        plain.restarts = refills_little(own_fill)
+        plain.restarts = restarts(own_fill)
 
         def judged(pairs: list) -> SelfCheck:
             element = seen.get("element")
@@ -340,7 +340,7 @@ class Diagnoser(Subject):
         point = cache_point(stages)
         cache_bytes = cache_fill = None
         if point is not None:
-            per_row = self._bytes_per_row(point)
+            per_row = self._bytes_per_row(same_rows_from(stages, point))
             epoch_rows = self._epoch_rows()
             if per_row is not None and epoch_rows is not None:
                 cache_bytes = per_row * epoch_rows
@@ -403,9 +403,16 @@ class Diagnoser(Subject):
 
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original (when a second worker process follows, it does,
-        unless the combination fills a cache); give the combination's Rewrite."""
-        from pipebench.diagnose.rewrites import Proposal, compose
+        unless the combination fills a cache); give the combination's Rewrite, or None when a kept cache skips all
+        the others change (pipebench.diagnose.rewrites.cache_covering)."""
+        from pipebench.diagnose.rewrites import Proposal, cache_covering, compose
 
+        cache = cache_covering([c for c, _ in kept])
+        if cache is not None:
+            self.log(f"not combined: {'; '.join(c.name for c, _ in kept if c is not cache)} change(s) only stages "
+                     f"that {cache.name} skips on every pass after the first, so together they read what it alone "
+                     "reads then")
+            return None
         transforms = [c.transform for c, _ in kept if c.transform]
         options = {k: v for c, _ in kept for k, v in c.options.items()}
         self.transforms["combined: " + " + ".join(c.name for c, _ in kept)] = transforms

@@ -76,6 +76,7 @@ class Arm:
         # its calls are whole passes, each from a fresh start (steps set to a pass's elements or more): a window is
         # whole passes, their start included, and there is nothing banked to settle (pipebench.measure.rounds)
         self.whole_passes = False
+        self.warm_up: Callable[[], None] | None = None  # an arm of whole passes: `calibrate` without a pass
         # False: its kept iterator is not restarted every few windows (pipebench.measure.rounds), since a fresh one
         # would refill large shuffle buffers first (babyweight's 512,000 rows: 16 s each restart)
         self.restarts = True
@@ -167,8 +168,12 @@ class Arm:
         doubles, so it ends within about 2·CALL_SEC after the first.
 
         An arm of whole passes (`whole_passes`) has its steps set, a pass each call: its first call is all it needs
-        (a second read another pass, 4 s each of real_tfrs_ranking_cache's original and plain loop).
+        (a second read another pass, 4 s each of real_tfrs_ranking_cache's original and plain loop), and `warm_up`,
+        when set, does that call's work without reading a pass (traces the loop over one element held in memory).
         """
+        if self.whole_passes and self.warm_up is not None:
+            self.warm_up()
+            return
         self.call()
         while self.steps < MAX_STEPS and not self.whole_passes:
             t0 = self.clock()
