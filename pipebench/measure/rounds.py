@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pipebench.measure.intervals import Interval, pooled_ratio_interval
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Window
-from pipebench.measure.windows import REAP_SETTLE_SEC, Arm, wait_until_idle, wind_down
+from pipebench.measure.windows import Arm, wait_until_idle
 
 
 #: Settling goes on while an arm's rate falls by more than this from one call to the next (it is still draining what
@@ -40,9 +40,6 @@ RESTART_WINDOWS = 4
 #: Nor has an arm drained while a call reads more than this times the median of its earlier windows: banked rows
 #: read from memory come at a steady rate too (a user's prefetch(256) of 256-row batches banks 65,536 rows).
 BANK_RATIO = 2.0
-#: Times an arm drains again after waiting for spent iterators at its end (one whose pass is shorter than a call hands
-#: one over at every call).
-SETTLE_WAITS = 2
 
 
 def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None) -> None:
@@ -51,16 +48,10 @@ def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None)
     started on them would read them at many times the pipeline's rate (a 16× "gain" seen so). Draining: its rate
     still falls from one call to the next, or it is over BANK_RATIO times `steady` (the median rate of its earlier
     windows: real_longmao_csv_criteo's whole pipeline, ~16k rows/s, read 131k in one window, its prefetch(256)
-    banked). An arm of whole passes (Arm.whole_passes) has nothing to settle: each window starts a pass afresh.
-
-    Spent iterators wind down (pipebench.measure.windows.wind_down) before the arm settles, and again until none is
-    left when it has drained (the arm's own end of a pass hands one over): the window would otherwise wait for them
-    after settling, while the arm's pipeline banked rows — lambdaji_libsvm's prefetch(500,000) of single rows,
-    behind a plain loop, read 2.4× its rate in such windows (2026-12-03)."""
+    banked). An arm of whole passes (Arm.whole_passes) has nothing to settle: each window starts a pass afresh."""
     if arm.whole_passes:
         return
-    wind_down(REAP_SETTLE_SEC)
-    seen, start, last, waits = 0, arm.clock(), None, 0
+    seen, start, last = 0, arm.clock(), None
     while True:
         began = arm.clock()
         seen += (got := arm.call()[0])
@@ -68,10 +59,7 @@ def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None)
         rate = got / max(now - began, 1e-9)
         drained = last is not None and rate * DRAIN_RATIO >= last and (steady is None or rate <= BANK_RATIO * steady)
         if now - start >= seconds and seen >= examples and (drained or now - start >= seconds + SETTLE_MAX_SEC):
-            if waits >= SETTLE_WAITS or not wind_down(REAP_SETTLE_SEC):
-                return
-            last, waits = None, waits + 1  # it banked while waiting: drain again
-            continue
+            return
         last = rate
 
 
