@@ -159,6 +159,34 @@ def test_a_window_does_not_wait_for_a_spent_iterator_to_wind_down():
         release.set()
 
 
+@pytest.mark.parametrize("whole_passes", [False, True])
+def test_a_settle_waits_for_earlier_windows_spent_iterators_before_it_reads_the_arm(whole_passes):
+    """Earlier windows' spent iterators wind down before an arm settles (what it banks meanwhile is drained there);
+    without it real_tfrs_ranking_cache's whole passes and tf1_tensors' self-checks were inconclusive in two corpus
+    runs of two. An arm of whole passes, which settles nothing, still waits there, not in its window."""
+    import time
+
+    from pipebench.measure.rounds import settle
+    from pipebench.measure.windows import _REAPER
+
+    dropped, calls = [], []
+
+    class Spent:
+        def __del__(self):
+            time.sleep(0.3)
+            dropped.append(time.perf_counter())
+
+    def loop(iterator, steps):
+        calls.append(time.perf_counter())
+        return steps, 0.0
+    arm = Arm("a", object, loop, start=False)
+    arm.whole_passes = whole_passes
+    _REAPER.take([Spent()])
+    settle(arm, 0.0, 0)
+    arm.timed(0.01, 0)
+    assert dropped and calls and min(calls) > dropped[0], "the arm was read before the earlier spent iterator wound down"
+
+
 def test_an_arm_of_whole_passes_calibrates_with_its_warm_up_and_reads_no_pass():
     """A whole pass of real_tfrs_ranking_cache is 4 s; its calibration read one per arm only to trace the loop: with a
     warm-up (the loop traced over one element in memory), it reads none; without one, it reads one pass."""

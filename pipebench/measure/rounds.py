@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pipebench.measure.intervals import Interval, pooled_ratio_interval
 from pipebench.measure.round_order import round_order
 from pipebench.measure.trial import Window
-from pipebench.measure.windows import Arm, wait_until_idle
+from pipebench.measure.windows import REAP_SETTLE_SEC, Arm, wait_until_idle, wind_down
 
 
 #: Settling goes on while an arm's rate falls by more than this from one call to the next (it is still draining what
@@ -48,7 +48,13 @@ def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None)
     started on them would read them at many times the pipeline's rate (a 16× "gain" seen so). Draining: its rate
     still falls from one call to the next, or it is over BANK_RATIO times `steady` (the median rate of its earlier
     windows: real_longmao_csv_criteo's whole pipeline, ~16k rows/s, read 131k in one window, its prefetch(256)
-    banked). An arm of whole passes (Arm.whole_passes) has nothing to settle: each window starts a pass afresh."""
+    banked). An arm of whole passes (Arm.whole_passes) has nothing to settle: each window starts a pass afresh.
+
+    Earlier windows' spent iterators wind down (pipebench.measure.windows.wind_down) first, so what the arm banks
+    meanwhile is drained below; those its own settle hands over wind down beside its window, which waits for none
+    (Arm.timed). Without the first wait real_tfrs_ranking_cache's and tf1_tensors' self-checks were inconclusive in two
+    whole-corpus runs of two (2026-12-03/04); with a wait after draining, real_init2winit_criteo_tsv's was."""
+    wind_down(REAP_SETTLE_SEC)
     if arm.whole_passes:
         return
     seen, start, last = 0, arm.clock(), None

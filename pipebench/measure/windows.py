@@ -50,9 +50,9 @@ WARMUP_SLICE_SEC = 0.5
 IDLE_CPU_SHARE = 0.1
 #: How long each idleness reading lasts, and the longest wait for idleness before a synthetic window.
 IDLE_SLICE_SEC, IDLE_MAX_SEC = 0.05, 5.0
-#: The longest a process that exits normally waits for its spent iterators to wind down (one drop waits 0.4-2.5 s
-#: with autotuning; they run at once).
-REAP_WAIT_SEC = 30.0
+#: The longest a process that exits normally waits for its spent iterators to wind down, and an arm's settle for
+#: those of earlier windows (one drop waits 0.4-2.5 s with autotuning; they run at once).
+REAP_WAIT_SEC, REAP_SETTLE_SEC = 30.0, 5.0
 #: A renewal waits while this many spent iterators still wind down (`_Reaper.take`): passes far shorter than a drop's
 #: wait would otherwise pile up threads and iterators without bound.
 REAP_PILE = 16
@@ -194,9 +194,9 @@ class Arm:
 class _Reaper:
     """Drops spent iterators off the measuring thread, each on a short-lived thread of its own (TensorFlow runs the
     drop as an op and lets go of the GIL while it waits, so the waits overlap, and a short epoch's renewals cannot
-    pile up behind one thread). No window waits for them (Arm._renew: a drop waits, it does not work). A process
-    that exits normally waits for the drops first (atexit), not dropping one while the interpreter finalises;
-    workers end by os._exit."""
+    pile up behind one thread). An arm's settle waits for them, no window does (Arm._renew: a drop waits, it does not
+    work; pipebench.measure.rounds.settle). A process that exits normally waits for the drops first (atexit), not
+    dropping one while the interpreter finalises; workers end by os._exit."""
 
     def __init__(self) -> None:
         self._pending = 0
@@ -230,7 +230,8 @@ _REAPER = _Reaper()
 
 
 def wind_down(max_sec: float = REAP_WAIT_SEC) -> None:
-    """Wait until the spent iterators handed over so far have wound down (a warm worker, between its trials)."""
+    """Wait until the spent iterators handed over so far have wound down (a warm worker, between its trials; an arm,
+    before it settles)."""
     _REAPER.settle(max_sec)
 
 
