@@ -162,8 +162,8 @@ def test_a_window_does_not_wait_for_a_spent_iterator_to_wind_down():
 @pytest.mark.parametrize("whole_passes", [False, True])
 def test_a_settle_waits_for_earlier_windows_spent_iterators_before_it_reads_the_arm(whole_passes):
     """Earlier windows' spent iterators wind down before an arm settles (what it banks meanwhile is drained there);
-    without it real_tfrs_ranking_cache's whole passes and tf1_tensors' self-checks were inconclusive in two corpus
-    runs of two. An arm of whole passes, which settles nothing, still waits there, not in its window."""
+    without it tf1_tensors' self-check was inconclusive in both corpus runs that had none. An arm of whole passes,
+    which settles nothing, still waits there, not in its window."""
     import time
 
     from pipebench.measure.rounds import settle

@@ -52,8 +52,9 @@ def settle(arm: Arm, seconds: float, examples: int, steady: float | None = None)
 
     Earlier windows' spent iterators wind down (pipebench.measure.windows.wind_down) first, so what the arm banks
     meanwhile is drained below; those its own settle hands over wind down beside its window, which waits for none
-    (Arm.timed). Without the first wait real_tfrs_ranking_cache's and tf1_tensors' self-checks were inconclusive in two
-    whole-corpus runs of two (2026-12-03/04); with a wait after draining, real_init2winit_criteo_tsv's was."""
+    (Arm.timed). Without the first wait tf1_tensors' self-check was inconclusive in both whole-corpus runs that had
+    none (2026-12-03/04; with it 1.23× (1.04–1.46×) agrees); with a wait after draining, real_init2winit_criteo_tsv's
+    was inconclusive (its pipeline banked while the window waited; without: 1.02× (0.70–1.48×))."""
     wind_down(REAP_SETTLE_SEC)
     if arm.whole_passes:
         return
