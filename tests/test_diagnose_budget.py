@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from pipebench.diagnose.records import Request
-from pipebench.diagnose.subject import SECOND_RESERVE_SEC, Subject, rounds_within
+from pipebench.diagnose.subject import SECOND_RESERVE_SEC, Subject, arms_within, rounds_within
 
 
 def test_rounds_within_counts_the_rounds_that_fit_at_the_cost_of_those_done():
@@ -22,6 +22,7 @@ def _subject(deadline: float | None, second_follows: bool, said: list[str]) -> S
     subject.request = Request("f.py", "input_fn", {}, None, 5, 0.5, 0.2, 3.0, 100, "scratch", "progress",
                               second_follows=second_follows, deadline=deadline)
     subject.started, subject._log = time.monotonic(), said.append
+    subject.second_fill_sec, subject._visits = 0.0, [0, 0.0]
     return subject
 
 
@@ -48,3 +49,57 @@ def test_a_round_of_fewer_open_arms_costs_their_share():
     deadline = time.time() + 6  # 3 rounds of 4 arms took 30 s; one arm left: 2.5 s a round
     assert _subject(deadline, False, said)._rounds_left(2, 3, 30.0, 0.25) == 2
     assert _subject(deadline, False, said)._rounds_left(2, 3, 30.0, 1.0) == 0
+
+
+def test_the_first_worker_leaves_the_second_its_plain_loops_shuffle_fill_too():
+    said: list[str] = []
+    subject = _subject(time.time() + SECOND_RESERVE_SEC + 20, True, said)  # 20 s left after the fixed reserve
+    assert subject._rounds_left(1, 3, 30.0, 1.0) == 1
+    subject.second_fill_sec = 15.0  # the user's shuffle buffers fill in 15 s: 5 s left, not a 10 s round
+    assert subject._rounds_left(1, 3, 30.0, 1.0) == 0 and "round 4 not run" in said[-1]
+
+
+def test_arms_within_keeps_the_arms_whose_first_rounds_fit_one_at_least():
+    # k arms: calibration k + 1 visits, then each of 3 rounds k + ceil(k/2) visits, at 1 s a visit
+    assert arms_within(4, 3, 1.0, 23.0) == 4  # 5 + 3 * 6
+    assert arms_within(4, 3, 1.0, 22.9) == 3  # 4 + 3 * 5 = 19
+    assert arms_within(4, 3, 1.0, 13.0) == 2  # 3 + 3 * 3 = 12
+    assert arms_within(4, 3, 1.0, -5.0) == 1, "past the deadline: the best one still"
+    assert arms_within(4, 3, None, 0.0) == 4 and arms_within(4, 3, 1.0, None) == 4, "nothing to cost them by: all"
+
+
+def test_visits_are_costed_from_those_timed():
+    subject = _subject(None, True, [])
+    assert subject.visit_sec is None
+    subject.count_visits(18, 27.0)
+    subject.count_visits(6, 9.0)
+    assert subject.visit_sec == 1.5
+
+
+class _Arm:
+    """An arm as _within_budget sees it: a name, and an iterator it gives up when left out (none here)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def close(self) -> list:
+        return []
+
+
+def test_the_rewrites_that_could_gain_the_most_are_measured_first_when_not_all_fit():
+    from pipebench.diagnose.ceiling import GainCeiling
+    from pipebench.diagnose.worker import Diagnoser
+
+    said: list[str] = []
+    diagnoser = Diagnoser.__new__(Diagnoser)
+    diagnoser.__dict__.update(vars(_subject(time.time() + SECOND_RESERVE_SEC + 13, True, said)))
+    diagnoser.parked = []
+    diagnoser.count_visits(10, 10.0)  # 1 s a visit, 13 s left: two arms' three rounds (12 visits), not three
+    arms = [(0, _Arm("prefetch")), (1, _Arm("options")), (2, _Arm("vectorize"))]
+    ceilings = {0: GainCeiling(1.3, "a prefix"), 1: None, 2: GainCeiling(6.0, "the cores")}
+    checked: dict = {}
+    kept = diagnoser._within_budget(arms, ceilings, checked)
+    assert [arm.name for _, arm in kept] == ["prefetch", "vectorize"], "the highest ceilings, in the order proposed"
+    assert list(checked) == [1] and "time budget" in checked[1] and "options: not measured" in said[-1]
+    diagnoser.request = Request("f.py", "input_fn", {}, None, 5, 0.5, 0.2, 3.0, 100, "scratch", "progress")
+    assert diagnoser._within_budget(arms, ceilings, {}) == arms, "no deadline: every one"

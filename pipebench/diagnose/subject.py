@@ -30,9 +30,23 @@ KEEP_FILL_ROWS = 10_000
 RESTART_FILL_ROWS = 50_000
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
-#: The first worker process ends its optional rounds this long before the diagnosis's deadline: what the second
-#: worker takes (16-50 s on the real corpus, 2026-12-03; pipebench.diagnose.second).
+#: The first worker process ends its rounds this long before the diagnosis's deadline, and the time its user's
+#: shuffle buffers take to fill besides (Subject.second_fill_sec): what the second worker takes (16-50 s on the real
+#: corpus, 2026-12-03, of which its plain loop's fill of real_tda_babyweight_make_csv's 512,000-row buffer ~26 s,
+#: 2026-12-04; pipebench.diagnose.second).
 SECOND_RESERVE_SEC = 30.0
+
+
+def arms_within(count: int, rounds: int, visit_sec: float | None, left_sec: float | None) -> int:
+    """Give how many of `count` arms (one at least) `rounds` paired rounds beside a base time within `left_sec`, at
+    `visit_sec` an arm's visit: each arm and the base calibrated once, then ⌈k/2⌉ base windows beside k arms a round
+    (pipebench.measure.rounds.paired_rounds). None for either: all of them."""
+    if visit_sec is None or left_sec is None or visit_sec <= 0:
+        return count
+    for k in range(count, 1, -1):
+        if (k + 1 + rounds * (k + -(-k // 2))) * visit_sec <= left_sec:
+            return k
+    return 1
 
 
 def refills_little(fill: int) -> bool:
@@ -68,6 +82,8 @@ class Subject:
         self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
         self.pass_elements: int | None = None  # set: the second worker's arms are whole passes of this many elements
         self._pass_element = None  # the last element of the pass that set it
+        self.second_fill_sec = 0.0  # what the user's shuffle buffers take to fill: the second worker's plain loop's
+        self._visits = [0, 0.0]  # the arm visits timed in rounds here, and the seconds they took (Subject.visit_sec)
 
     def log(self, text: str) -> None:
         process = " second worker process" if self.request.first else ""
@@ -128,6 +144,25 @@ class Subject:
         except (tf.errors.OpError, TypeError, ValueError):
             loop(iter(dataset), self.pass_elements + 1)
 
+    def count_visits(self, visits: int, seconds: float) -> None:
+        """Note `visits` arm visits in rounds (each waits for the process to idle, settles, then is timed) that took
+        `seconds`: what the rounds still to come are budgeted at (Subject.visit_sec)."""
+        self._visits[0] += visits
+        self._visits[1] += seconds
+
+    @property
+    def visit_sec(self) -> float | None:
+        """Give what an arm's visit in rounds took here, on average (None before any)."""
+        return self._visits[1] / self._visits[0] if self._visits[0] else None
+
+    def own_deadline(self) -> float | None:
+        """Give the time.time() past which this process starts no round it may leave out: the diagnosis's deadline
+        (Request.deadline), for the first worker process SECOND_RESERVE_SEC and the user's shuffle fills sooner."""
+        deadline = self.request.deadline
+        if deadline is not None and self.request.second_follows:
+            deadline -= SECOND_RESERVE_SEC + self.second_fill_sec
+        return deadline
+
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original from its (original, arm) window pairs (`paired`)."""
         from pipebench.measure.rounds import gain
@@ -158,6 +193,7 @@ class Subject:
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
+        self.count_visits(first * (len(arms) + -(-len(arms) // 2)), time.time() - began)
         still = still or {}
         open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
                                              else still_open(pairs[arm.name], EARLY_CONFIDENCE, SMALLEST_OFFERED))]
@@ -189,13 +225,11 @@ class Subject:
 
     def _rounds_left(self, wanted: int, done: int, spent_sec: float, share: float) -> int:
         """Give how many of `wanted` more rounds (of `share` of the arms the `done` ones timed) start before this
-        process's deadline (Request.deadline; the first process's ends SECOND_RESERVE_SEC sooner, leaving the second
-        its time); log the rounds left out: a gain they would have decided stays inconclusive, and is not kept."""
-        deadline = self.request.deadline
+        process's deadline (Subject.own_deadline: the first process's leaves the second its time); log the rounds
+        left out: a gain they would have decided stays inconclusive, and is not kept."""
+        deadline = self.own_deadline()
         if deadline is None:
             return wanted
-        if self.request.second_follows:
-            deadline -= SECOND_RESERVE_SEC
         fits = rounds_within(wanted, done, spent_sec * share, deadline - time.time())
         if fits < wanted:
             left_out = f"round {done + wanted}" if fits + 1 == wanted else f"rounds {done + fits + 1}-{done + wanted}"

@@ -55,7 +55,7 @@ from pipebench.diagnose.records import (
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.machine import machine_meter
 from pipebench.diagnose.second import confirmed_there
-from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, restarts
+from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, arms_within, restarts
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.parent_death import die_with_parent
@@ -130,6 +130,7 @@ class Diagnoser(Subject):
         costs, bottleneck, why = self._stage_costs(cache_filled=passes is None or passes[0] == "later")
         other = self._other_pass(passes[0]) if passes is not None else None
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
+        self.second_fill_sec = sum(b.fill_sec or 0.0 for b in buffers if b.kind == "shuffle")
         scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
@@ -258,7 +259,9 @@ class Diagnoser(Subject):
                 for p, fill in zip(measured, fills)]
         settle = {arm.name: fill for arm, fill in zip(arms, fills)}
         calibrate(arms)
+        began = time.time()
         windows = interleaved_rounds(arms, rounds, r.window_sec, r.settle_sec, settle, self.seed, self.log)
+        self.count_visits(rounds * len(arms), time.time() - began)
         self.parked += [it for arm in arms for it in arm.close()]
         values = [[RoundValue(w.examples, w.seconds, w.cpu_sec) for w in windows[arm.name]] for arm in arms]
         found = stage_costs(list(zip(measured, values)))
@@ -379,6 +382,7 @@ class Diagnoser(Subject):
                 continue
             arm, built[index] = self._rewrite_arm(c)
             arms.append((index, arm))
+        arms = self._within_budget(arms, ceilings, checked)
         gains, confirmed = {}, {}
         if arms:
             self.log(f"measuring {len(arms)} rewrites, each beside the original, in {self.request.rounds} rounds")
@@ -400,6 +404,28 @@ class Diagnoser(Subject):
             confirmed = {i: again[candidates[i].name] for i in ahead}
         return [rewrite_verdict(c, self.steps, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
                 for i, c in enumerate(candidates)]
+
+    def _within_budget(self, arms: list, ceilings: dict, checked: dict) -> list:
+        """Give the (index, arm) pairs whose first rounds beside the original end before this process's deadline
+        (Subject.own_deadline, at the visits timed so far), those that could gain the most first (their ceilings;
+        those without one, options or a cache, after them in the order proposed), one at least; note each left out
+        in `checked`. At 1ff8221 (2026-12-04) real_tfrs_ranking_cache's four rewrites took 38 s of three rounds
+        that nothing could shorten, and its diagnosis 129 s."""
+        deadline = self.own_deadline()
+        fits = arms_within(len(arms), min(EARLY_ROUNDS, self.request.rounds), self.visit_sec,
+                           None if deadline is None else deadline - time.time())
+        if fits >= len(arms):
+            return arms
+        best = sorted(arms, key=lambda pair: -ceilings[pair[0]].gain if ceilings[pair[0]] is not None else 0.0)
+        kept = {index for index, _ in best[:fits]}
+        why = (f"not measured: the rounds of all {len(arms)} rewrites would end past the diagnosis's time budget "
+               f"(pipebench.diagnose.run.BUDGET_SEC); the {fits} that could gain the most were measured")
+        for index, arm in arms:
+            if index not in kept:
+                checked[index] = why
+                self.parked += arm.close()
+                self.log(f"{arm.name}: {why}")
+        return [(index, arm) for index, arm in arms if index in kept]
 
     def _combined(self, kept: list) -> Rewrite | None:
         """Measure the kept rewrites together against the original (when a second worker process follows, it does,
