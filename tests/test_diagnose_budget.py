@@ -22,7 +22,7 @@ def _subject(deadline: float | None, second_follows: bool, said: list[str]) -> S
     subject.request = Request("f.py", "input_fn", {}, None, 5, 0.5, 0.2, 3.0, 100, "scratch", "progress",
                               second_follows=second_follows, deadline=deadline)
     subject.started, subject._log = time.monotonic(), said.append
-    subject.second_fill_sec, subject._visits = 0.0, [0, 0.0]
+    subject.second_fill_sec, subject._visits, subject.whole_passes_follow = 0.0, [0, 0.0], False
     return subject
 
 
@@ -57,6 +57,18 @@ def test_the_first_worker_leaves_the_second_its_plain_loops_shuffle_fill_too():
     assert subject._rounds_left(1, 3, 30.0, 1.0) == 1
     subject.second_fill_sec = 15.0  # the user's shuffle buffers fill in 15 s: 5 s left, not a 10 s round
     assert subject._rounds_left(1, 3, 30.0, 1.0) == 0 and "round 4 not run" in said[-1]
+
+
+def test_a_second_worker_of_whole_passes_is_left_three_rounds_of_three_passes():
+    from pipebench.diagnose.subject import EARLY_ROUNDS, WORKER_LOAD_SEC
+
+    subject = _subject(None, True, [])
+    subject.second_fill_sec = 4.8  # real_tfrs_ranking_cache's two shuffles fill in 2.3 and 2.5 s
+    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 4.8, "windows of a repeated pipeline"
+    subject.whole_passes_follow = True  # each visit a pass, its start those fills: 5 + 9 * 4.8 = 48.2 s
+    assert subject.second_reserve_sec() == WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * 4.8 > SECOND_RESERVE_SEC + 4.8
+    subject.second_fill_sec = 0.5  # short passes: the fixed reserve still
+    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 0.5
 
 
 def test_arms_within_keeps_the_arms_whose_first_rounds_fit_one_at_least():

@@ -35,6 +35,8 @@ PASS_MAX_SEC = 10.0
 #: corpus, 2026-12-03, of which its plain loop's fill of real_tda_babyweight_make_csv's 512,000-row buffer ~26 s,
 #: 2026-12-04; pipebench.diagnose.second).
 SECOND_RESERVE_SEC = 30.0
+#: What a worker process takes to start and load the user's function (4-8 s on the real corpus, 2026-12-04).
+WORKER_LOAD_SEC = 5.0
 
 
 def arms_within(count: int, rounds: int, visit_sec: float | None, left_sec: float | None) -> int:
@@ -83,6 +85,7 @@ class Subject:
         self.pass_elements: int | None = None  # set: the second worker's arms are whole passes of this many elements
         self._pass_element = None  # the last element of the pass that set it
         self.second_fill_sec = 0.0  # what the user's shuffle buffers take to fill: the second worker's plain loop's
+        self.whole_passes_follow = False  # the second worker measures whole passes (Subject.second_reserve_sec)
         self._visits = [0, 0.0]  # the arm visits timed in rounds here, and the seconds they took (Subject.visit_sec)
 
     def log(self, text: str) -> None:
@@ -160,8 +163,17 @@ class Subject:
         (Request.deadline), for the first worker process SECOND_RESERVE_SEC and the user's shuffle fills sooner."""
         deadline = self.request.deadline
         if deadline is not None and self.request.second_follows:
-            deadline -= SECOND_RESERVE_SEC + self.second_fill_sec
+            deadline -= self.second_reserve_sec()
         return deadline
+
+    def second_reserve_sec(self) -> float:
+        """Give what the second worker process is left: SECOND_RESERVE_SEC and the user's shuffle fills (its plain
+        loop fills them); when it measures whole passes (Subject._whole_passes), each of its first rounds' visits
+        (the original, the plain loop, a rewrite) takes a pass, its start those fills, after its load. The second
+        worker of real_tfrs_ranking_cache (3.4 s passes; fills of 2.3 and 2.5 s) took 43 s, its load included
+        (2026-12-04)."""
+        passes = WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * self.second_fill_sec if self.whole_passes_follow else 0.0
+        return max(SECOND_RESERVE_SEC + self.second_fill_sec, passes)
 
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original from its (original, arm) window pairs (`paired`)."""
@@ -245,8 +257,8 @@ class Subject:
         (2026-12-02)."""
         from pipebench.measure.build import replay
 
-        whole = first_pass(capped(first.steps, self.walked.stages, whole_passes=True)[0], self.walked.stages)
-        if whole == self.measure_steps:
+        whole = self._whole_pass_steps()
+        if whole is None:
             return
         iterator, count, began = iter(replay(whole, self.walked)), 0, time.perf_counter()
         self.parked.append(iterator)
@@ -257,6 +269,14 @@ class Subject:
         self.measure_steps, self.pass_elements = whole, count
         self.log(f"a pass: {count:,} elements in {time.perf_counter() - began:.1f} s; its start (a shuffle's fill, "
                  "a take) is part of every pass, so the whole pipeline is measured in whole passes")
+
+    def _whole_pass_steps(self) -> tuple[Step, ...] | None:
+        """Give the steps of a whole pass, its start included, when the measured steps leave that start out (None:
+        they do not, or nothing is replayed)."""
+        if not self.steps:
+            return None
+        whole = first_pass(capped(self.steps, self.walked.stages, whole_passes=True)[0], self.walked.stages)
+        return None if whole == self.measure_steps else whole
 
     def _prefix(self, end: int):
         """Give the prefix of the pipeline up to stage `end` as it is measured (capped buffers replayed)."""

@@ -131,6 +131,7 @@ class Diagnoser(Subject):
         other = self._other_pass(passes[0]) if passes is not None else None
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
         self.second_fill_sec = sum(b.fill_sec or 0.0 for b in buffers if b.kind == "shuffle")
+        self.whole_passes_follow = r.second_follows and self.first_pass and self._whole_pass_steps() is not None
         scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
