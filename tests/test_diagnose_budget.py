@@ -115,3 +115,10 @@ def test_the_rewrites_that_could_gain_the_most_are_measured_first_when_not_all_f
     assert list(checked) == [1] and "time budget" in checked[1] and "options: not measured" in said[-1]
     diagnoser.request = Request("f.py", "input_fn", {}, None, 5, 0.5, 0.2, 3.0, 100, "scratch", "progress")
     assert diagnoser._within_budget(arms, ceilings, {}) == arms, "no deadline: every one"
+
+
+def test_the_rounds_end_early_enough_for_the_diagnosis_to_finish_within_its_budget():
+    from pipebench.diagnose.run import BUDGET_SEC, DEFAULT_ROUNDS, FINISH_SEC, rounds_deadline
+
+    assert rounds_deadline(DEFAULT_ROUNDS, 1000.0) == 1000.0 + BUDGET_SEC - FINISH_SEC < 1000.0 + BUDGET_SEC
+    assert rounds_deadline(2 * DEFAULT_ROUNDS, 0.0) == 2 * BUDGET_SEC - FINISH_SEC, "more rounds, more time"

@@ -160,7 +160,7 @@ class Subject:
 
     def own_deadline(self) -> float | None:
         """Give the time.time() past which this process starts no round it may leave out: the diagnosis's deadline
-        (Request.deadline), for the first worker process SECOND_RESERVE_SEC and the user's shuffle fills sooner."""
+        (Request.deadline), for the first worker process what it leaves the second sooner (second_reserve_sec)."""
         deadline = self.request.deadline
         if deadline is not None and self.request.second_follows:
             deadline -= self.second_reserve_sec()

@@ -14,7 +14,8 @@ starts here, after the environment is set, and never in the CLI. In order:
 4. propose rewrites (rewrites; vectorize: each reads its sample once); name one whose ceiling (ceiling: what the
    stages it leaves pass) is too low for a comparison to show, unmeasured; build each other one afresh, compare it
    with the original, and measure each against the original, a window of each side by side in every round
-   (pipebench.measure.rounds.paired_rounds); keep a rewrite when the 95% interval of its paired gain lies above 1,
+   (pipebench.measure.rounds.paired_rounds; those whose first rounds fit the time budget, the highest ceilings
+   first); keep a rewrite when the 95% interval of its paired gain lies above 1,
    then again in EARLY_ROUNDS fresh rounds from fresh iterators (the gain it reports: a gain too small to show in
    them is not offered), and it yields the same rows (or its change of semantics is the one it names); when a second process follows
    (`Request.second_follows`), it confirms them instead, but for a cache's (pipebench.diagnose.second);
@@ -419,8 +420,8 @@ class Diagnoser(Subject):
             return arms
         best = sorted(arms, key=lambda pair: -ceilings[pair[0]].gain if ceilings[pair[0]] is not None else 0.0)
         kept = {index for index, _ in best[:fits]}
-        why = (f"not measured: the rounds of all {len(arms)} rewrites would end past the diagnosis's time budget "
-               f"(pipebench.diagnose.run.BUDGET_SEC); the {fits} that could gain the most were measured")
+        why = (f"not measured: the first rounds of these {len(arms)} rewrites would end past the diagnosis's time "
+               f"budget (pipebench.diagnose.run.BUDGET_SEC); the {fits} that could gain the most were measured")
         for index, arm in arms:
             if index not in kept:
                 checked[index] = why
