@@ -46,9 +46,14 @@ def arms_within(count: int, rounds: int, visit_sec: float | None, left_sec: floa
     if visit_sec is None or left_sec is None or visit_sec <= 0:
         return count
     for k in range(count, 1, -1):
-        if (k + 1 + rounds * (k + -(-k // 2))) * visit_sec <= left_sec:
+        if (k + 1 + rounds * round_visits(k)) * visit_sec <= left_sec:
             return k
     return 1
+
+
+def round_visits(arms: int) -> int:
+    """Give the visits a round of paired rounds makes beside a base: each of `arms` once, the base ⌈arms/2⌉ times."""
+    return arms + -(-arms // 2)
 
 
 def refills_little(fill: int) -> bool:
@@ -205,7 +210,7 @@ class Subject:
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        self.count_visits(first * (len(arms) + -(-len(arms) // 2)), time.time() - began)
+        self.count_visits(first * round_visits(len(arms)), time.time() - began)
         still = still or {}
         open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
                                              else still_open(pairs[arm.name], EARLY_CONFIDENCE, SMALLEST_OFFERED))]
