@@ -122,3 +122,15 @@ def test_the_rounds_end_early_enough_for_the_diagnosis_to_finish_within_its_budg
 
     assert rounds_deadline(DEFAULT_ROUNDS, 1000.0) == 1000.0 + BUDGET_SEC - FINISH_SEC < 1000.0 + BUDGET_SEC
     assert rounds_deadline(2 * DEFAULT_ROUNDS, 0.0) == 2 * BUDGET_SEC - FINISH_SEC, "more rounds, more time"
+
+
+def test_a_profile_that_would_end_past_the_deadline_is_not_run_and_says_why():
+    from pipebench.diagnose.profiler import PROFILER_COST_SEC
+    from pipebench.diagnose.worker import Diagnoser
+
+    said: list[str] = []
+    diagnoser = Diagnoser.__new__(Diagnoser)  # no TensorFlow: a profile that ran would need it, and fail here
+    diagnoser.__dict__.update(vars(_subject(time.time() + SECOND_RESERVE_SEC + PROFILER_COST_SEC - 1, True, said)))
+    found = diagnoser._profiler(bottleneck=0)
+    assert not found.available and found.answer.startswith("unavailable: not run:") and "time budget" in found.answer
+    assert "the TF Profiler: unavailable" in said[-1]

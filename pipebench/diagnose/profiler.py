@@ -31,6 +31,8 @@ from pipebench.pipeline.stages import Stage
 from pipebench.diagnose.records import Profiler
 
 PROFILE_SEC = 1.0
+#: What a profile takes here, its trace and xprof's analysis included: 2.8-5.7 s (2026-12-04).
+PROFILER_COST_SEC = 6.0
 WARMUP_SEC = 0.5
 INSTALL = "unavailable: install pipebench[profile] (xprof, the TF Profiler's tools)"
 #: An iterator's name component → the stage kind it belongs to.

@@ -462,8 +462,18 @@ class Diagnoser(Subject):
         return rewrite_verdict(combined, self.steps, gain, found)
 
     def _profiler(self, bottleneck: int):
-        from pipebench.diagnose.profiler import profile
+        """Give the TF Profiler's answer, or why there is none: a profile that would end past this process's
+        deadline (Subject.own_deadline) is not run, its seconds left to the rounds of the second worker process
+        (real_tfrs_ranking_cache's took 5.7 s past it, and left the self-check three rounds, inconclusive)."""
+        from pipebench.diagnose.profiler import PROFILER_COST_SEC, profile
+        from pipebench.diagnose.records import Profiler
 
+        deadline = self.own_deadline()
+        if deadline is not None and time.time() + PROFILER_COST_SEC > deadline:
+            answer = ("unavailable: not run: it would end past the diagnosis's time budget "
+                      "(pipebench.diagnose.run.BUDGET_SEC), whose rest the measurements take")
+            self.log(f"the TF Profiler: {answer}")
+            return Profiler(False, answer, None, None, None)
         self.log("the TF Profiler on the same pipeline")
         found = profile(self._original(), self.walked.stages, bottleneck)
         self.log(f"profiler: {found.answer}")
