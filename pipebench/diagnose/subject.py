@@ -171,6 +171,11 @@ class Subject:
             deadline -= self.second_reserve_sec()
         return deadline
 
+    def seconds_left(self) -> float | None:
+        """Give the seconds left before this process's deadline (own_deadline; negative past it, None: none)."""
+        deadline = self.own_deadline()
+        return None if deadline is None else deadline - time.time()
+
     def second_reserve_sec(self) -> float:
         """Give what the second worker process is left: SECOND_RESERVE_SEC and the user's shuffle fills (its plain
         loop fills them); when it measures whole passes (Subject._whole_passes), each of its first rounds' visits
@@ -244,10 +249,10 @@ class Subject:
         """Give how many of `wanted` more rounds (of `share` of the arms the `done` ones timed) start before this
         process's deadline (Subject.own_deadline: the first process's leaves the second its time); log the rounds
         left out: a gain they would have decided stays inconclusive, and is not kept."""
-        deadline = self.own_deadline()
-        if deadline is None:
+        left = self.seconds_left()
+        if left is None:
             return wanted
-        fits = rounds_within(wanted, done, spent_sec * share, deadline - time.time())
+        fits = rounds_within(wanted, done, spent_sec * share, left)
         if fits < wanted:
             left_out = f"round {done + wanted}" if fits + 1 == wanted else f"rounds {done + fits + 1}-{done + wanted}"
             self.log(f"{left_out} not run: they would end past the diagnosis's time budget "

@@ -413,9 +413,7 @@ class Diagnoser(Subject):
         those without one, options or a cache, after them in the order proposed), one at least; note each left out
         in `checked`. At 1ff8221 (2026-12-04) real_tfrs_ranking_cache's four rewrites took 38 s of three rounds
         that nothing could shorten, and its diagnosis 129 s."""
-        deadline = self.own_deadline()
-        fits = arms_within(len(arms), min(EARLY_ROUNDS, self.request.rounds), self.visit_sec,
-                           None if deadline is None else deadline - time.time())
+        fits = arms_within(len(arms), min(EARLY_ROUNDS, self.request.rounds), self.visit_sec, self.seconds_left())
         if fits >= len(arms):
             return arms
         best = sorted(arms, key=lambda pair: -ceilings[pair[0]].gain if ceilings[pair[0]] is not None else 0.0)
@@ -468,8 +466,8 @@ class Diagnoser(Subject):
         from pipebench.diagnose.profiler import PROFILER_COST_SEC, profile
         from pipebench.diagnose.records import Profiler
 
-        deadline = self.own_deadline()
-        if deadline is not None and time.time() + PROFILER_COST_SEC > deadline:
+        left = self.seconds_left()
+        if left is not None and left < PROFILER_COST_SEC:
             answer = ("unavailable: not run: it would end past the diagnosis's time budget "
                       "(pipebench.diagnose.run.BUDGET_SEC), whose rest the measurements take")
             self.log(f"the TF Profiler: {answer}")
