@@ -4,6 +4,7 @@ one rule for rows; a sample compared with itself is read once; sparse, ragged an
 what a TF1 input_fn computes after get_next() is captured. Small pipelines built here, real TensorFlow, no timing."""
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -427,12 +428,14 @@ def test_a_rewrite_comparison_keeps_its_arms_iterators_when_a_fresh_one_would_re
 
 def test_an_undecided_self_check_takes_more_rounds_alone_until_it_is_decided(tmp_path):
     """The self-check's arm, while its `still` says undecided, takes up to `more_still` rounds past the diagnosis's
-    (real_bert_pretraining_interleave's plain loop ended inconclusive after 5: 0.73-2.14x); a rewrite arm does not,
-    and the check stops as soon as it is decided."""
+    (real_bert_pretraining_interleave's plain loop ended inconclusive after 5: 0.73-2.14x), of longer windows, both
+    its own and the original's it pairs with (tf1_tensors' rounds swung 0.51-1.27x over half-second windows); a
+    rewrite arm does not, and the check stops as soon as it is decided."""
     from pipebench.diagnose.records import Request
+    from pipebench.diagnose.subject import STILL_WINDOWS
     from pipebench.diagnose.worker import Diagnoser
 
-    request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=3, window_sec=0.02, settle_sec=0.0,
+    request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=3, window_sec=0.1, settle_sec=0.0,
                       warmup_sec=0.5, content_cap_rows=100, scratch=str(tmp_path), progress_file="")
     diagnoser = Diagnoser(request, lambda text: None)
     dataset = tf.data.Dataset.range(40_000).batch(256).repeat()
@@ -443,6 +446,9 @@ def test_an_undecided_self_check_takes_more_rounds_alone_until_it_is_decided(tmp
     original, rewrite, check = arms()
     pairs = diagnoser.paired(original, [rewrite, check], still={"check": lambda pairs: True}, more_still=2)
     assert (len(pairs["rewrite"]), len(pairs["check"])) == (3, 5)
+    seconds = [[w.seconds for w in pair] for pair in pairs["check"]]
+    assert min(min(s) for s in seconds[3:]) >= STILL_WINDOWS * request.window_sec, seconds
+    diagnoser.request = dataclasses.replace(request, window_sec=0.02)
     original, rewrite, check = arms()
     pairs = diagnoser.paired(original, [rewrite, check], still={"check": lambda pairs: len(pairs) < 4}, more_still=2)
     assert (len(pairs["rewrite"]), len(pairs["check"])) == (3, 4)

@@ -28,6 +28,11 @@ KEEP_FILL_ROWS = 10_000
 #: 4.8 s of both cores before the next arm's window, and its rewrites' rounds 4-5 took 10-12 s in place of 3
 #: (2026-12-03). With shuffles measured capped (pipebench.diagnose.buffers.MEASURE_CAP_ROWS) a restart refills little.
 RESTART_FILL_ROWS = 50_000
+#: An undecided self-check's rounds past the diagnosis's time windows this many times as long: a Python loop's rate
+#: and a pipeline's own swing from half-second to half-second (tf1_tensors' plain loop over the whole pipeline read
+#: 0.51-1.27x, then 1.02-2.01x in the next run, round by round, 2026-12-04), and a longer window averages the swing
+#: where another short round only samples it.
+STILL_WINDOWS = 3
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
 #: The first worker process ends its rounds this long before the diagnosis's deadline, and the time its user's
@@ -202,8 +207,8 @@ class Subject:
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
         `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds; while
-        they do, it takes up to `more_still` rounds past `request.rounds`, alone beside the original, within the
-        deadline."""
+        they do, it takes up to `more_still` rounds past `request.rounds`, alone beside the original, of STILL_WINDOWS
+        times longer windows, within the deadline."""
         from pipebench.measure.rounds import calibrate, paired_rounds, still_open
 
         r = self.request
@@ -232,11 +237,13 @@ class Subject:
         undecided = [arm for arm in arms if arm.name in still and still[arm.name](pairs[arm.name])]
         if undecided and extend and more_still:
             done = len(pairs[undecided[0].name])
-            self.log(f"{', '.join(a.name for a in undecided)}: undecided after {done} rounds, up to {more_still} more")
-            more = self._rounds_left(more_still, done, time.time() - began, len(undecided) / len(arms))
+            self.log(f"{', '.join(a.name for a in undecided)}: undecided after {done} rounds, up to {more_still} more "
+                     f"of {STILL_WINDOWS}× longer windows")
+            more = self._rounds_left(more_still, done, time.time() - began,
+                                     STILL_WINDOWS * len(undecided) / len(arms))
             for index in range(more):
-                found = paired_rounds(original, undecided, 1, r.window_sec, r.settle_sec, settle, self.seed,
-                                      self.log, first_round=done + index)
+                found = paired_rounds(original, undecided, 1, STILL_WINDOWS * r.window_sec, r.settle_sec, settle,
+                                      self.seed, self.log, first_round=done + index)
                 for name, extra in found.items():
                     pairs[name] += extra
                 undecided = [arm for arm in undecided if still[arm.name](pairs[arm.name])]
