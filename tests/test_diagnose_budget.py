@@ -113,6 +113,10 @@ def test_the_rewrites_that_could_gain_the_most_are_measured_first_when_not_all_f
     kept = diagnoser._within_budget(arms, ceilings, checked)
     assert [arm.name for _, arm in kept] == ["prefetch", "vectorize"], "the highest ceilings, in the order proposed"
     assert list(checked) == [1] and "time budget" in checked[1] and "options: not measured" in said[-1]
+    restructure = [(0, _Arm("prefetch")), (1, _Arm("parse CSV a batch at a time")), (2, _Arm("vectorize"))]
+    kept = diagnoser._within_budget(restructure, ceilings, {}, unbounded={1})
+    assert [arm.name for _, arm in kept] == ["parse CSV a batch at a time", "vectorize"], \
+        "one that changes the bottleneck with nothing to bound it first (babyweight's restructuring, 10.72×)"
     diagnoser.request = Request("f.py", "input_fn", {}, None, 5, 0.5, 0.2, 3.0, 100, "scratch", "progress")
     assert diagnoser._within_budget(arms, ceilings, {}) == arms, "no deadline: every one"
 

@@ -14,8 +14,8 @@ starts here, after the environment is set, and never in the CLI. In order:
 4. propose rewrites (rewrites; vectorize: each reads its sample once); name one whose ceiling (ceiling: what the
    stages it leaves pass) is too low for a comparison to show, unmeasured; build each other one afresh, compare it
    with the original, and measure each against the original, a window of each side by side in every round
-   (pipebench.measure.rounds.paired_rounds; those whose first rounds fit the time budget, the highest ceilings
-   first); keep a rewrite when the 95% interval of its paired gain lies above 1,
+   (pipebench.measure.rounds.paired_rounds; those whose first rounds fit the time budget: a restructuring of the
+   bottleneck, then the highest ceilings, first); keep a rewrite when the 95% interval of its paired gain lies above 1,
    then again in EARLY_ROUNDS fresh rounds from fresh iterators (the gain it reports: a gain too small to show in
    them is not offered), and it yields the same rows (or its change of semantics is the one it names); when a second process follows
    (`Request.second_follows`), it confirms them instead, but for a cache's (pipebench.diagnose.second);
@@ -38,6 +38,7 @@ Diagnoser's. Progress goes to the request's progress file, one line per event; t
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -384,7 +385,8 @@ class Diagnoser(Subject):
                 continue
             arm, built[index] = self._rewrite_arm(c)
             arms.append((index, arm))
-        arms = self._within_budget(arms, ceilings, checked)
+        unbounded = {i for i, c in enumerate(candidates) if ceilings[i] is None and c.changes and bottleneck in c.changes}
+        arms = self._within_budget(arms, ceilings, checked, unbounded)
         gains, confirmed = {}, {}
         if arms:
             self.log(f"measuring {len(arms)} rewrites, each beside the original, in {self.request.rounds} rounds")
@@ -407,16 +409,22 @@ class Diagnoser(Subject):
         return [rewrite_verdict(c, self.steps, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
                 for i, c in enumerate(candidates)]
 
-    def _within_budget(self, arms: list, ceilings: dict, checked: dict) -> list:
+    def _within_budget(self, arms: list, ceilings: dict, checked: dict, unbounded: set[int] = frozenset()) -> list:
         """Give the (index, arm) pairs whose first rounds beside the original end before this process's deadline
-        (Subject.own_deadline, at the visits timed so far), those that could gain the most first (their ceilings;
-        those without one, options or a cache, after them in the order proposed), one at least; note each left out
-        in `checked`. At 1ff8221 (2026-12-04) real_tfrs_ranking_cache's four rewrites took 38 s of three rounds
-        that nothing could shorten, and its diagnosis 129 s."""
+        (Subject.own_deadline, at the visits timed so far), those that could gain the most first: the `unbounded`
+        (no ceiling, and they change the bottleneck itself: a restructuring, which nothing measured bounds), then by
+        their ceilings, then those without one (options, a cache) in the order proposed; one at least; note each
+        left out in `checked`. At 1ff8221 (2026-12-04) real_tfrs_ranking_cache's four rewrites took 38 s of three
+        rounds that nothing could shorten, and its diagnosis 129 s; at 110861b real_tda_babyweight_make_csv's
+        "parse CSV a batch at a time" (10.72× at dac1337) was left out for a prefetch of ceiling ~1.99×."""
         fits = arms_within(len(arms), min(EARLY_ROUNDS, self.request.rounds), self.visit_sec, self.seconds_left())
         if fits >= len(arms):
             return arms
-        best = sorted(arms, key=lambda pair: -ceilings[pair[0]].gain if ceilings[pair[0]] is not None else 0.0)
+
+        def most(pair) -> float:
+            index = pair[0]
+            return math.inf if index in unbounded else ceilings[index].gain if ceilings[index] is not None else 0.0
+        best = sorted(arms, key=lambda pair: -most(pair))
         kept = {index for index, _ in best[:fits]}
         why = (f"not measured: the first rounds of these {len(arms)} rewrites would end past the diagnosis's time "
                f"budget (pipebench.diagnose.run.BUDGET_SEC); the {fits} that could gain the most were measured")
