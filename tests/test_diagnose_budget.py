@@ -99,7 +99,7 @@ class _Arm:
 
 
 def test_the_rewrites_that_could_gain_the_most_are_measured_first_when_not_all_fit():
-    from pipebench.diagnose.ceiling import GainCeiling
+    from pipebench.diagnose.ceiling import GainCeiling, most_gain
     from pipebench.diagnose.worker import Diagnoser
 
     said: list[str] = []
@@ -109,16 +109,18 @@ def test_the_rewrites_that_could_gain_the_most_are_measured_first_when_not_all_f
     diagnoser.count_visits(10, 10.0)  # 1 s a visit, 13 s left: two arms' three rounds (12 visits), not three
     arms = [(0, _Arm("prefetch")), (1, _Arm("options")), (2, _Arm("vectorize"))]
     ceilings = {0: GainCeiling(1.3, "a prefix"), 1: None, 2: GainCeiling(6.0, "the cores")}
+    changes = {0: (5,), 1: None, 2: (3, 4)}  # the bottleneck is stage 4
+    most = {i: most_gain(ceilings[i], changes[i], 4) for i in ceilings}
     checked: dict = {}
-    kept = diagnoser._within_budget(arms, ceilings, checked)
+    kept = diagnoser._within_budget(arms, most, checked)
     assert [arm.name for _, arm in kept] == ["prefetch", "vectorize"], "the highest ceilings, in the order proposed"
     assert list(checked) == [1] and "time budget" in checked[1] and "options: not measured" in said[-1]
     restructure = [(0, _Arm("prefetch")), (1, _Arm("parse CSV a batch at a time")), (2, _Arm("vectorize"))]
-    kept = diagnoser._within_budget(restructure, ceilings, {}, unbounded={1})
+    kept = diagnoser._within_budget(restructure, most | {1: most_gain(None, (0, 1, 2, 3, 4), 4)}, {})
     assert [arm.name for _, arm in kept] == ["parse CSV a batch at a time", "vectorize"], \
         "one that changes the bottleneck with nothing to bound it first (babyweight's restructuring, 10.72×)"
     diagnoser.request = Request("f.py", "input_fn", {}, None, 5, 0.5, 0.2, 3.0, 100, "scratch", "progress")
-    assert diagnoser._within_budget(arms, ceilings, {}) == arms, "no deadline: every one"
+    assert diagnoser._within_budget(arms, most, {}) == arms, "no deadline: every one"
 
 
 def test_the_rounds_end_early_enough_for_the_diagnosis_to_finish_within_its_budget():

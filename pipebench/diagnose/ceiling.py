@@ -19,6 +19,7 @@ every stage) has none.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pipebench.pipeline.stages import Stage
@@ -73,3 +74,12 @@ def ceiling(changes: tuple[int, ...] | None, stages: list[Stage], costs: list[Pr
         return None
     low = min(found, key=lambda c: c.gain)
     return GainCeiling(low.gain, f"{low.why}; the whole pipeline passes ~{whole:,.0f}")
+
+
+def most_gain(found: GainCeiling | None, changes: tuple[int, ...] | None, bottleneck: int) -> float:
+    """Give the most a rewrite could gain, to order rewrites by when not all can be measured: its ceiling `found`;
+    unbounded when it has none and changes the bottleneck itself (a restructuring: nothing it leaves bounds it);
+    0 when it has none otherwise (options, a cache: they change what stages run on, not a stage's work)."""
+    if found is not None:
+        return found.gain
+    return math.inf if changes and bottleneck in changes else 0.0

@@ -38,7 +38,6 @@ Diagnoser's. Progress goes to the request's progress file, one line per event; t
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
 import time
@@ -50,7 +49,7 @@ from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit, out_of_room, scratch_is_full
 from pipebench.diagnose.buffers import (
     cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, same_rows_from)
-from pipebench.diagnose.ceiling import ceiling
+from pipebench.diagnose.ceiling import ceiling, most_gain
 from pipebench.diagnose.records import (
     Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, PrefixCost, Train,
     TrainTerms)
@@ -385,8 +384,8 @@ class Diagnoser(Subject):
                 continue
             arm, built[index] = self._rewrite_arm(c)
             arms.append((index, arm))
-        unbounded = {i for i, c in enumerate(candidates) if ceilings[i] is None and c.changes and bottleneck in c.changes}
-        arms = self._within_budget(arms, ceilings, checked, unbounded)
+        arms = self._within_budget(arms, {i: most_gain(ceilings[i], c.changes, bottleneck)
+                                          for i, c in enumerate(candidates)}, checked)
         gains, confirmed = {}, {}
         if arms:
             self.log(f"measuring {len(arms)} rewrites, each beside the original, in {self.request.rounds} rounds")
@@ -409,22 +408,18 @@ class Diagnoser(Subject):
         return [rewrite_verdict(c, self.steps, gains.get(i), checked.get(i), confirmed.get(i), ceilings[i], i in later)
                 for i, c in enumerate(candidates)]
 
-    def _within_budget(self, arms: list, ceilings: dict, checked: dict, unbounded: set[int] = frozenset()) -> list:
+    def _within_budget(self, arms: list, most: dict[int, float], checked: dict) -> list:
         """Give the (index, arm) pairs whose first rounds beside the original end before this process's deadline
-        (Subject.own_deadline, at the visits timed so far), those that could gain the most first: the `unbounded`
-        (no ceiling, and they change the bottleneck itself: a restructuring, which nothing measured bounds), then by
-        their ceilings, then those without one (options, a cache) in the order proposed; one at least; note each
-        left out in `checked`. At 1ff8221 (2026-12-04) real_tfrs_ranking_cache's four rewrites took 38 s of three
-        rounds that nothing could shorten, and its diagnosis 129 s; at 110861b real_tda_babyweight_make_csv's
-        "parse CSV a batch at a time" (10.72× at dac1337) was left out for a prefetch of ceiling ~1.99×."""
+        (Subject.own_deadline, at the visits timed so far), those that could gain the `most` first
+        (pipebench.diagnose.ceiling.most_gain: a restructuring of the bottleneck, then by ceiling, then options or a
+        cache in the order proposed); one at least; note each left out in `checked`. At 1ff8221 (2026-12-04)
+        real_tfrs_ranking_cache's four rewrites took 38 s of three rounds that nothing could shorten, and its
+        diagnosis 129 s; at 110861b real_tda_babyweight_make_csv's "parse CSV a batch at a time" (10.72× at
+        dac1337), then ranked with options, was left out for a prefetch of ceiling ~1.99×."""
         fits = arms_within(len(arms), min(EARLY_ROUNDS, self.request.rounds), self.visit_sec, self.seconds_left())
         if fits >= len(arms):
             return arms
-
-        def most(pair) -> float:
-            index = pair[0]
-            return math.inf if index in unbounded else ceilings[index].gain if ceilings[index] is not None else 0.0
-        best = sorted(arms, key=lambda pair: -most(pair))
+        best = sorted(arms, key=lambda pair: -most[pair[0]])
         kept = {index for index, _ in best[:fits]}
         why = (f"not measured: the first rounds of these {len(arms)} rewrites would end past the diagnosis's time "
                f"budget (pipebench.diagnose.run.BUDGET_SEC); the {fits} that could gain the most were measured")
