@@ -365,7 +365,7 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
     plain_steal = 100.0 * (steal_cpu_sec() - stolen) / (time.monotonic() - began)
     check = found.self_check
     row = {"name": name, "layout": layout, "seconds": took, "reported": reported.mean, "plain": plain,
-           "rate_ratio": reported.mean / plain, "rate": ratio.text(".2f", unit="×"), "rate_first": first_said,
+           "rate_ratio": reported.mean / plain, "rate_first": first_said,
            "expected": expected, "profiler": found.profiler.agrees, "kept": [], "best": None,
            "tf1": found.tf1, "stages": len(found.stages), "others": machine.others_cpu_pct, "steal": machine.steal_pct,
            "busy": machine.busy, "plain_steal": plain_steal, "self_check": "absent" if check is None else check.agrees,
