@@ -333,17 +333,40 @@ def test_a_python_loops_own_cost_per_element_is_not_called_a_disagreement(tmp_pa
 
 
 def test_the_self_check_is_inconclusive_when_its_interval_crosses_a_bound():
-    """A ratio whose interval lies in the band agrees, wholly outside it disagrees, across a bound cannot decide:
+    """A ratio shown equivalent within the band agrees, one wholly outside it disagrees, the rest cannot decide:
     NVIDIA's reader read 0.67× (0.37–1.22×) where its loop's cost left 0.61× (band 0.41–1.5×)."""
     from pipebench.diagnose.selfcheck import verdict
     from pipebench.measure.intervals import Interval
 
-    assert verdict(Interval(0.9, 0.8, 1.1, 5), 1.0) is True
-    assert verdict(Interval(0.67, 0.37, 1.22, 5), 0.61) is None
-    assert verdict(Interval(1.4, 1.2, 1.7, 5), 1.0) is None
-    assert verdict(Interval(20.0, 15.0, 26.0, 5), 1.0) is False
-    assert verdict(Interval(0.2, 0.1, 0.3, 5), 0.61) is False
-    assert verdict(Interval(0.9, None, None, 1), 1.0) is None
+    def judged(ratio: Interval, expected: float) -> bool | None:
+        return verdict(ratio, expected, ratio)
+
+    assert judged(Interval(0.9, 0.8, 1.1, 5), 1.0) is True
+    assert judged(Interval(0.67, 0.37, 1.22, 5), 0.61) is None
+    assert judged(Interval(1.4, 1.2, 1.7, 5), 1.0) is None
+    assert judged(Interval(20.0, 15.0, 26.0, 5), 1.0) is False
+    assert judged(Interval(0.2, 0.1, 0.3, 5), 0.61) is False
+    assert judged(Interval(0.9, None, None, 1), 1.0) is None
+
+
+def test_the_self_check_agrees_by_an_equivalence_test_and_disagrees_only_at_95_percent():
+    """"Agrees within 1.5×" is an equivalence: two one-sided tests at 5%, the 90% interval inside the band
+    (Schuirmann's, as bioequivalence is judged). real_tfrs_ranking_cache's three rounds of whole passes, 0.89, 1.04 and
+    1.21×, every one inside the band, read 1.04× (0.73–1.50×) at 95% and stayed undecided (2026-12-04)."""
+    from pipebench.diagnose.selfcheck import EQUIVALENCE_CONFIDENCE, check
+    from pipebench.measure.trial import Window
+
+    def pairs(ratios: list[float]) -> list:
+        return [(Window("original", i, 20_000, 1.0, None), Window("plain loop", i, round(20_000 * r), 1.0, None))
+                for i, r in enumerate(ratios)]
+
+    found = check(pairs([0.89, 1.04, 1.21]), 0.0, 1, 20_000.0, True)
+    assert found.ratio.high > 1.5 - 0.01, found.ratio  # at 95% it crosses the band's bound
+    assert found.equivalence.low > 1 / 1.5 and found.equivalence.high < 1.5, found.equivalence
+    assert EQUIVALENCE_CONFIDENCE == 0.90 and found.agrees is True
+    # A unit error still disagrees, and one whose 95% interval reaches into the band does not yet.
+    assert check(pairs([300.0, 250.0, 270.0]), 0.0, 1, 20_000.0, True).agrees is False
+    assert check(pairs([1.2, 2.6, 1.9]), 0.0, 1, 20_000.0, True).agrees is None
 
 
 

@@ -33,7 +33,8 @@ from pipebench.typed import load_json, to_json
 #: `pass_elements` (a one-pass pipeline whose start is a share of each pass, measured in whole passes).
 #: 8 (2026-12-03): a prefix's cost is the capacity profile's record beside its prefix (`PrefixCost`: `prefix`, `cost`,
 #: `share`); its rows are the record's examples.
-DIAGNOSIS_VERSION = 8
+#: 9 (2026-12-04): the self-check's `equivalence`, the 90% interval its agreement is judged by (two one-sided tests).
+DIAGNOSIS_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -197,10 +198,11 @@ class SelfCheck:
 
     plain_rows_per_sec: Interval  # the plain loop's, over its windows
     ratio: Interval  # the plain loop's rate over the whole pipeline's as diagnose measures it, paired per round
-    agrees: bool | None  # its interval within expected / AGREE_WITHIN .. AGREE_WITHIN; False: wholly outside; None: across
+    agrees: bool | None  # equivalent within expected / AGREE_WITHIN .. AGREE_WITHIN; False: wholly outside; None: neither
     how: str  # what the plain loop iterated, in words
     loop_us_per_element: float = 0.0  # a Python loop's own cost per element, read over one element from memory
     expected: float = 1.0  # the least ratio that cost explains: 1 / (1 + cost × the whole pipeline's elements/s)
+    equivalence: Interval | None = None  # the ratio's interval the agreement is judged by (selfcheck, EQUIVALENCE_CONFIDENCE)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,8 @@ def summary_lines(found: Diagnosis) -> list[str]:
         lines.append(f"self-check{crossed}: a plain loop of your function read "
                      f"{_interval(found.self_check.plain_rows_per_sec)} rows/s, "
                      f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed"
-                     f"{_loop_cost(found.self_check)}")
+                     + (f"; {_equivalent(found.self_check)}" if found.self_check.agrees else "")
+                     + _loop_cost(found.self_check))
     if found.passes is not None:
         lines.append(f"passes: {_passes(found)}")
     lines.append(f"bottleneck: stage {neck.index} {neck.label}: {found.bottleneck_why}")
@@ -106,9 +107,17 @@ def summary_lines(found: Diagnosis) -> list[str]:
 
 
 def _crossed(check) -> str:
-    """Say that the self-check's interval crosses a bound of the band it agrees within (it is inconclusive)."""
+    """Say that the self-check is not shown equivalent within its band, nor wholly outside it (inconclusive)."""
     low, high = band(check.expected)
-    return f"its interval crosses {low:.2f}× or {high:.2f}×, the band it agrees within"
+    return (f"its interval crosses {low:.2f}× or {high:.2f}×, the band it agrees within"
+            + ("" if check.equivalence is None else f" (at 90%: {check.equivalence.text('.2f', unit='×')})"))
+
+
+def _equivalent(check) -> str:
+    """Say how the self-check agrees: equivalent within its band (pipebench.diagnose.selfcheck)."""
+    low, high = band(check.expected)
+    at = "" if check.equivalence is None else f"its 90% interval, {check.equivalence.text('.2f', unit='×')}, "
+    return f"agrees: {at}within {low:.2f}–{high:.2f}×, two one-sided tests at 5%"
 
 
 def _loop_cost(check) -> str:
@@ -198,7 +207,8 @@ def _header(found: Diagnosis) -> list[str]:
         out += [f"**Self-check**: {found.self_check.how}, timed beside the whole pipeline, read "
                 f"{_interval(found.self_check.plain_rows_per_sec)} rows/s: "
                 f"{found.self_check.ratio.text('.2f', unit='×')} of the whole pipeline as diagnosed ("
-                + ("they agree within 1.5×" if found.self_check.agrees else
+                + (f"they agree within 1.5×; {_equivalent(found.self_check).removeprefix('agrees: ')}"
+                   if found.self_check.agrees else
                    f"inconclusive: {_crossed(found.self_check)}")
                 + f"{_loop_cost(found.self_check)}).", ""]
     if found.passes is not None:

@@ -219,7 +219,7 @@ class Diagnoser(Subject):
                 seen["cost"] = loop_cost(self.tf, element), plain_rows(self.tf, element)
             cost, rows = seen.get("cost", (0.0, 1))
             rate = geometric_interval([b.examples / b.seconds for b, _ in pairs if b.seconds > 0])
-            return check(gain(pairs), [mine for _, mine in pairs], fresh, cost, rows, rate.mean)
+            return check(pairs, cost, rows, rate.mean, fresh)
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
