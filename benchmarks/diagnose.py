@@ -312,6 +312,12 @@ def _parser(found) -> bool:
         readers & {"TextLineDataset", "TFRecordDataset"}) and maps[0].function is not None
 
 
+def _self_ratio(check) -> str:
+    """The self-check's ratio at 95%, and at 90%, the interval its agreement is judged by (pipebench.diagnose.selfcheck)."""
+    return check.ratio.text(".2f", unit="×") + (
+        "" if check.equivalence is None else f", at 90% {check.equivalence.text('.2f', unit='×')}")
+
+
 def _rate_holds(row: dict) -> bool:
     """Whether the plain loop's rate over the reported one lies in the self-check's band (pipebench.diagnose.selfcheck)."""
     low, high = band(row["expected"])
@@ -369,8 +375,7 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
            "expected": expected, "profiler": found.profiler.agrees, "kept": [], "best": None,
            "tf1": found.tf1, "stages": len(found.stages), "others": machine.others_cpu_pct, "steal": machine.steal_pct,
            "busy": machine.busy, "plain_steal": plain_steal, "self_check": "absent" if check is None else check.agrees,
-           "self_ratio": None if check is None else check.ratio.text(".2f", unit="×") + (
-               "" if check.equivalence is None else f", at 90% {check.equivalence.text('.2f', unit='×')}"), "parser": _parser(found),
+           "self_ratio": None if check is None else _self_ratio(check), "parser": _parser(found),
            "passes": None if found.passes is None else found.passes.main}
     print(f"\n## {name} ({layout}): diagnosed in {took:.0f} s ({'BUSY: ' if machine.busy else ''}others "
           f"{machine.others_cpu_pct:.0f}% of a vCPU, the host's steal {machine.steal_pct:.0f}%); reported {reported.text(',.0f')} rows/s (by worker process: "
