@@ -8,6 +8,7 @@ import re
 import pytest
 
 from diagnose_fixtures import CORPUS, make_data
+from pipebench.measure.awake import unavailable
 from pipebench.testing import run_pipebench
 
 pytestmark = pytest.mark.tf
@@ -38,6 +39,9 @@ def test_diagnose_writes_its_folder_when_the_diagnosis_completes(tmp_path):
     assert len(found["process_rows_per_sec"]) == 2 and "a second worker process" in result.stdout, \
         "the rate is over two worker processes"
     assert "whole pipeline: " in result.stdout
+    # timed again with idle cores kept awake (pipebench.measure.awake), paired, or said why not
+    assert (found["awake"] is not None and found["awake"]["n"] >= 2) == (unavailable() is None), found["awake_note"]
+    assert re.search(r"^(idle cores kept awake: |two speeds: )", result.stdout, re.M), result.stdout[-2000:]
     assert "## Where the time goes" in (out / "diagnosis.md").read_text()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no temp folder left beside it"
 

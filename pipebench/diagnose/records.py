@@ -34,7 +34,9 @@ from pipebench.typed import load_json, to_json
 #: 8 (2026-12-03): a prefix's cost is the capacity profile's record beside its prefix (`PrefixCost`: `prefix`, `cost`,
 #: `share`); its rows are the record's examples.
 #: 9 (2026-12-04): the self-check's `equivalence`, the 90% interval its agreement is judged by (two one-sided tests).
-DIAGNOSIS_VERSION = 9
+#: 10 (2026-12-04): `awake`, the whole pipeline with idle cores kept awake over it (or `awake_note`, why not); the
+#: self-check's `spread`, the factor between the two speeds its band is widened by.
+DIAGNOSIS_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ class SelfCheck:
     loop_us_per_element: float = 0.0  # a Python loop's own cost per element, read over one element from memory
     expected: float = 1.0  # the least ratio that cost explains: 1 / (1 + cost × the whole pipeline's elements/s)
     equivalence: Interval | None = None  # the ratio's interval the agreement is judged by (selfcheck, EQUIVALENCE_CONFIDENCE)
+    spread: float = 1.0  # the band is widened by this, the factor between the pipeline's two speeds (measure.awake)
 
 
 @dataclass(frozen=True)
@@ -267,6 +270,10 @@ class Diagnosis:
     # timed in the second worker process (pipebench.diagnose.subject.Subject._whole_passes); the first process's
     # figure in `process_rows_per_sec` is then the steady rate past a pass's start
     pass_elements: int | None = None
+    # the whole pipeline with idle cores kept awake over it as diagnosed, paired in the second worker process
+    # (pipebench.measure.awake: a pipeline that hands elements between threads waits for sleeping cores to wake)
+    awake: Interval | None = None
+    awake_note: str | None = None  # why `awake` was not measured ("unavailable: ...")
 
     def to_json(self) -> dict:
         return to_json(self)

@@ -15,8 +15,10 @@ threads with the loop's), that cost leaves `expected` = 1 / (1 + cost × element
 and the plain loop agrees when it is shown equivalent within the band `expected` / AGREE_WITHIN .. AGREE_WITHIN (two
 one-sided tests at 5%, Schuirmann's, as bioequivalence is judged: its ratio's EQUIVALENCE_CONFIDENCE interval lies in
 the band), and disagrees when its 95% interval lies wholly outside; otherwise it is "inconclusive" (the noise cannot
-decide, as any comparison here). A unit error is off by a batch size, far beyond. The benchmark's own plain loop
-(benchmarks/diagnose.py) is judged by the same band.
+decide, as any comparison here). A unit error is off by a batch size, far beyond. A pipeline with two speeds (it
+read faster with idle cores kept awake, pipebench.measure.awake) may be read at either by a plain loop, whose pace
+decides which (a Python loop's keeps a core busier): the band is widened by the factor between them, `spread`, either
+way. The benchmark's own plain loop (benchmarks/diagnose.py) is judged by the same band.
 
 The loop re-iterates the dataset the function returned at the end of each pass, as Keras' fit does; a pipeline
 whose first pass differs from the later ones (a cache, diagnosed on its first pass) is called again for each pass,
@@ -107,15 +109,16 @@ def expected_ratio(cost_sec: float, rows_per_element: int, whole_rows_per_sec: f
     return 1 / (1 + cost_sec * whole_rows_per_sec / max(1, rows_per_element))
 
 
-def band(expected: float) -> tuple[float, float]:
-    """Give the ratios of a plain loop's rate over the whole pipeline's that agree with it."""
-    return expected / AGREE_WITHIN, AGREE_WITHIN
+def band(expected: float, spread: float = 1.0) -> tuple[float, float]:
+    """Give the ratios of a plain loop's rate over the whole pipeline's that agree with it (`spread`: the factor
+    between the pipeline's two speeds, pipebench.measure.awake.spread)."""
+    return expected / (AGREE_WITHIN * spread), AGREE_WITHIN * spread
 
 
-def verdict(ratio: Interval, expected: float, equivalence: Interval) -> bool | None:
+def verdict(ratio: Interval, expected: float, equivalence: Interval, spread: float = 1.0) -> bool | None:
     """Agrees (True) when the ratio's EQUIVALENCE_CONFIDENCE interval (`equivalence`) lies in the band, disagrees
     (False) when its 95% interval (`ratio`) lies wholly outside it, None (inconclusive) otherwise."""
-    low, high = band(expected)
+    low, high = band(expected, spread)
     if not ratio.decided or not equivalence.decided:
         return None
     if low <= equivalence.low and equivalence.high <= high:
@@ -126,14 +129,14 @@ def verdict(ratio: Interval, expected: float, equivalence: Interval) -> bool | N
 
 
 def check(pairs: list, cost_sec: float, rows_per_element: int, whole_rows_per_sec: float,
-          fresh_per_pass: bool) -> SelfCheck:
+          fresh_per_pass: bool, spread: float = 1.0) -> SelfCheck:
     """Give the self-check from the plain loop's (whole pipeline window, plain loop window) pairs, judged against what
-    the loop's own cost per element leaves (module docstring)."""
+    the loop's own cost per element leaves and the pipeline's two speeds, `spread` apart (module docstring)."""
     rate = geometric_interval([w.examples / w.seconds for _, w in pairs if w.seconds > 0])
     expected = expected_ratio(cost_sec, rows_per_element, whole_rows_per_sec)
     ratio, equivalence = gain(pairs), gain(pairs, EQUIVALENCE_CONFIDENCE)
-    return SelfCheck(rate, ratio, verdict(ratio, expected, equivalence), how(fresh_per_pass), cost_sec * 1e6, expected,
-                     equivalence)
+    return SelfCheck(rate, ratio, verdict(ratio, expected, equivalence, spread), how(fresh_per_pass), cost_sec * 1e6,
+                     expected, equivalence, spread)
 
 
 def disagreement(found: SelfCheck | None, rows_per_sec: Interval | None) -> str | None:

@@ -170,6 +170,7 @@ class Diagnoser(Subject):
         from pipebench.pipeline.rows import plain_rows
         from pipebench.measure.rounds import base_windows, gain
         from pipebench.diagnose.selfcheck import MORE_ROUNDS, NAME, check, loop_cost, plain_arm, releases
+        from pipebench.measure import awake
         from pipebench.pipeline.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
@@ -203,6 +204,14 @@ class Diagnoser(Subject):
             if self._own_cache and self.cache_rows:
                 self._fill(arm)
             arms.append(arm)
+        awake_note = awake.unavailable() or ("not measured: the pipeline is timed in whole passes here, and three more "
+                                             "would take the time the diagnosis has left" if self.pass_elements else None)
+        if awake_note is None:  # the whole pipeline again, timed with idle cores kept from sleeping
+            kept_awake = self.input_arm(awake.NAME, self._original(), self.batched)
+            kept_awake.hold = awake.hold
+            if self._own_cache and self.cache_rows:
+                self._fill(kept_awake)
+            arms.append(kept_awake)
         fresh = self.first_pass
         seen: dict = {}
         own_fill = fill_rows(walked.stages, [s for s in walked.stages if s.inside is None])  # the user's sizes
@@ -213,22 +222,25 @@ class Diagnoser(Subject):
             process_tree_cpu_sec, seen, released and self.pass_elements is None))
         plain.restarts = restarts(own_fill)
 
-        def judged(pairs: list) -> SelfCheck:
+        def judged(pairs: list, spread: float = 1.0) -> SelfCheck:
             element = seen.get("element")
             if element is not None and "cost" not in seen:  # read once: 0.5 s, and a later round would pay it again
                 seen["cost"] = loop_cost(self.tf, element), plain_rows(self.tf, element)
             cost, rows = seen.get("cost", (0.0, 1))
             rate = geometric_interval([b.examples / b.seconds for b, _ in pairs if b.seconds > 0])
-            return check(pairs, cost, rows, rate.mean, fresh)
+            return check(pairs, cost, rows, rate.mean, fresh, spread)
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
         paired = self.paired(original, [*arms, plain], fills={NAME: own_fill},
                              still={NAME: lambda pairs: judged(pairs).agrees is None}, more_still=MORE_ROUNDS)
-        gains = {name: gain(pairs) for name, pairs in paired.items() if name != NAME}
+        gains = {name: gain(pairs) for name, pairs in paired.items() if name not in (NAME, awake.NAME)}
         windows = base_windows(paired)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
-        self_check = judged(paired[NAME])
+        kept_gain = gain(paired[awake.NAME]) if awake.NAME in paired else None
+        if kept_gain is not None:
+            self.log(f"with idle cores kept awake: {kept_gain.text('.2f', unit='×')} of the whole pipeline")
+        self_check = judged(paired[NAME], awake.spread(kept_gain))
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
                  f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
                  f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "
@@ -238,7 +250,8 @@ class Diagnoser(Subject):
             else (None, "not asked for (Request.train)")
         self.log(f"done in {time.time() - started:.0f} s")
         return dataclasses.replace(settle(first, gains, rate, train, train_note, time.time() - started, machine(),
-                                          self.pass_elements), self_check=self_check)
+                                          self.pass_elements), self_check=self_check, awake=kept_gain,
+                                   awake_note=awake_note)
 
     def _stage_costs(self, cache_filled: bool = True, from_stage: int = 0) -> tuple[list[PrefixCost], int, str]:
         """Measure every prefix (those ending at `from_stage` or later) in interleaved rounds; give the stage costs,

@@ -34,6 +34,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from pipebench.errors import PipebenchError
@@ -89,6 +90,8 @@ class Arm:
         # when the last round `measure` timed it in ended (CLOCK_MONOTONIC, as the manager's samples): an arm that
         # leaves the rounds early reads the machine's business up to there (`arm_fields`)
         self.rounds_ended_sec: float | None = None
+        # held around each timed window: a state of the machine the arm is measured in (pipebench.measure.awake)
+        self.hold: Callable[[], AbstractContextManager] = nullcontext
 
     def close(self) -> list[object]:
         """End the arm's measurements, releasable or not; give up its iterator and those `restart` set aside (a
@@ -154,17 +157,18 @@ class Arm:
         banked rows that the window then read from memory (real_init2winit_criteo_tsv's map of 256 parallel calls
         read 2x its rate in windows that came after a drop's 1-2 s wait, 2026-12-03)."""
         examples, waited = 0, 0.0
-        cpu_start = self.cpu_clock() if self.cpu_clock else None
-        start = self.clock()
-        while True:
-            got, wait = self.call()
-            examples, waited = examples + got, waited + wait
-            elapsed = self.clock() - start
-            if elapsed >= seconds:
-                cpu_sec = None if cpu_start is None else self.cpu_clock() - cpu_start
-                self.windows_since_start += 1
-                return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None,
-                              cpu_sec=cpu_sec)
+        with self.hold():
+            cpu_start = self.cpu_clock() if self.cpu_clock else None
+            start = self.clock()
+            while True:
+                got, wait = self.call()
+                examples, waited = examples + got, waited + wait
+                elapsed = self.clock() - start
+                if elapsed >= seconds:
+                    cpu_sec = None if cpu_start is None else self.cpu_clock() - cpu_start
+                    self.windows_since_start += 1
+                    return Window(self.name, round_index, examples, elapsed, waited if self.times_waiting else None,
+                                  cpu_sec=cpu_sec)
 
     def calibrate(self) -> None:
         """Double the steps per call until one call takes about CALL_SEC (or MAX_STEPS).

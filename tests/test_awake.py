@@ -1,0 +1,86 @@
+"""Idle cores kept awake (pipebench.measure.awake): the second speed of a pipeline that hands elements between threads.
+
+real_tft_sentiment_varlen_tf1 (make_batched_features_dataset: a parallel_interleave of one cycle hands every record
+to its consumer) read 31-47k rows/s at 0.9 cores in most seconds and 90-150k in others on the 2-vCPU machine; with
+idle cores kept polling, 99-148k in every second (2026-12-04). No speed is asserted here: what is tested is that the
+request is held exactly over the arm's timed windows, read back from the kernel, and how a measured factor is used.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import pytest
+
+from pipebench.measure import awake
+from pipebench.measure.intervals import Interval
+from pipebench.measure.windows import Arm
+
+WHY_NOT = awake.unavailable()
+
+
+def _requested() -> int:
+    """The kernel's current wake-up latency target, in µs (reading the device gives it)."""
+    fd = os.open(awake.DEVICE, os.O_RDONLY)
+    try:
+        return struct.unpack("i", os.read(fd, 4))[0]
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.skipif(WHY_NOT is not None, reason=f"the PM QoS request cannot be made here: {WHY_NOT}")
+def test_an_arm_holds_the_request_over_its_timed_windows_only():
+    seen: list[int] = []
+
+    def loop(iterator, steps: int) -> tuple[int, float]:
+        seen.append(_requested())
+        return steps, 0.0
+
+    arm = Arm(awake.NAME, lambda: iter(()), loop)
+    arm.hold = awake.hold
+    before = _requested()
+    assert before > 0, "another process holds the request already: nothing here could show it"
+    arm.call()  # a call outside a timed window (calibration, a settle)
+    arm.timed(0.05, 0)
+    assert seen[0] == before and set(seen[1:]) == {0}, seen
+    assert _requested() == before, "released when the window ends"
+    plain = Arm("original", lambda: iter(()), loop)  # an arm without a hold leaves the machine as it is
+    seen.clear()
+    plain.timed(0.05, 0)
+    assert set(seen) == {before}
+
+
+def test_without_the_device_it_says_unavailable_and_why(tmp_path: Path):
+    said = awake.unavailable(tmp_path / "cpu_dma_latency")
+    assert said is not None and said.startswith("unavailable: ") and "does not exist" in said
+    device = tmp_path / "read_only"
+    device.write_bytes(b"")
+    device.chmod(0o444)
+    if os.geteuid() != 0:  # root writes a read-only file anyway
+        assert "root" in awake.unavailable(device)
+
+
+def test_only_a_shown_gain_makes_two_speeds():
+    assert awake.spread(Interval(2.7, 2.4, 3.0, 5)) == pytest.approx(2.7)
+    assert awake.spread(Interval(1.05, 0.97, 1.13, 5)) == 1.0, "its interval holds 1: one speed"
+    assert awake.spread(Interval(0.9, 0.85, 0.95, 5)) == 1.0, "slower kept awake is not a second speed"
+    assert awake.spread(Interval(1.4, None, None, 1)) == 1.0 and awake.spread(None) == 1.0
+
+
+def test_a_plain_loop_may_read_either_speed_of_a_two_speed_pipeline():
+    """At cbc6992 tft's self-check paired half-second windows that switched between its speeds: 1.45× (0.43-4.93×),
+    inconclusive, while its rate read 2.7× faster kept awake. The band is widened by that factor, either way; a unit
+    error (a batch of 256 counted as one row) still lies far outside it."""
+    from pipebench.diagnose.selfcheck import AGREE_WITHIN, band, check
+    from pipebench.measure.trial import Window
+
+    def pairs(ratios: list[float]) -> list:
+        return [(Window("original", i, 40_000, 1.0, None), Window("plain loop", i, round(40_000 * r), 1.0, None))
+                for i, r in enumerate(ratios)]
+
+    assert band(1.0, 2.7) == (pytest.approx(1 / (AGREE_WITHIN * 2.7)), pytest.approx(AGREE_WITHIN * 2.7))
+    switching = pairs([1.9, 2.4, 2.1, 2.6, 2.2])
+    assert check(switching, 0.0, 1, 40_000.0, False).agrees is False, "one speed: outside the band"
+    assert check(switching, 0.0, 1, 40_000.0, False, spread=2.7).agrees is True
+    assert check(pairs([1 / 256] * 5), 0.0, 1, 40_000.0, False, spread=2.7).agrees is False
