@@ -29,26 +29,31 @@ def _requested() -> int:
         os.close(fd)
 
 
+def _held() -> bool:
+    """Whether this process holds the request open (its own file descriptors: other processes, a diagnosis in
+    another test worker, may hold one of theirs at the same time)."""
+    fds = Path("/proc/self/fd")
+    return any(os.path.realpath(fds / fd) == str(awake.DEVICE) for fd in os.listdir(fds))
+
+
 @pytest.mark.skipif(WHY_NOT is not None, reason=f"the PM QoS request cannot be made here: {WHY_NOT}")
 def test_an_arm_holds_the_request_over_its_timed_windows_only():
-    seen: list[int] = []
+    seen: list[tuple[bool, int]] = []
 
     def loop(iterator, steps: int) -> tuple[int, float]:
-        seen.append(_requested())
+        seen.append((_held(), _requested()))
         return steps, 0.0
 
     arm = Arm(awake.NAME, lambda: iter(()), loop)
     arm.hold = awake.hold
-    before = _requested()
-    assert before > 0, "another process holds the request already: nothing here could show it"
     arm.call()  # a call outside a timed window (calibration, a settle)
     arm.timed(0.05, 0)
-    assert seen[0] == before and set(seen[1:]) == {0}, seen
-    assert _requested() == before, "released when the window ends"
+    assert not seen[0][0] and seen[1:] and all(held and requested == 0 for held, requested in seen[1:]), seen
+    assert not _held(), "released when the window ends"
     plain = Arm("original", lambda: iter(()), loop)  # an arm without a hold leaves the machine as it is
     seen.clear()
     plain.timed(0.05, 0)
-    assert set(seen) == {before}
+    assert seen and not any(held for held, _ in seen)
 
 
 def test_without_the_device_it_says_unavailable_and_why(tmp_path: Path):

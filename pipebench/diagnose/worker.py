@@ -233,7 +233,8 @@ class Diagnoser(Subject):
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
         paired = self.paired(original, [*arms, plain], fills={NAME: own_fill},
-                             still={NAME: lambda pairs: judged(pairs).agrees is None}, more_still=MORE_ROUNDS)
+                             still={NAME: lambda pairs: judged(pairs).agrees is None, awake.NAME: lambda pairs: False},
+                             more_still=MORE_ROUNDS)  # the machine's second speed is said from the first rounds
         gains = {name: gain(pairs) for name, pairs in paired.items() if name not in (NAME, awake.NAME)}
         windows = base_windows(paired)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
