@@ -391,7 +391,8 @@ def run_one(name: str, layout: str, data: dict, work: Path, rounds: int) -> dict
           f"({ratio.text('.2f', unit='×')}" + (f"; {first_said}" if first_said else "")
           + f"; a Python loop's own cost leaves {expected:.2f}×; idle cores kept awake: "
           + (found.awake.text('.2f', unit='×') if found.awake else str(found.awake_note))
-          + (f", two speeds, the band widened by {spread:.2f}×" if spread > 1 else "") + "); profiler {found.profiler.answer[:160]} "
+          + (f", two speeds, the band widened by {spread:.2f}×" if spread > 1 else "")
+          + f"); profiler {found.profiler.answer[:160]} "
           f"(agrees: {found.profiler.agrees})")
     for rewrite in [*found.rewrites, *([found.combined] if found.combined else [])]:
         if not rewrite.kept:
