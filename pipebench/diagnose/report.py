@@ -132,7 +132,7 @@ def _awake(found: Diagnosis) -> str | None:
         return None if found.awake_note is None else f"idle cores kept awake: {found.awake_note}"
     said = found.awake.text(".2f", unit="×")
     if spread(found.awake) == 1.0:
-        return f"idle cores kept awake: {said} of the whole pipeline: one speed, it does not wait for cores to wake"
+        return f"idle cores kept awake: {said} of the whole pipeline: no second speed shown"
     return (f"two speeds: with idle cores kept awake the whole pipeline read {said} faster (measured on the pipeline "
             "alone, paired): it waits for a sleeping core to wake where it hands elements between threads, so which "
             "speed training gets depends on whether its cores sleep while it waits; holding /dev/cpu_dma_latency at 0 "
