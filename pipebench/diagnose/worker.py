@@ -198,20 +198,20 @@ class Diagnoser(Subject):
         machine = machine_meter()
         original = self.input_arm("original", self._original(), self.batched)
         confirm = to_confirm(first)
-        arms = []
-        for rewrite in confirm:
-            arm = self.input_arm(rewrite.name, self._build_rewrite(rewrite), self.batched)
+
+        def beside(name: str, dataset):  # an arm beside the original, its cache filled as the original's is
+            arm = self.input_arm(name, dataset, self.batched)
             if self._own_cache and self.cache_rows:
                 self._fill(arm)
-            arms.append(arm)
-        awake_note = awake.unavailable() or ("not measured: the pipeline is timed in whole passes here, and three more "
-                                             "would take the time the diagnosis has left" if self.pass_elements else None)
+            return arm
+        arms = [beside(rewrite.name, self._build_rewrite(rewrite)) for rewrite in confirm]
+        awake_note = awake.unavailable()
+        if awake_note is None and self.pass_elements:
+            awake_note = "not measured: the pipeline is timed in whole passes here, and three more would take the time " \
+                         "the diagnosis has left"
         if awake_note is None:  # the whole pipeline again, timed with idle cores kept from sleeping
-            kept_awake = self.input_arm(awake.NAME, self._original(), self.batched)
-            kept_awake.hold = awake.hold
-            if self._own_cache and self.cache_rows:
-                self._fill(kept_awake)
-            arms.append(kept_awake)
+            arms.append(beside(awake.NAME, self._original()))
+            arms[-1].hold = awake.hold
         fresh = self.first_pass
         seen: dict = {}
         own_fill = fill_rows(walked.stages, [s for s in walked.stages if s.inside is None])  # the user's sizes
