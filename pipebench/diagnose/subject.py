@@ -206,7 +206,8 @@ class Subject:
         those rounds.
         `extend=False`: EARLY_ROUNDS rounds only (a confirmation: a gain too small to show in them is not kept).
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
-        `still`: for an arm that is no rewrite (the self-check), whether its pairs leave it worth more rounds; while
+        `still`: for an arm that is no rewrite (the self-check), whether the pairs so far (every arm's, by name: its
+        verdict may read another's) leave it worth more rounds; while
         they do, it takes up to `more_still` rounds past `request.rounds`, alone beside the original, of STILL_WINDOWS
         times longer windows, within the deadline."""
         from pipebench.measure.rounds import calibrate, paired_rounds, still_open
@@ -222,7 +223,7 @@ class Subject:
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
         self.count_visits(first * round_visits(len(arms)), time.time() - began)
         still = still or {}
-        open_arms = [arm for arm in arms if (still[arm.name](pairs[arm.name]) if arm.name in still
+        open_arms = [arm for arm in arms if (still[arm.name](pairs) if arm.name in still
                                              else still_open(pairs[arm.name], EARLY_CONFIDENCE, SMALLEST_OFFERED))]
         if open_arms and r.rounds > first and extend:
             if len(open_arms) < len(arms):
@@ -234,7 +235,7 @@ class Subject:
                                       self.log, first_round=first)
                 for name, extra in found.items():
                     pairs[name] += extra
-        undecided = [arm for arm in arms if arm.name in still and still[arm.name](pairs[arm.name])]
+        undecided = [arm for arm in arms if arm.name in still and still[arm.name](pairs)]
         if undecided and extend and more_still:
             done = len(pairs[undecided[0].name])
             self.log(f"{', '.join(a.name for a in undecided)}: undecided after {done} rounds, up to {more_still} more "
@@ -246,7 +247,7 @@ class Subject:
                                       self.seed, self.log, first_round=done + index)
                 for name, extra in found.items():
                     pairs[name] += extra
-                undecided = [arm for arm in undecided if still[arm.name](pairs[arm.name])]
+                undecided = [arm for arm in undecided if still[arm.name](pairs)]
                 if not undecided:
                     break
         self.parked += [it for arm in [original, *arms] for it in arm.close()]

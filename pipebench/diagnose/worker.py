@@ -232,16 +232,20 @@ class Diagnoser(Subject):
         self.log(f"the whole pipeline beside a plain loop of {r.name}"
                  + (f", and {len(confirm)} rewrite(s) to confirm: " + "; ".join(rw.name for rw in confirm)
                     if confirm else "") + f", in up to {r.rounds} rounds")
+
+        def spread(found: dict) -> float:  # the factor between the pipeline's two speeds, where shown
+            return awake.spread(gain(found[awake.NAME])) if awake.NAME in found else 1.0
         paired = self.paired(original, [*arms, plain], fills={NAME: own_fill},
-                             still={NAME: lambda pairs: judged(pairs).agrees is None, awake.NAME: lambda pairs: False},
-                             more_still=MORE_ROUNDS)  # the machine's second speed is said from the first rounds
+                             still={NAME: lambda found: judged(found[NAME], spread(found)).agrees is None,
+                                    awake.NAME: lambda found: False},  # the second speed is said from the first rounds
+                             more_still=MORE_ROUNDS)
         gains = {name: gain(pairs) for name, pairs in paired.items() if name not in (NAME, awake.NAME)}
         windows = base_windows(paired)
         rate = geometric_interval([w.examples / w.seconds for w in windows if w.seconds > 0])
         kept_gain = gain(paired[awake.NAME]) if awake.NAME in paired else None
         if kept_gain is not None:
             self.log(f"with idle cores kept awake: {kept_gain.text('.2f', unit='×')} of the whole pipeline")
-        self_check = judged(paired[NAME], awake.spread(kept_gain))
+        self_check = judged(paired[NAME], spread(paired))
         self.log(f"the whole pipeline here: {rate.text(',.0f')} rows/s (first process: "
                  f"{first.process_rows_per_sec[0].text(',.0f')}); a plain loop of {r.name}: "
                  f"{self_check.plain_rows_per_sec.text(',.0f')} rows/s, {self_check.ratio.text('.2f', unit='×')} "
