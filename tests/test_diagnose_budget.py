@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from pipebench.diagnose.records import Request
 from pipebench.diagnose.subject import SECOND_RESERVE_SEC, Subject, arms_within, rounds_within
 
@@ -23,6 +25,7 @@ def _subject(deadline: float | None, second_follows: bool, said: list[str]) -> S
                               second_follows=second_follows, deadline=deadline)
     subject.started, subject._log = time.monotonic(), said.append
     subject.second_fill_sec, subject._visits, subject.whole_passes_follow = 0.0, [0, 0.0], False
+    subject.awake_follows = False
     return subject
 
 
@@ -69,6 +72,22 @@ def test_a_second_worker_of_whole_passes_is_left_three_rounds_of_three_passes():
     assert subject.second_reserve_sec() == WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * 4.8 > SECOND_RESERVE_SEC + 4.8
     subject.second_fill_sec = 0.5  # short passes: the fixed reserve still
     assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 0.5
+
+
+def test_the_first_worker_leaves_the_second_the_visits_of_its_arm_with_cores_kept_awake():
+    from pipebench.diagnose.subject import AWAKE_VISITS, EARLY_ROUNDS, WORKER_LOAD_SEC
+
+    subject = _subject(None, True, [])
+    subject.second_fill_sec, subject._visits = 15.0, [20, 28.0]  # 1.4 s a visit, as real_tda_babyweight_make_csv's
+    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 15.0
+    subject.awake_follows = True  # its calibration, then itself and a base window of its own in each first round
+    assert AWAKE_VISITS == 1 + 2 * EARLY_ROUNDS
+    assert subject.second_reserve_sec() == pytest.approx(SECOND_RESERVE_SEC + 15.0 + AWAKE_VISITS * 1.4)
+    subject._visits = [0, 0.0]
+    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 15.0, "no visit timed yet: nothing to cost it by"
+    subject.whole_passes_follow, subject.second_fill_sec = True, 4.8  # whole passes: the awake arm is not run
+    subject.awake_follows = False
+    assert subject.second_reserve_sec() == WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * 4.8
 
 
 def test_arms_within_keeps_the_arms_whose_first_rounds_fit_one_at_least():

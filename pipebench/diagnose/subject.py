@@ -42,6 +42,11 @@ PASS_MAX_SEC = 10.0
 SECOND_RESERVE_SEC = 30.0
 #: What a worker process takes to start and load the user's function (4-8 s on the real corpus, 2026-12-04).
 WORKER_LOAD_SEC = 5.0
+#: The visits the second worker's arm with idle cores kept awake (pipebench.measure.awake) adds: its calibration,
+#: then in each of its EARLY_ROUNDS rounds itself and, at most, a base window of its own (an odd one out). Left out
+#: of the reserve, it took real_tda_babyweight_make_csv's second worker from 32-33 s to 42-46 s, and the self-check's
+#: extra rounds past the deadline: inconclusive in two whole-corpus runs (2026-12-04/05).
+AWAKE_VISITS = 1 + 2 * EARLY_ROUNDS
 
 
 def arms_within(count: int, rounds: int, visit_sec: float | None, left_sec: float | None) -> int:
@@ -96,6 +101,7 @@ class Subject:
         self._pass_element = None  # the last element of the pass that set it
         self.second_fill_sec = 0.0  # what the user's shuffle buffers take to fill: the second worker's plain loop's
         self.whole_passes_follow = False  # the second worker measures whole passes (Subject.second_reserve_sec)
+        self.awake_follows = False  # the second worker times the pipeline with idle cores kept awake too (ditto)
         self._visits = [0, 0.0]  # the arm visits timed in rounds here, and the seconds they took (Subject.visit_sec)
 
     def log(self, text: str) -> None:
@@ -186,9 +192,11 @@ class Subject:
         loop fills them); when it measures whole passes (Subject._whole_passes), each of its first rounds' visits
         (the original, the plain loop, a rewrite) takes a pass, its start those fills, after its load. The second
         worker of real_tfrs_ranking_cache (3.4 s passes; fills of 2.3 and 2.5 s) took 43 s, its load included
-        (2026-12-04)."""
+        (2026-12-04). An arm with idle cores kept awake to follow adds AWAKE_VISITS visits at this process's
+        visit_sec."""
         passes = WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * self.second_fill_sec if self.whole_passes_follow else 0.0
-        return max(SECOND_RESERVE_SEC + self.second_fill_sec, passes)
+        awake = AWAKE_VISITS * (self.visit_sec or 0.0) if self.awake_follows else 0.0
+        return max(SECOND_RESERVE_SEC + self.second_fill_sec + awake, passes)
 
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original from its (original, arm) window pairs (`paired`)."""

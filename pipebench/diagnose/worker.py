@@ -59,6 +59,7 @@ from pipebench.diagnose.second import confirmed_there
 from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, arms_within, restarts
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
+from pipebench.measure import awake
 from pipebench.parent_death import die_with_parent
 
 #: The share of this machine's free memory a cache may take.
@@ -133,6 +134,7 @@ class Diagnoser(Subject):
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
         self.second_fill_sec = sum(b.fill_sec or 0.0 for b in buffers if b.kind == "shuffle")
         self.whole_passes_follow = r.second_follows and self.first_pass and self._whole_pass_steps() is not None
+        self.awake_follows = r.second_follows and not self.whole_passes_follow and awake.unavailable() is None
         scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
@@ -170,7 +172,6 @@ class Diagnoser(Subject):
         from pipebench.pipeline.rows import plain_rows
         from pipebench.measure.rounds import base_windows, gain
         from pipebench.diagnose.selfcheck import MORE_ROUNDS, NAME, check, loop_cost, plain_arm, releases
-        from pipebench.measure import awake
         from pipebench.pipeline.walk import walk
         from pipebench.measure.cpu_clock import process_tree_cpu_sec
         from pipebench.measure.intervals import geometric_interval
