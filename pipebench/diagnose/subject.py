@@ -13,6 +13,7 @@ from typing import Any
 from pipebench.diagnose.buffers import capped, fill_rows, first_pass, bytes_per_row, rows_per_element
 from pipebench.diagnose.records import Diagnosis, Request, Rewrite
 from pipebench.diagnose.second import SMALLEST_OFFERED
+from pipebench.measure import awake
 from pipebench.measure.intervals import Interval
 from pipebench.pipeline.rows import rows_tensor
 from pipebench.pipeline.stages import Stage, Step
@@ -47,6 +48,17 @@ WORKER_LOAD_SEC = 5.0
 #: of the reserve, it took real_tda_babyweight_make_csv's second worker from 32-33 s to 42-46 s, and the self-check's
 #: extra rounds past the deadline: inconclusive in two whole-corpus runs (2026-12-04/05).
 AWAKE_VISITS = 1 + 2 * EARLY_ROUNDS
+
+
+def awake_left_out(whole_passes: bool) -> str | None:
+    """Give why the second worker does not time the pipeline with idle cores kept awake, or None when it does: the
+    one rule both workers read (the first leaves the second its visits, Subject.second_reserve_sec)."""
+    if (why := awake.unavailable()) is not None:
+        return why
+    if whole_passes:
+        return ("not measured: the pipeline is timed in whole passes here, and three more would take the time the "
+                "diagnosis has left")
+    return None
 
 
 def arms_within(count: int, rounds: int, visit_sec: float | None, left_sec: float | None) -> int:

@@ -56,7 +56,7 @@ from pipebench.diagnose.records import (
 from pipebench.diagnose.export import best_of
 from pipebench.diagnose.machine import machine_meter
 from pipebench.diagnose.second import confirmed_there
-from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, arms_within, restarts
+from pipebench.diagnose.subject import EARLY_ROUNDS, Subject, arms_within, awake_left_out, restarts
 from pipebench.diagnose.verdict import rewrite_verdict
 from pipebench.errors import PipebenchError, UsageError, UserCodeError
 from pipebench.measure import awake
@@ -134,7 +134,7 @@ class Diagnoser(Subject):
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
         self.second_fill_sec = sum(b.fill_sec or 0.0 for b in buffers if b.kind == "shuffle")
         self.whole_passes_follow = r.second_follows and self.first_pass and self._whole_pass_steps() is not None
-        self.awake_follows = r.second_follows and not self.whole_passes_follow and awake.unavailable() is None
+        self.awake_follows = r.second_follows and awake_left_out(self.whole_passes_follow) is None
         scope, content_rows = self._content_setup()
         self.log(f"content: {scope}")
         shares = {cost.stage: cost.share for cost in costs}
@@ -206,10 +206,7 @@ class Diagnoser(Subject):
                 self._fill(arm)
             return arm
         arms = [beside(rewrite.name, self._build_rewrite(rewrite)) for rewrite in confirm]
-        awake_note = awake.unavailable()
-        if awake_note is None and self.pass_elements:
-            awake_note = "not measured: the pipeline is timed in whole passes here, and three more would take the time " \
-                         "the diagnosis has left"
+        awake_note = awake_left_out(bool(self.pass_elements))
         if awake_note is None:  # the whole pipeline again, timed with idle cores kept from sleeping
             arms.append(beside(awake.NAME, self._original()))
             arms[-1].hold = awake.hold
