@@ -8,15 +8,22 @@ import time
 import pytest
 
 from pipebench.diagnose.records import Request
-from pipebench.diagnose.subject import SECOND_RESERVE_SEC, Subject, arms_within, rounds_within
+from pipebench.diagnose.subject import SECOND_RESERVE_SEC, Subject, arms_within, round_sec, rounds_within
 
 
-def test_rounds_within_counts_the_rounds_that_fit_at_the_cost_of_those_done():
-    assert rounds_within(2, 3, 30.0, 25.0) == 2  # 10 s a round
-    assert rounds_within(2, 3, 30.0, 15.0) == 1
-    assert rounds_within(2, 3, 30.0, 5.0) == 0
-    assert rounds_within(2, 3, 30.0, -40.0) == 0, "past the deadline: none"
-    assert rounds_within(2, 0, 0.0, 5.0) == 2, "nothing done to cost them by: as asked"
+def test_rounds_within_counts_the_rounds_that_fit_at_the_cost_of_a_round():
+    assert rounds_within(2, 10.0, 25.0) == 2
+    assert rounds_within(2, 10.0, 15.0) == 1
+    assert rounds_within(2, 10.0, 5.0) == 0
+    assert rounds_within(2, 10.0, -40.0) == 0, "past the deadline: none"
+    assert rounds_within(2, 0.0, 5.0) == 2, "nothing to cost them by: as asked"
+
+
+def test_a_round_is_costed_by_its_visits_and_only_its_windows_grow():
+    # babyweight, 2026-12-05: 1.4 s visits with half-second windows; its self-check alone beside the original
+    assert round_sec(1, 1.4, 0.5) == pytest.approx(2.8), "one arm: its visit and one of the base"
+    assert round_sec(1, 1.4, 0.5, longer=3) == pytest.approx(4.8), "windows 3x as long: 1 s more a visit, not 3x"
+    assert round_sec(3, 1.4, 0.5) == pytest.approx(7.0), "three arms: five visits (A B A', then B C)"
 
 
 def _subject(deadline: float | None, second_follows: bool, said: list[str]) -> Subject:
@@ -31,35 +38,28 @@ def _subject(deadline: float | None, second_follows: bool, said: list[str]) -> S
 
 def test_rounds_past_the_deadline_are_left_out_and_said():
     said: list[str] = []
-    assert _subject(None, True, said)._rounds_left(2, 3, 30.0, 1.0) == 2 and not said, "no deadline: every round"
+    assert _subject(None, True, said)._rounds_left(2, 3, 10.0) == 2 and not said, "no deadline: every round"
     far = time.time() + 3600
-    assert _subject(far, True, said)._rounds_left(2, 3, 30.0, 1.0) == 2 and not said
-    assert _subject(time.time() - 1, False, said)._rounds_left(2, 3, 30.0, 1.0) == 0
+    assert _subject(far, True, said)._rounds_left(2, 3, 10.0) == 2 and not said
+    assert _subject(time.time() - 1, False, said)._rounds_left(2, 3, 10.0) == 0
     assert said and "rounds 4-5 not run" in said[-1] and "stays inconclusive" in said[-1]
 
 
 def test_the_first_worker_leaves_the_second_its_reserve():
     said: list[str] = []
     deadline = time.time() + SECOND_RESERVE_SEC + 1000  # 1000 s left after the reserve: 10 s rounds fit
-    assert _subject(deadline, True, said)._rounds_left(2, 3, 30.0, 1.0) == 2
+    assert _subject(deadline, True, said)._rounds_left(2, 3, 10.0) == 2
     deadline = time.time() + SECOND_RESERVE_SEC - 1  # within the reserve: the first stops, the second goes on
-    assert _subject(deadline, True, said)._rounds_left(2, 3, 30.0, 1.0) == 0
-    assert _subject(deadline, False, said)._rounds_left(2, 3, 30.0, 1.0) == 2, "the second runs to the deadline"
-
-
-def test_a_round_of_fewer_open_arms_costs_their_share():
-    said: list[str] = []
-    deadline = time.time() + 6  # 3 rounds of 4 arms took 30 s; one arm left: 2.5 s a round
-    assert _subject(deadline, False, said)._rounds_left(2, 3, 30.0, 0.25) == 2
-    assert _subject(deadline, False, said)._rounds_left(2, 3, 30.0, 1.0) == 0
+    assert _subject(deadline, True, said)._rounds_left(2, 3, 10.0) == 0
+    assert _subject(deadline, False, said)._rounds_left(2, 3, 10.0) == 2, "the second runs to the deadline"
 
 
 def test_the_first_worker_leaves_the_second_its_plain_loops_shuffle_fill_too():
     said: list[str] = []
     subject = _subject(time.time() + SECOND_RESERVE_SEC + 20, True, said)  # 20 s left after the fixed reserve
-    assert subject._rounds_left(1, 3, 30.0, 1.0) == 1
+    assert subject._rounds_left(1, 3, 10.0) == 1
     subject.second_fill_sec = 15.0  # the user's shuffle buffers fill in 15 s: 5 s left, not a 10 s round
-    assert subject._rounds_left(1, 3, 30.0, 1.0) == 0 and "round 4 not run" in said[-1]
+    assert subject._rounds_left(1, 3, 10.0) == 0 and "round 4 not run" in said[-1]
 
 
 def test_a_second_worker_of_whole_passes_is_left_three_rounds_of_three_passes():

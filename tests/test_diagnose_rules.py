@@ -483,6 +483,28 @@ def test_an_undecided_self_check_takes_more_rounds_alone_until_it_is_decided(tmp
     assert (len(pairs["rewrite"]), len(pairs["check"])) == (3, 3)
 
 
+def test_a_self_check_left_alone_after_the_first_rounds_takes_the_rest_in_longer_windows(tmp_path):
+    """Once no rewrite is open beside it, an undecided self-check's rounds past the first ones are of STILL_WINDOWS
+    times longer windows: a visit's wait and settle do not grow with its window, and a longer window averages the
+    half-second swing (real_tda_babyweight_make_csv's whole pipeline beside itself read 0.83-1.25x, 2026-12-05)."""
+    from pipebench.diagnose.records import Request
+    from pipebench.diagnose.subject import EARLY_ROUNDS, STILL_WINDOWS
+    from pipebench.diagnose.worker import Diagnoser
+
+    request = Request(str(tmp_path / "f.py"), "input_fn", {}, None, rounds=5, window_sec=0.1, settle_sec=0.0,
+                      warmup_sec=0.5, content_cap_rows=100, scratch=str(tmp_path), progress_file="")
+    diagnoser = Diagnoser(request, lambda text: None)
+    dataset = tf.data.Dataset.range(40_000).batch(256).repeat()
+    diagnoser.walked, diagnoser.notes, diagnoser.measure_steps = walk(dataset, {}, None), {}, ()
+    slower = dataset.map(lambda x: tf.strings.to_number(tf.strings.as_string(x), tf.int64))  # no gain: it stops
+    original, rewrite, check = (diagnoser.input_arm("original", dataset, True),
+                                diagnoser.input_arm("rewrite", slower, True), diagnoser.input_arm("check", dataset, True))
+    pairs = diagnoser.paired(original, [rewrite, check], still={"check": lambda found: True})
+    assert (len(pairs["rewrite"]), len(pairs["check"])) == (EARLY_ROUNDS, 5)
+    later = [[w.seconds for w in pair] for pair in pairs["check"][EARLY_ROUNDS:]]
+    assert min(min(s) for s in later) >= STILL_WINDOWS * request.window_sec, later
+
+
 def _tfrecords(folder: Path, files: int = 2, rows: int = 48) -> list[str]:
     folder.mkdir(parents=True, exist_ok=True)
     names = []

@@ -29,10 +29,11 @@ KEEP_FILL_ROWS = 10_000
 #: 4.8 s of both cores before the next arm's window, and its rewrites' rounds 4-5 took 10-12 s in place of 3
 #: (2026-12-03). With shuffles measured capped (pipebench.diagnose.buffers.MEASURE_CAP_ROWS) a restart refills little.
 RESTART_FILL_ROWS = 50_000
-#: An undecided self-check's rounds past the diagnosis's time windows this many times as long: a Python loop's rate
-#: and a pipeline's own swing from half-second to half-second (tf1_tensors' plain loop over the whole pipeline read
-#: 0.51-1.27x, then 1.02-2.01x in the next run, round by round, 2026-12-04), and a longer window averages the swing
-#: where another short round only samples it.
+#: An undecided self-check's rounds past the first ones (no rewrite open beside it) and past the diagnosis's time
+#: windows this many times as long: a Python loop's rate and a pipeline's own swing from half-second to half-second
+#: (tf1_tensors' plain loop over the whole pipeline read 0.51-1.27x, then 1.02-2.01x in the next run, round by round,
+#: 2026-12-04; real_tda_babyweight_make_csv's whole pipeline beside itself 0.83-1.25x, 2026-12-05), and a longer window
+#: averages the swing where another short round only samples it, at little more than its cost (`round_sec`).
 STILL_WINDOWS = 3
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
@@ -90,11 +91,20 @@ def restarts(fill: int) -> bool:
     return fill < RESTART_FILL_ROWS
 
 
-def rounds_within(wanted: int, done: int, spent_sec: float, left_sec: float) -> int:
-    """Give how many of `wanted` more rounds fit in `left_sec`, at what the `done` rounds cost (`spent_sec`)."""
-    if done <= 0 or spent_sec <= 0:
+def rounds_within(wanted: int, each_sec: float, left_sec: float) -> int:
+    """Give how many of `wanted` more rounds fit in `left_sec`, at `each_sec` a round (0: not known, all of them)."""
+    if each_sec <= 0:
         return wanted
-    return max(0, min(wanted, int(left_sec // (spent_sec / done))))
+    return max(0, min(wanted, int(left_sec // each_sec)))
+
+
+def round_sec(arms: int, visit_sec: float, window_sec: float, longer: float = 1.0) -> float:
+    """Give what a round of paired rounds of `arms` arms beside a base takes, at `visit_sec` a visit timed with windows
+    of `window_sec`, its own windows `longer` times as long. A visit's wait for an idle process and its settle do not
+    grow with its window: of real_tda_babyweight_make_csv's 1.4 s visits with half-second windows, 0.9 s (2026-12-05).
+    Costed as a share of the first rounds' time, with their fills and more arms, its self-check's round of longer
+    windows came to 6.3 s where 4.9 s were taken."""
+    return round_visits(arms) * (visit_sec + (longer - 1.0) * window_sec)
 
 
 class Subject:
@@ -228,8 +238,9 @@ class Subject:
         `fills`: the rows an arm reads before its shuffle buffers are full, where they are not the measured steps'.
         `still`: for an arm that is no rewrite (the self-check), whether the pairs so far (every arm's, by name: its
         verdict may read another's) leave it worth more rounds; while
-        they do, it takes up to `more_still` rounds past `request.rounds`, alone beside the original, of STILL_WINDOWS
-        times longer windows, within the deadline."""
+        they do, its rounds past EARLY_ROUNDS take STILL_WINDOWS times longer windows when no rewrite is open beside
+        it, and it takes up to `more_still` rounds past `request.rounds`, alone beside the original, of such windows,
+        within the deadline. Rounds to come are costed by `round_sec` at the visits timed last."""
         from pipebench.measure.rounds import calibrate, paired_rounds, still_open
 
         r = self.request
@@ -241,7 +252,9 @@ class Subject:
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        self.count_visits(first * round_visits(len(arms)), time.time() - began)
+        visits = first * round_visits(len(arms))
+        self.count_visits(visits, time.time() - began)
+        visit = (time.time() - began) / visits  # what a visit with a window of r.window_sec takes here
         still = still or {}
         open_arms = [arm for arm in arms if (still[arm.name](pairs) if arm.name in still
                                              else still_open(pairs[arm.name], EARLY_CONFIDENCE, SMALLEST_OFFERED))]
@@ -249,19 +262,27 @@ class Subject:
             if len(open_arms) < len(arms):
                 self.log(f"decided after {first} rounds, or no gain seen: "
                          + ", ".join(a.name for a in arms if a not in open_arms))
-            more = self._rounds_left(r.rounds - first, first, time.time() - began, len(open_arms) / len(arms))
+            longer = STILL_WINDOWS if all(arm.name in still for arm in open_arms) else 1
+            if longer > 1:
+                self.log(f"{', '.join(a.name for a in open_arms)}: undecided after {first} rounds, the rest of them "
+                         f"in {longer}× longer windows")
+            more = self._rounds_left(r.rounds - first, first,
+                                     round_sec(len(open_arms), visit, r.window_sec, longer))
             if more:
-                found = paired_rounds(original, open_arms, more, r.window_sec, r.settle_sec, settle, self.seed,
-                                      self.log, first_round=first)
+                began_more = time.time()
+                found = paired_rounds(original, open_arms, more, longer * r.window_sec, r.settle_sec, settle,
+                                      self.seed, self.log, first_round=first)
                 for name, extra in found.items():
                     pairs[name] += extra
+                visits = more * round_visits(len(open_arms))
+                visit = (time.time() - began_more) / visits - (longer - 1) * r.window_sec
         undecided = [arm for arm in arms if arm.name in still and still[arm.name](pairs)]
         if undecided and extend and more_still:
             done = len(pairs[undecided[0].name])
             self.log(f"{', '.join(a.name for a in undecided)}: undecided after {done} rounds, up to {more_still} more "
                      f"of {STILL_WINDOWS}× longer windows")
-            more = self._rounds_left(more_still, done, time.time() - began,
-                                     STILL_WINDOWS * len(undecided) / len(arms))
+            more = self._rounds_left(more_still, done,
+                                     round_sec(len(undecided), visit, r.window_sec, STILL_WINDOWS))
             for index in range(more):
                 found = paired_rounds(original, undecided, 1, STILL_WINDOWS * r.window_sec, r.settle_sec, settle,
                                       self.seed, self.log, first_round=done + index)
@@ -273,14 +294,14 @@ class Subject:
         self.parked += [it for arm in [original, *arms] for it in arm.close()]
         return pairs
 
-    def _rounds_left(self, wanted: int, done: int, spent_sec: float, share: float) -> int:
-        """Give how many of `wanted` more rounds (of `share` of the arms the `done` ones timed) start before this
+    def _rounds_left(self, wanted: int, done: int, each_sec: float) -> int:
+        """Give how many of `wanted` more rounds (after `done`, at `each_sec` a round: `round_sec`) start before this
         process's deadline (Subject.own_deadline: the first process's leaves the second its time); log the rounds
         left out: a gain they would have decided stays inconclusive, and is not kept."""
         left = self.seconds_left()
         if left is None:
             return wanted
-        fits = rounds_within(wanted, done, spent_sec * share, left)
+        fits = rounds_within(wanted, each_sec, left)
         if fits < wanted:
             left_out = f"round {done + wanted}" if fits + 1 == wanted else f"rounds {done + fits + 1}-{done + wanted}"
             self.log(f"{left_out} not run: they would end past the diagnosis's time budget "
