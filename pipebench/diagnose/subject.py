@@ -252,9 +252,9 @@ class Subject:
         first = min(EARLY_ROUNDS, r.rounds)
         began = time.time()
         pairs = paired_rounds(original, arms, first, r.window_sec, r.settle_sec, settle, self.seed, self.log)
-        visits = first * round_visits(len(arms))
-        self.count_visits(visits, time.time() - began)
-        visit = (time.time() - began) / visits  # what a visit with a window of r.window_sec takes here
+        visits, spent = first * round_visits(len(arms)), time.time() - began
+        self.count_visits(visits, spent)
+        visit = spent / visits  # what a visit with a window of r.window_sec takes here
         still = still or {}
         open_arms = [arm for arm in arms if (still[arm.name](pairs) if arm.name in still
                                              else still_open(pairs[arm.name], EARLY_CONFIDENCE, SMALLEST_OFFERED))]
