@@ -32,6 +32,7 @@ def _subject(deadline: float | None, second_follows: bool, said: list[str]) -> S
                               second_follows=second_follows, deadline=deadline)
     subject.started, subject._log = time.monotonic(), said.append
     subject.second_fill_sec, subject._visits, subject.whole_passes_follow = 0.0, [0, 0.0], False
+    subject.loop_fill_sec = 0.0
     subject.awake_follows = False
     return subject
 
@@ -58,8 +59,11 @@ def test_the_first_worker_leaves_the_second_its_plain_loops_shuffle_fill_too():
     said: list[str] = []
     subject = _subject(time.time() + SECOND_RESERVE_SEC + 20, True, said)  # 20 s left after the fixed reserve
     assert subject._rounds_left(1, 3, 10.0) == 1
-    subject.second_fill_sec = 15.0  # the user's shuffle buffers fill in 15 s: 5 s left, not a 10 s round
+    subject.second_fill_sec = 15.0  # the user's shuffle buffers fill in 15 s at their mean rate: a pass's start
+    assert subject._rounds_left(1, 3, 10.0) == 1, "the mean rate costs only a whole pass's start"
+    subject.loop_fill_sec = 15.0  # a plain loop fills them in 15 s at the slow end: 5 s left, not a 10 s round
     assert subject._rounds_left(1, 3, 10.0) == 0 and "round 4 not run" in said[-1]
+
 
 
 def test_a_second_worker_of_whole_passes_is_left_three_rounds_of_three_passes():
@@ -67,26 +71,27 @@ def test_a_second_worker_of_whole_passes_is_left_three_rounds_of_three_passes():
 
     subject = _subject(None, True, [])
     subject.second_fill_sec = 4.8  # real_tfrs_ranking_cache's two shuffles fill in 2.3 and 2.5 s
-    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 4.8, "windows of a repeated pipeline"
+    subject.loop_fill_sec = 5.3  # at the slow end of their rates
+    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 5.3, "windows of a repeated pipeline"
     subject.whole_passes_follow = True  # each visit a pass, its start those fills: 5 + 9 * 4.8 = 48.2 s
     assert subject.second_reserve_sec() == WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * 4.8 > SECOND_RESERVE_SEC + 4.8
-    subject.second_fill_sec = 0.5  # short passes: the fixed reserve still
-    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 0.5
+    subject.second_fill_sec, subject.loop_fill_sec = 0.5, 0.6  # short passes: the fixed reserve still
+    assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 0.6
 
 
 def test_the_first_worker_leaves_the_second_the_visits_of_its_arm_with_cores_kept_awake():
     from pipebench.diagnose.subject import AWAKE_VISITS, EARLY_ROUNDS, WORKER_LOAD_SEC
 
     subject = _subject(None, True, [])
-    subject.second_fill_sec, subject._visits = 15.0, [20, 28.0]  # 1.4 s a visit, as real_tda_babyweight_make_csv's
+    subject.loop_fill_sec, subject._visits = 15.0, [20, 28.0]  # 1.4 s a visit, as real_tda_babyweight_make_csv's
     assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 15.0
     subject.awake_follows = True  # its calibration, then itself and a base window of its own in each first round
     assert AWAKE_VISITS == 1 + 2 * EARLY_ROUNDS
     assert subject.second_reserve_sec() == pytest.approx(SECOND_RESERVE_SEC + 15.0 + AWAKE_VISITS * 1.4)
     subject._visits = [0, 0.0]
     assert subject.second_reserve_sec() == SECOND_RESERVE_SEC + 15.0, "no visit timed yet: nothing to cost it by"
-    subject.whole_passes_follow, subject.second_fill_sec = True, 4.8  # whole passes: the awake arm is not run
-    subject.awake_follows = False
+    subject.whole_passes_follow, subject.second_fill_sec, subject.loop_fill_sec = True, 4.8, 5.3
+    subject.awake_follows = False  # whole passes: the awake arm is not run
     assert subject.second_reserve_sec() == WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * 4.8
 
 

@@ -75,6 +75,19 @@ def test_what_a_row_holds_is_read_before_the_shuffles_that_would_fill_first_and_
     assert list(notes) == [4] and f"capped at {MEASURE_CAP_ROWS:,} elements" in notes[4]
 
 
+def test_a_plain_loops_fill_is_planned_at_the_slow_end_of_its_rate():
+    """babyweight's shuffle of 1,000 batches of 512 behind a prefix at 35,712 rows/s: 14.3 s at that rate; its
+    second worker's first round took 27-33 s, its plain loop's fill most of it (2026-12-05)."""
+    from pipebench.diagnose.buffers import large_buffers, slow_fill_sec
+
+    stages = [_stage(0, "source"), _stage(1, "map"), _stage(2, "shuffle", buffer_size=512_000), _stage(3, "batch")]
+    costs = [_cost(1, 35_712.0, 30.0, 30.0)]  # its interval 0.9-1.1x of the mean
+    found = large_buffers(stages, costs, {}, lambda end: 256.0, lambda text: None)
+    assert [b.fill_sec for b in found] == [pytest.approx(512_000 / 35_712)]
+    assert slow_fill_sec(found[0], costs) == pytest.approx(512_000 / (0.9 * 35_712))
+    assert slow_fill_sec(found[0], []) == 0.0, "no rate measured before it: nothing to plan by"
+
+
 def test_a_combination_is_not_measured_when_a_kept_cache_skips_everything_the_others_change():
     from pipebench.diagnose.rewrites import Proposal, cache_covering
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from pipebench.pipeline.stages import Stage, Step
 from pipebench.diagnose.records import Buffer, PrefixCost
+from pipebench.measure.intervals import Interval
 from pipebench.pipeline.rows import BATCHING, rows_tensor
 
 #: A buffer of the user's holding at least this many rows is measured capped (module docstring). At 50,000 a pass of
@@ -137,8 +138,7 @@ def large_buffers(stages: list[Stage], costs: list[PrefixCost], notes: dict[int,
         if rows < NAMED_BUFFER_ROWS and size < NAMED_BUFFER_ROWS:
             continue
         held = per_row(same_rows_from(stages, stage.index))
-        before = [c for c in costs if max(c.stages) < stage.index]
-        rate = before[-1].prefix_rows_per_sec.mean if before else None
+        rate = None if (before := rate_before(costs, stage.index)) is None else before.mean
         fill = rows / rate if rate else None
         measured = notes.get(stage.index, "measured as written")
         found.append(Buffer(stage.index, stage.kind, size, rows, None if held is None else rows * held / 2**20, fill,
@@ -148,6 +148,23 @@ def large_buffers(stages: list[Stage], costs: list[PrefixCost], notes: dict[int,
             + (f", ~{fill:,.1f} s to fill at {rate:,.0f} rows/s" if fill else "")
             + f"; {measured}")
     return found
+
+
+def rate_before(costs: list[PrefixCost], index: int) -> Interval | None:
+    """Give the measured rate of the longest prefix that ends before stage `index` (None: none measured)."""
+    before = [c for c in costs if max(c.stages) < index]
+    return before[-1].prefix_rows_per_sec if before else None
+
+
+def slow_fill_sec(buffer: Buffer, costs: list[PrefixCost]) -> float:
+    """Give how long `buffer` takes to fill at the low end of its rate's interval (the mean with fewer than two
+    rounds; 0.0: not measured): what the second worker's plain loop's fill of it is planned at. A fresh process
+    fills slower than the warm prefix was measured at: real_tda_babyweight_make_csv's 512,000-row shuffle, 14.3 s at
+    its mean rate, took ~18-26 s of that worker's first round (2026-12-04/05), and its self-check's later rounds
+    did not fit."""
+    rate = rate_before(costs, buffer.stage)
+    slow = None if rate is None else rate.low or rate.mean
+    return buffer.rows / slow if slow else 0.0
 
 
 def cached_at(stages: list[Stage]) -> int | None:

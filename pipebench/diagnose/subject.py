@@ -38,9 +38,9 @@ STILL_WINDOWS = 3
 #: A one-pass pipeline whose pass ends within this long is measured in whole passes (Subject._whole_passes).
 PASS_MAX_SEC = 10.0
 #: The first worker process ends its rounds this long before the diagnosis's deadline, and the time its user's
-#: shuffle buffers take to fill besides (Subject.second_fill_sec): what the second worker takes (16-50 s on the real
-#: corpus, 2026-12-03, of which its plain loop's fill of real_tda_babyweight_make_csv's 512,000-row buffer ~26 s,
-#: 2026-12-04; pipebench.diagnose.second).
+#: shuffle buffers take a plain loop to fill besides (Subject.loop_fill_sec): what the second worker takes (16-50 s on
+#: the real corpus, 2026-12-03, of which its plain loop's fill of real_tda_babyweight_make_csv's 512,000-row buffer
+#: ~26 s, 2026-12-04; pipebench.diagnose.second).
 SECOND_RESERVE_SEC = 30.0
 #: What a worker process takes to start and load the user's function (4-8 s on the real corpus, 2026-12-04).
 WORKER_LOAD_SEC = 5.0
@@ -121,7 +121,8 @@ class Subject:
         self.parked: list = []  # iterators of arms measured: kept until the worker exits (Arm.close says why)
         self.pass_elements: int | None = None  # set: the second worker's arms are whole passes of this many elements
         self._pass_element = None  # the last element of the pass that set it
-        self.second_fill_sec = 0.0  # what the user's shuffle buffers take to fill: the second worker's plain loop's
+        self.second_fill_sec = 0.0  # what the user's shuffle buffers take to fill at their rate: a pass's start
+        self.loop_fill_sec = 0.0  # the same at its slow end: the second worker's plain loop's, in a fresh process
         self.whole_passes_follow = False  # the second worker measures whole passes (Subject.second_reserve_sec)
         self.awake_follows = False  # the second worker times the pipeline with idle cores kept awake too (ditto)
         self._visits = [0, 0.0]  # the arm visits timed in rounds here, and the seconds they took (Subject.visit_sec)
@@ -210,15 +211,15 @@ class Subject:
         return None if deadline is None else deadline - time.time()
 
     def second_reserve_sec(self) -> float:
-        """Give what the second worker process is left: SECOND_RESERVE_SEC and the user's shuffle fills (its plain
-        loop fills them); when it measures whole passes (Subject._whole_passes), each of its first rounds' visits
-        (the original, the plain loop, a rewrite) takes a pass, its start those fills, after its load. The second
+        """Give what the second worker process is left: SECOND_RESERVE_SEC and its plain loop's fill of the user's
+        shuffles (loop_fill_sec); when it measures whole passes (Subject._whole_passes), each of its first rounds'
+        visits (the original, the plain loop, a rewrite) takes a pass, its start those fills, after its load. The second
         worker of real_tfrs_ranking_cache (3.4 s passes; fills of 2.3 and 2.5 s) took 43 s, its load included
         (2026-12-04). An arm with idle cores kept awake to follow adds AWAKE_VISITS visits at this process's
         visit_sec."""
         passes = WORKER_LOAD_SEC + EARLY_ROUNDS * 3 * self.second_fill_sec if self.whole_passes_follow else 0.0
         awake = AWAKE_VISITS * (self.visit_sec or 0.0) if self.awake_follows else 0.0
-        return max(SECOND_RESERVE_SEC + self.second_fill_sec + awake, passes)
+        return max(SECOND_RESERVE_SEC + self.loop_fill_sec + awake, passes)
 
     def gains(self, original, arms: list, extend: bool = True) -> dict[str, Interval]:
         """Give each arm's gain over the original from its (original, arm) window pairs (`paired`)."""

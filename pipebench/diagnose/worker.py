@@ -48,7 +48,7 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit, out_of_room, scratch_is_full
 from pipebench.diagnose.buffers import (
-    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, same_rows_from)
+    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, same_rows_from, slow_fill_sec)
 from pipebench.diagnose.ceiling import ceiling, most_gain
 from pipebench.diagnose.records import (
     Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, PrefixCost, Train,
@@ -132,7 +132,9 @@ class Diagnoser(Subject):
         costs, bottleneck, why = self._stage_costs(cache_filled=passes is None or passes[0] == "later")
         other = self._other_pass(passes[0]) if passes is not None else None
         buffers = large_buffers(stages, costs, self.notes, self._bytes_per_row, self.log)
-        self.second_fill_sec = sum(b.fill_sec or 0.0 for b in buffers if b.kind == "shuffle")
+        shuffles = [b for b in buffers if b.kind == "shuffle"]
+        self.second_fill_sec = sum(b.fill_sec or 0.0 for b in shuffles)
+        self.loop_fill_sec = sum(slow_fill_sec(b, costs) for b in shuffles)
         self.whole_passes_follow = r.second_follows and self.first_pass and self._whole_pass_steps() is not None
         self.awake_follows = r.second_follows and awake_left_out(self.whole_passes_follow) is None
         scope, content_rows = self._content_setup()
