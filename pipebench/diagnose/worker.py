@@ -48,7 +48,8 @@ from typing import Any
 from pipebench.atomic import atomic_write_json
 from pipebench.children import answer_stack_requests, flush_and_exit, out_of_room, scratch_is_full
 from pipebench.diagnose.buffers import (
-    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, same_rows_from, slow_fill_sec)
+    cached_at, capped, fill_rows, first_pass, large_buffers, main_pass, rate_before, same_rows_from,
+    slow_fill_sec)
 from pipebench.diagnose.ceiling import ceiling, most_gain
 from pipebench.diagnose.records import (
     Answer, Content, Diagnosis, DIAGNOSIS_VERSION, Pass, Passes, Request, Rewrite, SelfCheck, PrefixCost, Train,
@@ -367,8 +368,7 @@ class Diagnoser(Subject):
             epoch_rows = self._epoch_rows()
             if per_row is not None and epoch_rows is not None:
                 cache_bytes = per_row * epoch_rows
-                upto = [c for c in costs if max(c.stages) <= point]
-                rate = upto[-1].prefix_rows_per_sec.mean if upto else None
+                rate = None if (upto := rate_before(costs, point + 1)) is None else upto.mean
                 cache_fill = epoch_rows / rate if rate else None
         parallel = any(s.parallelism is not None or any("runs it in parallel" in t for t in s.tf_does)
                        for s in stages)
