@@ -65,7 +65,6 @@ def test_the_first_worker_leaves_the_second_its_plain_loops_shuffle_fill_too():
     assert subject._rounds_left(1, 3, 10.0) == 0 and "round 4 not run" in said[-1]
 
 
-
 def test_a_second_worker_of_whole_passes_is_left_three_rounds_of_three_passes():
     from pipebench.diagnose.subject import EARLY_ROUNDS, WORKER_LOAD_SEC
 
