@@ -13,7 +13,8 @@ check in a fresh process, one at a time:
   function called again for each pass and each window whole passes, as diagnose measures them), beyond what that loop's own cost per element
   leaves, read and judged as diagnose's self-check reads and judges its own (pipebench.diagnose.selfcheck: for a
   pipeline that read faster with idle cores kept awake, pipebench.measure.awake, the band is widened by its two
-  speeds' factor, since a plain loop's pace decides which it reads); a ratio outside that band whose interval reaches into it is undecided, and the loop is read in PLAIN_MORE more processes,
+  speeds' factor, since a plain loop's pace decides which it reads; not by its own windows' spread, which widens
+  the self-check's band only); a ratio outside that band whose interval reaches into it is undecided, and the loop is read in PLAIN_MORE more processes,
   all of them pooled, and that decides;
 - the self-check: whether diagnose's own plain loop over the function, paired with its whole-pipeline windows,
   agreed with it (diagnosis.json's `self_check`);
@@ -316,7 +317,8 @@ def _parser(found) -> bool:
 def _self_ratio(check) -> str:
     """The self-check's ratio at 95%, and at 90%, the interval its agreement is judged by (pipebench.diagnose.selfcheck)."""
     return check.ratio.text(".2f", unit="×") + (
-        "" if check.equivalence is None else f", at 90% {check.equivalence.text('.2f', unit='×')}")
+        "" if check.equivalence is None else f", at 90% {check.equivalence.text('.2f', unit='×')}") + (
+        f"; its own windows {check.window_spread:.2f}× apart" if check.window_spread > check.spread else "")
 
 
 def _rate_holds(row: dict) -> bool:

@@ -89,3 +89,35 @@ def test_a_plain_loop_may_read_either_speed_of_a_two_speed_pipeline():
     assert check(switching, 0.0, 1, 40_000.0, False).agrees is False, "one speed: outside the band"
     assert check(switching, 0.0, 1, 40_000.0, False, spread=2.7).agrees is True
     assert check(pairs([1 / 256] * 5), 0.0, 1, 40_000.0, False, spread=2.7).agrees is False
+
+
+def test_a_pipeline_that_switches_speeds_by_itself_widens_the_band_by_what_its_own_windows_show():
+    """tf1_tensors (TextLine → map → batch) reads 75-95k rows/s in most half-second windows and 37-40k in episodes of
+    2-6 s, with nothing of pipebench's near it and its idle cores kept awake (records/diagnose_tf1_tensors_modes_
+    2026-12-05.md). At 10e6b60 its plain loop read 0.99, 0.64, 1.79, 1.21, 1.68, 2.13, 1.20 and 1.30× of the whole
+    pipeline, paired over such episodes: inconclusive, its 90% interval across the band's 1.5×, though the kept-awake
+    arm showed no second speed. Its own windows show two: the band is widened by the factor between their faster and
+    slower half. A unit error and a cache replay reported for a one-pass pipeline still lie wholly outside it, and a
+    pipeline of one speed widens it by little."""
+    from pipebench.diagnose.selfcheck import check, window_spread
+    from pipebench.measure.trial import Window
+
+    whole = [82_000, 86_000, 41_000, 78_000, 44_000, 39_000, 84_000, 80_000]  # two speeds, ~2× apart
+
+    def pairs(rates: list[int], ratios: list[float]) -> list:
+        return [(Window("original", i, rate, 1.0, None), Window("plain loop", i, round(rate * r), 1.0, None))
+                for i, (rate, r) in enumerate(zip(rates, ratios))]
+
+    switching = pairs(whole, [0.99, 0.64, 1.79, 1.21, 1.68, 2.13, 1.20, 1.30])
+    found = check(switching, 0.0, 1, 62_000.0, False)
+    assert found.window_spread == pytest.approx(window_spread([w for w, _ in switching])) and found.spread == 1.0
+    assert 1.6 < found.window_spread < 2.2 and found.widened == found.window_spread, found
+    assert found.equivalence.high > 1.5, "at the band of one speed, this would stay inconclusive"
+    assert found.agrees is True, found
+    for error in (1 / 256, 1 / 36):  # a batch counted as a row; a replay from memory for a one-pass pipeline
+        assert check(pairs(whole, [error * r for r in (0.9, 1.1, 1.0, 0.95, 1.05, 1.0, 0.9, 1.1)]), 0.0, 1, 62_000.0,
+                     False).agrees is False
+    steady = [40_000, 41_500, 38_800, 40_700, 39_300, 40_200]  # one speed, ±4%
+    assert 1.0 < window_spread([Window("original", i, rate, 1.0, None) for i, rate in enumerate(steady)]) < 1.1
+    assert window_spread([Window("original", 0, 40_000, 1.0, None)]) == 1.0
+    assert check(pairs(steady, [2.2, 2.6, 2.4, 2.3, 2.5, 2.7]), 0.0, 1, 40_000.0, False).agrees is False

@@ -36,7 +36,9 @@ from pipebench.typed import load_json, to_json
 #: 9 (2026-12-04): the self-check's `equivalence`, the 90% interval its agreement is judged by (two one-sided tests).
 #: 10 (2026-12-04): `awake`, the whole pipeline with idle cores kept awake over it (or `awake_note`, why not); the
 #: self-check's `spread`, the factor between the two speeds its band is widened by.
-DIAGNOSIS_VERSION = 10
+#: 11 (2026-12-05): the self-check's `window_spread`, the factor between the faster and the slower half of the whole
+#: pipeline's own windows paired with it (its band is widened by the larger of the two).
+DIAGNOSIS_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,13 @@ class SelfCheck:
     loop_us_per_element: float = 0.0  # a Python loop's own cost per element, read over one element from memory
     expected: float = 1.0  # the least ratio that cost explains: 1 / (1 + cost × the whole pipeline's elements/s)
     equivalence: Interval | None = None  # the ratio's interval the agreement is judged by (selfcheck, EQUIVALENCE_CONFIDENCE)
-    spread: float = 1.0  # the band is widened by this, the factor between the pipeline's two speeds (measure.awake)
+    spread: float = 1.0  # the factor between its two speeds, idle cores kept awake and not (measure.awake)
+    window_spread: float = 1.0  # the factor between the faster and the slower half of its own windows paired here
+
+    @property
+    def widened(self) -> float:
+        """Give the factor the band is widened by: the larger of the two spreads (pipebench.diagnose.selfcheck)."""
+        return max(self.spread, self.window_spread)
 
 
 @dataclass(frozen=True)

@@ -112,16 +112,18 @@ def summary_lines(found: Diagnosis) -> list[str]:
 
 def _crossed(check) -> str:
     """Say that the self-check is not shown equivalent within its band, nor wholly outside it (inconclusive)."""
-    low, high = band(check.expected, check.spread)
+    low, high = band(check.expected, check.widened)
     return (f"its interval crosses {low:.2f}× or {high:.2f}×, the band it agrees within"
             + ("" if check.equivalence is None else f" (at 90%: {check.equivalence.text('.2f', unit='×')})"))
 
 
 def _equivalent(check) -> str:
     """Say how the self-check agrees: equivalent within its band (pipebench.diagnose.selfcheck)."""
-    low, high = band(check.expected, check.spread)
+    low, high = band(check.expected, check.widened)
     at = "" if check.equivalence is None else f"its 90% interval, {check.equivalence.text('.2f', unit='×')}, "
-    widened = "" if check.spread == 1.0 else f" (its two speeds, {check.spread:.2f}× apart, widen it)"
+    widened = ("" if check.widened == 1.0 else f" (its two speeds, {check.spread:.2f}× apart, widen it)"
+               if check.spread >= check.window_spread else
+               f" (the whole pipeline's own windows, their faster half {check.window_spread:.2f}× the slower, widen it)")
     return f"agrees: {at}within {low:.2f}–{high:.2f}×{widened}, two one-sided tests at 5%"
 
 
