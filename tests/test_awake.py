@@ -102,7 +102,8 @@ def test_a_pipeline_that_switches_speeds_by_itself_widens_the_band_by_what_its_o
     from pipebench.diagnose.selfcheck import check, window_spread
     from pipebench.measure.trial import Window
 
-    whole = [82_000, 86_000, 41_000, 78_000, 44_000, 39_000, 84_000, 80_000]  # two speeds, ~2× apart
+    # Its whole pipeline's windows were not logged one by one: these are its two speeds as the probe read them.
+    whole = [82_000, 86_000, 41_000, 78_000, 44_000, 39_000, 84_000, 80_000]
 
     def pairs(rates: list[int], ratios: list[float]) -> list:
         return [(Window("original", i, rate, 1.0, None), Window("plain loop", i, round(rate * r), 1.0, None))

@@ -24,10 +24,10 @@ idle cores kept awake (benchmarks/records/diagnose_tf1_tensors_modes_2026-12-05.
 self-check read 1.35× (1.07-1.71×), inconclusive, though its plain loop read within its own speeds. So the band is
 widened, too, by what the whole pipeline's own windows in the self-check's rounds show, `window_spread`: the factor
 between the faster and the slower half of them (the larger of the two spreads is taken; over the corpus at d8d0d09,
-1.00-1.78×, median 1.2×: the band ran to 1.5-2.7×). A unit error (a batch size, 32-1024×) and a cache replay reported for a one-pass pipeline (36× in
-the issue that asked for this check) lie far beyond either; a 2× error on a pipeline that unsteady may agree. The
-benchmark's own plain loop (benchmarks/diagnose.py)
-is judged by the same band.
+1.00-1.78×, median 1.2×: the band ran to 1.5-2.7×). A unit error (a batch size, 32-1024×) and a cache replay
+reported for a one-pass pipeline (36× in the issue that asked for this check) lie far beyond either; a 2× error on a
+pipeline that unsteady may agree. The benchmark's own plain loop (benchmarks/diagnose.py) is judged by the band of
+the two speeds alone.
 
 The loop re-iterates the dataset the function returned at the end of each pass, as Keras' fit does; a pipeline
 whose first pass differs from the later ones (a cache, diagnosed on its first pass) is called again for each pass,
