@@ -22,12 +22,12 @@ way. A pipeline may switch speeds with no help from idle cores, too: tf1_tensors
 75-95k rows/s in most half-second windows and 37-40k in episodes of 2-6 s, with pipebench nowhere near it and its
 idle cores kept awake (benchmarks/records/diagnose_tf1_tensors_modes_2026-12-05.md); paired over such episodes its
 self-check read 1.35× (1.07-1.71×), inconclusive, though its plain loop read within its own speeds. So the band is
-widened, too, by what the whole pipeline's own windows in the self-check's rounds show, `window_spread`: the factor
-between the faster and the slower half of them (the larger of the two spreads is taken; over the corpus at d8d0d09,
-1.00-1.78×, median 1.2×: the band ran to 1.5-2.7×). A unit error (a batch size, 32-1024×) and a cache replay
-reported for a one-pass pipeline (36× in the issue that asked for this check) lie far beyond either; a 2× error on a
-pipeline that unsteady may agree. The benchmark's own plain loop (benchmarks/diagnose.py) is judged by the band of
-the two speeds alone.
+widened, too, by what the whole pipeline's own windows in the self-check's rounds show, `window_spread`
+(pipebench.measure.stats.halves_ratio): the factor between the faster and the slower half of them (the larger of the
+two spreads is taken; over the corpus at d8d0d09, 1.00-1.78×, median 1.2×: the band ran to 1.5-2.7×). A unit error
+(a batch size, 32-1024×) and a cache replay reported for a one-pass pipeline (36× in the issue that asked for this
+check) lie far beyond either; a 2× error on a pipeline that unsteady may agree. The benchmark's own plain loop
+(benchmarks/diagnose.py) is judged by the band of the two speeds alone.
 
 The loop re-iterates the dataset the function returned at the end of each pass, as Keras' fit does; a pipeline
 whose first pass differs from the later ones (a cache, diagnosed on its first pass) is called again for each pass,
@@ -35,7 +35,6 @@ as a loop over `input_fn()` per epoch does. No TensorFlow import here: it is han
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +42,7 @@ from typing import Any
 from pipebench.diagnose.records import SelfCheck
 from pipebench.measure.intervals import Interval, geometric_interval
 from pipebench.measure.rounds import gain
+from pipebench.measure.stats import halves_ratio
 from pipebench.measure.windows import Arm
 
 #: The plain loop and the diagnosis agree when the ratio of their rates lies within this factor of 1, either way.
@@ -125,14 +125,6 @@ def band(expected: float, spread: float = 1.0) -> tuple[float, float]:
     return expected / (AGREE_WITHIN * spread), AGREE_WITHIN * spread
 
 
-def window_spread(windows: list) -> float:
-    """Give the factor between the faster and the slower half of a pipeline's own windows (the geometric means of
-    each; a middle window of an odd count is in neither), 1 with fewer than two."""
-    logs = sorted(math.log(w.examples / w.seconds) for w in windows if w.seconds > 0 and w.examples > 0)
-    half = len(logs) // 2
-    return math.exp((sum(logs[-half:]) - sum(logs[:half])) / half) if half else 1.0
-
-
 def verdict(ratio: Interval, expected: float, equivalence: Interval, spread: float = 1.0) -> bool | None:
     """Agrees (True) when the ratio's EQUIVALENCE_CONFIDENCE interval (`equivalence`) lies in the band, disagrees
     (False) when its 95% interval (`ratio`) lies wholly outside it, None (inconclusive) otherwise."""
@@ -154,7 +146,7 @@ def check(pairs: list, cost_sec: float, rows_per_element: int, whole_rows_per_se
     rate = geometric_interval([w.examples / w.seconds for _, w in pairs if w.seconds > 0])
     expected = expected_ratio(cost_sec, rows_per_element, whole_rows_per_sec)
     ratio, equivalence = gain(pairs), gain(pairs, EQUIVALENCE_CONFIDENCE)
-    own = window_spread([whole for whole, _ in pairs])
+    own = halves_ratio([whole.examples / whole.seconds for whole, _ in pairs if whole.seconds > 0])
     return SelfCheck(rate, ratio, verdict(ratio, expected, equivalence, max(spread, own)), how(fresh_per_pass),
                      cost_sec * 1e6, expected, equivalence, spread, own)
 

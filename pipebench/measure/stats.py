@@ -1,6 +1,7 @@
 """Throughput statistics of one process's windows: medians and spread, steadiness, stalls (intervals: intervals.py)."""
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 
@@ -43,6 +44,14 @@ def summarize_rates(rates: Sequence[float]) -> dict:
 def is_steady(rates: Sequence[float], tolerance_pct: float, last: int = 3) -> bool:
     """Tell whether the last `last` rates agree within tolerance_pct (CV): warm-up is over."""
     return len(rates) >= last and cv_pct(rates[-last:]) <= tolerance_pct
+
+
+def halves_ratio(rates: Sequence[float]) -> float:
+    """Give the factor between the faster and the slower half of rates (the geometric means of each; a middle one of
+    an odd count is in neither), 1 with fewer than two: how far apart a pipeline's own speeds lie."""
+    logs = sorted(math.log(rate) for rate in rates if rate > 0)
+    half = len(logs) // 2
+    return math.exp((sum(logs[-half:]) - sum(logs[:half])) / half) if half else 1.0
 
 
 def stall_pct(slow_rate: float, fast_rate: float) -> float:
